@@ -1,0 +1,23 @@
+"""attnconv: the executable companion of *On the Relationship between Self-Attention and
+Convolutional Layers* (Cordonnier, Loukas, Jaggi, ICLR 2020)."""
+from .attention import (
+    MultiHeadSelfAttention,
+    MultiHeadSelfAttention1d,
+    MultiHeadSelfAttention2d,
+    ScoreTerms,
+    softmax_without_denormals,
+)
+from .bounds import off_target_mass_bound, one_hot_alpha, unit_roundoff
+from .conv import check_supported_conv, conv1d_to_mhsa, conv_to_mhsa, head_weights_from_kernel
+from .encodings import (
+    AbsoluteEncoding,
+    GeneralizedQuadraticEncoding,
+    HardShiftEncoding,
+    LearnedRelativeEncoding,
+    QuadraticEncoding,
+    RelativeEncoding,
+    kernel_shifts,
+)
+from .grid import grid_coordinates, relative_shifts
+
+__version__ = "0.1.0"
