@@ -19,5 +19,6 @@ from .encodings import (
     kernel_shifts,
 )
 from .grid import grid_coordinates, relative_shifts
+from .metrics import max_relative_error
 
 __version__ = "0.1.0"
