@@ -66,10 +66,16 @@ class RelativeEncoding(nn.Module):
             )
 
 
+def _float_tensor(value) -> torch.Tensor:
+    """A floating tensor copy of ``value``, keeping a floating tensor's own dtype."""
+    t = torch.as_tensor(value)
+    return (t if t.is_floating_point() else t.to(torch.get_default_dtype())).clone()
+
+
 def _centers_tensor(centers, num_heads: int, spatial_dims: int, init_std: float) -> torch.Tensor:
     if centers is None:
         return torch.randn(num_heads, spatial_dims) * init_std
-    c = torch.as_tensor(centers, dtype=torch.get_default_dtype()).clone()
+    c = _float_tensor(centers)
     if c.shape != (num_heads, spatial_dims):
         raise ValueError(f"centers must have shape {(num_heads, spatial_dims)}, got {tuple(c.shape)}")
     return c
@@ -105,8 +111,8 @@ class QuadraticEncoding(RelativeEncoding):
             raise ValueError(f"spatial_dims must be 1 or 2, got {spatial_dims}")
         self.num_heads, self.spatial_dims, self.dim = num_heads, spatial_dims, spatial_dims + 1
         self.centers = nn.Parameter(_centers_tensor(centers, num_heads, spatial_dims, center_init_std))
-        a = torch.as_tensor(alpha, dtype=torch.get_default_dtype())
-        self.alpha = nn.Parameter(a.expand(num_heads).clone() if a.ndim == 0 else a.clone())
+        a = _float_tensor(alpha).to(self.centers.dtype)
+        self.alpha = nn.Parameter(a.expand(num_heads).clone() if a.ndim == 0 else a)
         if self.alpha.shape != (num_heads,):
             raise ValueError(f"alpha must be a scalar or have shape ({num_heads},)")
 
@@ -155,8 +161,8 @@ class GeneralizedQuadraticEncoding(RelativeEncoding):
         if inv_sqrt_sigma is None:
             m = torch.eye(2).expand(num_heads, 2, 2).clone()
         else:
-            m = torch.as_tensor(inv_sqrt_sigma, dtype=torch.get_default_dtype()).clone()
-            if m.ndim == 2:
+            m = _float_tensor(inv_sqrt_sigma).to(self.centers.dtype)
+            if m.shape == (2, 2):
                 m = m.expand(num_heads, 2, 2).clone()
         if m.shape != (num_heads, 2, 2):
             raise ValueError(f"inv_sqrt_sigma must have shape (2, 2) or ({num_heads}, 2, 2)")

@@ -10,6 +10,7 @@ def max_relative_error(actual: torch.Tensor, expected: torch.Tensor) -> float:
     """max |actual − expected| / max |expected|: the error measure of every equality check."""
     if actual.shape != expected.shape:
         raise ValueError(f"shapes differ: {tuple(actual.shape)} vs {tuple(expected.shape)}")
+    actual, expected = actual.detach(), expected.detach()
     scale = expected.abs().max()
     if scale == 0:
         raise ValueError("expected is all zeros; the relative error is undefined")
