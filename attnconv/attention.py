@@ -90,6 +90,9 @@ class MultiHeadSelfAttention(nn.Module):
         scale: factor on the terms that involve W_qry or W_key (default 1/√D_h, as in
             ``nn.MultiheadAttention``); the position-only term is not scaled.
         attention_dropout: dropout on the attention probabilities.
+        value_projection: with ``False`` there is no W_val: every head averages the raw input
+            (D_h = D_in) and W_out, of size N_h·D_in → D_out, merges W_val^h W_out^h of each head,
+            as the paper's position-only models do (Sec. 4).
 
     When only the position-only term is on, the scores do not depend on the input and the
     probabilities are computed once per forward pass (N_h × T × T), not once per image.
@@ -110,11 +113,15 @@ class MultiHeadSelfAttention(nn.Module):
         key_padding: int = 0,
         scale: Optional[float] = None,
         attention_dropout: float = 0.0,
+        value_projection: bool = True,
     ):
         super().__init__()
         if in_channels < 1 or num_heads < 1:
             raise ValueError("in_channels and num_heads must be >= 1")
-        head_dim = in_channels // num_heads if head_dim is None else head_dim
+        if head_dim is None:
+            head_dim = in_channels // num_heads if value_projection else in_channels
+        if not value_projection and head_dim != in_channels:
+            raise ValueError(f"without a value projection each head has D_h = in_channels = {in_channels}, got {head_dim}")
         if head_dim < 1:
             raise ValueError(f"head_dim must be >= 1 (in_channels={in_channels}, num_heads={num_heads})")
         out_channels = in_channels if out_channels is None else out_channels
@@ -146,7 +153,7 @@ class MultiHeadSelfAttention(nn.Module):
         needs_key = terms.content_content or terms.key_bias
         self.query = nn.Linear(in_channels, inner, bias=qkv_bias) if needs_query else None
         self.key = nn.Linear(in_channels, inner, bias=qkv_bias) if needs_key else None
-        self.value = nn.Linear(in_channels, inner, bias=qkv_bias)
+        self.value = nn.Linear(in_channels, inner, bias=qkv_bias) if value_projection else None
         self.out = nn.Linear(inner, out_channels, bias=out_bias)
         self.key_bias_query = nn.Parameter(torch.randn(num_heads, head_dim) * 0.02) if terms.key_bias else None
         self.relative_key = (
@@ -216,8 +223,20 @@ class MultiHeadSelfAttention(nn.Module):
             scores = scores.float()  # half-precision scores are soft-maxed in float32
         probs = self.attention_dropout(softmax_without_denormals(scores))
         b, shape = x.shape[0], tuple(x.shape[2:])
-        v = self.value(self._tokens(self._pad(x)))  # (B, T_k, N_h·D_h)
-        t_k = v.shape[1]
+        keys = self._tokens(self._pad(x))  # (B, T_k, C)
+        t_k = keys.shape[1]
+        if self.value is None:
+            if probs.ndim == 3:
+                # (N_h·T_q, T_k) @ (T_k, B·C): one matrix product for all heads and images.
+                kv = keys.transpose(0, 1).reshape(t_k, -1)
+                heads = (probs.to(kv.dtype).reshape(-1, t_k) @ kv).view(self.num_heads, -1, b, self.head_dim)
+                heads = heads.permute(2, 1, 0, 3)
+            else:
+                heads = (probs.to(keys.dtype) @ keys.unsqueeze(1)).transpose(1, 2)
+            y = self.out(heads.reshape(b, -1, self.num_heads * self.head_dim))
+            y = y.transpose(1, 2).reshape(b, self.out_channels, *shape)
+            return (y, probs.unsqueeze(0) if probs.ndim == 3 else probs) if return_attention else y
+        v = self.value(keys)  # (B, T_k, N_h·D_h)
         if probs.ndim == 3:
             # One map for all images: (N_h, T_q, T_k) @ (N_h, T_k, B·D_h).
             v = v.view(b, t_k, self.num_heads, self.head_dim).permute(2, 1, 0, 3).reshape(self.num_heads, t_k, -1)

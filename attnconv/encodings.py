@@ -94,6 +94,10 @@ class QuadraticEncoding(RelativeEncoding):
 
     Parameters are ``centers`` Δ (N_h, d) and ``alpha`` α (N_h,). ``centers=None`` draws Δ from
     N(0, ``center_init_std``²) per coordinate.
+
+    ``parametrization="spread"`` learns a spread s instead of α, with Σ⁻¹ = s²·I, i.e. the score
+    −½ s² ‖δ − Δ‖² (α = s²/2), as in the authors' training code; ``alpha`` then gives the initial
+    α and the parameter is called ``spread``. :meth:`width` returns α in both cases.
     """
 
     def __init__(
@@ -103,6 +107,7 @@ class QuadraticEncoding(RelativeEncoding):
         centers=None,
         alpha=1.0,
         center_init_std: float = 2.0,
+        parametrization: str = "alpha",
     ):
         super().__init__()
         if num_heads < 1:
@@ -112,9 +117,22 @@ class QuadraticEncoding(RelativeEncoding):
         self.num_heads, self.spatial_dims, self.dim = num_heads, spatial_dims, spatial_dims + 1
         self.centers = nn.Parameter(_centers_tensor(centers, num_heads, spatial_dims, center_init_std))
         a = _float_tensor(alpha).to(self.centers.dtype)
-        self.alpha = nn.Parameter(a.expand(num_heads).clone() if a.ndim == 0 else a)
-        if self.alpha.shape != (num_heads,):
+        a = a.expand(num_heads).clone() if a.ndim == 0 else a
+        if a.shape != (num_heads,):
             raise ValueError(f"alpha must be a scalar or have shape ({num_heads},)")
+        if parametrization == "alpha":
+            self.alpha = nn.Parameter(a)
+        elif parametrization == "spread":
+            if (a <= 0).any():
+                raise ValueError("alpha must be > 0 with parametrization='spread'")
+            self.spread = nn.Parameter((2 * a).sqrt())
+        else:
+            raise ValueError(f"parametrization must be 'alpha' or 'spread', got {parametrization!r}")
+        self.parametrization = parametrization
+
+    def width(self) -> torch.Tensor:
+        """α per head, ``(N_h,)`` (s²/2 with the spread parametrization)."""
+        return self.alpha if self.parametrization == "alpha" else 0.5 * self.spread ** 2
 
     def features(self, delta: torch.Tensor) -> torch.Tensor:
         """r_δ = (‖δ‖², δ) of eq. (9)."""
@@ -124,8 +142,8 @@ class QuadraticEncoding(RelativeEncoding):
 
     def v(self) -> torch.Tensor:
         """v_h = −α_h (1, −2Δ_h) of eq. (9), one row per head: ``(N_h, D_p)``."""
-        ones = torch.ones_like(self.alpha)[:, None]
-        return -self.alpha[:, None] * torch.cat([ones, -2 * self.centers], dim=-1)
+        alpha = self.width()
+        return -alpha[:, None] * torch.cat([torch.ones_like(alpha)[:, None], -2 * self.centers], dim=-1)
 
     def position_scores(self, delta: torch.Tensor) -> torch.Tensor:
         """−α_h ‖δ − Δ_h‖², i.e. v_hᵀ r_δ of eq. (9) minus the constant α_h‖Δ_h‖²."""
@@ -133,7 +151,7 @@ class QuadraticEncoding(RelativeEncoding):
         d = delta.to(self.centers.dtype)
         c = self.centers.view(self.num_heads, *([1] * (d.ndim - 1)), self.spatial_dims)
         sq = ((d.unsqueeze(0) - c) ** 2).sum(-1)
-        return -self.alpha.view(-1, *([1] * (sq.ndim - 1))) * sq
+        return -self.width().view(-1, *([1] * (sq.ndim - 1))) * sq
 
     def extra_repr(self) -> str:
         return f"num_heads={self.num_heads}, spatial_dims={self.spatial_dims}"

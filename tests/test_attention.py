@@ -124,6 +124,33 @@ def test_position_only_probabilities_do_not_depend_on_the_image():
     assert torch.allclose(layer(x), torch.cat([layer(x[i:i + 1]) for i in range(3)]), atol=1e-6)
 
 
+@pytest.mark.parametrize("terms", [ScoreTerms.position_only_terms(), ScoreTerms(True, False, False, True)])
+def test_without_value_projection_heads_average_the_raw_input(terms):
+    torch.manual_seed(0)
+    enc = QuadraticEncoding(3, parametrization="spread")
+    layer = MultiHeadSelfAttention2d(4, 3, encoding=enc, terms=terms, value_projection=False, key_padding=1).double()
+    assert layer.value is None and layer.head_dim == 4 and layer.out.in_features == 12
+    ref = MultiHeadSelfAttention2d(4, 3, 4, encoding=enc, terms=terms, key_padding=1).double()
+    with torch.no_grad():
+        ref.value.weight.copy_(torch.eye(4, dtype=torch.float64).repeat(3, 1))
+        ref.out.load_state_dict(layer.out.state_dict())
+        if layer.query is not None:
+            ref.query.load_state_dict(layer.query.state_dict()), ref.key.load_state_dict(layer.key.state_dict())
+    x = torch.randn(2, 4, 5, 3, dtype=torch.float64)
+    assert torch.allclose(layer(x), ref(x), atol=1e-12)
+    with pytest.raises(ValueError, match="D_h"):
+        MultiHeadSelfAttention2d(4, 3, head_dim=2, value_projection=False)
+
+
+def test_spread_parametrization_is_alpha_half_spread_squared():
+    enc = QuadraticEncoding(2, centers=torch.zeros(2, 2), alpha=torch.tensor([0.5, 2.0]), parametrization="spread")
+    assert torch.allclose(enc.spread, torch.tensor([1.0, 2.0])) and not hasattr(enc, "alpha")
+    d = torch.tensor([[1, 1]])
+    assert torch.allclose(enc.position_scores(d)[:, 0], -0.5 * enc.spread ** 2 * 2)
+    with pytest.raises(ValueError):
+        QuadraticEncoding(2, parametrization="sigma")
+
+
 def test_gradients_reach_encoding_parameters():
     enc = QuadraticEncoding(2)
     layer = MultiHeadSelfAttention2d(3, 2, 2, encoding=enc, terms=ScoreTerms.position_only_terms())
