@@ -17,6 +17,7 @@ what a convolution with 'same' zero padding sees (Theorem 1 at the border).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Optional
 
@@ -64,11 +65,14 @@ def softmax_without_denormals(scores: torch.Tensor, dim: int = -1) -> torch.Tens
     """softmax(scores) with every probability below the dtype's smallest normal number set to 0.
 
     A softmax of Gaussian scores (eqs. 9 and 16) produces many probabilities below e^-87, which are
-    float32 *denormals*; CPU matrix products over denormals run about 10× slower. Flushing them to 0
-    changes each output by less than T·2^-126 relative, far below float precision.
+    float32 *denormals*; CPU matrix products over denormals run about 10× slower. We set every
+    probability below tiny/eps (about 1e-31 in float32) to 0, so that neither the probabilities nor
+    their products with values of magnitude ≥ eps are denormal. This changes an output by at most
+    T·tiny/eps relative (T keys), far below the dtype's precision.
     """
     p = torch.softmax(scores, dim=dim)
-    return p.masked_fill(p < torch.finfo(p.dtype).tiny, 0.0)
+    info = torch.finfo(p.dtype)
+    return p.masked_fill(p < info.tiny / info.eps, 0.0)
 
 
 class MultiHeadSelfAttention(nn.Module):
@@ -177,30 +181,38 @@ class MultiHeadSelfAttention(nn.Module):
         if x.shape[1] != self.in_channels:
             raise ValueError(f"expected {self.in_channels} input channels, got {x.shape[1]} (shape {tuple(x.shape)})")
 
-    def _pad(self, x: torch.Tensor) -> torch.Tensor:
+    def _check_tokens(self, tokens: torch.Tensor, shape) -> None:
+        if len(shape) != self.spatial_dims:
+            raise ValueError(f"grid shape {tuple(shape)} is not {self.spatial_dims}-dimensional")
+        if tokens.ndim != 3 or tokens.shape[0] != math.prod(shape) or tokens.shape[2] != self.in_channels:
+            raise ValueError(
+                f"expected tokens of shape (T={math.prod(shape)}, B, C={self.in_channels}) for grid "
+                f"{tuple(shape)}, got {tuple(tokens.shape)}"
+            )
+
+    def _pad_tokens(self, tokens: torch.Tensor, shape) -> torch.Tensor:
+        """Tokens ``(T, B, C)`` of a grid → tokens ``(T_k, B, C)`` of the grid zero-padded by p."""
         p = self.key_padding
-        return F.pad(x, [p, p] * self.spatial_dims) if p else x
+        if not p:
+            return tokens
+        grid = tokens.view(*shape, *tokens.shape[1:])
+        padded = tokens.new_zeros(*(s + 2 * p for s in shape), *tokens.shape[1:])
+        padded[tuple(slice(p, p + s) for s in shape)] = grid
+        return padded.view(-1, *tokens.shape[1:])
 
-    @staticmethod
-    def _tokens(x: torch.Tensor) -> torch.Tensor:
-        return x.flatten(2).transpose(1, 2)  # (B, T, C)
+    def _heads_first(self, t: torch.Tensor) -> torch.Tensor:
+        """``(T, B, N_h·D_h)`` → ``(B, N_h, T, D_h)``."""
+        n, b, _ = t.shape
+        return t.view(n, b, self.num_heads, -1).permute(1, 2, 0, 3)
 
-    def _split_heads(self, t: torch.Tensor) -> torch.Tensor:
-        b, n, _ = t.shape
-        return t.view(b, n, self.num_heads, self.head_dim).transpose(1, 2)  # (B, N_h, T, D_h)
-
-    def attention_scores(self, x: torch.Tensor) -> torch.Tensor:
-        """The scores A of eq. (8): ``(N_h, T_q, T_k)`` if position-only, else ``(B, N_h, T_q, T_k)``."""
-        self._check_input(x)
-        shape = tuple(x.shape[2:])
+    def _scores_tokens(self, tokens: torch.Tensor, shape, qk_tokens: torch.Tensor) -> torch.Tensor:
         terms, enc = self.terms, self.encoding
-        delta = relative_shifts(shape, self.key_padding, x.device) if isinstance(enc, RelativeEncoding) else None
+        delta = relative_shifts(shape, self.key_padding, tokens.device) if isinstance(enc, RelativeEncoding) else None
         position = enc.position_scores(delta) if terms.position_only else None
         if not terms.uses_content:
             return position
-        qk_input = enc(x) if isinstance(enc, AbsoluteEncoding) else x
-        q = self._split_heads(self.query(self._tokens(qk_input))) if self.query is not None else None
-        k = self._split_heads(self.key(self._tokens(self._pad(qk_input)))) if self.key is not None else None
+        q = self._heads_first(self.query(qk_tokens)) if self.query is not None else None
+        k = self._heads_first(self.key(self._pad_tokens(qk_tokens, shape))) if self.key is not None else None
         scores = 0.0
         if terms.content_content:
             scores = scores + q @ k.transpose(-1, -2)
@@ -215,39 +227,83 @@ class MultiHeadSelfAttention(nn.Module):
             scores = scores + position.unsqueeze(0)
         return scores
 
-    def forward(self, x: torch.Tensor, return_attention: bool = False):
-        """Apply eq. (4). With ``return_attention`` also return the probabilities
-        (``(1, N_h, T_q, T_k)`` when shared by all images, else ``(B, N_h, T_q, T_k)``)."""
-        scores = self.attention_scores(x)
+    def attention_scores(self, x: torch.Tensor) -> torch.Tensor:
+        """The scores A of eq. (8): ``(N_h, T_q, T_k)`` if position-only, else ``(B, N_h, T_q, T_k)``."""
+        self._check_input(x)
+        enc = self.encoding
+        qk_input = enc(x) if isinstance(enc, AbsoluteEncoding) else x
+        return self._scores_tokens(x.flatten(2).permute(2, 0, 1), tuple(x.shape[2:]), qk_input.flatten(2).permute(2, 0, 1))
+
+    def _apply_probabilities(self, probs: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+        """softmax(A_h) X W_val^h of eq. (4) for every head: ``(N_h, T_q·B, D_h)``.
+
+        ``keys`` is ``(T_k, B, C)``. Shared probabilities ``(N_h, T_q, T_k)`` are applied to all
+        images in one matrix product, with the batch laid out along the columns so that no large
+        tensor is copied.
+        """
+        t_k, b, _ = keys.shape
+        nh = self.num_heads
+        if self.value is None:
+            values = keys  # every head averages the raw input
+            if probs.ndim == 3:
+                out = probs.to(values.dtype).reshape(-1, t_k) @ values.reshape(t_k, -1)  # (N_h·T_q, B·C)
+                return out.view(nh, -1, self.head_dim)
+            out = probs.to(values.dtype) @ values.permute(1, 0, 2).unsqueeze(1)  # (B, N_h, T_q, C)
+            return out.permute(1, 2, 0, 3).reshape(nh, -1, self.head_dim)
+        v = self.value(keys).view(t_k, b, nh, self.head_dim)
+        if probs.ndim == 3:
+            v = v.permute(2, 0, 1, 3).reshape(nh, t_k, -1)  # (N_h, T_k, B·D_h)
+            return (probs.to(v.dtype) @ v).view(nh, -1, self.head_dim)
+        out = probs.to(v.dtype) @ v.permute(1, 2, 0, 3)  # (B, N_h, T_q, D_h)
+        return out.permute(1, 2, 0, 3).reshape(nh, -1, self.head_dim)
+
+    def _merge_heads(self, heads: torch.Tensor) -> torch.Tensor:
+        """concat_h(heads) W_out + b_out of eq. (4), as Σ_h heads_h W_out^h (no concatenation copy)."""
+        w, d = self.out.weight, self.head_dim
+        bias = self.out.bias
+        y = None
+        for h in range(self.num_heads):
+            w_h = w[:, h * d:(h + 1) * d].t()
+            if y is None:
+                y = torch.addmm(bias, heads[h], w_h) if bias is not None else heads[h] @ w_h
+            else:
+                y = torch.addmm(y, heads[h], w_h)
+        return y
+
+    def forward_tokens(self, tokens: torch.Tensor, shape, return_attention: bool = False):
+        """Eq. (4) on tokens laid out as ``(T, B, C)`` (T = H·W, row-major) for a grid ``shape``.
+
+        Returns ``(T, B, D_out)`` (and the probabilities if asked). This layout lets the batch share
+        one attention matrix product without copies; models keep their hidden states in it.
+        """
+        shape = tuple(int(s) for s in shape)
+        self._check_tokens(tokens, shape)
+        enc = self.encoding
+        qk_tokens = tokens
+        if isinstance(enc, AbsoluteEncoding):
+            b = tokens.shape[1]
+            grid = tokens.permute(1, 2, 0).reshape(b, self.in_channels, *shape)
+            qk_tokens = enc(grid).flatten(2).permute(2, 0, 1)
+        scores = self._scores_tokens(tokens, shape, qk_tokens)
         if scores.dtype not in (torch.float32, torch.float64):
             scores = scores.float()  # half-precision scores are soft-maxed in float32
         probs = self.attention_dropout(softmax_without_denormals(scores))
-        b, shape = x.shape[0], tuple(x.shape[2:])
-        keys = self._tokens(self._pad(x))  # (B, T_k, C)
-        t_k = keys.shape[1]
-        if self.value is None:
-            if probs.ndim == 3:
-                # (N_h·T_q, T_k) @ (T_k, B·C): one matrix product for all heads and images.
-                kv = keys.transpose(0, 1).reshape(t_k, -1)
-                heads = (probs.to(kv.dtype).reshape(-1, t_k) @ kv).view(self.num_heads, -1, b, self.head_dim)
-                heads = heads.permute(2, 1, 0, 3)
-            else:
-                heads = (probs.to(keys.dtype) @ keys.unsqueeze(1)).transpose(1, 2)
-            y = self.out(heads.reshape(b, -1, self.num_heads * self.head_dim))
-            y = y.transpose(1, 2).reshape(b, self.out_channels, *shape)
-            return (y, probs.unsqueeze(0) if probs.ndim == 3 else probs) if return_attention else y
-        v = self.value(keys)  # (B, T_k, N_h·D_h)
-        if probs.ndim == 3:
-            # One map for all images: (N_h, T_q, T_k) @ (N_h, T_k, B·D_h).
-            v = v.view(b, t_k, self.num_heads, self.head_dim).permute(2, 1, 0, 3).reshape(self.num_heads, t_k, -1)
-            heads = (probs.to(v.dtype) @ v).view(self.num_heads, -1, b, self.head_dim).permute(2, 1, 0, 3)
-        else:
-            heads = (probs.to(v.dtype) @ self._split_heads(v)).transpose(1, 2)  # (B, T_q, N_h, D_h)
-        y = self.out(heads.reshape(b, -1, self.num_heads * self.head_dim))  # (B, T_q, D_out)
-        y = y.transpose(1, 2).reshape(b, self.out_channels, *shape)
+        heads = self._apply_probabilities(probs, self._pad_tokens(tokens, shape))
+        y = self._merge_heads(heads).view(tokens.shape[0], tokens.shape[1], self.out_channels)
         if return_attention:
             return y, (probs.unsqueeze(0) if probs.ndim == 3 else probs)
         return y
+
+    def forward(self, x: torch.Tensor, return_attention: bool = False):
+        """Apply eq. (4) to ``(B, C, H, W)`` (``(B, C, L)`` in 1D). With ``return_attention`` also
+        return the probabilities (``(1, N_h, T_q, T_k)`` when shared by all images, else
+        ``(B, N_h, T_q, T_k)``)."""
+        self._check_input(x)
+        b, shape = x.shape[0], tuple(x.shape[2:])
+        out = self.forward_tokens(x.flatten(2).permute(2, 0, 1), shape, return_attention)
+        y, probs = out if return_attention else (out, None)
+        y = y.permute(1, 2, 0).reshape(b, self.out_channels, *shape)
+        return (y, probs) if return_attention else y
 
     def extra_repr(self) -> str:
         return (

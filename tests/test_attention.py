@@ -180,6 +180,21 @@ def test_1d_layer_shapes_and_loop():
     assert torch.allclose(y, ref, atol=1e-10)
 
 
+def test_forward_tokens_layout_and_errors():
+    torch.manual_seed(0)
+    layer = MultiHeadSelfAttention2d(4, 3, encoding=QuadraticEncoding(3), terms=ScoreTerms.position_only_terms(),
+                                     value_projection=False, key_padding=2)
+    x = torch.randn(2, 4, 5, 6)
+    tokens = x.flatten(2).permute(2, 0, 1)  # (T, B, C)
+    y = layer.forward_tokens(tokens, (5, 6))
+    assert y.shape == (30, 2, 4)
+    assert torch.allclose(y.permute(1, 2, 0).reshape(2, 4, 5, 6), layer(x), atol=1e-6)
+    with pytest.raises(ValueError, match=r"\(T=30, B, C=4\)"):
+        layer.forward_tokens(tokens, (6, 6))
+    with pytest.raises(ValueError, match="2-dimensional"):
+        layer.forward_tokens(tokens, (30,))
+
+
 def test_input_shape_errors():
     layer = MultiHeadSelfAttention2d(4, 2)
     with pytest.raises(ValueError, match=r"\(B, C, H, W\)"):
@@ -212,8 +227,10 @@ def test_softmax_without_denormals_has_no_denormals_and_matches_softmax():
     ref = torch.softmax(s, -1)
     assert ((ref > 0) & (ref < torch.finfo(torch.float32).tiny)).any()  # plain softmax makes denormals
     p = softmax_without_denormals(s)
-    assert not ((p > 0) & (p < torch.finfo(torch.float32).tiny)).any()
-    assert (p - ref).abs().max() < torch.finfo(torch.float32).tiny
+    info = torch.finfo(torch.float32)
+    assert not ((p > 0) & (p < info.tiny / info.eps)).any()
+    assert (p - ref).abs().max() < info.tiny / info.eps
+    assert torch.equal(p[ref >= info.tiny / info.eps], ref[ref >= info.tiny / info.eps])
     assert torch.isclose(p.sum(), torch.tensor(1.0))
 
 
