@@ -189,7 +189,7 @@ def test_forward_tokens_layout_and_errors():
     y = layer.forward_tokens(tokens, (5, 6))
     assert y.shape == (30, 2, 4)
     assert torch.allclose(y.permute(1, 2, 0).reshape(2, 4, 5, 6), layer(x), atol=1e-6)
-    with pytest.raises(ValueError, match=r"\(T=30, B, C=4\)"):
+    with pytest.raises(ValueError, match=r"\(T=36, B, C=4\)"):
         layer.forward_tokens(tokens, (6, 6))
     with pytest.raises(ValueError, match="2-dimensional"):
         layer.forward_tokens(tokens, (30,))
