@@ -97,6 +97,11 @@ class MultiHeadSelfAttention(nn.Module):
         value_projection: with ``False`` there is no W_val: every head averages the raw input
             (D_h = D_in) and W_out, of size N_h·D_in → D_out, merges W_val^h W_out^h of each head,
             as the paper's position-only models do (Sec. 4).
+        implementation: ``"dense"`` (every key) or ``"local"`` (:mod:`attnconv.local`: each
+            Gaussian head only reads a window of keys around its centre, sized so that the left-out
+            mass is at most ``local_tolerance``; position-only Gaussian encodings in 2D only). The
+            two are interchangeable at any time (``layer.implementation = "local"``).
+        local_tolerance: ε of the local implementation.
 
     When only the position-only term is on, the scores do not depend on the input and the
     probabilities are computed once per forward pass (N_h × T × T), not once per image.
@@ -118,6 +123,8 @@ class MultiHeadSelfAttention(nn.Module):
         scale: Optional[float] = None,
         attention_dropout: float = 0.0,
         value_projection: bool = True,
+        implementation: str = "dense",
+        local_tolerance: float = 1e-6,
     ):
         super().__init__()
         if in_channels < 1 or num_heads < 1:
@@ -166,6 +173,31 @@ class MultiHeadSelfAttention(nn.Module):
             else None
         )
         self.attention_dropout = nn.Dropout(attention_dropout)
+        self.local_tolerance = local_tolerance
+        self.implementation = implementation
+
+    @property
+    def implementation(self) -> str:
+        """``"dense"`` or ``"local"``; see the class docstring."""
+        return self._implementation
+
+    @implementation.setter
+    def implementation(self, value: str) -> None:
+        if value not in ("dense", "local"):
+            raise ValueError(f"implementation must be 'dense' or 'local', got {value!r}")
+        if value == "local":
+            problems = []
+            if self.terms != ScoreTerms.position_only_terms():
+                problems.append("it needs position-only scores (ScoreTerms.position_only_terms())")
+            if not hasattr(self.encoding, "precision"):
+                problems.append("it needs a Gaussian encoding (QuadraticEncoding or GeneralizedQuadraticEncoding)")
+            if self.spatial_dims != 2:
+                problems.append("it is implemented for 2D grids only")
+            if not self.local_tolerance > 0:
+                problems.append("local_tolerance must be > 0")
+            if problems:
+                raise ValueError("local attention is not available here: " + "; ".join(problems))
+        self._implementation = value
 
     # ------------------------------------------------------------------ helpers
     @property
@@ -284,6 +316,8 @@ class MultiHeadSelfAttention(nn.Module):
             b = tokens.shape[1]
             grid = tokens.permute(1, 2, 0).reshape(b, self.in_channels, *shape)
             qk_tokens = enc(grid).flatten(2).permute(2, 0, 1)
+        if self.implementation == "local":
+            return self._forward_local(tokens, shape, return_attention)
         scores = self._scores_tokens(tokens, shape, qk_tokens)
         if scores.dtype not in (torch.float32, torch.float64):
             scores = scores.float()  # half-precision scores are soft-maxed in float32
@@ -293,6 +327,35 @@ class MultiHeadSelfAttention(nn.Module):
         if return_attention:
             return y, (probs.unsqueeze(0) if probs.ndim == 3 else probs)
         return y
+
+    def _forward_local(self, tokens: torch.Tensor, shape, return_attention: bool):
+        from .local import local_attention_matrix, sparse_rows
+
+        enc = self.encoding
+        keys = self._pad_tokens(tokens, shape)
+        t_k, b, _ = keys.shape
+        per_head_values = self.value is not None
+        matrix, _ = local_attention_matrix(
+            enc.centers, enc.precision(), shape, self.key_padding, self.local_tolerance,
+            stack_heads_in_columns=per_head_values,
+        )
+        if self.training and self.attention_dropout.p > 0:
+            matrix = sparse_rows(
+                matrix.crow_indices(), matrix.col_indices(), self.attention_dropout(matrix.values()), matrix.shape
+            )
+        if per_head_values:
+            v = self.value(keys).view(t_k, b, self.num_heads, self.head_dim).permute(2, 0, 1, 3)
+            values = v.reshape(self.num_heads * t_k, -1)
+        else:
+            values = keys.reshape(t_k, -1)
+        heads = (matrix.to(values.dtype) @ values).view(self.num_heads, -1, self.head_dim)
+        y = self._merge_heads(heads).view(tokens.shape[0], tokens.shape[1], self.out_channels)
+        if not return_attention:
+            return y
+        dense = matrix.to_dense().view(self.num_heads, tokens.shape[0], -1)
+        if per_head_values:  # keep each head's own block of columns
+            dense = torch.stack([dense[h, :, h * t_k:(h + 1) * t_k] for h in range(self.num_heads)])
+        return y, dense.unsqueeze(0)
 
     def forward(self, x: torch.Tensor, return_attention: bool = False):
         """Apply eq. (4) to ``(B, C, H, W)`` (``(B, C, L)`` in 1D). With ``return_attention`` also

@@ -140,6 +140,11 @@ class QuadraticEncoding(RelativeEncoding):
         d = delta.to(self.centers.dtype)
         return torch.cat([(d * d).sum(-1, keepdim=True), d], dim=-1)
 
+    def precision(self) -> torch.Tensor:
+        """Σ⁻¹ = 2α_h·I of the Gaussian −½(δ−Δ)ᵀΣ⁻¹(δ−Δ) = −α‖δ−Δ‖² that each head is: ``(N_h, d, d)``."""
+        eye = torch.eye(self.spatial_dims, dtype=self.centers.dtype, device=self.centers.device)
+        return 2 * self.width()[:, None, None] * eye
+
     def v(self) -> torch.Tensor:
         """v_h = −α_h (1, −2Δ_h) of eq. (9), one row per head: ``(N_h, D_p)``."""
         alpha = self.width()
@@ -190,6 +195,10 @@ class GeneralizedQuadraticEncoding(RelativeEncoding):
         """Σ⁻¹ = M Mᵀ per head, ``(N_h, 2, 2)``."""
         m = self.inv_sqrt_sigma
         return m @ m.transpose(-1, -2)
+
+    def precision(self) -> torch.Tensor:
+        """Σ⁻¹ per head (same as :meth:`inverse_covariance`), ``(N_h, 2, 2)``."""
+        return self.inverse_covariance()
 
     def features(self, delta: torch.Tensor) -> torch.Tensor:
         """r_δ = (δ_1, δ_2, δ_1², δ_2², δ_1δ_2) of eq. (16)."""
