@@ -97,10 +97,14 @@ class MultiHeadSelfAttention(nn.Module):
         value_projection: with ``False`` there is no W_val: every head averages the raw input
             (D_h = D_in) and W_out, of size N_h·D_in → D_out, merges W_val^h W_out^h of each head,
             as the paper's position-only models do (Sec. 4).
-        implementation: ``"dense"`` (every key) or ``"local"`` (:mod:`attnconv.local`: each
+        implementation: ``"dense"`` (every key), ``"naive"`` (the same maths written as the
+            authors' code does: per-head scores, softmax and an einsum, then a concatenation;
+            the benchmark's reference) or ``"local"`` (:mod:`attnconv.local`: each
             Gaussian head only reads a window of keys around its centre, sized so that the left-out
             mass is at most ``local_tolerance``; position-only Gaussian encodings in 2D only). The
-            two are interchangeable at any time (``layer.implementation = "local"``).
+            two are interchangeable at any time (``layer.implementation = "local"``). With
+            attention dropout, axis-aligned local heads drop entries of their row and column
+            factors instead of single probabilities.
         local_tolerance: ε of the local implementation.
 
     When only the position-only term is on, the scores do not depend on the input and the
@@ -183,8 +187,8 @@ class MultiHeadSelfAttention(nn.Module):
 
     @implementation.setter
     def implementation(self, value: str) -> None:
-        if value not in ("dense", "local"):
-            raise ValueError(f"implementation must be 'dense' or 'local', got {value!r}")
+        if value not in ("dense", "naive", "local"):
+            raise ValueError(f"implementation must be 'dense', 'naive' or 'local', got {value!r}")
         if value == "local":
             problems = []
             if self.terms != ScoreTerms.position_only_terms():
@@ -291,15 +295,10 @@ class MultiHeadSelfAttention(nn.Module):
 
     def _merge_heads(self, heads: torch.Tensor) -> torch.Tensor:
         """concat_h(heads) W_out + b_out of eq. (4), as Σ_h heads_h W_out^h (no concatenation copy)."""
-        w, d = self.out.weight, self.head_dim
-        bias = self.out.bias
-        y = None
-        for h in range(self.num_heads):
-            w_h = w[:, h * d:(h + 1) * d].t()
-            if y is None:
-                y = torch.addmm(bias, heads[h], w_h) if bias is not None else heads[h] @ w_h
-            else:
-                y = torch.addmm(y, heads[h], w_h)
+        w_blocks = self.out.weight.view(self.out_channels, self.num_heads, self.head_dim).unbind(1)
+        y = self.out.bias
+        for head, w_h in zip(heads.unbind(0), w_blocks):
+            y = head @ w_h.t() if y is None else torch.addmm(y, head, w_h.t())
         return y
 
     def forward_tokens(self, tokens: torch.Tensor, shape, return_attention: bool = False):
@@ -319,6 +318,8 @@ class MultiHeadSelfAttention(nn.Module):
         if self.implementation == "local":
             return self._forward_local(tokens, shape, return_attention)
         scores = self._scores_tokens(tokens, shape, qk_tokens)
+        if self.implementation == "naive":
+            return self._forward_naive(tokens, shape, scores, return_attention)
         if scores.dtype not in (torch.float32, torch.float64):
             scores = scores.float()  # half-precision scores are soft-maxed in float32
         probs = self.attention_dropout(softmax_without_denormals(scores))
@@ -328,34 +329,65 @@ class MultiHeadSelfAttention(nn.Module):
             return y, (probs.unsqueeze(0) if probs.ndim == 3 else probs)
         return y
 
+    def _forward_naive(self, tokens: torch.Tensor, shape, scores: torch.Tensor, return_attention: bool):
+        """Reference: softmax, an einsum per image and head, concatenation, W_out (no tricks)."""
+        keys = self._pad_tokens(tokens, shape).transpose(0, 1)  # (B, T_k, C)
+        b, t_k, _ = keys.shape
+        probs = self.attention_dropout(torch.softmax(scores if scores.dtype == torch.float64 else scores.float(), dim=-1))
+        lead = "bhqk" if probs.ndim == 4 else "hqk"
+        if self.value is None:
+            heads = torch.einsum(f"{lead},bkc->bqhc", probs.to(keys.dtype), keys)
+        else:
+            v = self.value(keys).view(b, t_k, self.num_heads, self.head_dim)
+            heads = torch.einsum(f"{lead},bkhd->bqhd", probs.to(v.dtype), v)
+        y = self.out(heads.reshape(b, tokens.shape[0], -1)).transpose(0, 1)
+        if return_attention:
+            return y, (probs.unsqueeze(0) if probs.ndim == 3 else probs)
+        return y
+
     def _forward_local(self, tokens: torch.Tensor, shape, return_attention: bool):
-        from .local import local_attention_matrix, sparse_rows
+        from .local import is_axis_aligned, local_attention_matrix, separable_local_factors, sparse_rows
 
         enc = self.encoding
         keys = self._pad_tokens(tokens, shape)
         t_k, b, _ = keys.shape
-        per_head_values = self.value is not None
-        matrix, _ = local_attention_matrix(
-            enc.centers, enc.precision(), shape, self.key_padding, self.local_tolerance,
-            stack_heads_in_columns=per_head_values,
-        )
-        if self.training and self.attention_dropout.p > 0:
-            matrix = sparse_rows(
-                matrix.crow_indices(), matrix.col_indices(), self.attention_dropout(matrix.values()), matrix.shape
-            )
-        if per_head_values:
-            v = self.value(keys).view(t_k, b, self.num_heads, self.head_dim).permute(2, 0, 1, 3)
-            values = v.reshape(self.num_heads * t_k, -1)
+        nh, d = self.num_heads, self.head_dim
+        if self.value is not None:
+            values = self.value(keys).view(t_k, b, nh, d).permute(2, 0, 1, 3).reshape(nh, t_k, -1)
         else:
-            values = keys.reshape(t_k, -1)
-        heads = (matrix.to(values.dtype) @ values).view(self.num_heads, -1, self.head_dim)
+            values = keys.reshape(1, t_k, -1)  # shared by all heads
+        precision = enc.precision()
+        drop = self.training and self.attention_dropout.p > 0
+        if is_axis_aligned(precision):
+            rows, cols, _ = separable_local_factors(enc.centers, precision, shape, self.key_padding, self.local_tolerance)
+            if drop:  # structured dropout: on the row and on the column factor (expectation unchanged)
+                rows, cols = self.attention_dropout(rows), self.attention_dropout(cols)
+            h_k, w_k = rows.shape[2], cols.shape[2]
+            # rows: (N_h, H, H_k) @ (·, H_k, W_k·B·D) → (N_h, H, W_k·B·D)
+            u = (rows.to(values.dtype) @ values.reshape(values.shape[0], h_k, -1)) if values.shape[0] > 1 else (
+                rows.to(values.dtype).reshape(-1, h_k) @ values.reshape(h_k, -1)).view(nh, rows.shape[1], -1)
+            u = u.view(nh, rows.shape[1], w_k, -1)  # (N_h, H, W_k, B·D)
+            heads = (cols.to(values.dtype).unsqueeze(1) @ u).view(nh, -1, d)  # (N_h, H·W·B, D)
+            probs = (rows[:, :, None, :, None] * cols[:, None, :, None, :]) if return_attention else None
+        else:
+            matrix, _ = local_attention_matrix(
+                enc.centers, precision, shape, self.key_padding, self.local_tolerance,
+                stack_heads_in_columns=self.value is not None,
+            )
+            if drop:
+                matrix = sparse_rows(matrix.crow_indices(), matrix.col_indices(),
+                                     self.attention_dropout(matrix.values()), matrix.shape)
+            heads = (matrix.to(values.dtype) @ values.reshape(-1, values.shape[-1])).view(nh, -1, d)
+            probs = None
+            if return_attention:
+                dense = matrix.detach().to_dense().view(nh, tokens.shape[0], -1)
+                if self.value is not None:  # keep each head's own block of columns
+                    dense = torch.stack([dense[h, :, h * t_k:(h + 1) * t_k] for h in range(nh)])
+                probs = dense
         y = self._merge_heads(heads).view(tokens.shape[0], tokens.shape[1], self.out_channels)
         if not return_attention:
             return y
-        dense = matrix.to_dense().view(self.num_heads, tokens.shape[0], -1)
-        if per_head_values:  # keep each head's own block of columns
-            dense = torch.stack([dense[h, :, h * t_k:(h + 1) * t_k] for h in range(self.num_heads)])
-        return y, dense.unsqueeze(0)
+        return y, probs.reshape(nh, tokens.shape[0], t_k).unsqueeze(0)
 
     def forward(self, x: torch.Tensor, return_attention: bool = False):
         """Apply eq. (4) to ``(B, C, H, W)`` (``(B, C, L)`` in 1D). With ``return_attention`` also

@@ -50,7 +50,8 @@ def one_hot_alpha(dtype: torch.dtype = torch.float32, spatial_dims: int = 2) -> 
 
     About 18.0 for float32 and 38.1 for float64 in 2D (17.3 and 37.4 in 1D). A quadratic head with
     at least this α is one-hot to within the dtype's precision (Lemma 2), which is what
-    :func:`attnconv.conv_to_mhsa` uses by default.
+    :func:`attnconv.conv_to_mhsa` uses by default. The value is rounded up to the nearest float32
+    number, so it keeps its guarantee when stored in float32.
     """
     u = unit_roundoff(dtype)
     lo, hi = 1e-3, 1.0
@@ -62,4 +63,8 @@ def one_hot_alpha(dtype: torch.dtype = torch.float32, spatial_dims: int = 2) -> 
             lo = mid
         else:
             hi = mid
-    return hi
+    # round up to a float32 number, so that storing α in float32 (or float64) never lowers it
+    single = torch.tensor(hi, dtype=torch.float32)
+    if single.item() < hi:
+        single = torch.nextafter(single, torch.tensor(math.inf))
+    return single.item()

@@ -109,7 +109,8 @@ def _conv_to_attention(conv, spatial_dims: int, alpha: Optional[float], head_dim
         encoding = HardShiftEncoding(shifts)
     else:
         alpha = one_hot_alpha(weight.dtype, spatial_dims) if alpha is None else float(alpha)
-        encoding = QuadraticEncoding(num_heads, spatial_dims, centers=shifts.to(weight.dtype), alpha=alpha)
+        encoding = QuadraticEncoding(num_heads, spatial_dims, centers=shifts.to(weight.dtype),
+                                     alpha=torch.tensor(alpha, dtype=weight.dtype))
     cls = MultiHeadSelfAttention2d if spatial_dims == 2 else MultiHeadSelfAttention1d
     mhsa = cls(
         d_in, num_heads, head_dim, d_out, encoding=encoding, terms=ScoreTerms.position_only_terms(),

@@ -18,6 +18,15 @@ convex quadratic over a convex set). Keys outside the window have ‖z − z*‖
 since the kept mass is at least e^{s(c)}. We take the smallest r that makes this ≤ ε (capped at
 the grid size, where the window holds every key and local equals dense). Each output then
 differs from dense attention by at most 2ε · max|value|.
+
+**Two ways to apply it.** For axis-aligned heads (Σ⁻¹ diagonal: every quadratic head, eq. 9) the
+Gaussian factorises over rows and columns, the projection z* is a clamp, the window is a product of
+two intervals, and so the windowed, border-renormalised softmax is exactly the product of a row
+factor and a column factor (:func:`separable_local_factors`). The attention is then applied as two
+dense matrix products, row factor then column factor, costing T·(H + W) per channel instead of
+T² — this factorisation, not the window, is where the time goes. Rotated heads (eq. 16 with
+Σ⁻¹_12 ≠ 0) do not factorise; they use a sparse matrix of the windows
+(:func:`local_attention_matrix`).
 """
 from __future__ import annotations
 
@@ -29,7 +38,7 @@ import torch
 
 from .attention import softmax_without_denormals
 
-__all__ = ["sparse_rows", "window_mass_bound", "window_radius", "project_onto_box", "local_attention_matrix"]
+__all__ = ["separable_local_factors", "is_axis_aligned", "sparse_rows", "window_mass_bound", "window_radius", "project_onto_box", "local_attention_matrix"]
 
 
 def sparse_rows(crow: torch.Tensor, columns: torch.Tensor, values: torch.Tensor, size) -> torch.Tensor:
@@ -89,6 +98,57 @@ def project_onto_box(target: torch.Tensor, precision: torch.Tensor, low: Sequenc
     cost[0] = torch.where(inside, torch.zeros_like(cost[0]), torch.full_like(cost[0], math.inf))
     best = cost.argmin(0)
     return torch.gather(z, 0, best[None, ..., None].expand(1, *t.shape)).squeeze(0)
+
+
+def is_axis_aligned(precision: torch.Tensor) -> bool:
+    """True when every head's Σ⁻¹ is diagonal, so that its Gaussian factorises over rows and columns."""
+    return bool((precision[:, 0, 1] == 0).all() and (precision[:, 1, 0] == 0).all())
+
+
+def _axis_window_softmax(centers_a: torch.Tensor, lam_a: torch.Tensor, n_q: int, low: int, high: int, radii) -> torch.Tensor:
+    """Row (or column) factor: for every head, query q and key k on one axis, the softmax over the
+    window |k − c(q)| ≤ r_h of −½λ_a (k − q − Δ_a)², c(q) = round(clamp(q + Δ_a, low, high))."""
+    nh = centers_a.shape[0]
+    dtype, device = centers_a.dtype, centers_a.device
+    q = torch.arange(n_q, device=device, dtype=dtype)
+    k = torch.arange(low, high + 1, device=device, dtype=dtype)
+    target = q[None, :, None] + centers_a[:, None, None]  # (N_h, Q, 1)
+    centre = target.detach().clamp(low, high).round()
+    r = torch.tensor(radii, device=device, dtype=dtype)[:, None, None]
+    inside = (k[None, None, :] - centre).abs() <= r
+    scores = -0.5 * lam_a[:, None, None] * (k[None, None, :] - target) ** 2
+    return softmax_without_denormals(scores.masked_fill(~inside, -math.inf))  # (N_h, Q, K)
+
+
+def separable_local_factors(
+    centers: torch.Tensor, precision: torch.Tensor, shape: Tuple[int, int], key_padding: int, tolerance: float
+):
+    """Row and column factors of local attention for axis-aligned Gaussian heads (module docstring).
+
+    Returns ``(rows, cols, radii)``: ``rows`` is ``(N_h, H, H + 2p)``, ``cols`` is
+    ``(N_h, W, W + 2p)``, and head h's attention of query (i, j) on key (k, l) is
+    ``rows[h, i, k] · cols[h, j, l]``. Differentiable in ``centers`` and ``precision``.
+    """
+    if not is_axis_aligned(precision):
+        raise ValueError("separable local attention needs diagonal Σ⁻¹ (axis-aligned heads)")
+    h_q, w_q = shape
+    p = key_padding
+    low, high = (-p, -p), (h_q - 1 + p, w_q - 1 + p)
+    lam = torch.stack([precision[:, 0, 0], precision[:, 1, 1]], -1)  # (N_h, 2)
+    with torch.no_grad():
+        gaps = []
+        for a, n in ((0, h_q), (1, w_q)):
+            t = torch.arange(n, dtype=centers.dtype, device=centers.device)[None] + centers.detach()[:, a:a + 1]
+            zstar = t.clamp(low[a], high[a])
+            c = zstar.round()
+            gaps.append((0.5 * lam[:, a:a + 1].detach() * ((c - t) ** 2 - (zstar - t) ** 2)).amax(1))
+        gap = (gaps[0] + gaps[1]).clamp_min(0)
+        lam_min = lam.detach().amin(1)
+    max_radius = max(h_q, w_q) - 1 + 2 * p
+    radii = [window_radius(float(lam_min[h]), float(gap[h]), tolerance, max_radius) for h in range(centers.shape[0])]
+    rows = _axis_window_softmax(centers[:, 0], lam[:, 0], h_q, low[0], high[0], radii)
+    cols = _axis_window_softmax(centers[:, 1], lam[:, 1], w_q, low[1], high[1], radii)
+    return rows, cols, radii
 
 
 def local_attention_matrix(

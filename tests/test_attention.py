@@ -6,6 +6,7 @@ from torch import nn
 
 from attnconv import (
     AbsoluteEncoding,
+    GeneralizedQuadraticEncoding,
     LearnedRelativeEncoding,
     MultiHeadSelfAttention1d,
     MultiHeadSelfAttention2d,
@@ -61,7 +62,9 @@ def loop_mhsa(layer, x):
                     acc = torch.zeros(dh, dtype=x.dtype)
                     for ki_, (ki, kj) in enumerate(keys):
                         probs[bi, hd, qidx, ki_] = e[ki_] / z
-                        acc += (e[ki_] / z) * lin(layer.value, xp[bi, :, ki + p, kj + p])[sl]
+                        xv = xp[bi, :, ki + p, kj + p]
+                        vals = lin(layer.value, xv) if layer.value is not None else xv.repeat(nh)
+                        acc += (e[ki_] / z) * vals[sl]
                     heads.append(acc)
                 out[bi, :, qi, qj] = lin(layer.out, torch.cat(heads))
     return out, probs
@@ -239,3 +242,47 @@ def test_layer_output_has_no_denormal_probabilities():
                                      terms=ScoreTerms.position_only_terms())
     _, p = layer(torch.randn(1, 2, 8, 8), return_attention=True)
     assert not ((p > 0) & (p < torch.finfo(torch.float32).tiny)).any()
+
+
+@pytest.mark.parametrize("implementation", ["naive", "dense", "local"])
+@pytest.mark.parametrize("value_projection", [False, True])
+@pytest.mark.parametrize("make_encoding", [
+    lambda: QuadraticEncoding(4, alpha=torch.rand(4, dtype=torch.float64) + 0.3, parametrization="spread"),
+    lambda: GeneralizedQuadraticEncoding(4, inv_sqrt_sigma=torch.eye(2) + 0.3 * torch.randn(4, 2, 2)),
+])
+def test_implementations_are_interchangeable(implementation, value_projection, make_encoding):
+    """naive, dense and local give the same layer: local within its bound 2ε·max|value| (attnconv.local)."""
+    torch.manual_seed(3)
+    enc = make_encoding()
+    layer = MultiHeadSelfAttention2d(3, 4, head_dim=None if not value_projection else 2, encoding=enc,
+                                     terms=ScoreTerms.position_only_terms(), value_projection=value_projection,
+                                     key_padding=1, local_tolerance=1e-8).double()
+    x = torch.randn(2, 3, 7, 9, dtype=torch.float64)
+    with torch.no_grad():
+        ref, p_ref = loop_mhsa(layer, x)
+    layer.implementation = implementation
+    y, p = layer(x, return_attention=True)
+    tol = 1e-10 if implementation != "local" else 2 * 1e-8 * 50
+    assert torch.allclose(y, ref, atol=tol) and torch.allclose(p[0], p_ref[0], atol=max(tol, 1e-12))
+    y.square().sum().backward()  # gradients reach the encoding
+    assert enc.centers.grad.abs().sum() > 0
+
+
+def test_local_is_within_its_bound_and_rejects_unsupported_layers():
+    torch.manual_seed(0)
+    enc = QuadraticEncoding(3, centers=[[0.2, 0.4], [6.0, -7.0], [-1.6, 2.5]], alpha=torch.tensor([0.3, 1.0, 2.0]))
+    layer = MultiHeadSelfAttention2d(2, 3, encoding=enc, terms=ScoreTerms.position_only_terms(),
+                                     value_projection=False, local_tolerance=1e-4).double()
+    x = torch.randn(1, 2, 12, 12, dtype=torch.float64)
+    _, dense = layer(x, return_attention=True)
+    layer.implementation = "local"
+    _, local = layer(x, return_attention=True)
+    left_out = (dense * (local == 0)).sum(-1)  # mass of the keys that local dropped
+    assert left_out.max() <= 1e-4 and left_out.max() > 0  # the window really drops keys
+    with pytest.raises(ValueError, match="position-only"):
+        MultiHeadSelfAttention2d(4, 2, encoding=QuadraticEncoding(2), implementation="local")
+    with pytest.raises(ValueError, match="Gaussian"):
+        MultiHeadSelfAttention2d(4, 2, encoding=LearnedRelativeEncoding(2, 4, 8), terms=ScoreTerms.position_only_terms(),
+                                 implementation="local")
+    with pytest.raises(ValueError, match="implementation"):
+        MultiHeadSelfAttention2d(4, 2, implementation="fast")

@@ -38,7 +38,9 @@ def test_bound_asymptotics_and_dimension():
 def test_one_hot_alpha_is_the_smallest_alpha_under_the_roundoff(dtype, dims):
     a = one_hot_alpha(dtype, dims)
     u = unit_roundoff(dtype)
-    assert off_target_mass_bound(a, dims) <= u < off_target_mass_bound(a - 1e-6, dims)
+    below = torch.nextafter(torch.tensor(a, dtype=torch.float32), torch.tensor(0.0)).item()
+    assert torch.tensor(a, dtype=torch.float32).item() == a  # representable in float32
+    assert off_target_mass_bound(a, dims) <= u < off_target_mass_bound(below, dims)
 
 
 def test_one_hot_alpha_gives_a_one_hot_float32_softmax():
