@@ -55,7 +55,16 @@ class RelativeEncoding(nn.Module):
         raise NotImplementedError
 
     def position_scores(self, delta: torch.Tensor) -> torch.Tensor:
-        """The position-only score v_hᵀ Ŵ_key r_δ of eq. (8): a ``(N_h, ...)`` tensor."""
+        """The position-only score v_hᵀ Ŵ_key r_δ of eq. (8): a ``(N_h, ...)`` tensor.
+
+        Computed in the parameters' precision even under CUDA autocast: these few thousand numbers
+        reach magnitudes of ~100 and bf16 would round them to the nearest 0.5."""
+        if delta.device.type == "cuda" and torch.is_autocast_enabled("cuda"):
+            with torch.autocast("cuda", enabled=False):
+                return self._position_scores(delta)
+        return self._position_scores(delta)
+
+    def _position_scores(self, delta: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
 
     def _check_delta(self, delta: torch.Tensor) -> None:
@@ -96,8 +105,9 @@ class QuadraticEncoding(RelativeEncoding):
     N(0, ``center_init_std``²) per coordinate.
 
     ``parametrization="spread"`` learns a spread s instead of α, with Σ⁻¹ = s²·I, i.e. the score
-    −½ s² ‖δ − Δ‖² (α = s²/2), as in the authors' training code; ``alpha`` then gives the initial
-    α and the parameter is called ``spread``. :meth:`width` returns α in both cases.
+    −½ s² ‖δ − Δ‖² (α = s²/2), as in the authors' training code; ``spread`` (or else ``alpha``)
+    gives its initial value and the parameter is called ``spread``. :meth:`width` returns α in
+    both cases.
     """
 
     def __init__(
@@ -108,6 +118,7 @@ class QuadraticEncoding(RelativeEncoding):
         alpha=1.0,
         center_init_std: float = 2.0,
         parametrization: str = "alpha",
+        spread=None,
     ):
         super().__init__()
         if num_heads < 1:
@@ -123,9 +134,10 @@ class QuadraticEncoding(RelativeEncoding):
         if parametrization == "alpha":
             self.alpha = nn.Parameter(a)
         elif parametrization == "spread":
-            if (a <= 0).any():
+            if spread is None and a.device.type != "meta" and (a <= 0).any():
                 raise ValueError("alpha must be > 0 with parametrization='spread'")
-            self.spread = nn.Parameter((2 * a).sqrt())
+            s0 = (2 * a).sqrt() if spread is None else _float_tensor(spread).to(self.centers.dtype).expand(num_heads).clone()
+            self.spread = nn.Parameter(s0)
         else:
             raise ValueError(f"parametrization must be 'alpha' or 'spread', got {parametrization!r}")
         self.parametrization = parametrization
@@ -150,7 +162,7 @@ class QuadraticEncoding(RelativeEncoding):
         alpha = self.width()
         return -alpha[:, None] * torch.cat([torch.ones_like(alpha)[:, None], -2 * self.centers], dim=-1)
 
-    def position_scores(self, delta: torch.Tensor) -> torch.Tensor:
+    def _position_scores(self, delta: torch.Tensor) -> torch.Tensor:
         """−α_h ‖δ − Δ_h‖², i.e. v_hᵀ r_δ of eq. (9) minus the constant α_h‖Δ_h‖²."""
         self._check_delta(delta)
         d = delta.to(self.centers.dtype)
@@ -215,7 +227,7 @@ class GeneralizedQuadraticEncoding(RelativeEncoding):
             [-2 * a_delta[:, 0], -2 * a_delta[:, 1], a[:, 0, 0], a[:, 1, 1], 2 * a[:, 0, 1]], dim=-1
         )
 
-    def position_scores(self, delta: torch.Tensor) -> torch.Tensor:
+    def _position_scores(self, delta: torch.Tensor) -> torch.Tensor:
         """−½ (δ − Δ_h)ᵀ Σ_h⁻¹ (δ − Δ_h): v_hᵀ r_δ of eq. (16) minus a per-head constant."""
         self._check_delta(delta)
         d = delta.to(self.centers.dtype)
@@ -233,37 +245,53 @@ class LearnedRelativeEncoding(RelativeEncoding):
 
     r_δ = concat(e^row_{δ_1}, e^col_{δ_2}), each of size D_p / d, for shifts |δ_a| ≤ ``max_shift``
     (2·max_shift + 1 embeddings per axis). The position-only term v_hᵀ Ŵ_key r_δ is parametrised
-    by one learned key vector w_h = Ŵ_keyᵀ v_h ∈ R^{D_p} per head (``head_keys``).
+    by one learned key vector w_h = Ŵ_keyᵀ v_h ∈ R^{D_p} per head (``head_keys``); it is computed
+    axis by axis, w_hᵀ r_δ = (w_h^row)ᵀ e^row_{δ_1} + (w_h^col)ᵀ e^col_{δ_2}, from a small table
+    per axis instead of the T×T×D_p tensor of all r_δ.
+
+    Initialisation is PyTorch's default for the authors' modules: embeddings N(0, 1) and head keys
+    U(±1/√(D_p/d)) (a bias-free ``nn.Linear(D_p/d, N_h)`` per axis).
     """
 
-    def __init__(self, num_heads: int, dim: int, max_shift: int, spatial_dims: int = 2, init_std: float = 0.02):
+    def __init__(self, num_heads: int, dim: int, max_shift: int, spatial_dims: int = 2):
         super().__init__()
         if dim % spatial_dims:
             raise ValueError(f"dim (D_p={dim}) must be divisible by spatial_dims={spatial_dims}")
         if max_shift < 0:
             raise ValueError("max_shift must be >= 0")
         self.num_heads, self.spatial_dims, self.dim, self.max_shift = num_heads, spatial_dims, dim, max_shift
-        self.axis_embeddings = nn.ModuleList(
-            nn.Embedding(2 * max_shift + 1, dim // spatial_dims) for _ in range(spatial_dims)
-        )
-        for e in self.axis_embeddings:
-            nn.init.normal_(e.weight, std=init_std)
-        self.head_keys = nn.Parameter(torch.randn(num_heads, dim) * init_std)
+        half = dim // spatial_dims
+        self.axis_embeddings = nn.ModuleList(nn.Embedding(2 * max_shift + 1, half) for _ in range(spatial_dims))
+        bound = 1.0 / math.sqrt(half)
+        self.head_keys = nn.Parameter(torch.empty(num_heads, dim).uniform_(-bound, bound))
+
+    def _indices(self, delta: torch.Tensor) -> torch.Tensor:
+        self._check_delta(delta)
+        if delta.device.type == "cpu" and delta.numel():
+            largest = int(delta.abs().max())
+            if largest > self.max_shift:
+                raise ValueError(
+                    f"shift {largest} exceeds max_shift={self.max_shift} of this LearnedRelativeEncoding; "
+                    f"use max_shift >= (grid size - 1) + padding"
+                )
+        return delta.long() + self.max_shift
 
     def features(self, delta: torch.Tensor) -> torch.Tensor:
-        self._check_delta(delta)
-        largest = int(delta.abs().max()) if delta.numel() else 0
-        if largest > self.max_shift:
-            raise ValueError(
-                f"shift {largest} exceeds max_shift={self.max_shift} of this LearnedRelativeEncoding; "
-                f"use max_shift >= (grid size - 1) + padding"
-            )
-        idx = delta.long() + self.max_shift
+        idx = self._indices(delta)
         return torch.cat([emb(idx[..., a]) for a, emb in enumerate(self.axis_embeddings)], dim=-1)
 
-    def position_scores(self, delta: torch.Tensor) -> torch.Tensor:
-        r = self.features(delta)
-        return torch.einsum("...p,hp->h...", r, self.head_keys)
+    def axis_scores(self):
+        """Per axis a ``(2·max_shift+1, N_h)`` table: each head's score for each shift on that axis."""
+        half = self.dim // self.spatial_dims
+        return [emb.weight @ self.head_keys[:, a * half:(a + 1) * half].t() for a, emb in enumerate(self.axis_embeddings)]
+
+    def _position_scores(self, delta: torch.Tensor) -> torch.Tensor:
+        idx = self._indices(delta)
+        out = None
+        for a, table in enumerate(self.axis_scores()):
+            s = table[idx[..., a]]  # (..., N_h)
+            out = s if out is None else out + s
+        return out.movedim(-1, 0)
 
     def extra_repr(self) -> str:
         return f"num_heads={self.num_heads}, dim={self.dim}, max_shift={self.max_shift}"
@@ -288,7 +316,7 @@ class HardShiftEncoding(RelativeEncoding):
     def features(self, delta):
         raise TypeError("HardShiftEncoding has no vectors r_δ; use it only with the position-only term")
 
-    def position_scores(self, delta: torch.Tensor) -> torch.Tensor:
+    def _position_scores(self, delta: torch.Tensor) -> torch.Tensor:
         self._check_delta(delta)
         hit = (delta.unsqueeze(0) == self.shifts.view(self.num_heads, *([1] * (delta.ndim - 1)), -1)).all(-1)
         zero = torch.zeros((), dtype=torch.get_default_dtype(), device=delta.device)

@@ -41,8 +41,6 @@ __all__ = [
     "ResNetConfig",
     "space_to_depth",
     "depth_to_space",
-    "FactorizedLearnedRelativeEncoding",
-    "Float32GeneralizedQuadraticEncoding",
     "SelfAttentionLayer",
     "SelfAttentionClassifier",
     "BasicBlock",
@@ -196,69 +194,6 @@ def depth_to_space(t: torch.Tensor, factor: int) -> torch.Tensor:
 
 
 # --------------------------------------------------------------------------- encodings
-def _float32_on_cuda(fn, delta):
-    """``fn(delta)`` with CUDA autocast switched off, so that position scores (a few thousand
-    numbers of magnitude up to ~100) are not rounded to bf16 in mixed-precision training."""
-    if delta.device.type == "cuda" and torch.is_autocast_enabled("cuda"):
-        with torch.autocast("cuda", enabled=False):
-            return fn(delta)
-    return fn(delta)
-
-
-class Float32GeneralizedQuadraticEncoding(GeneralizedQuadraticEncoding):
-    """:class:`~attnconv.encodings.GeneralizedQuadraticEncoding` whose position scores stay in
-    float32 under CUDA autocast (its ``einsum`` would otherwise run in bf16). Same parameters."""
-
-    def position_scores(self, delta: torch.Tensor) -> torch.Tensor:
-        return _float32_on_cuda(super().position_scores, delta)
-
-
-class FactorizedLearnedRelativeEncoding(LearnedRelativeEncoding):
-    """:class:`~attnconv.encodings.LearnedRelativeEncoding` with its position-only score computed
-    axis by axis, as in the authors' ``Learned2DRelativeSelfAttention``:
-
-        w_hᵀ r_δ = (w_h^row)ᵀ e^row_{δ_1} + (w_h^col)ᵀ e^col_{δ_2},
-
-    a table of (2·max_shift+1) × N_h numbers per axis, instead of materialising r_δ for all T×T
-    pairs (256×256×800 floats per layer at paper size). Same parameters, same values; computed
-    in float32 under CUDA autocast.
-
-    Initialisation is PyTorch's default for the authors' modules: embeddings N(0, 1)
-    (``nn.Embedding``) and head keys U(±1/√(D_p/2)) (``nn.Linear(D_p/2, N_h, bias=False)`` per axis).
-    """
-
-    def __init__(self, num_heads: int, dim: int, max_shift: int, spatial_dims: int = 2):
-        super().__init__(num_heads, dim, max_shift, spatial_dims)
-        for e in self.axis_embeddings:
-            nn.init.normal_(e.weight, std=1.0)
-        bound = 1.0 / math.sqrt(dim // spatial_dims)
-        nn.init.uniform_(self.head_keys, -bound, bound)
-
-    def axis_scores(self) -> List[torch.Tensor]:
-        """Per axis a ``(2·max_shift+1, N_h)`` table: score of each head for each shift on that axis."""
-        half = self.dim // self.spatial_dims
-        return [
-            emb.weight @ self.head_keys[:, a * half:(a + 1) * half].t()
-            for a, emb in enumerate(self.axis_embeddings)
-        ]
-
-    def position_scores(self, delta: torch.Tensor) -> torch.Tensor:
-        return _float32_on_cuda(self._position_scores, delta)
-
-    def _position_scores(self, delta: torch.Tensor) -> torch.Tensor:
-        self._check_delta(delta)
-        if delta.device.type == "cpu" and delta.numel():
-            largest = int(delta.abs().max())
-            if largest > self.max_shift:
-                raise ValueError(f"shift {largest} exceeds max_shift={self.max_shift}")
-        idx = delta.long() + self.max_shift
-        out = None
-        for a, table in enumerate(self.axis_scores()):
-            s = table[idx[..., a]]  # (..., N_h)
-            out = s if out is None else out + s
-        return out.movedim(-1, 0)
-
-
 def _make_encoding(cfg: SelfAttentionConfig, num_heads: int) -> nn.Module:
     """The encoding of one layer, initialised as in the authors' code. Random draws are made on
     the CPU (same numbers on every device) and the module is then moved to the default device
@@ -268,15 +203,13 @@ def _make_encoding(cfg: SelfAttentionConfig, num_heads: int) -> nn.Module:
         if cfg.encoding == "quadratic":
             centers = torch.randn(num_heads, 2) * cfg.center_init_std
             s = 1.0 + cfg.spread_init_std * torch.randn(num_heads)
-            enc = QuadraticEncoding(num_heads, centers=centers, alpha=0.5 * s ** 2, parametrization="spread")
-            with torch.no_grad():
-                enc.spread.copy_(s)  # exactly s, not sqrt(2·s²/2)
+            enc = QuadraticEncoding(num_heads, centers=centers, parametrization="spread", spread=s)
         elif cfg.encoding == "generalized":
             centers = torch.randn(num_heads, 2) * cfg.center_init_std
             m = torch.eye(2) + cfg.spread_init_std * torch.randn(num_heads, 2, 2)
-            enc = Float32GeneralizedQuadraticEncoding(num_heads, centers=centers, inv_sqrt_sigma=m)
+            enc = GeneralizedQuadraticEncoding(num_heads, centers=centers, inv_sqrt_sigma=m)
         else:
-            enc = FactorizedLearnedRelativeEncoding(num_heads, 2 * cfg.hidden_size, cfg.max_shift)
+            enc = LearnedRelativeEncoding(num_heads, 2 * cfg.hidden_size, cfg.max_shift)
     return enc.to(target)
 
 

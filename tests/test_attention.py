@@ -257,7 +257,7 @@ def test_implementations_are_interchangeable(implementation, value_projection, m
     layer = MultiHeadSelfAttention2d(3, 4, head_dim=None if not value_projection else 2, encoding=enc,
                                      terms=ScoreTerms.position_only_terms(), value_projection=value_projection,
                                      key_padding=1, local_tolerance=1e-8).double()
-    x = torch.randn(2, 3, 7, 9, dtype=torch.float64)
+    x = torch.randn(1, 3, 5, 6, dtype=torch.float64)
     with torch.no_grad():
         ref, p_ref = loop_mhsa(layer, x)
     layer.implementation = implementation

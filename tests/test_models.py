@@ -9,7 +9,6 @@ from attnconv.encodings import LearnedRelativeEncoding
 from attnconv.flops import MacCount, analytic_macs, count_macs, flops_table
 from attnconv.grid import relative_shifts
 from attnconv.models import (
-    FactorizedLearnedRelativeEncoding,
     ResNetConfig,
     SelfAttentionConfig,
     SelfAttentionLayer,
@@ -166,15 +165,6 @@ def test_initialisations():
     assert abs(learned.axis_embeddings[0].weight.std().item() - 1) < 0.05  # nn.Embedding default N(0, 1)
     assert learned.head_keys.abs().max() <= 1 / math.sqrt(200)  # nn.Linear(200, 9) default bound
     assert learned.max_shift == 15 and learned.dim == 400  # 16×16 tokens at downsample 2
-
-
-def test_factorized_learned_encoding_equals_core():
-    torch.manual_seed(0)
-    enc = FactorizedLearnedRelativeEncoding(num_heads=4, dim=10, max_shift=3)
-    delta = relative_shifts((4, 4))
-    assert torch.allclose(enc.position_scores(delta), LearnedRelativeEncoding.position_scores(enc, delta), atol=1e-5)
-    with pytest.raises(ValueError):
-        enc.position_scores(relative_shifts((5, 5)))
 
 
 def test_attention_parameters():
