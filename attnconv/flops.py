@@ -157,8 +157,13 @@ def count_macs(model: nn.Module, images: Optional[torch.Tensor] = None, batch: i
     return c
 
 
-def analytic_macs(config: Union[SelfAttentionConfig, ResNetConfig], heads_per_layer: Optional[Sequence[int]] = None) -> MacCount:
+def analytic_macs(config: Union[SelfAttentionConfig, ResNetConfig], heads_per_layer: Optional[Sequence[int]] = None,
+                  implementation: str = "dense") -> MacCount:
     """Closed-form MACs per image of a model config (``heads_per_layer`` for a pruned model).
+
+    ``implementation="local"`` counts the attention of axis-aligned Gaussian heads as
+    :mod:`attnconv.local` applies it: a row factor then a column factor, N_h·T·(H + W)·D MACs per
+    layer instead of N_h·T·T·D.
 
     Self-attention, with T tokens, hidden D, intermediate I, N_h heads, C_tok = 3·f² token channels:
     embedding T·C_tok·D; per layer: merged output T·N_h·D·D, self-output T·D·D, feed-forward
@@ -191,7 +196,8 @@ def analytic_macs(config: Union[SelfAttentionConfig, ResNetConfig], heads_per_la
         linear += t * d * d + 2 * t * d * i  # self-output, feed-forward
         if nh:
             linear += t * nh * d * d  # merged output Linear(N_h·D → D)
-            apply += nh * t * t * d
+            side = config.tokens_per_side
+            apply += nh * t * (2 * side if implementation == "local" else t) * d
             if config.content:
                 linear += 2 * t * d * nh * d  # query, key Linear(D → N_h·D)
                 scores += nh * t * t * d
