@@ -34,7 +34,7 @@ from .flops import analytic_macs
 from .models import SelfAttentionConfig, build_model, paper_model_config
 
 __all__ = ["BenchSettings", "PRESETS", "matmul_rate", "set_attention_implementation", "measure_case",
-           "run_benchmark", "format_table", "main"]
+           "run_benchmark", "accuracy_check", "format_table", "load_result", "plot_grid_sweep", "plot_throughput", "main"]
 
 IMPLEMENTATIONS = ("naive", "dense", "local")
 GAUSSIAN_MODELS = ("quadratic", "generalized")
@@ -304,6 +304,54 @@ def format_table(result: dict) -> str:
             lines.append(f"{side:>4d}×{side:<3d} {t.get('dense', float('nan')):13.3f} {t.get('local', float('nan')):13.3f} "
                          f"{t.get('dense', float('nan')) / t.get('local', float('nan')):8.2f}")
     return "\n".join(lines)
+
+
+def load_result(path) -> dict:
+    """Read a benchmark result saved with ``--out``."""
+    with open(path) as f:
+        return json.load(f)
+
+
+def plot_grid_sweep(result: dict, ax=None):
+    """Training-step time against the token grid, dense and local (log–log), from a result."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5, 3.6))
+    for impl, style in (("dense", "o-"), ("local", "s-")):
+        rows = sorted((r for r in result["grid"] if r["implementation"] == impl), key=lambda r: r["tokens"])
+        ax.plot([r["tokens"] for r in rows], [r["train_step_s"] for r in rows], style, label=impl)
+    sides = sorted({r["tokens"] for r in result["grid"]})
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xticks(sides, [f"{s}×{s}" for s in sides])
+    ax.set_xlabel("token grid")
+    ax.set_ylabel("training step (s)")
+    s = result["settings"]
+    ax.set_title(f"batch {s['grid_batch_size']}, {s['grid_overrides']['num_layers']} layers, "
+                 f"hidden {s['grid_overrides']['hidden_size']}", fontsize=9)
+    ax.legend()
+    ax.grid(alpha=0.3, which="both")
+    return ax.figure
+
+
+def plot_throughput(result: dict, ax=None):
+    """Training images/s per model and implementation, from a result."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 3.4))
+    models = list(result["models"])
+    width = 0.25
+    for i, impl in enumerate(IMPLEMENTATIONS):
+        vals = [next((r["train_images_per_s"] for r in result["models"][m] if r["implementation"] == impl), np.nan) for m in models]
+        ax.bar(np.arange(len(models)) + (i - 1) * width, vals, width, label=impl)
+    ax.set_xticks(np.arange(len(models)), models)
+    ax.set_ylabel("training images / s")
+    ax.legend()
+    ax.grid(axis="y", alpha=0.3)
+    return ax.figure
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
