@@ -19,6 +19,7 @@ from .encodings import (
     kernel_shifts,
 )
 from .grid import grid_coordinates, relative_shifts
-from .metrics import max_relative_error
+from .metrics import max_relative_error, relative_frobenius_error
+from .plotting import attention_map, plot_attention_heads, plot_error_map
 
 __version__ = "0.1.0"

@@ -1,6 +1,7 @@
 """Run folders for the training chapters: use a saved run when there is one, else train.
 
-A chapter asks for a model under a profile (``cpu`` without CUDA, ``gpu`` with it, or ``paper``):
+A chapter asks for a model under a profile (``cpu`` without CUDA, ``gpu`` with it, ``paper``, or
+whatever the environment variable ``ATTNCONV_PROFILE`` names):
 
     run = chapter_run("quadratic")               # runs/<profile>/quadratic
 
@@ -15,6 +16,7 @@ numbers are what the code produces.
 """
 from __future__ import annotations
 
+import os
 import tempfile
 from pathlib import Path
 from typing import Optional
@@ -34,12 +36,13 @@ def run_folder(model: str, profile: str, runs_root="runs", tag: Optional[str] = 
 
 def chapter_run(model: str, profile: Optional[str] = None, runs_root="runs", tag: Optional[str] = None,
                 load_model: bool = False, **changes) -> Run:
-    """The run of ``model`` under ``profile`` (default: ``gpu`` with CUDA, else ``cpu``), with
+    """The run of ``model`` under ``profile`` (default: ``$ATTNCONV_PROFILE``, else ``gpu`` with
+    CUDA, else ``cpu``), with
     ``changes`` to its :class:`~attnconv.train.TrainConfig`: loaded from its run folder when a
     complete run of that configuration is saved there, else trained into it (no progress bars,
     one printed line per epoch). With ``load_model`` the trained model is returned too; a saved
     run without its checkpoint (a committed history) is then trained again."""
-    profile = profile or default_profile_name()
+    profile = profile or os.environ.get("ATTNCONV_PROFILE") or default_profile_name()
     config = make_config(model, profile, **changes)
     run_dir = run_folder(model, profile, runs_root, tag)
     if load_model and (run_dir / HISTORY).is_file() and not (run_dir / CHECKPOINT).is_file():

@@ -26,7 +26,7 @@ from .attention import MultiHeadSelfAttention, MultiHeadSelfAttention2d
 from .conv import check_supported_conv, conv1d_to_mhsa, conv_to_mhsa
 from .encodings import HardShiftEncoding, QuadraticEncoding
 from .grid import relative_shifts
-from .metrics import max_relative_error
+from .metrics import max_relative_error, relative_frobenius_error
 
 __all__ = [
     "ConvCase",
@@ -127,19 +127,6 @@ def _convert(conv: nn.Module, **kwargs) -> MultiHeadSelfAttention:
     if isinstance(conv, nn.Conv1d):
         return conv1d_to_mhsa(conv, **kwargs)
     raise ValueError(f"expected an nn.Conv2d or nn.Conv1d, got {type(conv).__name__}")
-
-
-def relative_frobenius_error(actual: torch.Tensor, expected: torch.Tensor) -> float:
-    """‖actual − expected‖_F / ‖expected‖_F: a root-mean-square error relative to the output's size.
-
-    Unlike :func:`~attnconv.max_relative_error`, which at float precision jumps in units of the last
-    bit of a single entry, it averages over every entry and varies smoothly."""
-    if actual.shape != expected.shape:
-        raise ValueError(f"shapes differ: {tuple(actual.shape)} vs {tuple(expected.shape)}")
-    norm = torch.linalg.vector_norm(expected)
-    if norm == 0:
-        raise ValueError("expected is all zeros; the relative error is undefined")
-    return float(torch.linalg.vector_norm(actual - expected) / norm)
 
 
 _MEASURES = {"max": max_relative_error, "fro": relative_frobenius_error}
@@ -280,13 +267,8 @@ def effective_kernel(mhsa: MultiHeadSelfAttention2d, kernel_size: int) -> torch.
 
 
 def relative_kernel_error(approx: torch.Tensor, weight: torch.Tensor) -> float:
-    """‖approx − weight‖_F / ‖weight‖_F."""
-    if approx.shape != weight.shape:
-        raise ValueError(f"shapes differ: {tuple(approx.shape)} vs {tuple(weight.shape)}")
-    norm = torch.linalg.vector_norm(weight)
-    if norm == 0:
-        raise ValueError("weight is zero; the relative error is undefined")
-    return float(torch.linalg.vector_norm(approx - weight) / norm)
+    """‖approx − weight‖_F / ‖weight‖_F of a kernel (:func:`attnconv.metrics.relative_frobenius_error`)."""
+    return relative_frobenius_error(approx, weight)
 
 
 def predicted_rank_error(weight: torch.Tensor, rank: int) -> float:
