@@ -60,7 +60,7 @@ class BenchSettings:
 
 PRESETS = {
     # The paper's settings (6 layers, 9 heads, hidden 400, 16×16 tokens, batch 100, float32 on CPU).
-    "paper": BenchSettings(),
+    "paper": BenchSettings(repeats=2),
     # Seconds instead of minutes: a narrow model and small grids (for a smoke test).
     "quick": BenchSettings(batch_size=8, model_overrides=dict(hidden_size=32, intermediate_size=64, num_layers=2),
                            repeats=1, grid_sizes=(8, 16), grid_batch_size=4, grid_repeats=1, accuracy_epochs=0),
@@ -148,13 +148,20 @@ def _setup(config: SelfAttentionConfig, implementation: str, batch_size: int, de
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
     amp = torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else torch.autocast("cpu", enabled=False)
 
-    def train_step():
+    def train_step(timings=None):
         model.train()
         optimizer.zero_grad(set_to_none=True)
+        t0 = time.perf_counter()
         with amp:
             loss = F.cross_entropy(model(images), labels)
+        _sync(device)
+        t1 = time.perf_counter()
         loss.backward()
+        _sync(device)
+        t2 = time.perf_counter()
         optimizer.step()
+        if timings is not None:
+            timings.append((t1 - t0, t2 - t1))
 
     @torch.no_grad()
     def infer():
@@ -181,7 +188,9 @@ def measure_case(config: SelfAttentionConfig, implementation: str, batch_size: i
                  repeats: int, seed: int = 0, measure_memory: bool = True) -> dict:
     """Time one model configuration with one attention implementation (training and inference)."""
     *_, train_step, infer = _setup(config, implementation, batch_size, device, seed)
-    train_s = _time(train_step, device, repeats)
+    phases = []
+    train_s = _time(lambda: train_step(phases), device, repeats)
+    forward_s, backward_s = min(phases[1:] or phases)  # the fastest timed step's forward and backward
     infer_s = _time(infer, device, repeats)
     peak = peak_training_memory_mb(config, implementation, batch_size, device) if measure_memory else float("nan")
     macs = analytic_macs(config, implementation="local" if implementation == "local" else "dense")
@@ -191,6 +200,9 @@ def measure_case(config: SelfAttentionConfig, implementation: str, batch_size: i
         "batch_size": batch_size,
         "tokens": config.tokens_per_side,
         "train_step_s": train_s,
+        "forward_s": forward_s,
+        "backward_s": backward_s,
+        "backward_over_forward": backward_s / forward_s,
         "train_images_per_s": batch_size / train_s,
         "inference_images_per_s": batch_size / infer_s,
         "peak_memory_mb": peak,
@@ -230,6 +242,7 @@ def run_benchmark(settings: BenchSettings, device: Optional[torch.device] = None
             progress(f"  {name:12s} {impl:6s} train {row['train_images_per_s']:8.1f} img/s  "
                      f"infer {row['inference_images_per_s']:8.1f} img/s  "
                      f"{row['achieved_gflop_per_s']:7.1f} GFLOP/s ({100 * row['fraction_of_matmul_rate']:.0f}% of matmul)  "
+                     f"bwd/fwd {row['backward_over_forward']:.2f}  "
                      f"peak {row['peak_memory_mb']:.0f} MB")
         _add_ratios(rows)
         result["models"][name] = rows
@@ -285,13 +298,15 @@ def format_table(result: dict) -> str:
     m = result["machine"]
     lines = [f"device: {m['device']} ({m['device_type']}, {m['threads']} threads), matmul "
              f"{m['matmul_gflop_per_s']:.1f} GFLOP/s {m['matmul_dtype']}"]
-    head = f"{'model':12s} {'impl':6s} {'train img/s':>11s} {'infer img/s':>11s} {'peak MB':>8s} {'GFLOP/s':>8s} {'% matmul':>8s} {'train ×':>7s} {'infer ×':>7s} {'mem ×':>6s}"
+    head = (f"{'model':12s} {'impl':6s} {'train img/s':>11s} {'infer img/s':>11s} {'peak MB':>8s} {'GFLOP/s':>8s} "
+            f"{'% matmul':>8s} {'bwd/fwd':>7s} {'train ×':>7s} {'infer ×':>7s} {'mem ×':>6s}")
     lines.append(head)
     for name, rows in result["models"].items():
         for r in rows:
             lines.append(
                 f"{name:12s} {r['implementation']:6s} {r['train_images_per_s']:11.1f} {r['inference_images_per_s']:11.1f} "
                 f"{r['peak_memory_mb']:8.0f} {r['achieved_gflop_per_s']:8.1f} {100 * r['fraction_of_matmul_rate']:7.0f}% "
+                f"{r['backward_over_forward']:7.2f} "
                 f"{r.get('train_speedup_vs_naive', float('nan')):7.2f} {r.get('inference_speedup_vs_naive', float('nan')):7.2f} "
                 f"{r.get('memory_ratio_vs_naive', float('nan')):6.2f}")
     if result["grid"]:

@@ -57,12 +57,11 @@ def check_supported_conv(conv: nn.Module, spatial_dims: int = 2) -> int:
         problems.append("transposed convolution")
     if conv.padding_mode != "zeros":
         problems.append(f"padding_mode='{conv.padding_mode}'")
-    if conv.padding != "same" and not problems:
-        want = ((k[0] - 1) // 2,) * spatial_dims
-        if _as_tuple(conv.padding, spatial_dims) != want:
-            problems.append(f"padding {conv.padding} (only 'same' zero padding, i.e. {want[0]}, is supported)")
-    elif conv.padding not in ("same",) and isinstance(conv.padding, str):
-        problems.append(f"padding='{conv.padding}'")
+    if isinstance(conv.padding, str):
+        if conv.padding != "same":
+            problems.append(f"padding='{conv.padding}'")
+    elif len(set(k)) == 1 and _as_tuple(conv.padding, spatial_dims) != ((k[0] - 1) // 2,) * spatial_dims:
+        problems.append(f"padding {conv.padding} (only 'same' zero padding, i.e. {(k[0] - 1) // 2}, is supported)")
     if problems:
         raise ValueError(
             "Theorem 1 covers convolutions with an odd square kernel, stride 1, dilation 1, groups 1 "
