@@ -101,18 +101,29 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize()
 
 
-def _cpu_step_peak_mb(config_dict: dict, implementation: str, batch_size: int, queue) -> None:
-    """In a fresh process: the growth of the resident-memory high-water mark over one training step."""
-    import resource
+def _resident_mb(field: str) -> float:
+    """A field of /proc/self/status (VmRSS, VmHWM) in MB."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError(f"{field} not found in /proc/self/status")
 
+
+def _cpu_step_peak_mb(config_dict: dict, implementation: str, batch_size: int, queue) -> None:
+    """In a fresh process: how far one training step raises resident memory above where it was.
+
+    Uses the kernel's per-process high-water mark VmHWM, reset just before the step (writing 5 to
+    /proc/self/clear_refs); ``ru_maxrss`` would not do, as it keeps the parent's peak across exec."""
     from .models import model_config_from_dict
 
     config = model_config_from_dict(config_dict)
-    images, labels, model, optimizer, train_step, _ = _setup(config, implementation, batch_size, torch.device("cpu"))
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    *_, train_step, _ = _setup(config, implementation, batch_size, torch.device("cpu"))
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    before = _resident_mb("VmRSS")
     train_step()
-    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    queue.put((after - before) / 1024)  # kB → MB
+    queue.put(_resident_mb("VmHWM") - before)
 
 
 def peak_training_memory_mb(config: SelfAttentionConfig, implementation: str, batch_size: int, device: torch.device) -> float:
