@@ -57,7 +57,6 @@ from .train import (
 )
 
 __all__ = [
-    "RUN_CHANGES",
     "STUDY_FILE",
     "generalized_run_changes",
     "retrain_epochs",
@@ -78,14 +77,15 @@ __all__ = [
 
 #: The chapter's changes to each profile's generalized run. The cpu profile trains 40 epochs
 #: instead of 16, so that the heads have time to change shape (the paper trains 300).
-RUN_CHANGES: Dict[str, dict] = {"cpu": {"epochs": 40}}
 STUDY_FILE = "pruning.json"
 Head = Tuple[int, int]
 
 
 def generalized_run_changes(profile: str) -> dict:
     """The ``changes`` the chapter passes to ``chapter_run("generalized", profile, ...)``."""
-    return dict(RUN_CHANGES.get(profile, {}))
+    from .paper_figures import book_run_changes
+
+    return book_run_changes("generalized", profile)
 
 
 def retrain_epochs(config: TrainConfig) -> int:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -31,8 +30,8 @@ import torch
 from .data import load_cifar10, normalize
 from .flops import flops_table
 from .models import build_model, count_parameters
-from .profiles import default_profile_name, get_profile
-from .runs import chapter_run
+from .profiles import get_profile
+from .runs import active_profile, chapter_run
 from .train import CHECKPOINT, Run, load_run
 
 __all__ = [
@@ -81,6 +80,7 @@ BOOK_RUN_CHANGES: Dict[str, Dict[str, dict]] = {
         "resnet18": dict(epochs=40),
         "learned": dict(epochs=16),
         "learned_content": dict(epochs=8),
+        "generalized": dict(epochs=40),  # chapter 8 (attnconv.generalized_figures) and chapter 12
     },
 }
 
@@ -95,12 +95,6 @@ PAPER_TABLE1: Dict[str, Dict[str, str]] = {
 
 
 # --------------------------------------------------------------------------- runs of the book
-def active_profile() -> str:
-    """The profile the chapters use: ``$ATTNCONV_PROFILE``, else ``gpu`` with CUDA, else ``cpu``
-    (the rule of :func:`attnconv.runs.chapter_run`)."""
-    return os.environ.get("ATTNCONV_PROFILE") or default_profile_name()
-
-
 def book_run_changes(model: str, profile: str, tag: Optional[str] = None) -> dict:
     """The ``changes`` the book passes to :func:`~attnconv.runs.chapter_run` for ``model``:
     :data:`BOOK_RUN_CHANGES` of the profile, and for ``tag="16heads"`` the profile's model

@@ -26,7 +26,12 @@ import torch
 from .profiles import default_profile_name, make_config
 from .train import CHECKPOINT, HISTORY, Run, load_run, train, train_or_load
 
-__all__ = ["run_folder", "chapter_run", "verify_first_epoch"]
+__all__ = ["active_profile", "run_folder", "chapter_run", "verify_first_epoch"]
+
+
+def active_profile() -> str:
+    """The profile the chapters use: ``$ATTNCONV_PROFILE``, else ``gpu`` with CUDA, else ``cpu``."""
+    return os.environ.get("ATTNCONV_PROFILE") or default_profile_name()
 
 
 def run_folder(model: str, profile: str, runs_root="runs", tag: Optional[str] = None) -> Path:
@@ -42,7 +47,7 @@ def chapter_run(model: str, profile: Optional[str] = None, runs_root="runs", tag
     complete run of that configuration is saved there, else trained into it (no progress bars,
     one printed line per epoch). With ``load_model`` the trained model is returned too; a saved
     run without its checkpoint (a committed history) is then trained again."""
-    profile = profile or os.environ.get("ATTNCONV_PROFILE") or default_profile_name()
+    profile = profile or active_profile()
     config = make_config(model, profile, **changes)
     run_dir = run_folder(model, profile, runs_root, tag)
     if load_model and (run_dir / HISTORY).is_file() and not (run_dir / CHECKPOINT).is_file():

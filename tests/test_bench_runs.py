@@ -23,7 +23,7 @@ def test_set_attention_implementation_switches_every_layer():
 def test_benchmark_runs_side_by_side_and_reports_ratios():
     settings = BenchSettings(models=("quadratic", "learned"), batch_size=2, model_overrides=dict(TINY, num_heads=2),
                              repeats=1, grid_sizes=(4,), grid_batch_size=2, grid_overrides=dict(TINY, num_heads=2),
-                             grid_repeats=1, accuracy_epochs=0)
+                             grid_repeats=1, accuracy_epochs=0, denormals=False)
     result = run_benchmark(settings, torch.device("cpu"), progress=lambda *_: None)
     quad = {r["implementation"]: r for r in result["models"]["quadratic"]}
     assert set(quad) == {"naive", "dense", "local"}

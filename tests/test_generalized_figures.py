@@ -61,7 +61,7 @@ def test_settings_per_profile():
     assert gf.generalized_run_changes("cpu") == {"epochs": 40}
     assert gf.generalized_run_changes("paper") == {} and gf.generalized_run_changes("nope") == {}
     gf.generalized_run_changes("cpu")["epochs"] = 1  # a copy
-    assert gf.RUN_CHANGES["cpu"]["epochs"] == 40
+    assert gf.generalized_run_changes("cpu")["epochs"] == 40
     assert gf.retrain_epochs(TrainConfig(epochs=300)) == 100
     assert gf.retrain_epochs(TrainConfig(epochs=40)) == 14 and gf.retrain_epochs(TrainConfig(epochs=1)) == 1
 
