@@ -31,7 +31,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import torch
 
-from .data import iterate_batches, load_cifar10, normalize, random_crop_flip
+from .data import load_cifar10
 from .encodings import GeneralizedQuadraticEncoding
 from .flops import analytic_macs
 from .gaussian import draw_mass_contours, head_attention_maps
@@ -46,14 +46,12 @@ from .train import (
     HISTORY,
     TrainConfig,
     _attention_record,
-    _autocast,
-    _compute_loss,
-    _epoch_generator,
     _write_json,
     evaluate,
     make_optimizer,
     make_scheduler,
     select_device,
+    train_epoch,
 )
 
 __all__ = [
@@ -278,25 +276,9 @@ def retrain(model, config: TrainConfig, data, epochs: int, lr_divisor: float = 1
                "initial": {"test_loss": test_loss, "test_acc": test_acc},
                "initial_attention": _attention_record(model), "epochs": [], "status": "running"}
     for epoch in range(1, cfg.epochs + 1):
-        model.train()
-        order_gen, aug_gen = _epoch_generator(cfg.seed, epoch, 0), _epoch_generator(cfg.seed, epoch, 1)
-        loss_sum, correct = 0.0, 0
-        for idx in iterate_batches(n, cfg.batch_size, order_gen):
-            idx = idx.to(device)
-            xb = data.x_train[idx]
-            if cfg.augment:
-                xb = random_crop_flip(xb, aug_gen)
-            xb, yb = normalize(xb), data.y_train[idx]
-            with _autocast(device, cfg):
-                loss, logits = _compute_loss(model, xb, yb)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-            scheduler.step()
-            loss_sum += float(loss.detach()) * len(idx)
-            correct += int((logits.detach().argmax(1) == yb).sum())
+        train_loss, train_acc = train_epoch(model, data, cfg, optimizer, scheduler, epoch, device)
         test_loss, test_acc = evaluate(model, data.x_test, data.y_test, cfg.eval_batch_size, device, cfg.bf16)
-        history["epochs"].append({"epoch": epoch, "train_loss": loss_sum / n, "train_acc": correct / n,
+        history["epochs"].append({"epoch": epoch, "train_loss": train_loss, "train_acc": train_acc,
                                   "test_loss": test_loss, "test_acc": test_acc,
                                   "lr": optimizer.param_groups[0]["lr"], "attention": _attention_record(model)})
         if verbose:

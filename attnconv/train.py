@@ -230,6 +230,50 @@ def _compute_loss(model: nn.Module, images: torch.Tensor, labels: torch.Tensor):
     return F.cross_entropy(logits.float(), labels), logits
 
 
+class _NonFiniteStep(Exception):
+    def __init__(self, step: int, loss: float):
+        super().__init__(f"non-finite loss {loss} at step {step}")
+        self.step, self.loss = step, loss
+
+
+def train_epoch(model: nn.Module, data, config: TrainConfig, optimizer, scheduler, epoch: int, device: torch.device,
+                progress: bool = False):
+    """One epoch of SGD on ``data.x_train``: batches shuffled and augmented from (seed, epoch), so
+    that a resumed run repeats them exactly. Returns (mean training loss, training accuracy)."""
+    from tqdm import tqdm
+
+    n_train = len(data.x_train)
+    steps_per_epoch = math.ceil(n_train / config.batch_size)
+    model.train()
+    order_gen = _epoch_generator(config.seed, epoch, 0)
+    aug_gen = _epoch_generator(config.seed, epoch, 1)
+    loss_sum = torch.zeros((), device=device)
+    correct = torch.zeros((), device=device, dtype=torch.long)
+    bar = tqdm(total=steps_per_epoch, desc=f"{config.model} epoch {epoch}/{config.epochs}",
+               leave=False, disable=not progress, file=sys.stderr)
+    for step, idx in enumerate(iterate_batches(n_train, config.batch_size, order_gen)):
+        idx = idx.to(device)
+        xb = data.x_train[idx]
+        if config.augment:
+            xb = random_crop_flip(xb, aug_gen)
+        xb, yb = normalize(xb), data.y_train[idx]
+        with _autocast(device, config):
+            loss, logits = _compute_loss(model, xb, yb)
+        if not bool(torch.isfinite(loss)):
+            raise _NonFiniteStep(step, loss.item())
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        scheduler.step()
+        loss_sum += loss.detach() * len(idx)
+        correct += (logits.detach().argmax(1) == yb).sum()
+        bar.update(1)
+        if progress and step % 10 == 0:
+            bar.set_postfix(loss=f"{loss.item():.3f}")
+    bar.close()
+    return float(loss_sum) / n_train, int(correct) / n_train
+
+
 @torch.no_grad()
 def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int = 500,
              device: Optional[torch.device] = None, bf16: bool = True) -> Tuple[float, float]:
@@ -394,34 +438,10 @@ def train(
     try:
         for epoch in range(start_epoch + 1, config.epochs + 1):
             t0 = time.perf_counter()
-            model.train()
-            order_gen = _epoch_generator(config.seed, epoch, 0)
-            aug_gen = _epoch_generator(config.seed, epoch, 1)
-            loss_sum = torch.zeros((), device=device)
-            correct = torch.zeros((), device=device, dtype=torch.long)
-            bar = tqdm(total=steps_per_epoch, desc=f"{config.model} epoch {epoch}/{config.epochs}",
-                       leave=False, disable=not progress, file=sys.stderr)
-            for step, idx in enumerate(iterate_batches(n_train, config.batch_size, order_gen)):
-                idx = idx.to(device)
-                xb = data.x_train[idx]
-                if config.augment:
-                    xb = random_crop_flip(xb, aug_gen)
-                xb, yb = normalize(xb), data.y_train[idx]
-                with _autocast(device, config):
-                    loss, logits = _compute_loss(model, xb, yb)
-                if not bool(torch.isfinite(loss)):
-                    raise NonFiniteLossError(epoch, step, loss.item(), last_good, run_dir)
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                optimizer.step()
-                scheduler.step()
-                loss_sum += loss.detach() * len(idx)
-                correct += (logits.detach().argmax(1) == yb).sum()
-                bar.update(1)
-                if progress and step % 10 == 0:
-                    bar.set_postfix(loss=f"{loss.item():.3f}")
-            bar.close()
-            train_loss, train_acc = float(loss_sum) / n_train, int(correct) / n_train
+            try:
+                train_loss, train_acc = train_epoch(model, data, config, optimizer, scheduler, epoch, device, progress)
+            except _NonFiniteStep as e:
+                raise NonFiniteLossError(epoch, e.step, e.loss, last_good, run_dir) from None
             lr = config.lr * lr_factor(epoch * steps_per_epoch - 1, config, steps_per_epoch)  # of the epoch's last step
             test_loss, test_acc = evaluate(model, data.x_test, data.y_test, config.eval_batch_size, device, config.bf16)
             record = {
