@@ -8,8 +8,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import torch
+from conftest import synthetic_cifar
 
-from attnconv.data import CifarData, normalize
+from attnconv.data import normalize
 from attnconv.encodings import GeneralizedQuadraticEncoding, QuadraticEncoding
 from attnconv.gaussian import head_attention_maps
 from attnconv.models import SelfAttentionConfig, build_model, parameter_count_table
@@ -49,12 +50,7 @@ TINY = dict(hidden_size=8, intermediate_size=8, num_layers=2, num_heads=3, downs
 
 @pytest.fixture(scope="module")
 def tiny_data():
-    g = torch.Generator().manual_seed(0)
-    return CifarData(
-        torch.randint(0, 256, (20, 3, 32, 32), dtype=torch.uint8, generator=g), torch.randint(0, 10, (20,), generator=g),
-        torch.randint(0, 256, (7, 3, 32, 32), dtype=torch.uint8, generator=g), torch.randint(0, 10, (7,), generator=g),
-        source="synthetic", note="Data: synthetic test images.",
-    )
+    return synthetic_cifar(20, 7)
 
 
 def tiny_images(n=5, seed=1):

@@ -3,10 +3,10 @@ import math
 
 import pytest
 import torch
+from conftest import synthetic_cifar
 import torch.nn.functional as F
 
 import attnconv.train as train_mod
-from attnconv.data import CifarData
 from attnconv.models import build_model
 from attnconv.profiles import PROFILES, default_profile_name, get_profile, make_config
 from attnconv.train import (
@@ -35,12 +35,7 @@ def tiny_config(**kw):
 
 @pytest.fixture(scope="module")
 def tiny_data():
-    g = torch.Generator().manual_seed(0)
-    return CifarData(
-        torch.randint(0, 256, (30, 3, 32, 32), dtype=torch.uint8, generator=g), torch.randint(0, 10, (30,), generator=g),
-        torch.randint(0, 256, (12, 3, 32, 32), dtype=torch.uint8, generator=g), torch.randint(0, 10, (12,), generator=g),
-        source="synthetic", note="Data: synthetic test images.",
-    )
+    return synthetic_cifar(30, 12)
 
 
 def losses(history):
