@@ -5,7 +5,7 @@ torch.set_num_threads(1)
 
 def synthetic_cifar(n_train: int, n_test: int, seed: int = 0):
     """Random uint8 images and labels in the shape of CIFAR-10, for fast training tests."""
-    from attnconv.data import CifarData
+    from attnconv.experiments.data import CifarData
 
     g = torch.Generator().manual_seed(seed)
     return CifarData(

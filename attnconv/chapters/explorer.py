@@ -1,0 +1,309 @@
+"""An interactive explorer of one positional attention head (Lemma 2, App. B eq. 16, Theorem 1).
+
+One head with only the position-only term of eq. (8) attends from a query pixel q to every key k
+of a grid with probabilities softmax_k(vᵀ r_{k−q}). With the quadratic encoding (eq. 9) that is
+softmax(−α‖δ − Δ‖²); with the generalized one (eq. 16) softmax(−½(δ − Δ)ᵀ M Mᵀ (δ − Δ)),
+M = Σ^{-1/2}. Restricted to the K×K window around q, these probabilities are the weights with
+which the head mixes the K×K neighbourhood: the *kernel* the head implements. A one-hot head at an
+integer Δ (large α) is one tap of a convolution kernel, which is the building block of Theorem 1.
+
+The drawing is pure (:func:`head_state_probabilities`, :func:`head_state_kernel`,
+:func:`draw_head_state`, :func:`head_state_figure` take a plain :class:`HeadState`); the widget of
+:func:`head_explorer` only maps sliders to a :class:`HeadState` and redraws.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Optional, Tuple
+
+import ipywidgets as widgets
+import torch
+
+from ..core.encodings import GeneralizedQuadraticEncoding, QuadraticEncoding, RelativeEncoding
+from .gaussian import draw_mass_contours, head_attention_maps
+
+__all__ = [
+    "HeadState",
+    "head_state_encoding",
+    "head_state_probabilities",
+    "head_state_kernel",
+    "draw_head_state",
+    "head_state_figure",
+    "HeadExplorer",
+    "head_explorer",
+]
+
+
+def _pair(value, name: str, cast):
+    try:
+        a, b = value
+        return cast(a), cast(b)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a pair of numbers, got {value!r}") from None
+
+
+@dataclass(frozen=True)
+class HeadState:
+    """Everything that defines one head in the explorer.
+
+    ``delta`` Δ (row, column shift of the head centre), ``alpha`` α ≥ 0 of the quadratic encoding
+    (eq. 9), ``inv_sqrt_sigma`` M = Σ^{-1/2} (a 2×2 nested tuple) to use the generalized encoding
+    (eq. 16) instead (α is then ignored), the ``query`` pixel, the key ``grid`` (H, W) and the odd
+    ``kernel_size`` K of the window whose weights are shown.
+    """
+
+    delta: Tuple[float, float] = (1.0, -1.0)
+    alpha: float = 10.0
+    inv_sqrt_sigma: Optional[Tuple[Tuple[float, float], Tuple[float, float]]] = None
+    query: Tuple[int, int] = (4, 4)
+    grid: Tuple[int, int] = (9, 9)
+    kernel_size: int = 3
+
+    def __post_init__(self):
+        set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731  (frozen dataclass)
+        set_("delta", _pair(self.delta, "delta", float))
+        set_("grid", _pair(self.grid, "grid", int))
+        set_("query", _pair(self.query, "query", int))
+        if not all(math.isfinite(d) for d in self.delta):
+            raise ValueError(f"delta must be finite, got {self.delta}")
+        alpha = float(self.alpha)
+        if not math.isfinite(alpha) or alpha < 0:
+            raise ValueError(f"alpha must be a finite number >= 0, got {self.alpha}")
+        set_("alpha", alpha)
+        if min(self.grid) < 1:
+            raise ValueError(f"grid must be positive, got {self.grid}")
+        if not (0 <= self.query[0] < self.grid[0] and 0 <= self.query[1] < self.grid[1]):
+            raise ValueError(f"query {self.query} is outside the {self.grid[0]}×{self.grid[1]} grid")
+        k = self.kernel_size
+        if isinstance(k, bool) or int(k) != k or k < 1 or k % 2 == 0:
+            raise ValueError(f"kernel_size must be a positive odd integer, got {k}")
+        set_("kernel_size", int(k))
+        if self.inv_sqrt_sigma is not None:
+            m = torch.as_tensor(self.inv_sqrt_sigma, dtype=torch.float64)
+            if m.shape != (2, 2) or not bool(torch.isfinite(m).all()):
+                raise ValueError(f"inv_sqrt_sigma must be a finite 2×2 matrix, got {self.inv_sqrt_sigma!r}")
+            set_("inv_sqrt_sigma", tuple(tuple(float(x) for x in row) for row in m.tolist()))
+
+    @property
+    def generalized(self) -> bool:
+        """True when the head uses the generalized quadratic encoding (eq. 16)."""
+        return self.inv_sqrt_sigma is not None
+
+
+def head_state_encoding(state: HeadState) -> RelativeEncoding:
+    """The one-head float64 encoding of ``state``: quadratic (eq. 9) or generalized (eq. 16)."""
+    centers = [list(state.delta)]
+    if state.generalized:
+        enc = GeneralizedQuadraticEncoding(1, centers=centers, inv_sqrt_sigma=[list(r) for r in state.inv_sqrt_sigma])
+        enc = enc.double()
+        with torch.no_grad():  # set the float64 values exactly (the constructor rounds via the default dtype)
+            enc.centers.copy_(torch.tensor(centers, dtype=torch.float64))
+            enc.inv_sqrt_sigma.copy_(torch.tensor([state.inv_sqrt_sigma], dtype=torch.float64))
+        return enc
+    enc = QuadraticEncoding(1, 2, centers=centers, alpha=state.alpha).double()
+    with torch.no_grad():
+        enc.centers.copy_(torch.tensor(centers, dtype=torch.float64))
+        enc.alpha.fill_(state.alpha)
+    return enc
+
+
+def head_state_probabilities(state: HeadState) -> torch.Tensor:
+    """The head's attention probabilities over the ``(H, W)`` key grid for the query pixel
+    (softmax over all keys of the position-only score): an ``(H, W)`` float64 tensor summing to 1."""
+    return head_attention_maps(head_state_encoding(state), state.grid, state.query)[0]
+
+
+def head_state_kernel(state: HeadState, probabilities: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """The K×K kernel the head implements at its query: entry (i, j) is the attention mass on the
+    key at shift δ = (i − r, j − r), r = (K − 1)/2 (0 where that key is off the grid).
+
+    This is the weight with which the head mixes the K×K neighbourhood, in the same row-major
+    order as :func:`attnconv.kernel_shifts` and the taps of ``nn.Conv2d`` (cross-correlation).
+    """
+    p = head_state_probabilities(state) if probabilities is None else torch.as_tensor(probabilities)
+    if tuple(p.shape) != state.grid:
+        raise ValueError(f"probabilities have shape {tuple(p.shape)}, the state's grid is {state.grid}")
+    r = (state.kernel_size - 1) // 2
+    padded = torch.nn.functional.pad(p[None, None], (r, r, r, r))[0, 0]
+    q0, q1 = state.query
+    return padded[q0: q0 + 2 * r + 1, q1: q1 + 2 * r + 1].clone()
+
+
+def draw_head_state(ax_attention, ax_kernel, state: HeadState) -> None:
+    """Draw ``state`` on two axes: (a) the attention probabilities over the key grid (framed in
+    grey), with the query (red square), the head centre q + Δ (orange cross), the K×K window (green
+    dashed) and the 50 % and 90 % probability-mass outlines; (b) the K×K kernel with its entries
+    written in ("off grid" for taps whose key is outside the grid, which get no mass)."""
+    from matplotlib.patches import Rectangle
+
+    probs = head_state_probabilities(state)
+    kernel = head_state_kernel(state, probs)
+    h, w = state.grid
+    q0, q1 = state.query
+    k = state.kernel_size
+    r = (k - 1) // 2
+
+    ax = ax_attention
+    ax.imshow(probs.numpy(), cmap="Blues", vmin=0, vmax=max(float(probs.max()), 0.02))
+    draw_mass_contours(ax, probs, (0.5, 0.9), linewidth=0.9)
+    ax.add_patch(Rectangle((q1 - r - 0.5, q0 - r - 0.5), k, k, fill=False, ec="green", ls="--", lw=1.5))
+    ax.add_patch(Rectangle((q1 - 0.5, q0 - 0.5), 1, 1, fill=False, ec="red", lw=1.5))
+    cy, cx = q0 + state.delta[0], q1 + state.delta[1]
+    ax.plot([cx], [cy], marker="x", color="darkorange", markersize=9, mew=2)
+    # show the window and the centre even where they leave the grid (framed in grey)
+    ax.add_patch(Rectangle((-0.5, -0.5), w, h, fill=False, ec="gray", lw=1.0))
+    ax.set_xlim(min(-0.5, q1 - r - 0.5, cx - 0.5), max(w - 0.5, q1 + r + 0.5, cx + 0.5))
+    ax.set_ylim(max(h - 0.5, q0 + r + 0.5, cy + 0.5), min(-0.5, q0 - r - 0.5, cy - 0.5))
+    ax.set_xticks([]), ax.set_yticks([])
+    kind = "generalized (eq. 16)" if state.generalized else f"quadratic, α = {state.alpha:.3g}"
+    ax.set_title(f"attention, Δ = ({state.delta[0]:.2g}, {state.delta[1]:.2g}), {kind}", fontsize=9)
+
+    ax = ax_kernel
+    top = max(float(kernel.max()), 1e-12)
+    ax.imshow(kernel.numpy(), cmap="Greens", vmin=0, vmax=top)
+    for i in range(k):
+        for j in range(k):
+            v = float(kernel[i, j])
+            on_grid = 0 <= q0 + i - r < h and 0 <= q1 + j - r < w
+            ax.text(j, i, f"{v:.2f}" if on_grid else "off grid", ha="center", va="center",
+                    fontsize=(9 if on_grid else 7) if k <= 3 else (7 if on_grid else 5),
+                    color="white" if v > 0.6 * top else ("black" if on_grid else "gray"))
+    ticks = list(range(k))
+    ax.set_xticks(ticks), ax.set_yticks(ticks)
+    ax.set_xticklabels([str(t - r) for t in ticks]), ax.set_yticklabels([str(t - r) for t in ticks])
+    ax.set_xlabel("δ₂ (column shift)", fontsize=8)
+    ax.set_ylabel("δ₁ (row shift)", fontsize=8)
+    ax.set_title(f"{k}×{k} kernel, window mass {float(kernel.sum()):.2f}", fontsize=9)
+
+
+def head_state_figure(state: HeadState):
+    """A two-panel matplotlib figure of :func:`draw_head_state` (what the explorer shows)."""
+    import matplotlib.pyplot as plt
+
+    fig, (a, b) = plt.subplots(1, 2, figsize=(7.6, 3.8), gridspec_kw={"width_ratios": [1.25, 1]},
+                               layout="constrained")
+    draw_head_state(a, b, state)
+    return fig
+
+
+class HeadExplorer(widgets.HBox):
+    """The widget of :func:`head_explorer` (an ipywidgets ``HBox``): sliders that define a
+    :class:`HeadState` and an output area redrawn with :func:`head_state_figure` on every change.
+
+    ``sliders`` is a dict of the controls, ``output`` the drawing area, ``state`` the current
+    :class:`HeadState` and ``redraws`` the number of redraws so far.
+    """
+
+    M_RANGE = 5.0
+
+    def __init__(self, state: Optional[HeadState] = None, draw: bool = True):
+        state = HeadState() if state is None else state
+        if not isinstance(state, HeadState):
+            raise ValueError("state must be a HeadState")
+        if state.kernel_size not in (3, 5):
+            raise ValueError(f"the explorer offers kernel sizes 3 and 5, got {state.kernel_size}")
+        self._draw, self._suspended, self.redraws = draw, False, 0
+        h, w = state.grid
+        style, layout = {"description_width": "90px"}, widgets.Layout(width="330px")
+        fs = lambda desc, v, lo, hi, step: widgets.FloatSlider(  # noqa: E731
+            value=v, min=lo, max=hi, step=step, description=desc, style=style, layout=layout,
+            continuous_update=False)
+        m = state.inv_sqrt_sigma or ((1.0, 0.0), (0.0, 1.0))
+        lim = max(h, w)
+        self.sliders = {
+            "delta1": fs("Δ₁ (row)", state.delta[0], -lim, lim, 0.1),
+            "delta2": fs("Δ₂ (column)", state.delta[1], -lim, lim, 0.1),
+            "alpha": widgets.FloatLogSlider(value=max(state.alpha, 1e-2), base=10, min=-2, max=1.6, step=0.05,
+                                            description="α", style=style, layout=layout,
+                                            continuous_update=False),
+            "generalized": widgets.Checkbox(value=state.generalized, description="generalized encoding (M = Σ^-1/2)",
+                                            indent=False),
+            "m11": fs("M₁₁", m[0][0], -self.M_RANGE, self.M_RANGE, 0.05),
+            "m12": fs("M₁₂", m[0][1], -self.M_RANGE, self.M_RANGE, 0.05),
+            "m21": fs("M₂₁", m[1][0], -self.M_RANGE, self.M_RANGE, 0.05),
+            "m22": fs("M₂₂", m[1][1], -self.M_RANGE, self.M_RANGE, 0.05),
+            "query_row": widgets.IntSlider(value=state.query[0], min=0, max=h - 1, description="query row",
+                                           style=style, layout=layout, continuous_update=False),
+            "query_col": widgets.IntSlider(value=state.query[1], min=0, max=w - 1, description="query column",
+                                           style=style, layout=layout, continuous_update=False),
+            "kernel_size": widgets.ToggleButtons(options=[3, 5], value=state.kernel_size,
+                                                 description="kernel K", style={"button_width": "48px"}),
+        }
+        self._grid = state.grid
+        self.output = widgets.Output()
+        s = self.sliders
+        controls = widgets.VBox([
+            widgets.HTML("<b>head</b>"), s["delta1"], s["delta2"], s["alpha"], s["generalized"],
+            s["m11"], s["m12"], s["m21"], s["m22"],
+            widgets.HTML("<b>query and window</b>"), s["query_row"], s["query_col"], s["kernel_size"],
+        ])
+        super().__init__([controls, self.output])
+        for name, control in s.items():
+            control.observe(self._on_change, names="value")
+        self._sync_enabled()
+        self.state = self._read_state()
+        self.redraw()
+
+    # -- state ------------------------------------------------------------------------------
+    def _read_state(self) -> HeadState:
+        s = self.sliders
+        m = None
+        if s["generalized"].value:
+            m = ((s["m11"].value, s["m12"].value), (s["m21"].value, s["m22"].value))
+        return HeadState(delta=(s["delta1"].value, s["delta2"].value), alpha=s["alpha"].value, inv_sqrt_sigma=m,
+                         query=(s["query_row"].value, s["query_col"].value), grid=self._grid,
+                         kernel_size=s["kernel_size"].value)
+
+    def _sync_enabled(self) -> None:
+        gen = self.sliders["generalized"].value
+        for name in ("m11", "m12", "m21", "m22"):
+            self.sliders[name].disabled = not gen
+        self.sliders["alpha"].disabled = gen
+
+    def _on_change(self, change) -> None:
+        if self._suspended:
+            return
+        if change["owner"] is self.sliders["generalized"]:
+            self._sync_enabled()
+            if change["new"]:
+                # start from the same head: the isotropic M = √(2α)·I reproduces eq. (9)
+                root = min(math.sqrt(2 * self.sliders["alpha"].value), self.M_RANGE)
+                self._suspended = True
+                try:
+                    for name, v in (("m11", root), ("m12", 0.0), ("m21", 0.0), ("m22", root)):
+                        self.sliders[name].value = v
+                finally:
+                    self._suspended = False
+        self.state = self._read_state()
+        self.redraw()
+
+    def redraw(self) -> None:
+        """Redraw the figure of the current state into the output area."""
+        self.redraws += 1
+        if not self._draw:
+            return
+        import matplotlib.pyplot as plt
+        from IPython.display import clear_output, display
+
+        with self.output:
+            clear_output(wait=True)
+            fig = head_state_figure(self.state)
+            display(fig)
+            plt.close(fig)
+
+    def probabilities(self) -> torch.Tensor:
+        """:func:`head_state_probabilities` of the current state."""
+        return head_state_probabilities(self.state)
+
+
+def head_explorer(state: Optional[HeadState] = None, draw: bool = True) -> HeadExplorer:
+    """Build the interactive head explorer (ipywidgets): sliders for Δ₁, Δ₂ and α (eq. 9), a toggle
+    to the generalized encoding with sliders for the entries of M = Σ^{-1/2} (eq. 16), the query
+    pixel and the kernel size K ∈ {3, 5}. Every change redraws :func:`head_state_figure`.
+
+    Display the returned widget in Jupyter; ``draw=False`` skips drawing, which tests use. Values
+    of ``state`` outside the slider ranges (|Δ| ≤ max(H, W), 0.01 ≤ α ≤ 10^1.6, |M_ij| ≤ 5) are
+    clamped to them.
+    """
+    return HeadExplorer(state, draw=draw)

@@ -1,0 +1,518 @@
+"""The generalized quadratic model after training, and pruning its degenerate heads (App. B).
+
+The generalized quadratic encoding (eq. 16) gives each head a centre Δ and a matrix M with
+Σ⁻¹ = M Mᵀ, so a head can become elongated or wide. The paper (App. B) prunes the *degenerate*
+heads of its trained model — largest eigenvalue of Σ⁻¹ below 1e-5 (non-localised) or condition
+number above 1e5 (elongated; the authors' code used 1e3) — then retrains with the learning rate
+divided by 10 (Sec. 4.2: 15 heads pruned, 12.1M → 9.7M parameters, accuracy back to its unpruned
+value). This module holds what the chapter needs:
+
+* :func:`generalized_run_changes`, :func:`retrain_epochs` — the chapter's settings per profile;
+* :func:`attention_only_model` — a model whose encodings are those saved in a history (no weights
+  needed), for head statistics and attention maps;
+* :func:`head_table`, :func:`degeneracy_order` — the spectrum of every head and the order in
+  which the pruning curve removes them;
+* :func:`per_head_outputs`, :func:`pruning_check` — pruning removes exactly the chosen heads and
+  leaves the others' outputs unchanged;
+* :func:`retrain`, :func:`pruning_study` — accuracies of pruned models with and without
+  retraining, computed from the trained weights and saved as a small JSON next to the run
+  (:func:`load_or_compute_pruning_study`), so that the chapter needs no weights;
+* :func:`plot_heads_by_layer` (Fig. 7), :func:`plot_pruning` (Fig. 8), :func:`pruning_table`
+  (Fig. 9's table).
+"""
+from __future__ import annotations
+
+import copy
+import json
+import math
+from dataclasses import replace
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import torch
+
+from ..experiments.data import load_cifar10
+from ..core.encodings import GeneralizedQuadraticEncoding
+from ..experiments.flops import analytic_macs
+from .gaussian import draw_mass_contours, head_attention_maps
+from ..experiments.models import build_model, count_parameters, parameter_count_table, paper_model_config
+from ..experiments.pruning import (
+    PAPER_CONDITION_THRESHOLD,
+    PAPER_MAX_EIGENVALUE_THRESHOLD,
+    degenerate_heads,
+    prune_heads,
+)
+from ..experiments.train import (
+    HISTORY,
+    TrainConfig,
+    attention_record,
+    write_json,
+    evaluate,
+    make_optimizer,
+    make_scheduler,
+    select_device,
+    train_epoch,
+)
+
+__all__ = [
+    "STUDY_FILE",
+    "generalized_run_changes",
+    "retrain_epochs",
+    "attention_only_model",
+    "head_table",
+    "degeneracy_order",
+    "selection_of",
+    "count_selected",
+    "per_head_outputs",
+    "pruning_check",
+    "retrain",
+    "pruning_study",
+    "load_or_compute_pruning_study",
+    "plot_heads_by_layer",
+    "plot_pruning",
+    "pruning_table",
+]
+
+#: The chapter's changes to each profile's generalized run. The cpu profile trains 40 epochs
+#: instead of 16, so that the heads have time to change shape (the paper trains 300).
+STUDY_FILE = "pruning.json"
+Head = Tuple[int, int]
+
+
+def generalized_run_changes(profile: str) -> dict:
+    """The ``changes`` the chapter passes to ``chapter_run("generalized", profile, ...)``."""
+    from .paper_figures import book_run_changes
+
+    return book_run_changes("generalized", profile)
+
+
+def retrain_epochs(config: TrainConfig) -> int:
+    """Epochs of retraining after pruning: a third of the training run (the paper's 100 after 300)."""
+    return max(1, math.ceil(config.epochs / 3))
+
+
+# --------------------------------------------------------------------------- heads from a history
+def attention_only_model(history: dict, epoch: int = -1):
+    """The generalized model of ``history`` whose encodings hold the centres Δ and matrices M saved
+    at ``epoch`` (default: the last; ``None``: before training). Every other weight is freshly
+    initialised: use it for head statistics and position-only attention maps, never for accuracy."""
+    from ..experiments.models import model_config_from_dict
+
+    cfg = model_config_from_dict(history["model_config"])
+    if getattr(cfg, "encoding", None) != "generalized":
+        raise ValueError("attention_only_model needs a run of the generalized model")
+    record = history["initial_attention"] if epoch is None else history["epochs"][epoch]["attention"]
+    with torch.random.fork_rng(devices=[]):
+        model = build_model(cfg).eval()
+    if len(record) != len(model.layers):
+        raise ValueError(f"the record has {len(record)} layers, the model {len(model.layers)}")
+    with torch.no_grad():
+        for layer, rec in zip(model.layers, record):
+            enc = layer.attention.encoding
+            c = torch.tensor(rec["centers"], dtype=enc.centers.dtype)
+            m = torch.tensor(rec["inv_sqrt_sigma"], dtype=enc.inv_sqrt_sigma.dtype)
+            if c.shape != enc.centers.shape or m.shape != enc.inv_sqrt_sigma.shape:
+                raise ValueError("the record's heads do not match the model's (pruned run?)")
+            enc.centers.copy_(c)
+            enc.inv_sqrt_sigma.copy_(m)
+    return model
+
+
+def _spectrum(m) -> Tuple[float, float, float]:
+    """Eigenvalues λ_min ≤ λ_max of Σ⁻¹ = M Mᵀ for one 2×2 ``m`` and its condition number, in
+    closed form: λ_max = (tr + √((a − c)² + 4b²))/2 and λ_min = det(Σ⁻¹)/λ_max with
+    det(Σ⁻¹) = det(M)². Unlike an eigensolver, whose absolute error is about eps·λ_max, this keeps
+    a tiny λ_min accurate (and never negative), so a printed condition number is reproducible."""
+    (p, q), (r, t) = (float(v) for v in m[0]), (float(v) for v in m[1])
+    a, b, c = p * p + q * q, p * r + q * t, r * r + t * t
+    hi = 0.5 * (a + c + math.hypot(a - c, 2 * b))
+    det = (p * t - q * r) ** 2
+    lo = det / hi if hi > 0 else 0.0
+    return lo, hi, (hi / lo if lo > 0 else math.inf)
+
+
+def head_table(model, max_eigenvalue_threshold: float = PAPER_MAX_EIGENVALUE_THRESHOLD,
+               condition_threshold: float = PAPER_CONDITION_THRESHOLD) -> List[dict]:
+    """One row per head of a generalized model: ``layer``, ``head``, eigenvalues ``lambda_min``,
+    ``lambda_max`` of Σ⁻¹ = M Mᵀ, ``condition`` λ_max/λ_min (closed form, see :func:`_spectrum`)
+    and ``degenerate``: λ_max below ``max_eigenvalue_threshold`` or condition above
+    ``condition_threshold`` (the rule of :func:`attnconv.experiments.pruning.degenerate_heads`)."""
+    if max_eigenvalue_threshold < 0 or condition_threshold < 1:
+        raise ValueError("max_eigenvalue_threshold must be >= 0 and condition_threshold >= 1")
+    rows = []
+    for li, layer in enumerate(model.layers):
+        if layer.attention is None:
+            continue
+        enc = layer.attention.encoding
+        if not isinstance(enc, GeneralizedQuadraticEncoding):
+            raise ValueError(f"layer {li} has a {type(enc).__name__}, not a GeneralizedQuadraticEncoding")
+        for h, m in enumerate(enc.inv_sqrt_sigma.detach().double().cpu().tolist()):
+            lo, hi, cond = _spectrum(m)
+            rows.append({"layer": li, "head": h, "lambda_min": lo, "lambda_max": hi, "condition": cond,
+                         "degenerate": hi < max_eigenvalue_threshold or cond > condition_threshold})
+    return rows
+
+
+def degeneracy_order(model, max_eigenvalue_threshold: float = PAPER_MAX_EIGENVALUE_THRESHOLD) -> List[Head]:
+    """Every head ``(layer, head)``, most degenerate first: the non-localised heads (λ_max of Σ⁻¹
+    below the threshold) by increasing λ_max, then all others by decreasing condition number.
+    Whatever the condition threshold, the heads that :func:`~attnconv.experiments.pruning.degenerate_heads`
+    selects are a prefix of this order."""
+    rows = head_table(model, max_eigenvalue_threshold, math.inf)
+    flat = [r for r in rows]
+    wide = sorted((r for r in flat if r["lambda_max"] < max_eigenvalue_threshold),
+                  key=lambda r: (r["lambda_max"], r["layer"], r["head"]))
+    rest = sorted((r for r in flat if not r["lambda_max"] < max_eigenvalue_threshold),
+                  key=lambda r: (-r["condition"], r["layer"], r["head"]))
+    return [(r["layer"], r["head"]) for r in wide + rest]
+
+
+def selection_of(heads: Sequence[Head]) -> Dict[int, List[int]]:
+    """``[(layer, head), ...]`` → ``{layer: [heads, sorted]}`` for :func:`attnconv.experiments.pruning.prune_heads`."""
+    out: Dict[int, List[int]] = {}
+    for layer, head in heads:
+        out.setdefault(int(layer), []).append(int(head))
+    return {k: sorted(v) for k, v in sorted(out.items())}
+
+
+def count_selected(selection: Dict[int, Sequence[int]]) -> int:
+    """Number of heads in a ``{layer: [heads]}`` selection."""
+    return sum(len(v) for v in selection.values())
+
+
+# --------------------------------------------------------------------------- pruning, checked
+@torch.no_grad()
+def per_head_outputs(model, images: torch.Tensor) -> List[Optional[torch.Tensor]]:
+    """softmax(A_h) X of every head of every layer (eq. 4 before W_out; these models have no value
+    projection), run layer by layer in eval mode: per layer ``(N_h, T, B, D)`` (``None`` without
+    heads)."""
+    was = model.training
+    model.eval()
+    try:
+        x = model.tokens(images)
+        grid = model.config.grid
+        outs = []
+        for layer in model.layers:
+            if layer.attention is None:
+                outs.append(None)
+            else:
+                _, probs = layer.attention.forward_tokens(x, grid, return_attention=True)  # (1|B, N_h, T, T)
+                p = probs.expand(x.shape[1], *probs.shape[1:]) if probs.shape[0] == 1 else probs
+                outs.append(torch.einsum("bhqk,kbd->hqbd", p.to(x.dtype), x))
+            x = layer(x, grid)
+    finally:
+        model.train(was)
+    return outs
+
+
+@torch.no_grad()
+def pruning_check(model, selection: Dict[int, Sequence[int]], images: torch.Tensor, atol: float = 1e-6) -> Dict[str, bool]:
+    """Prune ``selection`` from a copy of ``model`` and check, on ``images``:
+
+    * ``heads_removed`` — every layer lost exactly the chosen heads;
+    * ``kept_parameters_equal`` — the kept heads' centres and matrices M are unchanged;
+    * ``kept_head_outputs_equal`` — in the first pruned layer (whose input is unchanged) the kept
+      heads' outputs softmax(A_h)X equal those of the same heads before pruning (within ``atol``);
+    * ``matches_zeroed_model`` — the pruned model's logits equal those of the unpruned model with
+      the pruned heads' columns of W_out set to zero (an oracle that removes nothing).
+    """
+    model = copy.deepcopy(model).eval()
+    sel = {int(k): sorted(int(h) for h in v) for k, v in selection.items() if len(v)}
+    before_heads = model.heads_per_layer
+    before_params = [{n: p.detach().clone() for n, p in layer.attention.encoding.named_parameters()}
+                     for layer in model.layers]
+    zeroed = copy.deepcopy(model)
+    for li, heads in sel.items():
+        att = zeroed.layers[li].attention
+        d = att.head_dim
+        for h in heads:
+            att.out.weight[:, h * d:(h + 1) * d] = 0
+    before_outputs = per_head_outputs(model, images)
+    pruned = prune_heads(copy.deepcopy(model), sel)
+    keep = {li: [h for h in range(n) if h not in sel.get(li, [])] for li, n in enumerate(before_heads)}
+    heads_ok = pruned.heads_per_layer == [len(keep[li]) for li in range(len(before_heads))]
+    params_ok = True
+    for li, layer in enumerate(pruned.layers):
+        if layer.attention is None:
+            params_ok &= not keep[li]
+            continue
+        for n, p in layer.attention.encoding.named_parameters():
+            params_ok &= torch.equal(p, before_params[li][n][keep[li]])
+    after_outputs = per_head_outputs(pruned, images)
+    first = min(sel) if sel else 0
+    if keep[first]:
+        a, b = after_outputs[first], before_outputs[first][keep[first]]
+        outputs_ok = bool((a - b).abs().max() <= atol * max(1.0, float(b.abs().max())))
+    else:
+        outputs_ok = after_outputs[first] is None
+    logits_ok = bool(torch.allclose(pruned(images), zeroed(images), atol=1e-5, rtol=1e-4))
+    return {"heads_removed": bool(heads_ok), "kept_parameters_equal": bool(params_ok),
+            "kept_head_outputs_equal": outputs_ok, "matches_zeroed_model": logits_ok}
+
+
+# --------------------------------------------------------------------------- retraining
+def retrain(model, config: TrainConfig, data, epochs: int, lr_divisor: float = 10.0, verbose: bool = False) -> dict:
+    """Continue training ``model`` (in place, e.g. after pruning) as :func:`attnconv.experiments.train.train`
+    does — same optimiser, batches, augmentation and learning-rate multipliers — with the learning
+    rate divided by ``lr_divisor`` (paper: 10) and a cosine decay over ``epochs`` without warm-up.
+
+    Returns a history like ``train``'s (its ``config`` is the retraining's :class:`TrainConfig`,
+    so :func:`attnconv.experiments.train.load_run` reads it), with ``initial`` test loss/accuracy before
+    retraining and ``heads_per_layer``."""
+    if epochs < 1 or lr_divisor <= 0:
+        raise ValueError("epochs must be >= 1 and lr_divisor > 0")
+    cfg = replace(config, epochs=int(epochs), lr=config.lr / lr_divisor, warmup_fraction=0.0)
+    device = next(model.parameters()).device
+    torch.manual_seed(cfg.seed)
+    data = data.subset(cfg.train_subset, cfg.test_subset).to(device)
+    n = len(data.x_train)
+    steps = math.ceil(n / cfg.batch_size)
+    optimizer = make_optimizer(model, cfg)
+    scheduler = make_scheduler(optimizer, cfg, steps)
+    test_loss, test_acc = evaluate(model, data.x_test, data.y_test, cfg.eval_batch_size, device, cfg.bf16)
+    history = {"config": cfg.to_dict(), "heads_per_layer": list(model.heads_per_layer),
+               "num_parameters": count_parameters(model), "data": data.source, "train_size": n,
+               "test_size": len(data.x_test), "steps_per_epoch": steps,
+               "initial": {"test_loss": test_loss, "test_acc": test_acc},
+               "initial_attention": attention_record(model), "epochs": [], "status": "running"}
+    for epoch in range(1, cfg.epochs + 1):
+        train_loss, train_acc = train_epoch(model, data, cfg, optimizer, scheduler, epoch, device)
+        test_loss, test_acc = evaluate(model, data.x_test, data.y_test, cfg.eval_batch_size, device, cfg.bf16)
+        history["epochs"].append({"epoch": epoch, "train_loss": train_loss, "train_acc": train_acc,
+                                  "test_loss": test_loss, "test_acc": test_acc,
+                                  "lr": optimizer.param_groups[0]["lr"], "attention": attention_record(model)})
+        if verbose:
+            print(f"retraining epoch {epoch}/{cfg.epochs}: test acc {test_acc:.4f}")
+    history["status"] = "complete"
+    model.eval()
+    return history
+
+
+def _prune_copy(model, heads: Sequence[Head]):
+    return prune_heads(copy.deepcopy(model), selection_of(heads))
+
+
+def pruning_study(model, config: TrainConfig, data, max_eigenvalue_threshold: float = PAPER_MAX_EIGENVALUE_THRESHOLD,
+                  condition_threshold: float = PAPER_CONDITION_THRESHOLD, retrain_counts: Optional[Sequence[int]] = None,
+                  epochs: Optional[int] = None, random_orders: int = 3, seed: int = 0, verbose: bool = False) -> dict:
+    """Everything Figs. 8 and 9 need, from a trained generalized ``model`` (its run's ``config``):
+
+    * ``heads``: :func:`head_table` of the trained model; ``selected``: the degenerate heads under
+      the two thresholds; ``order``: :func:`degeneracy_order`;
+    * ``curve``: test accuracy without retraining after pruning the first k heads of ``order``
+      (k = 0 … all), and after pruning k heads in ``random_orders`` random orders (seeds
+      ``seed``, ``seed`` + 1, …);
+    * ``retrained``: for k = the number of degenerate heads and each of ``retrain_counts``
+      (default: a third and two thirds of all heads), the test accuracy before and after each
+      epoch of :func:`retrain` (``epochs``, default :func:`retrain_epochs`) of the model with the
+      first k heads of ``order`` pruned;
+    * ``parameters`` and ``macs`` (per image) of the unpruned and the pruned model;
+    * ``pruned_history``: the retraining history of the degenerate heads' pruning (``None`` when no
+      head is degenerate).
+
+    Returns a JSON-ready dict."""
+    device = next(model.parameters()).device
+    model = model.eval()
+    epochs = retrain_epochs(config) if epochs is None else int(epochs)
+    order = degeneracy_order(model, max_eigenvalue_threshold)
+    total = len(order)
+    selected = degenerate_heads(model, max_eigenvalue_threshold, condition_threshold)
+    k_sel = count_selected(selected)
+    if selection_of(order[:k_sel]) != selected:
+        raise RuntimeError("the degenerate heads are not a prefix of the degeneracy order")
+    x_test, y_test = data.x_test.to(device), data.y_test.to(device)
+
+    def acc(m):
+        return evaluate(m, x_test, y_test, config.eval_batch_size, device, config.bf16)[1]
+
+    curve = {"k": list(range(total + 1)), "degenerate_first": [acc(_prune_copy(model, order[:k])) for k in range(total + 1)]}
+    rand = []
+    for i in range(random_orders):
+        perm = torch.randperm(total, generator=torch.Generator().manual_seed(seed + i)).tolist()
+        rorder = [order[j] for j in perm]
+        rand.append([acc(_prune_copy(model, rorder[:k])) for k in range(total + 1)])
+    curve["random"] = rand
+    if verbose:
+        print(f"pruning curves done ({total} heads, {k_sel} degenerate)")
+    counts = [round(total / 3), round(2 * total / 3)] if retrain_counts is None else [int(c) for c in retrain_counts]
+    counts = sorted({c for c in counts + ([k_sel] if k_sel else []) if 0 < c <= total})
+    retrained, pruned_history = [], None
+    for k in counts:
+        m = _prune_copy(model, order[:k])
+        hist = retrain(m, config, data, epochs, verbose=verbose)
+        retrained.append({"k": k, "heads": [list(h) for h in order[:k]], "test_acc_before": hist["initial"]["test_acc"],
+                          "test_acc": [e["test_acc"] for e in hist["epochs"]],
+                          "train_loss": [e["train_loss"] for e in hist["epochs"]]})
+        if k == k_sel:
+            pruned_history = hist
+    cfg = model.config
+    pruned_cfg_heads = [cfg.num_heads - len(selected.get(i, [])) for i in range(cfg.num_layers)]
+    macs_before, macs_after = analytic_macs(cfg), analytic_macs(cfg, pruned_cfg_heads)
+    return {
+        "format": 1,
+        "base_config": config.to_dict(),
+        "base_epochs": config.epochs,
+        "thresholds": {"max_eigenvalue": max_eigenvalue_threshold, "condition": condition_threshold},
+        "heads": head_table(model, max_eigenvalue_threshold, condition_threshold),
+        "selected": {str(k): v for k, v in selected.items()},
+        "selected_paper_thresholds": {str(k): v for k, v in degenerate_heads(
+            model, PAPER_MAX_EIGENVALUE_THRESHOLD, PAPER_CONDITION_THRESHOLD).items()},
+        "order": [list(h) for h in order],
+        "curve": curve,
+        "retrain_epochs": epochs,
+        "retrained": retrained,
+        "parameters": {"before": count_parameters(model),
+                       "after": count_parameters(_prune_copy(model, order[:k_sel]))},
+        "macs": {"before": {"dense": macs_before.dense, "total": macs_before.total},
+                 "after": {"dense": macs_after.dense, "total": macs_after.total}},
+        "pruned_history": pruned_history,
+    }
+
+
+def load_or_compute_pruning_study(run, profile: str, runs_root="runs", changes: Optional[dict] = None,
+                                  max_eigenvalue_threshold: float = PAPER_MAX_EIGENVALUE_THRESHOLD,
+                                  condition_threshold: float = PAPER_CONDITION_THRESHOLD,
+                                  verbose: bool = True, **study_kwargs) -> dict:
+    """The pruning study of a generalized run: read from ``run.run_dir / pruning.json`` when it was
+    made from this run's configuration with these thresholds; otherwise computed with
+    :func:`pruning_study` from the trained model (``chapter_run(..., load_model=True)``, which
+    trains again if only the history is saved) and saved there, with the retraining of the
+    degenerate heads' pruning saved as a run folder ``<model>-pruned`` (history only)."""
+    from ..experiments.runs import chapter_run, run_folder
+
+    path = Path(run.run_dir) / STUDY_FILE
+    wanted = {"max_eigenvalue": max_eigenvalue_threshold, "condition": condition_threshold}
+    if path.is_file():
+        with open(path) as f:
+            study = json.load(f)
+        if study.get("base_config") == run.config.to_dict() and study.get("thresholds") == wanted:
+            if verbose:
+                print(f"Using the saved pruning study in {path}.")
+            return study
+    trained = chapter_run(run.config.model, profile, runs_root, load_model=True, **(changes or {}))
+    device = select_device(trained.config.device)
+    model = trained.model.to(device)
+    data = load_cifar10(trained.config.data, root=trained.config.data_root, verbose=verbose)
+    study = pruning_study(model, trained.config, data, max_eigenvalue_threshold, condition_threshold,
+                          verbose=verbose, **study_kwargs)
+    pruned_history = study.pop("pruned_history")
+    write_json(path, study)
+    if pruned_history is not None:
+        folder = run_folder(run.config.model, profile, runs_root, tag="pruned")
+        folder.mkdir(parents=True, exist_ok=True)
+        write_json(folder / HISTORY, pruned_history)
+    return study
+
+
+# --------------------------------------------------------------------------- figures and table
+def plot_heads_by_layer(model, query: Optional[Tuple[int, int]] = None, degenerate: Optional[Dict[int, Sequence[int]]] = None,
+                        masses: Sequence[float] = (0.5, 0.9), panel_size: float = 3.2):
+    """Fig. 7: per layer one panel with every head's attention around ``query`` (default: the centre
+    token) drawn as its 50 % (solid) and 90 % (dashed) probability-mass outline, one colour per
+    head, its centre q + Δ_h as a dot; heads in ``degenerate`` ({layer: [heads]}) are drawn in
+    grey with a dotted outline. Returns the figure."""
+    import matplotlib.pyplot as plt
+
+    g = model.config.tokens_per_side
+    q = (g // 2, g // 2) if query is None else tuple(query)
+    degenerate = degenerate or {}
+    layers = [i for i, layer in enumerate(model.layers) if layer.attention is not None]
+    ncols = min(len(layers), 3)
+    nrows = math.ceil(len(layers) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(panel_size * ncols + 0.4, panel_size * nrows + 0.4), squeeze=False)
+    for ax in axes.flat:
+        ax.axis("off")
+    for ax, li in zip(axes.flat, layers):
+        ax.axis("on")
+        enc = model.layers[li].attention.encoding
+        maps = head_attention_maps(enc, (g, g), q)
+        ax.imshow(torch.zeros(g, g).numpy(), cmap="Greys", vmin=0, vmax=1)
+        colors = [plt.cm.tab10(h % 10) for h in range(enc.num_heads)]
+        for h in range(enc.num_heads):
+            bad = h in degenerate.get(li, [])
+            color = "0.55" if bad else colors[h]
+            styles = ("dotted", "dotted") if bad else ("solid", "dashed")
+            draw_mass_contours(ax, maps[h], masses, color=color, linestyles=styles, linewidth=1.3)
+            c = enc.centers[h].detach()
+            ax.plot(q[1] + float(c[1]), q[0] + float(c[0]), "o", color=color, ms=4)
+        ax.add_patch(plt.Rectangle((q[1] - 0.5, q[0] - 0.5), 1, 1, fill=False, ec="red", lw=1.5, zorder=10))
+        ax.set_xlim(-0.5, g - 0.5), ax.set_ylim(g - 0.5, -0.5)
+        ax.set_xticks([]), ax.set_yticks([])
+        ax.set_title(f"layer {li + 1}", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def plot_pruning(study: dict, title: str = ""):
+    """Fig. 8: (left) test accuracy against the number of heads pruned — most degenerate first
+    without retraining, random heads without retraining (mean and range) and after retraining;
+    (right) test accuracy during the retraining of each pruned model (epoch 0: before). Returns
+    the figure."""
+    import matplotlib.pyplot as plt
+
+    curve = study["curve"]
+    k = curve["k"]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 5))
+    a.plot(k, curve["degenerate_first"], "o-", color="C0", ms=4, label="most degenerate first, no retraining")
+    rnd = torch.tensor(curve["random"], dtype=torch.float64)
+    if len(rnd):
+        a.plot(k, rnd.mean(0).tolist(), "s-", color="C7", ms=3, label=f"random heads, no retraining (mean of {len(rnd)})")
+        a.fill_between(k, rnd.min(0).values.tolist(), rnd.max(0).values.tolist(), color="C7", alpha=0.2)
+    if study["retrained"]:
+        a.plot([r["k"] for r in study["retrained"]], [r["test_acc"][-1] for r in study["retrained"]], "*",
+               color="C3", ms=13, label=f"most degenerate first, after {study['retrain_epochs']} epochs of retraining")
+    k_sel = count_selected(study["selected"])
+    a.axhline(curve["degenerate_first"][0], color="k", lw=0.8, ls=":", label="unpruned")
+    if k_sel:
+        a.axvline(k_sel, color="C3", lw=0.8, ls="--", label=f"degenerate heads ({k_sel})")
+    a.set_xlabel("number of heads pruned"), a.set_ylabel("test accuracy")
+    a.legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
+    for i, r in enumerate(study["retrained"]):
+        acc = [r["test_acc_before"]] + r["test_acc"]
+        b.plot(range(len(acc)), acc, "o-", ms=3, color=f"C{(i + 1) % 10}", label=f"{r['k']} heads pruned")
+    b.axhline(curve["degenerate_first"][0], color="k", lw=0.8, ls=":", label="unpruned")
+    b.set_xlabel("retraining epoch (learning rate ÷ 10)"), b.set_ylabel("test accuracy")
+    b.legend(fontsize=8)
+    if title:
+        fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def _paper_size_pruned_macs(pruned_heads: int = 15) -> Tuple[int, int]:
+    cfg = paper_model_config("generalized")
+    heads = [cfg.num_heads] * cfg.num_layers
+    for i in range(pruned_heads):
+        heads[i % cfg.num_layers] -= 1
+    return analytic_macs(cfg).dense, analytic_macs(cfg, heads).dense
+
+
+def pruning_table(study: dict, profile: str) -> str:
+    """Fig. 9's table as text: test accuracy, parameters and FLOPs (2 × Linear MACs, the paper's
+    way, :func:`attnconv.experiments.flops.analytic_macs`) of our run before pruning, after pruning its
+    degenerate heads, and after retraining; then the paper-size model with 15 heads pruned (our
+    exact counts, :func:`attnconv.experiments.models.parameter_count_table`) and the paper's numbers."""
+    k_sel = count_selected(study["selected"])
+    acc0 = study["curve"]["degenerate_first"][0]
+    acc1 = study["curve"]["degenerate_first"][k_sel]
+    ret = next((r for r in study["retrained"] if r["k"] == k_sel), None)
+    p0, p1 = study["parameters"]["before"], study["parameters"]["after"]
+    f0, f1 = 2 * study["macs"]["before"]["dense"], 2 * study["macs"]["after"]["dense"]
+    n_heads = len(study["order"])
+    lines = [f"{profile} profile, {study['base_epochs']} epochs ({n_heads} heads; {k_sel} degenerate):",
+             f"  {'model':<44} {'test acc':>8} {'params':>12} {'MFLOPs':>9}",
+             f"  {'generalized, before pruning':<44} {acc0:>8.3f} {p0:>12,} {f0 / 1e6:>9.1f}",
+             f"  {f'pruned ({k_sel} heads), no retraining':<44} {acc1:>8.3f} {p1:>12,} {f1 / 1e6:>9.1f}"]
+    if ret is not None:
+        label = f"pruned + {study['retrain_epochs']} epochs of retraining (lr ÷ 10)"
+        lines.append(f"  {label:<44} {ret['test_acc'][-1]:>8.3f} {p1:>12,} {f1 / 1e6:>9.1f}")
+    rows = {r["model"]: r for r in parameter_count_table(15)}
+    d0, d1 = _paper_size_pruned_macs(15)
+    n0, n1 = rows["generalized"]["ours"], rows["generalized_pruned"]["ours"]
+    lines += ["paper-size model (6 layers × 9 heads, 16×16 tokens, hidden 400), our exact counts:",
+              f"  {'generalized':<44} {'':>8} {n0:>12,} {2 * d0 / 1e6:>9.0f}",
+              f"  {'15 heads pruned':<44} {'':>8} {n1:>12,} {2 * d1 / 1e6:>9.0f}",
+              f"  reduction: parameters {100 * (1 - n1 / n0):.1f}%, FLOPs {100 * (1 - d1 / d0):.1f}%",
+              f"the paper's numbers: {rows['generalized']['paper']} → {rows['generalized_pruned']['paper']} parameters "
+              "with 15 of 54 heads pruned; accuracy back to its unpruned value after retraining with lr ÷ 10."]
+    return "\n".join(lines)

@@ -1,0 +1,237 @@
+"""How convolutional is a trained self-attention layer? Three per-layer measures.
+
+Lemma 1 and Theorem 1 say that a multi-head self-attention layer with N_h = K² heads is a K×K
+convolution when head h attends (one-hot) to the shift Δ_h and the centres {Δ_h} are exactly the
+K² shifts of the kernel, the lattice {−⌊K/2⌋, …, ⌊K/2⌋}². A trained layer can be compared with
+that construction in three ways:
+
+* :func:`lattice_distance` — per head, the distance of its centre Δ_h to the nearest lattice
+  point (0 for every head of the Lemma-1 layer);
+* :func:`lattice_coverage` — how many of the K² lattice points have a head centre within a radius
+  (K² for the Lemma-1 layer: every kernel tap has its head);
+* :func:`neighbourhood_mass` — per head, the attention probability that falls inside the K×K
+  window around the query (1 for a one-hot head on a lattice point; a convolution reads nothing
+  outside its window).
+
+:func:`layer_measures` combines them for one layer and :func:`run_measures` for every layer of a
+saved training run (centres from its history, maps from :mod:`attnconv.chapters.paper_figures`).
+"""
+from __future__ import annotations
+
+from typing import List, Mapping, Optional, Sequence
+
+import torch
+
+from ..core.encodings import kernel_shifts
+from ..core.lattice import (
+    lattice_coverage,
+    lattice_distance,
+    neighbourhood_mass,
+    peak_shifts,
+)
+from .paper_figures import layer_attention_maps, layer_records
+
+__all__ = [
+    "locality_summary",
+    "format_locality",
+    "format_peaks",
+    "layer_measures",
+    "run_measures",
+    "measures_rows",
+    "load_saved_runs",
+    "reference_measures",
+    "format_measures",
+    "plot_measures",
+]
+
+
+def locality_summary(layers: Sequence, query: Sequence[int], kernel_size: int = 3, threshold: float = 0.5) -> List[Optional[dict]]:
+    """Per layer (maps ``(N_h, H, W)`` or ``None``): ``num_heads``, ``peaked`` (heads that give more
+    than ``threshold`` of their attention to a single key, as a one-hot head of Lemma 1 does),
+    ``mass_above`` (heads with more than ``threshold`` of their attention inside the K×K window,
+    :func:`neighbourhood_mass`), ``peak_inside`` (heads whose most probable key lies in the window,
+    :func:`peak_shifts`) and ``mean_mass``."""
+    if not 0 <= threshold <= 1:
+        raise ValueError("threshold must be in [0, 1]")
+    r = kernel_size // 2
+    out = []
+    for m in layers:
+        if m is None:
+            out.append(None)
+            continue
+        mass = neighbourhood_mass(m, query, kernel_size)
+        peaks = peak_shifts(m, query)
+        peaked = int((torch.as_tensor(m, dtype=torch.float64).flatten(1).max(dim=1).values > threshold).sum())
+        out.append({"num_heads": int(mass.numel()), "peaked": peaked, "mass_above": int((mass > threshold).sum()),
+                    "peak_inside": int((peaks.abs().max(dim=1).values <= r).sum()), "mean_mass": float(mass.mean())})
+    return out
+
+
+def format_locality(name: str, summary: Sequence[Optional[dict]], kernel_size: int = 3, threshold: float = 0.5) -> str:
+    """:func:`locality_summary` as one line per layer (layers numbered from 1)."""
+    k = f"{kernel_size}×{kernel_size}"
+    lines = []
+    for i, s in enumerate(summary):
+        if s is None:
+            continue
+        lines.append(f"{name}, layer {i + 1} ({s['num_heads']} heads): {s['peaked']} give > {threshold:.0%} to a single key; "
+                     f"{s['mass_above']} put > {threshold:.0%} in the {k} window; "
+                     f"{s['peak_inside']} have their most probable key in it")
+    return "\n".join(lines)
+
+
+def format_peaks(name: str, layers: Sequence, query: Sequence[int]) -> str:
+    """One line per layer (layers numbered from 1): for every head, the shift (row, column) of its
+    most probable key (:func:`peak_shifts`) and that key's probability, to 2 decimals."""
+    lines = []
+    for i, m in enumerate(layers):
+        if m is None:
+            continue
+        m = torch.as_tensor(m, dtype=torch.float64)
+        shifts = peak_shifts(m, query)
+        top = m.flatten(1).max(dim=1).values
+        heads = ", ".join(f"{h + 1}: ({int(a):+d},{int(b):+d}) {float(p):.2f}" for h, ((a, b), p) in enumerate(zip(shifts.tolist(), top)))
+        lines.append(f"{name}, layer {i + 1}, head: (peak shift) probability — {heads}")
+    return "\n".join(lines)
+
+
+def layer_measures(centers, maps=None, query: Optional[Sequence[int]] = None, kernel_size: int = 3,
+                   radius: float = 0.5) -> dict:
+    """The three measures of one layer: ``distances`` (per head), ``mean_distance``, ``coverage``
+    (of the K² lattice points) and, when ``maps`` ``(N_h, H, W)`` and ``query`` are given,
+    ``masses`` (per head) and ``mean_mass``; ``num_heads``."""
+    d = lattice_distance(centers, kernel_size)
+    out = {
+        "num_heads": int(d.numel()),
+        "distances": d,
+        "mean_distance": float(d.mean()),
+        "coverage": lattice_coverage(centers, kernel_size, radius),
+    }
+    if maps is not None:
+        if query is None:
+            raise ValueError("give the query token of the maps")
+        m = neighbourhood_mass(maps, query, kernel_size)
+        if m.numel() != d.numel():
+            raise ValueError(f"{m.numel()} maps for {d.numel()} centres")
+        out["masses"] = m
+        out["mean_mass"] = float(m.mean())
+    return out
+
+
+def run_measures(run, kernel_size: int = 3, radius: float = 0.5, epoch: int = -1) -> List[Optional[dict]]:
+    """:func:`layer_measures` of every layer of a saved run after ``epoch`` (-1: the last, 0: the
+    initialisation), for the centre query token: centres from the history (Gaussian centres Δ_h;
+    for the learned encoding the mean shift of each head's position-only attention), maps from
+    :func:`attnconv.chapters.paper_figures.layer_attention_maps` (``masses`` absent if they cannot be
+    had). ``None`` for a layer without heads."""
+
+    mc = run.history.get("model_config", {})
+    if mc.get("kind") == "resnet":
+        raise ValueError("ResNet18 has no attention heads")
+    g = int(mc["image_size"]) // int(mc["downsample"])
+    query = (g // 2, g // 2)
+    records = layer_records(run.history, epoch)
+    maps = layer_attention_maps(run, query, epoch=epoch)
+    out = []
+    for i, rec in enumerate(records):
+        if "centers" not in rec:
+            out.append(None)
+            continue
+        layer_maps = None if maps is None else maps[i]
+        out.append(layer_measures(rec["centers"], layer_maps, query if layer_maps is not None else None,
+                                  kernel_size, radius))
+    return out
+
+
+def measures_rows(runs: Mapping[str, object], kernel_size: int = 3, radius: float = 0.5, epoch: int = -1) -> List[dict]:
+    """One row per (model, layer) of the labelled runs after ``epoch``: ``model``, ``layer``
+    (0-based), ``num_heads``, ``mean_distance``, ``coverage``, ``mean_mass`` (NaN when no maps)."""
+    rows = []
+    for label, run in runs.items():
+        for i, m in enumerate(run_measures(run, kernel_size, radius, epoch)):
+            if m is None:
+                continue
+            rows.append({"model": label, "layer": i, "num_heads": m["num_heads"], "mean_distance": m["mean_distance"],
+                         "coverage": m["coverage"], "mean_mass": m.get("mean_mass", float("nan"))})
+    return rows
+
+
+def load_saved_runs(specs: Mapping[str, tuple], profile: str, runs_root="runs"):
+    """The complete saved runs among ``specs`` (label → (model, tag)) under ``profile``, without
+    training anything: ``(runs, missing)``, a dict label → :class:`~attnconv.experiments.train.Run` and the
+    labels whose folder holds no complete run."""
+    from ..experiments.runs import run_folder
+    from ..experiments.train import HISTORY, load_run
+
+    runs, missing = {}, []
+    for label, (model, tag) in specs.items():
+        folder = run_folder(model, profile, runs_root, tag)
+        run = load_run(folder) if (folder / HISTORY).is_file() else None
+        if run is None or not run.complete:
+            missing.append(label)
+        else:
+            runs[label] = run
+    return runs, missing
+
+
+def reference_measures(grid: Sequence[int], kernel_size: int = 3, alpha: float = 10.0, radius: float = 0.5) -> dict:
+    """The measures of two reference layers on a ``grid`` of tokens, for the centre query:
+    ``"theorem1"``, K² quadratic heads (eq. 9) centred on the lattice with width ``alpha`` (the
+    layer of Theorem 1, one-hot as α → ∞), and ``"uniform"``, K² heads with α = 0 at the query
+    (uniform attention over the grid)."""
+    from ..core.encodings import QuadraticEncoding
+    from .gaussian import head_attention_maps
+
+    h, w = (int(s) for s in grid)
+    query = (h // 2, w // 2)
+    lattice = kernel_shifts(kernel_size, 2).to(torch.float64)
+    out = {}
+    for name, centers, a in (("theorem1", lattice, alpha), ("uniform", torch.zeros_like(lattice), 0.0)):
+        enc = QuadraticEncoding(len(lattice), centers=centers, alpha=a).double()
+        out[name] = layer_measures(centers, head_attention_maps(enc, (h, w), query), query, kernel_size, radius)
+    return out
+
+
+def format_measures(rows: Sequence[dict], kernel_size: int = 3) -> str:
+    """A text table of :func:`measures_rows` (distances and masses to 2 decimals; layers
+    numbered from 1 as in the paper)."""
+    k2 = kernel_size * kernel_size
+    width = max([len("model")] + [len(r["model"]) for r in rows])
+    head = (f"{'model':<{width}}  layer  heads  mean dist. to lattice  lattice points covered  "
+            f"mean mass in {kernel_size}×{kernel_size}")
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        lines.append(f"{r['model']:<{width}}  {r['layer'] + 1:>5}  {r['num_heads']:>5}  {r['mean_distance']:>21.2f}  "
+                     f"{str(r['coverage']) + ' / ' + str(k2):>22}  {r['mean_mass']:>15.2f}")
+    return "\n".join(lines)
+
+
+def plot_measures(rows: Sequence[dict], kernel_size: int = 3, title: Optional[str] = None):
+    """Three panels against the layer (numbered from 1), one line per model: mean distance to the lattice,
+    lattice points covered, mean attention mass in the K×K window. Dotted lines: the values of
+    the Lemma-1 convolution layer (0, K², 1)."""
+    import matplotlib.pyplot as plt
+
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
+    k2 = kernel_size * kernel_size
+    specs = [("mean_distance", "mean distance to the lattice (tokens)", 0.0),
+             ("coverage", f"lattice points covered (of {k2})", k2),
+             ("mean_mass", f"mean attention mass in {kernel_size}×{kernel_size} window", 1.0)]
+    for ax, (key, label, ideal) in zip(axes, specs):
+        for name in models:
+            pts = [(r["layer"], r[key]) for r in rows if r["model"] == name]
+            ax.plot([p[0] + 1 for p in pts], [p[1] for p in pts], "o-", label=name)
+        ax.axhline(ideal, color="gray", ls=":", lw=1)
+        top = {"mean_distance": None, "coverage": k2 + 0.5, "mean_mass": 1.05}[key]
+        ax.set_ylim(bottom=0, top=top)
+        ax.set_xlabel("layer")
+        ax.set_title(label, fontsize=9)
+        ax.grid(alpha=0.3)
+        layers = sorted({r["layer"] + 1 for r in rows})
+        ax.set_xticks(layers)
+    axes[0].legend(fontsize=8)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,406 @@
+"""Multi-head self-attention over the pixels of an image (paper eqs. 1–4 and 8).
+
+:class:`MultiHeadSelfAttention2d` maps ``(B, C, H, W)`` to ``(B, D_out, H, W)``:
+
+    MHSA(X) = concat_h [ softmax(A_h) X W_val^h ] W_out + b_out          (eq. 4)
+
+with, for query pixel q and key pixel k, δ = k − q, the score of eq. (8)
+
+    A_qk = X_q W_qry W_keyᵀ X_kᵀ      (content-content)
+         + X_q W_qry Ŵ_key r_δ        (content-position)
+         + uᵀ W_key X_kᵀ              (key bias)
+         + vᵀ Ŵ_key r_δ               (position only)
+
+Which terms are on is a :class:`ScoreTerms`. Keys may live on a zero-padded grid
+(``key_padding``): queries stay on the image, keys also cover p cells of zeros around it, which is
+what a convolution with 'same' zero padding sees (Theorem 1 at the border).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .encodings import AbsoluteEncoding, RelativeEncoding
+from .grid import relative_shifts
+from .local import is_axis_aligned, local_attention_matrix, separable_local_factors, sparse_rows
+from .softmax import softmax_without_denormals
+
+__all__ = ["ScoreTerms", "MultiHeadSelfAttention", "MultiHeadSelfAttention2d", "MultiHeadSelfAttention1d"]
+
+
+@dataclass(frozen=True)
+class ScoreTerms:
+    """Which of the four terms of eq. (8) enter the attention score."""
+
+    content_content: bool = True
+    content_position: bool = False
+    key_bias: bool = False
+    position_only: bool = False
+
+    @classmethod
+    def content_only(cls) -> "ScoreTerms":
+        return cls(True, False, False, False)
+
+    @classmethod
+    def position_only_terms(cls) -> "ScoreTerms":
+        return cls(False, False, False, True)
+
+    @classmethod
+    def all_terms(cls) -> "ScoreTerms":
+        return cls(True, True, True, True)
+
+    @property
+    def uses_content(self) -> bool:
+        return self.content_content or self.content_position or self.key_bias
+
+    @property
+    def uses_position(self) -> bool:
+        return self.content_position or self.position_only
+
+
+class MultiHeadSelfAttention(nn.Module):
+    """Multi-head self-attention over a d-dimensional grid of tokens (d = 1 or 2), eqs. (4) and (8).
+
+    Args:
+        in_channels: D_in, channels of the input.
+        num_heads: N_h.
+        head_dim: D_h, width of each head's query/key/value (default ``in_channels // num_heads``).
+        out_channels: D_out (default ``in_channels``).
+        encoding: ``None``, an :class:`~attnconv.core.encodings.AbsoluteEncoding` (eq. 3) or a
+            :class:`~attnconv.core.encodings.RelativeEncoding` (eq. 8).
+        terms: which terms of eq. (8) are on. Default: content-content only without a relative
+            encoding, all four with one.
+        qkv_bias: biases on W_qry, W_key, W_val (off by default; with ``key_padding`` the value
+            bias would make padded keys non-zero).
+        out_bias: the bias b_out of eq. (4).
+        key_padding: keys live on the input grid zero-padded by this many cells on every side.
+        scale: factor on the terms that involve W_qry or W_key (default 1/√D_h, as in
+            ``nn.MultiheadAttention``); the position-only term is not scaled.
+        attention_dropout: dropout on the attention probabilities.
+        value_projection: with ``False`` there is no W_val: every head averages the raw input
+            (D_h = D_in) and W_out, of size N_h·D_in → D_out, merges W_val^h W_out^h of each head,
+            as the paper's position-only models do (Sec. 4).
+        implementation: ``"dense"`` (every key), ``"naive"`` (the same maths written as the
+            authors' code does: per-head scores, softmax and an einsum, then a concatenation;
+            the benchmark's reference) or ``"local"`` (:mod:`attnconv.core.local`: each
+            Gaussian head only reads a window of keys around its centre, sized so that the left-out
+            mass is at most ``local_tolerance``; position-only Gaussian encodings in 2D only). The
+            two are interchangeable at any time (``layer.implementation = "local"``). With
+            attention dropout, axis-aligned local heads drop entries of their row and column
+            factors instead of single probabilities.
+        local_tolerance: ε of the local implementation.
+
+    When only the position-only term is on, the scores do not depend on the input and the
+    probabilities are computed once per forward pass (N_h × T × T), not once per image.
+    """
+
+    spatial_dims = 2
+
+    def __init__(
+        self,
+        in_channels: int,
+        num_heads: int,
+        head_dim: Optional[int] = None,
+        out_channels: Optional[int] = None,
+        encoding: Optional[nn.Module] = None,
+        terms: Optional[ScoreTerms] = None,
+        qkv_bias: bool = False,
+        out_bias: bool = True,
+        key_padding: int = 0,
+        scale: Optional[float] = None,
+        attention_dropout: float = 0.0,
+        value_projection: bool = True,
+        implementation: str = "dense",
+        local_tolerance: float = 1e-6,
+    ):
+        super().__init__()
+        if in_channels < 1 or num_heads < 1:
+            raise ValueError("in_channels and num_heads must be >= 1")
+        if head_dim is None:
+            head_dim = in_channels // num_heads if value_projection else in_channels
+        if not value_projection and head_dim != in_channels:
+            raise ValueError(f"without a value projection each head has D_h = in_channels = {in_channels}, got {head_dim}")
+        if head_dim < 1:
+            raise ValueError(f"head_dim must be >= 1 (in_channels={in_channels}, num_heads={num_heads})")
+        out_channels = in_channels if out_channels is None else out_channels
+        if key_padding < 0:
+            raise ValueError("key_padding must be >= 0")
+        relative = isinstance(encoding, RelativeEncoding)
+        if encoding is not None and not relative and not isinstance(encoding, AbsoluteEncoding):
+            raise TypeError("encoding must be None, an AbsoluteEncoding or a RelativeEncoding")
+        if terms is None:
+            terms = ScoreTerms.all_terms() if relative else ScoreTerms.content_only()
+        if terms.uses_position and not relative:
+            raise ValueError("the content-position and position-only terms of eq. (8) need a RelativeEncoding")
+        if not (terms.uses_content or terms.position_only):
+            raise ValueError("at least one term of eq. (8) must be switched on")
+        if relative:
+            if encoding.spatial_dims != self.spatial_dims:
+                raise ValueError(f"a {encoding.spatial_dims}-d encoding cannot serve a {self.spatial_dims}-d layer")
+            if terms.position_only and encoding.num_heads != num_heads:
+                raise ValueError(f"encoding has {encoding.num_heads} heads, the layer {num_heads}")
+        if isinstance(encoding, AbsoluteEncoding) and key_padding:
+            raise ValueError("an AbsoluteEncoding is defined on the image grid only; use key_padding=0")
+
+        self.in_channels, self.num_heads, self.head_dim = in_channels, num_heads, head_dim
+        self.out_channels, self.key_padding, self.terms = out_channels, key_padding, terms
+        self.scale = head_dim ** -0.5 if scale is None else scale
+        self.encoding = encoding
+        inner = num_heads * head_dim
+        needs_query = terms.content_content or terms.content_position
+        needs_key = terms.content_content or terms.key_bias
+        self.query = nn.Linear(in_channels, inner, bias=qkv_bias) if needs_query else None
+        self.key = nn.Linear(in_channels, inner, bias=qkv_bias) if needs_key else None
+        self.value = nn.Linear(in_channels, inner, bias=qkv_bias) if value_projection else None
+        self.out = nn.Linear(inner, out_channels, bias=out_bias)
+        self.key_bias_query = nn.Parameter(torch.randn(num_heads, head_dim) * 0.02) if terms.key_bias else None
+        self.relative_key = (
+            nn.Parameter(torch.randn(num_heads, head_dim, encoding.dim) * encoding.dim ** -0.5)
+            if terms.content_position
+            else None
+        )
+        self.attention_dropout = nn.Dropout(attention_dropout)
+        self.local_tolerance = local_tolerance
+        self.implementation = implementation
+
+    @property
+    def implementation(self) -> str:
+        """``"dense"`` or ``"local"``; see the class docstring."""
+        return self._implementation
+
+    @implementation.setter
+    def implementation(self, value: str) -> None:
+        if value not in ("dense", "naive", "local"):
+            raise ValueError(f"implementation must be 'dense', 'naive' or 'local', got {value!r}")
+        if value == "local":
+            problems = []
+            if self.terms != ScoreTerms.position_only_terms():
+                problems.append("it needs position-only scores (ScoreTerms.position_only_terms())")
+            if not hasattr(self.encoding, "precision"):
+                problems.append("it needs a Gaussian encoding (QuadraticEncoding or GeneralizedQuadraticEncoding)")
+            if self.spatial_dims != 2:
+                problems.append("it is implemented for 2D grids only")
+            if not self.local_tolerance > 0:
+                problems.append("local_tolerance must be > 0")
+            if problems:
+                raise ValueError("local attention is not available here: " + "; ".join(problems))
+        self._implementation = value
+
+    # ------------------------------------------------------------------ helpers
+    @property
+    def shares_probabilities(self) -> bool:
+        """True when the scores depend on positions only, so all images share one attention map."""
+        return not self.terms.uses_content
+
+    def _check_input(self, x: torch.Tensor) -> None:
+        want = 2 + self.spatial_dims
+        if x.ndim != want:
+            names = "(B, C, H, W)" if self.spatial_dims == 2 else "(B, C, L)"
+            raise ValueError(f"{type(self).__name__} expects a {want}-d input {names}, got shape {tuple(x.shape)}")
+        if x.shape[1] != self.in_channels:
+            raise ValueError(f"expected {self.in_channels} input channels, got {x.shape[1]} (shape {tuple(x.shape)})")
+
+    def _check_tokens(self, tokens: torch.Tensor, shape) -> None:
+        if len(shape) != self.spatial_dims:
+            raise ValueError(f"grid shape {tuple(shape)} is not {self.spatial_dims}-dimensional")
+        if tokens.ndim != 3 or tokens.shape[0] != math.prod(shape) or tokens.shape[2] != self.in_channels:
+            raise ValueError(
+                f"expected tokens of shape (T={math.prod(shape)}, B, C={self.in_channels}) for grid "
+                f"{tuple(shape)}, got {tuple(tokens.shape)}"
+            )
+
+    def _pad_tokens(self, tokens: torch.Tensor, shape) -> torch.Tensor:
+        """Tokens ``(T, B, C)`` of a grid → tokens ``(T_k, B, C)`` of the grid zero-padded by p."""
+        p = self.key_padding
+        if not p:
+            return tokens
+        grid = tokens.view(*shape, *tokens.shape[1:])
+        padded = tokens.new_zeros(*(s + 2 * p for s in shape), *tokens.shape[1:])
+        padded[tuple(slice(p, p + s) for s in shape)] = grid
+        return padded.view(-1, *tokens.shape[1:])
+
+    def _heads_first(self, t: torch.Tensor) -> torch.Tensor:
+        """``(T, B, N_h·D_h)`` → ``(B, N_h, T, D_h)``."""
+        n, b, _ = t.shape
+        return t.view(n, b, self.num_heads, -1).permute(1, 2, 0, 3)
+
+    def _scores_tokens(self, tokens: torch.Tensor, shape, qk_tokens: torch.Tensor) -> torch.Tensor:
+        terms, enc = self.terms, self.encoding
+        delta = relative_shifts(shape, self.key_padding, tokens.device) if isinstance(enc, RelativeEncoding) else None
+        position = enc.position_scores(delta) if terms.position_only else None
+        if not terms.uses_content:
+            return position
+        q = self._heads_first(self.query(qk_tokens)) if self.query is not None else None
+        k = self._heads_first(self.key(self._pad_tokens(qk_tokens, shape))) if self.key is not None else None
+        scores = 0.0
+        if terms.content_content:
+            scores = scores + q @ k.transpose(-1, -2)
+        if terms.key_bias:
+            scores = scores + torch.einsum("hd,bhkd->bhk", self.key_bias_query.to(k.dtype), k).unsqueeze(2)
+        if terms.content_position:
+            r = enc.features(delta).to(q.dtype)  # (T_q, T_k, D_p)
+            qr = torch.einsum("bhqd,hdp->bhqp", q, self.relative_key.to(q.dtype))
+            scores = scores + torch.einsum("bhqp,qkp->bhqk", qr, r)
+        scores = scores * self.scale
+        if position is not None:
+            scores = scores + position.unsqueeze(0)
+        return scores
+
+    def attention_scores(self, x: torch.Tensor) -> torch.Tensor:
+        """The scores A of eq. (8): ``(N_h, T_q, T_k)`` if position-only, else ``(B, N_h, T_q, T_k)``."""
+        self._check_input(x)
+        enc = self.encoding
+        qk_input = enc(x) if isinstance(enc, AbsoluteEncoding) else x
+        return self._scores_tokens(x.flatten(2).permute(2, 0, 1), tuple(x.shape[2:]), qk_input.flatten(2).permute(2, 0, 1))
+
+    def _apply_probabilities(self, probs: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+        """softmax(A_h) X W_val^h of eq. (4) for every head: ``(N_h, T_q·B, D_h)``.
+
+        ``keys`` is ``(T_k, B, C)``. Shared probabilities ``(N_h, T_q, T_k)`` are applied to all
+        images in one matrix product, with the batch laid out along the columns so that no large
+        tensor is copied.
+        """
+        t_k, b, _ = keys.shape
+        nh = self.num_heads
+        if self.value is None:
+            values = keys  # every head averages the raw input
+            if probs.ndim == 3:
+                out = probs.to(values.dtype).reshape(-1, t_k) @ values.reshape(t_k, -1)  # (N_h·T_q, B·C)
+                return out.view(nh, -1, self.head_dim)
+            out = probs.to(values.dtype) @ values.permute(1, 0, 2).unsqueeze(1)  # (B, N_h, T_q, C)
+            return out.permute(1, 2, 0, 3).reshape(nh, -1, self.head_dim)
+        v = self.value(keys).view(t_k, b, nh, self.head_dim)
+        if probs.ndim == 3:
+            v = v.permute(2, 0, 1, 3).reshape(nh, t_k, -1)  # (N_h, T_k, B·D_h)
+            return (probs.to(v.dtype) @ v).view(nh, -1, self.head_dim)
+        out = probs.to(v.dtype) @ v.permute(1, 2, 0, 3)  # (B, N_h, T_q, D_h)
+        return out.permute(1, 2, 0, 3).reshape(nh, -1, self.head_dim)
+
+    def _merge_heads(self, heads: torch.Tensor) -> torch.Tensor:
+        """concat_h(heads) W_out + b_out of eq. (4), as Σ_h heads_h W_out^h (no concatenation copy)."""
+        w_blocks = self.out.weight.view(self.out_channels, self.num_heads, self.head_dim).unbind(1)
+        y = self.out.bias
+        for head, w_h in zip(heads.unbind(0), w_blocks):
+            y = head @ w_h.t() if y is None else torch.addmm(y, head, w_h.t())
+        return y
+
+    def forward_tokens(self, tokens: torch.Tensor, shape, return_attention: bool = False):
+        """Eq. (4) on tokens laid out as ``(T, B, C)`` (T = H·W, row-major) for a grid ``shape``.
+
+        Returns ``(T, B, D_out)`` (and the probabilities if asked). This layout lets the batch share
+        one attention matrix product without copies; models keep their hidden states in it.
+        """
+        shape = tuple(int(s) for s in shape)
+        self._check_tokens(tokens, shape)
+        enc = self.encoding
+        qk_tokens = tokens
+        if isinstance(enc, AbsoluteEncoding):
+            b = tokens.shape[1]
+            grid = tokens.permute(1, 2, 0).reshape(b, self.in_channels, *shape)
+            qk_tokens = enc(grid).flatten(2).permute(2, 0, 1)
+        if self.implementation == "local":
+            return self._forward_local(tokens, shape, return_attention)
+        scores = self._scores_tokens(tokens, shape, qk_tokens)
+        if self.implementation == "naive":
+            return self._forward_naive(tokens, shape, scores, return_attention)
+        if scores.dtype not in (torch.float32, torch.float64):
+            scores = scores.float()  # half-precision scores are soft-maxed in float32
+        probs = self.attention_dropout(softmax_without_denormals(scores))
+        heads = self._apply_probabilities(probs, self._pad_tokens(tokens, shape))
+        y = self._merge_heads(heads).view(tokens.shape[0], tokens.shape[1], self.out_channels)
+        if return_attention:
+            return y, (probs.unsqueeze(0) if probs.ndim == 3 else probs)
+        return y
+
+    def _forward_naive(self, tokens: torch.Tensor, shape, scores: torch.Tensor, return_attention: bool):
+        """Reference: softmax, an einsum per image and head, concatenation, W_out (no tricks)."""
+        keys = self._pad_tokens(tokens, shape).transpose(0, 1)  # (B, T_k, C)
+        b, t_k, _ = keys.shape
+        probs = self.attention_dropout(torch.softmax(scores if scores.dtype == torch.float64 else scores.float(), dim=-1))
+        lead = "bhqk" if probs.ndim == 4 else "hqk"
+        if self.value is None:
+            heads = torch.einsum(f"{lead},bkc->bqhc", probs.to(keys.dtype), keys)
+        else:
+            v = self.value(keys).view(b, t_k, self.num_heads, self.head_dim)
+            heads = torch.einsum(f"{lead},bkhd->bqhd", probs.to(v.dtype), v)
+        y = self.out(heads.reshape(b, tokens.shape[0], -1)).transpose(0, 1)
+        if return_attention:
+            return y, (probs.unsqueeze(0) if probs.ndim == 3 else probs)
+        return y
+
+    def _forward_local(self, tokens: torch.Tensor, shape, return_attention: bool):
+
+        enc = self.encoding
+        keys = self._pad_tokens(tokens, shape)
+        t_k, b, _ = keys.shape
+        nh, d = self.num_heads, self.head_dim
+        if self.value is not None:
+            values = self.value(keys).view(t_k, b, nh, d).permute(2, 0, 1, 3).reshape(nh, t_k, -1)
+        else:
+            values = keys.reshape(1, t_k, -1)  # shared by all heads
+        precision = enc.precision()
+        drop = self.training and self.attention_dropout.p > 0
+        if is_axis_aligned(precision):
+            rows, cols, _ = separable_local_factors(enc.centers, precision, shape, self.key_padding, self.local_tolerance)
+            if drop:  # structured dropout: on the row and on the column factor (expectation unchanged)
+                rows, cols = self.attention_dropout(rows), self.attention_dropout(cols)
+            h_k, w_k = rows.shape[2], cols.shape[2]
+            # rows: (N_h, H, H_k) @ (·, H_k, W_k·B·D) → (N_h, H, W_k·B·D)
+            u = (rows.to(values.dtype) @ values.reshape(values.shape[0], h_k, -1)) if values.shape[0] > 1 else (
+                rows.to(values.dtype).reshape(-1, h_k) @ values.reshape(h_k, -1)).view(nh, rows.shape[1], -1)
+            u = u.view(nh, rows.shape[1], w_k, -1)  # (N_h, H, W_k, B·D)
+            heads = (cols.to(values.dtype).unsqueeze(1) @ u).view(nh, -1, d)  # (N_h, H·W·B, D)
+            probs = (rows[:, :, None, :, None] * cols[:, None, :, None, :]) if return_attention else None
+        else:
+            matrix, _ = local_attention_matrix(
+                enc.centers, precision, shape, self.key_padding, self.local_tolerance,
+                stack_heads_in_columns=self.value is not None,
+            )
+            if drop:
+                matrix = sparse_rows(matrix.crow_indices(), matrix.col_indices(),
+                                     self.attention_dropout(matrix.values()), matrix.shape)
+            heads = (matrix.to(values.dtype) @ values.reshape(-1, values.shape[-1])).view(nh, -1, d)
+            probs = None
+            if return_attention:
+                dense = matrix.detach().to_dense().view(nh, tokens.shape[0], -1)
+                if self.value is not None:  # keep each head's own block of columns
+                    dense = torch.stack([dense[h, :, h * t_k:(h + 1) * t_k] for h in range(nh)])
+                probs = dense
+        y = self._merge_heads(heads).view(tokens.shape[0], tokens.shape[1], self.out_channels)
+        if not return_attention:
+            return y
+        return y, probs.reshape(nh, tokens.shape[0], t_k).unsqueeze(0)
+
+    def forward(self, x: torch.Tensor, return_attention: bool = False):
+        """Apply eq. (4) to ``(B, C, H, W)`` (``(B, C, L)`` in 1D). With ``return_attention`` also
+        return the probabilities (``(1, N_h, T_q, T_k)`` when shared by all images, else
+        ``(B, N_h, T_q, T_k)``)."""
+        self._check_input(x)
+        b, shape = x.shape[0], tuple(x.shape[2:])
+        out = self.forward_tokens(x.flatten(2).permute(2, 0, 1), shape, return_attention)
+        y, probs = out if return_attention else (out, None)
+        y = y.permute(1, 2, 0).reshape(b, self.out_channels, *shape)
+        return (y, probs) if return_attention else y
+
+    def extra_repr(self) -> str:
+        return (
+            f"in_channels={self.in_channels}, num_heads={self.num_heads}, head_dim={self.head_dim}, "
+            f"out_channels={self.out_channels}, key_padding={self.key_padding}, terms={self.terms}"
+        )
+
+
+class MultiHeadSelfAttention2d(MultiHeadSelfAttention):
+    """:class:`MultiHeadSelfAttention` over the W×H pixels of an image: ``(B, C, H, W)`` in and out."""
+
+    spatial_dims = 2
+
+
+class MultiHeadSelfAttention1d(MultiHeadSelfAttention):
+    """:class:`MultiHeadSelfAttention` over a sequence: ``(B, C, L)`` in and out (the paper's 1D remark)."""
+
+    spatial_dims = 1

@@ -1,0 +1,343 @@
+"""Positional encodings for self-attention over images (paper Sec. 2.2, Sec. 3, App. B).
+
+Every *relative* encoding is a function of the shift δ = k − q between a key and a query pixel
+(:func:`attnconv.core.grid.relative_shifts`). It exposes two things that enter the attention score of
+eq. (8):
+
+* :meth:`RelativeEncoding.features` — the vectors r_δ ∈ R^{D_p} (used by the content-position
+  term X_q W_qry Ŵ_key r_δ);
+* :meth:`RelativeEncoding.position_scores` — the position-only term v_hᵀ Ŵ_key r_δ of each head.
+
+The absolute encoding of eq. (3) is different in kind: it adds a learned P to the input of the
+query and key projections, and :class:`attnconv.core.attention.MultiHeadSelfAttention2d` applies it.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional, Sequence
+
+import torch
+from torch import nn
+
+__all__ = [
+    "RelativeEncoding",
+    "QuadraticEncoding",
+    "GeneralizedQuadraticEncoding",
+    "LearnedRelativeEncoding",
+    "HardShiftEncoding",
+    "AbsoluteEncoding",
+    "kernel_shifts",
+]
+
+
+def kernel_shifts(kernel_size: int, spatial_dims: int = 2) -> torch.Tensor:
+    """The K^d shifts of a K×K (or length-K) kernel, centred on 0, row-major: a ``(K^d, d)`` tensor.
+
+    For K = 3 in 2D these are (−1,−1), (−1,0), …, (1,1): the N_h = K² head centres of Lemma 1.
+    """
+    if kernel_size < 1 or kernel_size % 2 == 0:
+        raise ValueError(f"kernel_size must be a positive odd integer, got {kernel_size}")
+    r = (kernel_size - 1) // 2
+    axes = [torch.arange(-r, r + 1)] * spatial_dims
+    mesh = torch.meshgrid(*axes, indexing="ij")
+    return torch.stack([m.reshape(-1) for m in mesh], dim=-1)
+
+
+class RelativeEncoding(nn.Module):
+    """Base class of relative positional encodings r_δ (paper Sec. 2.2, eq. 8)."""
+
+    num_heads: int
+    spatial_dims: int
+    dim: int  # D_p
+
+    def features(self, delta: torch.Tensor) -> torch.Tensor:
+        """r_δ for integer shifts ``delta`` of shape ``(..., d)``: a ``(..., D_p)`` tensor."""
+        raise NotImplementedError
+
+    def position_scores(self, delta: torch.Tensor) -> torch.Tensor:
+        """The position-only score v_hᵀ Ŵ_key r_δ of eq. (8): a ``(N_h, ...)`` tensor.
+
+        Computed in the parameters' precision even under CUDA autocast: these few thousand numbers
+        reach magnitudes of ~100 and bf16 would round them to the nearest 0.5."""
+        if delta.device.type == "cuda" and torch.is_autocast_enabled("cuda"):
+            with torch.autocast("cuda", enabled=False):
+                return self._position_scores(delta)
+        return self._position_scores(delta)
+
+    def _position_scores(self, delta: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def _check_delta(self, delta: torch.Tensor) -> None:
+        if delta.shape[-1] != self.spatial_dims:
+            raise ValueError(
+                f"{type(self).__name__} is {self.spatial_dims}-dimensional but got shifts with "
+                f"{delta.shape[-1]} coordinates"
+            )
+
+
+def _float_tensor(value) -> torch.Tensor:
+    """A floating tensor copy of ``value``, keeping a floating tensor's own dtype."""
+    t = torch.as_tensor(value)
+    return (t if t.is_floating_point() else t.to(torch.get_default_dtype())).clone()
+
+
+def _centers_tensor(centers, num_heads: int, spatial_dims: int, init_std: float) -> torch.Tensor:
+    if centers is None:
+        return torch.randn(num_heads, spatial_dims) * init_std
+    c = _float_tensor(centers)
+    if c.shape != (num_heads, spatial_dims):
+        raise ValueError(f"centers must have shape {(num_heads, spatial_dims)}, got {tuple(c.shape)}")
+    return c
+
+
+class QuadraticEncoding(RelativeEncoding):
+    """The quadratic encoding of Lemma 2 / eq. (9), D_p = d + 1.
+
+    r_δ = (‖δ‖², δ_1, …, δ_d) and, per head, v = −α (1, −2Δ_1, …, −2Δ_d), so that
+
+        vᵀ r_δ = −α ‖δ − Δ‖² + α ‖Δ‖²,
+
+    an isotropic Gaussian centred on Δ whose softmax tends to a one-hot on δ = Δ as α → ∞.
+    The per-head constant α‖Δ‖² does not change a softmax, so :meth:`position_scores` returns the
+    centred form −α‖δ − Δ‖² (its largest value is 0, which keeps large α well conditioned).
+
+    Parameters are ``centers`` Δ (N_h, d) and ``alpha`` α (N_h,). ``centers=None`` draws Δ from
+    N(0, ``center_init_std``²) per coordinate.
+
+    ``parametrization="spread"`` learns a spread s instead of α, with Σ⁻¹ = s²·I, i.e. the score
+    −½ s² ‖δ − Δ‖² (α = s²/2), as in the authors' training code; ``spread`` (or else ``alpha``)
+    gives its initial value and the parameter is called ``spread``. :meth:`width` returns α in
+    both cases.
+    """
+
+    def __init__(
+        self,
+        num_heads: int,
+        spatial_dims: int = 2,
+        centers=None,
+        alpha=1.0,
+        center_init_std: float = 2.0,
+        parametrization: str = "alpha",
+        spread=None,
+    ):
+        super().__init__()
+        if num_heads < 1:
+            raise ValueError(f"num_heads must be >= 1, got {num_heads}")
+        if spatial_dims not in (1, 2):
+            raise ValueError(f"spatial_dims must be 1 or 2, got {spatial_dims}")
+        self.num_heads, self.spatial_dims, self.dim = num_heads, spatial_dims, spatial_dims + 1
+        self.centers = nn.Parameter(_centers_tensor(centers, num_heads, spatial_dims, center_init_std))
+        a = _float_tensor(alpha).to(self.centers.dtype)
+        a = a.expand(num_heads).clone() if a.ndim == 0 else a
+        if a.shape != (num_heads,):
+            raise ValueError(f"alpha must be a scalar or have shape ({num_heads},)")
+        if parametrization == "alpha":
+            self.alpha = nn.Parameter(a)
+        elif parametrization == "spread":
+            if spread is None and a.device.type != "meta" and (a <= 0).any():
+                raise ValueError("alpha must be > 0 with parametrization='spread'")
+            s0 = (2 * a).sqrt() if spread is None else _float_tensor(spread).to(self.centers.dtype).expand(num_heads).clone()
+            self.spread = nn.Parameter(s0)
+        else:
+            raise ValueError(f"parametrization must be 'alpha' or 'spread', got {parametrization!r}")
+        self.parametrization = parametrization
+
+    def width(self) -> torch.Tensor:
+        """α per head, ``(N_h,)`` (s²/2 with the spread parametrization)."""
+        return self.alpha if self.parametrization == "alpha" else 0.5 * self.spread ** 2
+
+    def features(self, delta: torch.Tensor) -> torch.Tensor:
+        """r_δ = (‖δ‖², δ) of eq. (9)."""
+        self._check_delta(delta)
+        d = delta.to(self.centers.dtype)
+        return torch.cat([(d * d).sum(-1, keepdim=True), d], dim=-1)
+
+    def precision(self) -> torch.Tensor:
+        """Σ⁻¹ = 2α_h·I of the Gaussian −½(δ−Δ)ᵀΣ⁻¹(δ−Δ) = −α‖δ−Δ‖² that each head is: ``(N_h, d, d)``."""
+        eye = torch.eye(self.spatial_dims, dtype=self.centers.dtype, device=self.centers.device)
+        return 2 * self.width()[:, None, None] * eye
+
+    def v(self) -> torch.Tensor:
+        """v_h = −α_h (1, −2Δ_h) of eq. (9), one row per head: ``(N_h, D_p)``."""
+        alpha = self.width()
+        return -alpha[:, None] * torch.cat([torch.ones_like(alpha)[:, None], -2 * self.centers], dim=-1)
+
+    def _position_scores(self, delta: torch.Tensor) -> torch.Tensor:
+        """−α_h ‖δ − Δ_h‖², i.e. v_hᵀ r_δ of eq. (9) minus the constant α_h‖Δ_h‖²."""
+        self._check_delta(delta)
+        d = delta.to(self.centers.dtype)
+        c = self.centers.view(self.num_heads, *([1] * (d.ndim - 1)), self.spatial_dims)
+        sq = ((d.unsqueeze(0) - c) ** 2).sum(-1)
+        return -self.width().view(-1, *([1] * (sq.ndim - 1))) * sq
+
+    def extra_repr(self) -> str:
+        return f"num_heads={self.num_heads}, spatial_dims={self.spatial_dims}"
+
+
+class GeneralizedQuadraticEncoding(RelativeEncoding):
+    """The generalized (non-isotropic) quadratic encoding of App. B, eq. (16), D_p = 5.
+
+    Per head a centre Δ and a matrix M = Σ^{-1/2} (so Σ⁻¹ = M Mᵀ). With
+    r_δ = (δ_1, δ_2, δ_1², δ_2², δ_1δ_2) and
+    v = −½ (−2(Σ⁻¹Δ)_1, −2(Σ⁻¹Δ)_2, Σ⁻¹_11, Σ⁻¹_22, 2Σ⁻¹_12),
+
+        vᵀ r_δ = −½ (δ − Δ)ᵀ Σ⁻¹ (δ − Δ) + ½ ΔᵀΣ⁻¹Δ,
+
+    the log-density of N(Δ, Σ) up to a constant. :meth:`position_scores` returns the centred
+    form −½ (δ − Δ)ᵀ Σ⁻¹ (δ − Δ).
+    """
+
+    def __init__(self, num_heads: int, centers=None, inv_sqrt_sigma=None, center_init_std: float = 2.0):
+        super().__init__()
+        if num_heads < 1:
+            raise ValueError(f"num_heads must be >= 1, got {num_heads}")
+        self.num_heads, self.spatial_dims, self.dim = num_heads, 2, 5
+        self.centers = nn.Parameter(_centers_tensor(centers, num_heads, 2, center_init_std))
+        if inv_sqrt_sigma is None:
+            m = torch.eye(2).expand(num_heads, 2, 2).clone()
+        else:
+            m = _float_tensor(inv_sqrt_sigma).to(self.centers.dtype)
+            if m.shape == (2, 2):
+                m = m.expand(num_heads, 2, 2).clone()
+        if m.shape != (num_heads, 2, 2):
+            raise ValueError(f"inv_sqrt_sigma must have shape (2, 2) or ({num_heads}, 2, 2)")
+        self.inv_sqrt_sigma = nn.Parameter(m)
+
+    def inverse_covariance(self) -> torch.Tensor:
+        """Σ⁻¹ = M Mᵀ per head, ``(N_h, 2, 2)``."""
+        m = self.inv_sqrt_sigma
+        return m @ m.transpose(-1, -2)
+
+    def precision(self) -> torch.Tensor:
+        """Σ⁻¹ per head (same as :meth:`inverse_covariance`), ``(N_h, 2, 2)``."""
+        return self.inverse_covariance()
+
+    def features(self, delta: torch.Tensor) -> torch.Tensor:
+        """r_δ = (δ_1, δ_2, δ_1², δ_2², δ_1δ_2) of eq. (16)."""
+        self._check_delta(delta)
+        d = delta.to(self.centers.dtype)
+        d1, d2 = d[..., 0], d[..., 1]
+        return torch.stack([d1, d2, d1 * d1, d2 * d2, d1 * d2], dim=-1)
+
+    def v(self) -> torch.Tensor:
+        """v_h of eq. (16), one row per head: ``(N_h, 5)``."""
+        a = self.inverse_covariance()
+        a_delta = (a @ self.centers.unsqueeze(-1)).squeeze(-1)
+        return -0.5 * torch.stack(
+            [-2 * a_delta[:, 0], -2 * a_delta[:, 1], a[:, 0, 0], a[:, 1, 1], 2 * a[:, 0, 1]], dim=-1
+        )
+
+    def _position_scores(self, delta: torch.Tensor) -> torch.Tensor:
+        """−½ (δ − Δ_h)ᵀ Σ_h⁻¹ (δ − Δ_h): v_hᵀ r_δ of eq. (16) minus a per-head constant."""
+        self._check_delta(delta)
+        d = delta.to(self.centers.dtype)
+        c = self.centers.view(self.num_heads, *([1] * (d.ndim - 1)), 2)
+        diff = d.unsqueeze(0) - c  # (N_h, ..., 2)
+        proj = torch.einsum("h...i,hij->h...j", diff, self.inv_sqrt_sigma)  # (δ−Δ)ᵀ M
+        return -0.5 * (proj * proj).sum(-1)
+
+    def extra_repr(self) -> str:
+        return f"num_heads={self.num_heads}"
+
+
+class LearnedRelativeEncoding(RelativeEncoding):
+    """Learned relative encoding (paper Sec. 4.2 and eq. 8): row and column shift embeddings.
+
+    r_δ = concat(e^row_{δ_1}, e^col_{δ_2}), each of size D_p / d, for shifts |δ_a| ≤ ``max_shift``
+    (2·max_shift + 1 embeddings per axis). The position-only term v_hᵀ Ŵ_key r_δ is parametrised
+    by one learned key vector w_h = Ŵ_keyᵀ v_h ∈ R^{D_p} per head (``head_keys``); it is computed
+    axis by axis, w_hᵀ r_δ = (w_h^row)ᵀ e^row_{δ_1} + (w_h^col)ᵀ e^col_{δ_2}, from a small table
+    per axis instead of the T×T×D_p tensor of all r_δ.
+
+    Initialisation is PyTorch's default for the authors' modules: embeddings N(0, 1) and head keys
+    U(±1/√(D_p/d)) (a bias-free ``nn.Linear(D_p/d, N_h)`` per axis).
+    """
+
+    def __init__(self, num_heads: int, dim: int, max_shift: int, spatial_dims: int = 2):
+        super().__init__()
+        if dim % spatial_dims:
+            raise ValueError(f"dim (D_p={dim}) must be divisible by spatial_dims={spatial_dims}")
+        if max_shift < 0:
+            raise ValueError("max_shift must be >= 0")
+        self.num_heads, self.spatial_dims, self.dim, self.max_shift = num_heads, spatial_dims, dim, max_shift
+        half = dim // spatial_dims
+        self.axis_embeddings = nn.ModuleList(nn.Embedding(2 * max_shift + 1, half) for _ in range(spatial_dims))
+        bound = 1.0 / math.sqrt(half)
+        self.head_keys = nn.Parameter(torch.empty(num_heads, dim).uniform_(-bound, bound))
+
+    def _indices(self, delta: torch.Tensor) -> torch.Tensor:
+        self._check_delta(delta)
+        if delta.device.type == "cpu" and delta.numel():
+            largest = int(delta.abs().max())
+            if largest > self.max_shift:
+                raise ValueError(
+                    f"shift {largest} exceeds max_shift={self.max_shift} of this LearnedRelativeEncoding; "
+                    f"use max_shift >= (grid size - 1) + padding"
+                )
+        return delta.long() + self.max_shift
+
+    def features(self, delta: torch.Tensor) -> torch.Tensor:
+        idx = self._indices(delta)
+        return torch.cat([emb(idx[..., a]) for a, emb in enumerate(self.axis_embeddings)], dim=-1)
+
+    def axis_scores(self):
+        """Per axis a ``(2·max_shift+1, N_h)`` table: each head's score for each shift on that axis."""
+        half = self.dim // self.spatial_dims
+        return [emb.weight @ self.head_keys[:, a * half:(a + 1) * half].t() for a, emb in enumerate(self.axis_embeddings)]
+
+    def _position_scores(self, delta: torch.Tensor) -> torch.Tensor:
+        idx = self._indices(delta)
+        out = None
+        for a, table in enumerate(self.axis_scores()):
+            s = table[idx[..., a]]  # (..., N_h)
+            out = s if out is None else out + s
+        return out.movedim(-1, 0)
+
+    def extra_repr(self) -> str:
+        return f"num_heads={self.num_heads}, dim={self.dim}, max_shift={self.max_shift}"
+
+
+class HardShiftEncoding(RelativeEncoding):
+    """Lemma 1's hard attention: head h puts all its mass on the key at δ = Δ_h.
+
+    Its position-only score is 0 at δ = Δ_h and −∞ elsewhere, so softmax is exactly one-hot. Every
+    query's target q + Δ_h must lie in the (padded) key grid, else that row has no key to attend.
+    It has no vectors r_δ (it is the α → ∞ limit of :class:`QuadraticEncoding`).
+    """
+
+    def __init__(self, shifts):
+        super().__init__()
+        s = torch.as_tensor(shifts).long()
+        if s.ndim != 2:
+            raise ValueError("shifts must be a (N_h, d) integer tensor")
+        self.num_heads, self.spatial_dims, self.dim = s.shape[0], s.shape[1], 0
+        self.register_buffer("shifts", s)
+
+    def features(self, delta):
+        raise TypeError("HardShiftEncoding has no vectors r_δ; use it only with the position-only term")
+
+    def _position_scores(self, delta: torch.Tensor) -> torch.Tensor:
+        self._check_delta(delta)
+        hit = (delta.unsqueeze(0) == self.shifts.view(self.num_heads, *([1] * (delta.ndim - 1)), -1)).all(-1)
+        zero = torch.zeros((), dtype=torch.get_default_dtype(), device=delta.device)
+        return torch.where(hit, zero, zero - math.inf)
+
+
+class AbsoluteEncoding(nn.Module):
+    """Learned absolute encoding of eq. (3): a tensor P ∈ R^{C×H×W} added to X before W_qry, W_key.
+
+    It ties a layer to one image size, which is the reason the paper moves to relative encodings.
+    """
+
+    def __init__(self, channels: int, shape: Sequence[int], init_std: float = 0.02):
+        super().__init__()
+        self.shape = tuple(int(s) for s in shape)
+        self.embedding = nn.Parameter(torch.randn(channels, *self.shape) * init_std)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if tuple(x.shape[2:]) != self.shape:
+            raise ValueError(
+                f"AbsoluteEncoding was built for grid {self.shape} but the input grid is "
+                f"{tuple(x.shape[2:])}; absolute encodings cannot change image size"
+            )
+        return x + self.embedding

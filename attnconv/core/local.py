@@ -1,0 +1,214 @@
+"""Local Gaussian attention: each head uses only the keys in a window around its centre.
+
+The paper (Sec. 4.1) notes that its implementation "could be optimized to exploit the locality of
+Gaussian attention probabilities". A position-only Gaussian head (eq. 9 or eq. 16) scores key k
+of query q by s(k) = −½ (k − t)ᵀ Σ⁻¹ (k − t), t = q + Δ. This module keeps, for every head and
+query, only the keys of a (2r+1)×(2r+1) window and renormalises over the keys of the window that
+exist (the image border), with r chosen per head so that the attention mass left out is provably
+below a tolerance ε.
+
+**The bound.** Let z* be the point of the key grid's bounding box closest to t in the Σ⁻¹ norm
+(z* = t inside the box), c = round(z*) the window centre, λ the smallest eigenvalue of Σ⁻¹ and
+gap = s(z*) − s(c) ≥ 0. For every key z of the box, s(z) ≤ s(z*) − ½λ‖z − z*‖² (z* minimises a
+convex quadratic over a convex set). Keys outside the window have ‖z − z*‖_∞ ≥ r + ½, hence
+
+    left-out mass / kept mass ≤ e^{gap} · 2 τ(r) F,
+    τ(r) = 2 Σ_{m≥0} e^{−½λ(r+½+m)²},   F = 1 + 2 Σ_{m≥0} e^{−½λ(½+m)²},
+
+since the kept mass is at least e^{s(c)}. We take the smallest r that makes this ≤ ε (capped at
+the grid size, where the window holds every key and local equals dense). Each output then
+differs from dense attention by at most 2ε · max|value|.
+
+**Two ways to apply it.** For axis-aligned heads (Σ⁻¹ diagonal: every quadratic head, eq. 9) the
+Gaussian factorises over rows and columns, the projection z* is a clamp, the window is a product of
+two intervals, and so the windowed, border-renormalised softmax is exactly the product of a row
+factor and a column factor (:func:`separable_local_factors`). The attention is then applied as two
+dense matrix products, row factor then column factor, costing T·(H + W) per channel instead of
+T² — this factorisation, not the window, is where the time goes. Rotated heads (eq. 16 with
+Σ⁻¹_12 ≠ 0) do not factorise; they use a sparse matrix of the windows
+(:func:`local_attention_matrix`).
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Sequence, Tuple
+
+import torch
+
+from .softmax import softmax_without_denormals
+
+__all__ = ["separable_local_factors", "is_axis_aligned", "sparse_rows", "window_mass_bound", "window_radius", "project_onto_box", "local_attention_matrix"]
+
+
+def sparse_rows(crow: torch.Tensor, columns: torch.Tensor, values: torch.Tensor, size) -> torch.Tensor:
+    """A CSR matrix (autograd flows to ``values``), without PyTorch's beta-feature warning."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return torch.sparse_csr_tensor(crow, columns, values, size, check_invariants=False)
+
+
+def window_mass_bound(radius: int, smallest_eigenvalue: float, gap: float = 0.0) -> float:
+    """The bound e^{gap}·2τ(r)F on left-out / kept attention mass of a window of radius r (2D)."""
+    lam = float(smallest_eigenvalue)
+    if lam <= 0:
+        return math.inf
+    def tail(start: float) -> float:
+        total, m = 0.0, 0
+        while True:
+            term = math.exp(-0.5 * lam * (start + m) ** 2)
+            total += term
+            if term <= total * 1e-17 or term == 0.0:
+                return 2 * total
+            m += 1
+    return math.exp(gap) * 2 * tail(radius + 0.5) * (1 + tail(0.5))
+
+
+def window_radius(smallest_eigenvalue: float, gap: float, tolerance: float, max_radius: int) -> int:
+    """The smallest r ≤ max_radius with :func:`window_mass_bound` (r) ≤ tolerance (max_radius if none)."""
+    if tolerance <= 0:
+        raise ValueError("tolerance must be > 0")
+    for r in range(max_radius + 1):
+        if window_mass_bound(r, smallest_eigenvalue, gap) <= tolerance:
+            return r
+    return max_radius
+
+
+def project_onto_box(target: torch.Tensor, precision: torch.Tensor, low: Sequence[float], high: Sequence[float]) -> torch.Tensor:
+    """argmin over the box [low, high] of (z − t)ᵀ Σ⁻¹ (z − t), for targets ``(N_h, T, 2)`` and
+    precisions ``(N_h, 2, 2)``. Inside the box this is t; outside, the best of the four edges."""
+    t = target
+    a = precision[:, None]  # (N_h, 1, 2, 2)
+    lo = torch.tensor(low, dtype=t.dtype, device=t.device)
+    hi = torch.tensor(high, dtype=t.dtype, device=t.device)
+    candidates = [t]
+    for axis in (0, 1):
+        other = 1 - axis
+        for bound in (lo[axis], hi[axis]):
+            fixed = bound.expand_as(t[..., axis])
+            diag = a[..., other, other].clamp_min(1e-12)
+            free = t[..., other] - a[..., axis, other] * (fixed - t[..., axis]) / diag
+            free = torch.minimum(torch.maximum(free, lo[other]), hi[other])
+            z = torch.stack([fixed, free] if axis == 0 else [free, fixed], dim=-1)
+            candidates.append(z)
+    z = torch.stack(candidates)  # (5, N_h, T, 2)
+    d = z - t
+    cost = torch.einsum("c...i,...ij,c...j->c...", d, precision[:, None].expand(*t.shape[:-1], 2, 2), d)
+    inside = ((t >= lo) & (t <= hi)).all(-1)
+    cost[0] = torch.where(inside, torch.zeros_like(cost[0]), torch.full_like(cost[0], math.inf))
+    best = cost.argmin(0)
+    return torch.gather(z, 0, best[None, ..., None].expand(1, *t.shape)).squeeze(0)
+
+
+def is_axis_aligned(precision: torch.Tensor) -> bool:
+    """True when every head's Σ⁻¹ is diagonal, so that its Gaussian factorises over rows and columns."""
+    return bool((precision[:, 0, 1] == 0).all() and (precision[:, 1, 0] == 0).all())
+
+
+def _axis_window_softmax(centers_a: torch.Tensor, lam_a: torch.Tensor, n_q: int, low: int, high: int, radii) -> torch.Tensor:
+    """Row (or column) factor: for every head, query q and key k on one axis, the softmax over the
+    window |k − c(q)| ≤ r_h of −½λ_a (k − q − Δ_a)², c(q) = round(clamp(q + Δ_a, low, high))."""
+    nh = centers_a.shape[0]
+    dtype, device = centers_a.dtype, centers_a.device
+    q = torch.arange(n_q, device=device, dtype=dtype)
+    k = torch.arange(low, high + 1, device=device, dtype=dtype)
+    target = q[None, :, None] + centers_a[:, None, None]  # (N_h, Q, 1)
+    centre = target.detach().clamp(low, high).round()
+    r = torch.tensor(radii, device=device, dtype=dtype)[:, None, None]
+    inside = (k[None, None, :] - centre).abs() <= r
+    scores = -0.5 * lam_a[:, None, None] * (k[None, None, :] - target) ** 2
+    return softmax_without_denormals(scores.masked_fill(~inside, -math.inf))  # (N_h, Q, K)
+
+
+def separable_local_factors(
+    centers: torch.Tensor, precision: torch.Tensor, shape: Tuple[int, int], key_padding: int, tolerance: float
+):
+    """Row and column factors of local attention for axis-aligned Gaussian heads (module docstring).
+
+    Returns ``(rows, cols, radii)``: ``rows`` is ``(N_h, H, H + 2p)``, ``cols`` is
+    ``(N_h, W, W + 2p)``, and head h's attention of query (i, j) on key (k, l) is
+    ``rows[h, i, k] · cols[h, j, l]``. Differentiable in ``centers`` and ``precision``.
+    """
+    if not is_axis_aligned(precision):
+        raise ValueError("separable local attention needs diagonal Σ⁻¹ (axis-aligned heads)")
+    h_q, w_q = shape
+    p = key_padding
+    low, high = (-p, -p), (h_q - 1 + p, w_q - 1 + p)
+    lam = torch.stack([precision[:, 0, 0], precision[:, 1, 1]], -1)  # (N_h, 2)
+    with torch.no_grad():
+        gaps = []
+        for a, n in ((0, h_q), (1, w_q)):
+            t = torch.arange(n, dtype=centers.dtype, device=centers.device)[None] + centers.detach()[:, a:a + 1]
+            zstar = t.clamp(low[a], high[a])
+            c = zstar.round()
+            gaps.append((0.5 * lam[:, a:a + 1].detach() * ((c - t) ** 2 - (zstar - t) ** 2)).amax(1))
+        gap = (gaps[0] + gaps[1]).clamp_min(0)
+        lam_min = lam.detach().amin(1)
+    max_radius = max(h_q, w_q) - 1 + 2 * p
+    radii = [window_radius(float(lam_min[h]), float(gap[h]), tolerance, max_radius) for h in range(centers.shape[0])]
+    rows = _axis_window_softmax(centers[:, 0], lam[:, 0], h_q, low[0], high[0], radii)
+    cols = _axis_window_softmax(centers[:, 1], lam[:, 1], w_q, low[1], high[1], radii)
+    return rows, cols, radii
+
+
+def local_attention_matrix(
+    centers: torch.Tensor, precision: torch.Tensor, shape: Tuple[int, int], key_padding: int, tolerance: float,
+    stack_heads_in_columns: bool = False,
+) -> Tuple[torch.Tensor, list]:
+    """The sparse attention matrix of N_h Gaussian heads, restricted to windows (module docstring).
+
+    Args:
+        centers: Δ per head, ``(N_h, 2)`` (differentiable).
+        precision: Σ⁻¹ per head, ``(N_h, 2, 2)`` (differentiable).
+        shape: the query grid (H, W); keys live on it zero-padded by ``key_padding``.
+        tolerance: ε, the largest left-out / kept mass allowed per head and query.
+
+    Returns the ``(N_h·T_q, T_k)`` sparse CSR matrix of probabilities (row h·T_q + q is head h's
+    attention of query q) and the window radius chosen for each head. With
+    ``stack_heads_in_columns`` the matrix is ``(N_h·T_q, N_h·T_k)`` and head h reads columns
+    h·T_k … (h+1)·T_k − 1, for values that differ per head.
+    """
+    h_q, w_q = shape
+    p = key_padding
+    nh = centers.shape[0]
+    dtype, device = centers.dtype, centers.device
+    low, high = (-p, -p), (h_q - 1 + p, w_q - 1 + p)
+    w_k = w_q + 2 * p
+    t_k = (h_q + 2 * p) * w_k
+    qi, qj = torch.meshgrid(torch.arange(h_q, device=device), torch.arange(w_q, device=device), indexing="ij")
+    queries = torch.stack([qi.reshape(-1), qj.reshape(-1)], -1).to(dtype)  # (T_q, 2)
+    with torch.no_grad():
+        a = precision.detach()
+        target = queries[None] + centers.detach()[:, None]  # (N_h, T_q, 2)
+        zstar = project_onto_box(target, a, low, high)
+        centre = zstar.round()
+        def quad(z):
+            d = z - target
+            return 0.5 * torch.einsum("htij,htj,hti->ht", a[:, None].expand(-1, d.shape[1], -1, -1), d, d)
+        gaps = (quad(centre) - quad(zstar)).amax(1).clamp_min(0)
+        lam = torch.linalg.eigvalsh(a)[:, 0]
+    max_radius = max(h_q, w_q) - 1 + 2 * p
+    radii = [window_radius(float(lam[h]), float(gaps[h]), tolerance, max_radius) for h in range(nh)]
+
+    values, columns, counts = [], [], []
+    for h in range(nh):
+        r = radii[h]
+        o = torch.arange(-r, r + 1, device=device)
+        oi, oj = torch.meshgrid(o, o, indexing="ij")
+        offsets = torch.stack([oi.reshape(-1), oj.reshape(-1)], -1).to(dtype)  # (K, 2)
+        keys = centre[h][:, None, :] + offsets[None]  # (T_q, K, 2) key coordinates
+        valid = ((keys[..., 0] >= low[0]) & (keys[..., 0] <= high[0]) & (keys[..., 1] >= low[1]) & (keys[..., 1] <= high[1]))
+        diff = keys - queries[:, None, :] - centers[h]  # δ − Δ_h, differentiable in Δ_h
+        scores = -0.5 * torch.einsum("tki,ij,tkj->tk", diff, precision[h], diff)
+        scores = scores.masked_fill(~valid, -math.inf)
+        probs = softmax_without_denormals(scores)
+        flat = ((keys[..., 0] - low[0]) * w_k + (keys[..., 1] - low[1])).long()
+        values.append(probs[valid])
+        columns.append(flat[valid] + (h * t_k if stack_heads_in_columns else 0))
+        counts.append(valid.sum(1))
+    counts = torch.cat(counts)
+    crow = torch.zeros(nh * h_q * w_q + 1, dtype=torch.long, device=device)
+    crow[1:] = counts.cumsum(0)
+    n_cols = nh * t_k if stack_heads_in_columns else t_k
+    matrix = sparse_rows(crow, torch.cat(columns), torch.cat(values), (nh * h_q * w_q, n_cols))
+    return matrix, radii

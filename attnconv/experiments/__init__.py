@@ -1,0 +1,8 @@
+"""Layer 2 — the CIFAR-10 experiments of the paper's Sec. 4 (uses :mod:`attnconv.core` only).
+
+* :mod:`.data` — CIFAR-10 and the bundled sample; :mod:`.models` — the paper's models and ResNet18;
+* :mod:`.train` — training with checkpoints, resume and a JSON history; :mod:`.train_cli` — its
+  command line (``python -m attnconv.train``); :mod:`.profiles` — paper / gpu / cpu settings;
+* :mod:`.runs` — saved runs for the chapters and their re-check; :mod:`.flops` — FLOP counts;
+* :mod:`.pruning` — degenerate heads (Appendix A.1); :mod:`.bench` — the benchmark.
+"""

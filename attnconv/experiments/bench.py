@@ -1,0 +1,445 @@
+"""Benchmark of the attention implementations: ``python -m attnconv.bench``.
+
+For each model variant and each implementation of its attention — ``naive`` (per-head scores,
+softmax and an einsum in float32, as the authors' code does), our ``dense`` and our ``local``
+(:mod:`attnconv.core.local`) — it measures, side by side in one run:
+
+* training images/s (forward, backward and an SGD step) and inference images/s;
+* peak memory of a training step (CUDA: ``max_memory_allocated``; CPU: the growth of the
+  resident-memory high-water mark of a fresh process that runs one training step);
+* achieved GFLOP/s, counting the FLOPs the implementation performs (attention application
+  included, :func:`attnconv.experiments.flops.analytic_macs`; a training step is counted as 3 × the forward),
+  against this machine's float32 matrix-product rate measured in the same run;
+* ratios of every figure to the naive reference.
+
+It also measures training-step time against the token grid (8×8 … 64×64 tokens), dense against
+local. Results are printed and saved as JSON (``--out``); the Performance chapter renders a saved
+result. The benchmark runs on CUDA when present (bf16 autocast for training, as in
+:mod:`attnconv.experiments.train`).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from dataclasses import asdict, dataclass, field, replace
+from typing import Dict, List, Optional, Sequence
+
+import torch
+import torch.nn.functional as F
+
+from ..core.attention import MultiHeadSelfAttention
+from .flops import analytic_macs
+from .models import SelfAttentionConfig, build_model, paper_model_config
+
+__all__ = ["BenchSettings", "PRESETS", "matmul_rate", "set_attention_implementation", "measure_case",
+           "run_benchmark", "accuracy_check", "format_table", "load_result", "plot_grid_sweep", "plot_throughput", "main"]
+
+IMPLEMENTATIONS = ("naive", "dense", "local")
+GAUSSIAN_MODELS = ("quadratic", "generalized")
+
+
+@dataclass
+class BenchSettings:
+    """What to measure. ``model_overrides`` change the paper's model (e.g. a smaller width)."""
+
+    models: Sequence[str] = ("quadratic", "generalized", "learned")
+    implementations: Sequence[str] = IMPLEMENTATIONS
+    batch_size: int = 100
+    model_overrides: Dict = field(default_factory=dict)
+    repeats: int = 3
+    grid_sizes: Sequence[int] = (8, 16, 32, 64)
+    grid_model: str = "quadratic"
+    grid_batch_size: int = 20
+    grid_overrides: Dict = field(default_factory=lambda: dict(hidden_size=64, intermediate_size=128, num_layers=2))
+    grid_repeats: int = 2
+    denormals: bool = True  # naive vs dense with trained-like (narrow) heads
+    accuracy_epochs: int = 3  # train the CPU-profile quadratic model at 16×16 tokens, dense vs local
+    accuracy_tokens: int = 16
+
+
+PRESETS = {
+    # The paper's settings (6 layers, 9 heads, hidden 400, 16×16 tokens, batch 100, float32 on CPU).
+    "paper": BenchSettings(repeats=1, grid_repeats=1, accuracy_epochs=2),
+    # Seconds instead of minutes: a narrow model and small grids (for a smoke test).
+    "quick": BenchSettings(batch_size=8, model_overrides=dict(hidden_size=32, intermediate_size=64, num_layers=2),
+                           repeats=1, grid_sizes=(8, 16), grid_batch_size=4, grid_repeats=1, accuracy_epochs=0,
+                           denormals=False),
+}
+
+
+def matmul_rate(device: torch.device, dtype: torch.dtype = torch.float32, size: int = 2048, seconds: float = 4.0) -> float:
+    """This machine's *sustained* matrix-product rate in GFLOP/s: size×size products repeated for
+    about ``seconds`` (after a warm-up), total FLOPs over total time. Sustained rather than best-of,
+    because a training step also runs for seconds and shared or turbo-clocked CPUs vary by ±30%
+    between single products."""
+    a = torch.randn(size, size, device=device, dtype=dtype)
+    b = torch.randn(size, size, device=device, dtype=dtype)
+    a @ b
+    _sync(device)
+    count, start = 0, time.perf_counter()
+    while True:
+        a @ b
+        count += 1
+        if count % 4 == 0:
+            _sync(device)
+            elapsed = time.perf_counter() - start
+            if elapsed >= seconds:
+                return 2 * size ** 3 * count / elapsed / 1e9
+
+
+def set_attention_implementation(model: torch.nn.Module, implementation: str) -> None:
+    """Switch every attention layer of ``model`` to ``implementation`` ("naive", "dense", "local")."""
+    layers = [m for m in model.modules() if isinstance(m, MultiHeadSelfAttention)]
+    if not layers:
+        raise ValueError("the model has no attention layer")
+    for m in layers:
+        m.implementation = implementation
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def _resident_mb(field: str) -> float:
+    """A field of /proc/self/status (VmRSS, VmHWM) in MB."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError(f"{field} not found in /proc/self/status")
+
+
+def _cpu_step_peak_mb(config_dict: dict, implementation: str, batch_size: int, queue) -> None:
+    """In a fresh process: how far one training step raises resident memory above where it was.
+
+    Uses the kernel's per-process high-water mark VmHWM, reset just before the step (writing 5 to
+    /proc/self/clear_refs); ``ru_maxrss`` would not do, as it keeps the parent's peak across exec."""
+    from .models import model_config_from_dict
+
+    config = model_config_from_dict(config_dict)
+    *_, train_step, _ = _setup(config, implementation, batch_size, torch.device("cpu"))
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    before = _resident_mb("VmRSS")
+    train_step()
+    queue.put(_resident_mb("VmHWM") - before)
+
+
+def peak_training_memory_mb(config: SelfAttentionConfig, implementation: str, batch_size: int, device: torch.device) -> float:
+    """Peak extra memory of one training step in MB (CUDA allocator peak; CPU: fresh-process RSS)."""
+    if device.type == "cuda":
+        *_, train_step, _ = _setup(config, implementation, batch_size, device)
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        train_step()
+        torch.cuda.synchronize()
+        return (torch.cuda.max_memory_allocated() - base) / 2 ** 20
+    import multiprocessing as mp
+
+    from .models import model_config_to_dict
+
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_cpu_step_peak_mb, args=(model_config_to_dict(config), implementation, batch_size, queue))
+    proc.start()
+    peak = queue.get()
+    proc.join()
+    return peak
+
+
+def _setup(config: SelfAttentionConfig, implementation: str, batch_size: int, device: torch.device, seed: int = 0):
+    torch.manual_seed(seed)
+    model = build_model(replace(config, attention_implementation="dense")).to(device)
+    set_attention_implementation(model, implementation)
+    side = config.image_size
+    images = torch.randn(batch_size, config.in_channels, side, side, device=device)
+    labels = torch.randint(0, config.num_classes, (batch_size,), device=device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
+    amp = torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else torch.autocast("cpu", enabled=False)
+
+    def train_step(timings=None):
+        model.train()
+        optimizer.zero_grad(set_to_none=True)
+        t0 = time.perf_counter()
+        with amp:
+            loss = F.cross_entropy(model(images), labels)
+        _sync(device)
+        t1 = time.perf_counter()
+        loss.backward()
+        _sync(device)
+        t2 = time.perf_counter()
+        optimizer.step()
+        if timings is not None:
+            timings.append((t1 - t0, t2 - t1))
+
+    @torch.no_grad()
+    def infer():
+        model.eval()
+        with amp:
+            model(images)
+
+    return images, labels, model, optimizer, train_step, infer
+
+
+def _time(fn, device, repeats: int) -> float:
+    fn()  # warm-up
+    _sync(device)
+    best = float("inf")
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        _sync(device)
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def measure_case(config: SelfAttentionConfig, implementation: str, batch_size: int, device: torch.device,
+                 repeats: int, seed: int = 0, measure_memory: bool = True) -> dict:
+    """Time one model configuration with one attention implementation (training and inference)."""
+    *_, train_step, infer = _setup(config, implementation, batch_size, device, seed)
+    phases = []
+    train_s = _time(lambda: train_step(phases), device, repeats)
+    forward_s, backward_s = min(phases[1:] or phases)  # the fastest timed step's forward and backward
+    infer_s = _time(infer, device, repeats)
+    peak = peak_training_memory_mb(config, implementation, batch_size, device) if measure_memory else float("nan")
+    macs = analytic_macs(config, implementation="local" if implementation == "local" else "dense")
+    train_flops = 3 * 2 * macs.total * batch_size
+    return {
+        "implementation": implementation,
+        "batch_size": batch_size,
+        "tokens": config.tokens_per_side,
+        "train_step_s": train_s,
+        "forward_s": forward_s,
+        "backward_s": backward_s,
+        "backward_over_forward": backward_s / forward_s,
+        "train_images_per_s": batch_size / train_s,
+        "inference_images_per_s": batch_size / infer_s,
+        "peak_memory_mb": peak,
+        "train_gflops_per_step": train_flops / 1e9,
+        "achieved_gflop_per_s": train_flops / train_s / 1e9,
+    }
+
+
+def run_benchmark(settings: BenchSettings, device: Optional[torch.device] = None, progress=print) -> dict:
+    """Run every case of ``settings`` side by side and return the results (see the module docstring)."""
+    device = device or torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    rates = [matmul_rate(device, dtype)]
+    progress(f"{device.type}: measured matmul rate {rates[0]:.1f} GFLOP/s ({str(dtype).replace('torch.', '')})")
+    result = {
+        "machine": {
+            "device": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or platform.machine(),
+            "device_type": device.type,
+            "threads": torch.get_num_threads(),
+            "torch": torch.__version__,
+            "matmul_dtype": str(dtype).replace("torch.", ""),
+            "matmul_gflop_per_s": None,  # filled in at the end: the best of the measurements
+            "matmul_measurements": rates,
+        },
+        "settings": {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(settings).items()},
+        "models": {},
+        "grid": [],
+    }
+    for name in settings.models:
+        config = paper_model_config(name, **settings.model_overrides)
+        rows = []
+        for impl in settings.implementations:
+            if impl == "local" and name not in GAUSSIAN_MODELS:
+                continue
+            rates.append(matmul_rate(device, dtype, seconds=2.0))  # re-measured next to every case
+            row = measure_case(config, impl, settings.batch_size, device, settings.repeats)
+            rows.append(row)
+            progress(f"  {name:12s} {impl:6s} train {row['train_images_per_s']:8.1f} img/s  "
+                     f"infer {row['inference_images_per_s']:8.1f} img/s  "
+                     f"{row['achieved_gflop_per_s']:7.1f} GFLOP/s (matmul now {rates[-1]:.0f})  "
+                     f"bwd/fwd {row['backward_over_forward']:.2f}  "
+                     f"peak {row['peak_memory_mb']:.0f} MB")
+        _add_ratios(rows)
+        result["models"][name] = rows
+    for side in settings.grid_sizes:
+        # synthetic images whose space-to-depth gives side×side tokens
+        config = paper_model_config(settings.grid_model, **{**settings.grid_overrides, "image_size": 2 * side, "downsample": 2})
+        for impl in ("dense", "local"):
+            row = measure_case(config, impl, settings.grid_batch_size, device, settings.grid_repeats, measure_memory=False)
+            result["grid"].append(row)
+            progress(f"  grid {side}×{side} {impl:6s} train step {row['train_step_s']:.3f} s")
+    if settings.denormals:
+        result["denormals"] = denormal_check(device)
+        d = result["denormals"]
+        progress(f"  trained-like heads (spread {d['spread']}): naive {d['naive']:.2f} s, dense {d['dense']:.2f} s per step")
+    rates.append(matmul_rate(device, dtype))
+    # The machine's rate is the best sustained rate seen in this run: a conservative reference
+    # (a CPU shared with other work, or clocked down for a while, only lowers single measurements).
+    rate = max(rates)
+    result["machine"]["matmul_gflop_per_s"] = rate
+    for row in [r for rows in result["models"].values() for r in rows] + result["grid"]:
+        row["fraction_of_matmul_rate"] = row["achieved_gflop_per_s"] / rate
+    progress(f"matmul rate: best {rate:.1f} of {len(rates)} measurements ({min(rates):.1f} .. {rate:.1f}) GFLOP/s")
+    if settings.accuracy_epochs:
+        result["accuracy"] = accuracy_check(settings.accuracy_epochs, settings.accuracy_tokens, device)
+        progress(f"  accuracy after {settings.accuracy_epochs} epochs at {settings.accuracy_tokens}×{settings.accuracy_tokens} "
+                 f"tokens: " + ", ".join(f"{k} {v['test_acc']:.3f}" for k, v in result["accuracy"].items()))
+    return result
+
+
+def denormal_check(device: torch.device, spread: float = 3.0, num_layers: int = 2, batch_size: int = 100,
+                   repeats: int = 2) -> dict:
+    """Training-step time of the quadratic model at the paper's width with *trained-like* heads
+    (every spread set to ``spread``, α = spread²/2, so most probabilities fall below e^-87):
+    naive (no flush) against dense (denormals flushed), side by side, plus the fraction of
+    probabilities that are float32 denormals in a plain softmax."""
+    config = paper_model_config("quadratic", num_layers=num_layers)
+    out = {"spread": spread, "num_layers": num_layers, "batch_size": batch_size}
+    for impl in ("naive", "dense"):
+        _, _, model, _, train_step, _ = _setup(config, impl, batch_size, device)
+        with torch.no_grad():
+            for layer in model.layers:
+                layer.attention.encoding.spread.fill_(spread)
+        out[impl] = _time(train_step, device, repeats)
+        if impl == "naive":
+            att = model.layers[0].attention
+            scores = att.attention_scores(torch.zeros(1, att.in_channels, *config.grid, device=device))
+            p = torch.softmax(scores.float(), -1)
+            out["denormal_fraction"] = float(((p > 0) & (p < torch.finfo(torch.float32).tiny)).float().mean())
+    out["dense_speedup"] = out["naive"] / out["dense"]
+    return out
+
+
+def accuracy_check(epochs: int, tokens: int, device: torch.device) -> dict:
+    """Train the CPU-profile quadratic model with dense and with local attention (same seed, same
+    data, ``tokens``×``tokens`` token grid) and return each run's final accuracies and time."""
+    import tempfile
+
+    from .profiles import make_config
+    from .train import train
+
+    out = {}
+    for impl in ("dense", "local"):
+        config = make_config("quadratic", "cpu", epochs=epochs, device=device.type)
+        config.model_overrides.update(downsample=32 // tokens, attention_implementation=impl)
+        with tempfile.TemporaryDirectory() as run_dir:
+            start = time.perf_counter()
+            history = train(config, run_dir, progress=False, verbose=False)
+            seconds = time.perf_counter() - start
+        last = history["epochs"][-1]
+        out[impl] = {"test_acc": last["test_acc"], "train_loss": last["train_loss"], "seconds": seconds,
+                     "test_acc_per_epoch": [e["test_acc"] for e in history["epochs"]]}
+    return out
+
+
+def _add_ratios(rows: List[dict]) -> None:
+    ref = next((r for r in rows if r["implementation"] == "naive"), None)
+    if ref is None:
+        return
+    for r in rows:
+        r["train_speedup_vs_naive"] = r["train_images_per_s"] / ref["train_images_per_s"]
+        r["inference_speedup_vs_naive"] = r["inference_images_per_s"] / ref["inference_images_per_s"]
+        r["memory_ratio_vs_naive"] = r["peak_memory_mb"] / ref["peak_memory_mb"] if ref["peak_memory_mb"] > 0 else float("nan")
+
+
+def format_table(result: dict) -> str:
+    """A plain-text table of a benchmark result (the models part, then the grid sweep)."""
+    m = result["machine"]
+    lines = [f"device: {m['device']} ({m['device_type']}, {m['threads']} threads), matmul "
+             f"{m['matmul_gflop_per_s']:.1f} GFLOP/s {m['matmul_dtype']}"]
+    head = (f"{'model':12s} {'impl':6s} {'train img/s':>11s} {'infer img/s':>11s} {'peak MB':>8s} {'GFLOP/s':>8s} "
+            f"{'% matmul':>8s} {'bwd/fwd':>7s} {'train ×':>7s} {'infer ×':>7s} {'mem ×':>6s}")
+    lines.append(head)
+    for name, rows in result["models"].items():
+        for r in rows:
+            lines.append(
+                f"{name:12s} {r['implementation']:6s} {r['train_images_per_s']:11.1f} {r['inference_images_per_s']:11.1f} "
+                f"{r['peak_memory_mb']:8.0f} {r['achieved_gflop_per_s']:8.1f} {100 * r['fraction_of_matmul_rate']:7.0f}% "
+                f"{r['backward_over_forward']:7.2f} "
+                f"{r.get('train_speedup_vs_naive', float('nan')):7.2f} {r.get('inference_speedup_vs_naive', float('nan')):7.2f} "
+                f"{r.get('memory_ratio_vs_naive', float('nan')):6.2f}")
+    if result["grid"]:
+        lines.append("")
+        lines.append(f"{'tokens':>8s} {'dense s/step':>13s} {'local s/step':>13s} {'local ×':>8s}")
+        by_side: Dict[int, Dict[str, float]] = {}
+        for r in result["grid"]:
+            by_side.setdefault(r["tokens"], {})[r["implementation"]] = r["train_step_s"]
+        for side, t in sorted(by_side.items()):
+            lines.append(f"{side:>4d}×{side:<3d} {t.get('dense', float('nan')):13.3f} {t.get('local', float('nan')):13.3f} "
+                         f"{t.get('dense', float('nan')) / t.get('local', float('nan')):8.2f}")
+    return "\n".join(lines)
+
+
+def load_result(path) -> dict:
+    """Read a benchmark result saved with ``--out``."""
+    with open(path) as f:
+        return json.load(f)
+
+
+def plot_grid_sweep(result: dict, ax=None):
+    """Training-step time against the token grid, dense and local (log–log), from a result."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5, 3.6))
+    for impl, style in (("dense", "o-"), ("local", "s-")):
+        rows = sorted((r for r in result["grid"] if r["implementation"] == impl), key=lambda r: r["tokens"])
+        ax.plot([r["tokens"] for r in rows], [r["train_step_s"] for r in rows], style, label=impl)
+    sides = sorted({r["tokens"] for r in result["grid"]})
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xticks(sides, [f"{s}×{s}" for s in sides])
+    ax.set_xlabel("token grid")
+    ax.set_ylabel("training step (s)")
+    s = result["settings"]
+    ax.set_title(f"batch {s['grid_batch_size']}, {s['grid_overrides']['num_layers']} layers, "
+                 f"hidden {s['grid_overrides']['hidden_size']}", fontsize=9)
+    ax.legend()
+    ax.grid(alpha=0.3, which="both")
+    return ax.figure
+
+
+def plot_throughput(result: dict, ax=None):
+    """Training images/s per model and implementation, from a result."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 3.4))
+    models = list(result["models"])
+    width = 0.25
+    for i, impl in enumerate(IMPLEMENTATIONS):
+        vals = [next((r["train_images_per_s"] for r in result["models"][m] if r["implementation"] == impl), np.nan) for m in models]
+        ax.bar(np.arange(len(models)) + (i - 1) * width, vals, width, label=impl)
+    ax.set_xticks(np.arange(len(models)), models)
+    ax.set_ylabel("training images / s")
+    ax.legend()
+    ax.grid(axis="y", alpha=0.3)
+    return ax.figure
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m attnconv.bench", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--preset", choices=sorted(PRESETS), default="paper")
+    parser.add_argument("--models", nargs="+", help="subset of quadratic, generalized, learned")
+    parser.add_argument("--implementations", nargs="+", choices=IMPLEMENTATIONS)
+    parser.add_argument("--grid-sizes", nargs="*", type=int, help="token grid sides for the sweep (empty: none)")
+    parser.add_argument("--batch-size", type=int)
+    parser.add_argument("--repeats", type=int)
+    parser.add_argument("--device", help="cpu or cuda (default: cuda when available)")
+    parser.add_argument("--out", help="write the results as JSON here")
+    args = parser.parse_args(argv)
+    settings = PRESETS[args.preset]
+    changes = {k: v for k, v in dict(models=args.models, implementations=args.implementations, grid_sizes=args.grid_sizes,
+                                     batch_size=args.batch_size, repeats=args.repeats).items() if v is not None}
+    settings = replace(settings, **changes)
+    result = run_benchmark(settings, torch.device(args.device) if args.device else None)
+    print(format_table(result))
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(result, f, indent=1)
+        print(f"saved {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,243 @@
+import copy
+import json
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pytest
+import torch
+
+import attnconv.chapters.generalized_pruning as gf
+from attnconv.experiments.data import load_cifar10_sample
+from attnconv.experiments.models import build_model, model_config_to_dict
+from attnconv.experiments.pruning import degenerate_heads, prune_heads
+from attnconv.experiments.train import Run, TrainConfig, attention_record, evaluate
+
+TINY = dict(hidden_size=8, intermediate_size=12, num_layers=2, num_heads=4, downsample=8)
+
+
+def tiny(name="generalized", seed=0):
+    torch.manual_seed(seed)
+    return build_model(name, **TINY).eval()
+
+
+def fake_history(model):
+    rec = attention_record(model)
+    return {"model_config": model_config_to_dict(model.config), "initial_attention": rec, "epochs": [{"attention": rec}]}
+
+
+def set_m(model, layer, head, m):
+    with torch.no_grad():
+        model.layers[layer].attention.encoding.inv_sqrt_sigma[head] = torch.as_tensor(m, dtype=torch.float32)
+
+
+def shaped_model():
+    """Heads with known spectra: (0,1) non-localised, (1,0) condition 1e6, (1,3) 2500, (0,2) 100."""
+    model = tiny()
+    set_m(model, 0, 1, [[1e-4, 0.0], [0.0, 1e-4]])
+    set_m(model, 1, 0, [[1.0, 0.0], [0.0, 1e-3]])
+    set_m(model, 1, 3, [[1.0, 0.0], [0.0, 0.02]])
+    set_m(model, 0, 2, [[1.0, 0.0], [0.0, 0.1]])
+    for layer, head in [(0, 0), (0, 3), (1, 1), (1, 2)]:
+        set_m(model, layer, head, [[1.0, 0.0], [0.0, 1.0 + 0.1 * head]])
+    return model
+
+
+@pytest.fixture(scope="module")
+def data():
+    return load_cifar10_sample().subset(200, 100)
+
+
+def tiny_config(**kw):
+    base = dict(model="generalized", model_overrides=TINY, epochs=3, batch_size=50, eval_batch_size=100,
+                lr=0.1, data="sample", train_subset=200, test_subset=100, attention_lr_multiplier=10.0)
+    base.update(kw)
+    return TrainConfig(**base)
+
+
+def test_settings_per_profile():
+    assert gf.generalized_run_changes("cpu") == {"epochs": 40}
+    assert gf.generalized_run_changes("paper") == {} and gf.generalized_run_changes("nope") == {}
+    gf.generalized_run_changes("cpu")["epochs"] = 1  # a copy
+    assert gf.generalized_run_changes("cpu")["epochs"] == 40
+    assert gf.retrain_epochs(TrainConfig(epochs=300)) == 100
+    assert gf.retrain_epochs(TrainConfig(epochs=40)) == 14 and gf.retrain_epochs(TrainConfig(epochs=1)) == 1
+
+
+def test_attention_only_model_restores_the_saved_heads():
+    model = shaped_model()
+    rebuilt = gf.attention_only_model(fake_history(model))
+    for a, b in zip(model.layers, rebuilt.layers):
+        assert torch.equal(a.attention.encoding.centers, b.attention.encoding.centers)
+        assert torch.equal(a.attention.encoding.inv_sqrt_sigma, b.attention.encoding.inv_sqrt_sigma)
+    initial = gf.attention_only_model(fake_history(tiny(seed=1)), epoch=None)
+    assert torch.equal(initial.layers[0].attention.encoding.centers, tiny(seed=1).layers[0].attention.encoding.centers)
+    with pytest.raises(ValueError):
+        gf.attention_only_model(fake_history(tiny("quadratic")))
+    h = fake_history(model)
+    h["epochs"][0]["attention"] = h["epochs"][0]["attention"][:1]
+    with pytest.raises(ValueError):
+        gf.attention_only_model(h)
+
+
+def test_head_table_against_eigensolver():
+    model = shaped_model()
+    rows = gf.head_table(model, 1e-5, 1e3)
+    assert len(rows) == 8
+    for r in rows:
+        m = model.layers[r["layer"]].attention.encoding.inv_sqrt_sigma[r["head"]].detach().double()
+        eig = torch.linalg.eigvalsh(m @ m.T)
+        assert r["lambda_max"] == pytest.approx(float(eig[1]), rel=1e-9)
+        assert r["lambda_min"] == pytest.approx(float(eig[0]), rel=1e-6, abs=1e-14)
+    flagged = {(r["layer"], r["head"]) for r in rows if r["degenerate"]}
+    assert flagged == {(0, 1), (1, 0), (1, 3)}
+    for cond in (1e3, 1e5):
+        want = degenerate_heads(model, 1e-5, cond)
+        got = gf.selection_of([(r["layer"], r["head"]) for r in gf.head_table(model, 1e-5, cond) if r["degenerate"]])
+        assert got == want
+    with pytest.raises(ValueError):
+        gf.head_table(model, condition_threshold=0.5)
+    with pytest.raises(ValueError):
+        gf.head_table(tiny("quadratic"))
+
+
+def test_head_table_keeps_tiny_eigenvalues_exact():
+    """A nearly singular Σ⁻¹: an eigensolver's λ_min is noise at ~eps·λ_max, the closed form is
+    exact: M = diag(1, 1e-9) → λ = (1e-18, 1), condition 1e18; a rank-one M → λ_min = 0, inf."""
+    model = tiny()
+    set_m(model, 0, 0, [[1.0, 0.0], [0.0, 1e-9]])
+    set_m(model, 0, 1, [[1.0, 2.0], [0.5, 1.0]])  # rank one
+    rows = gf.head_table(model)
+    m0 = float(torch.tensor(1e-9, dtype=torch.float32))
+    assert rows[0]["lambda_min"] == pytest.approx(m0 ** 2, rel=1e-12) and rows[0]["condition"] == pytest.approx(1 / m0 ** 2, rel=1e-12)
+    assert rows[1]["lambda_min"] == 0.0 and rows[1]["condition"] == math.inf and rows[1]["lambda_max"] == pytest.approx(6.25)
+    assert rows[0]["degenerate"] and rows[1]["degenerate"]
+
+
+def test_degeneracy_order_and_prefix_property():
+    model = shaped_model()
+    order = gf.degeneracy_order(model)
+    assert order[:4] == [(0, 1), (1, 0), (1, 3), (0, 2)]
+    assert sorted(order) == [(li, h) for li in range(2) for h in range(4)]
+    for cond in (1e1, 50.0, 1e3, 1e5, 1e7):
+        sel = degenerate_heads(model, 1e-5, cond)
+        assert gf.selection_of(order[:gf.count_selected(sel)]) == sel
+    assert gf.selection_of([(1, 3), (0, 2), (1, 0)]) == {0: [2], 1: [0, 3]}
+    assert gf.count_selected({0: [1, 2], 3: [0]}) == 3
+
+
+def test_per_head_outputs_against_loops():
+    model = tiny()
+    x = torch.randn(2, 3, 32, 32)
+    outs = gf.per_head_outputs(model, x)
+    tokens = model.tokens(x).detach()  # (T, B, D), grid 4×4
+    enc = model.layers[0].attention.encoding
+    g = 4
+    h, q = 2, 5
+    qi, qj = divmod(q, g)
+    a = enc.inverse_covariance().detach()[h].double()
+    c = enc.centers.detach()[h].double()
+    scores = []
+    for k in range(g * g):
+        d = torch.tensor([k // g - qi, k % g - qj], dtype=torch.float64) - c
+        scores.append(-0.5 * float(d @ a @ d))
+    p = torch.softmax(torch.tensor(scores), 0)
+    expect = sum(p[k] * tokens[k].double() for k in range(g * g))
+    assert torch.allclose(outs[0][h, q].double(), expect, atol=1e-5)
+    assert outs[1].shape == (4, 16, 2, 8)
+
+
+def test_pruning_check_passes_and_can_fail(monkeypatch):
+    model = tiny()
+    x = torch.randn(2, 3, 32, 32)
+    for sel in ({0: [1, 3], 1: [0]}, {1: [0, 1, 2, 3]}, {0: [2]}):
+        assert all(gf.pruning_check(model, sel, x).values())
+
+    def wrong_prune(m, sel):  # removes the heads after the chosen ones
+        return prune_heads(m, {k: [(h + 1) % 4 for h in v] for k, v in sel.items()})
+
+    monkeypatch.setattr(gf, "prune_heads", wrong_prune)
+    res = gf.pruning_check(model, {0: [1]}, x)
+    assert not res["kept_parameters_equal"] and not res["kept_head_outputs_equal"] and not res["matches_zeroed_model"]
+
+
+def test_retrain_lowers_lr_and_is_deterministic(data):
+    cfg = tiny_config()
+    model = prune_heads(tiny(), {0: [0]})
+    before = copy.deepcopy(model)
+    h = gf.retrain(model, cfg, data, epochs=1)
+    assert h["status"] == "complete" and len(h["epochs"]) == 1 and h["heads_per_layer"] == [3, 4]
+    back = TrainConfig.from_dict(h["config"])
+    assert back.lr == pytest.approx(0.01) and back.epochs == 1 and back.warmup_fraction == 0.0
+    assert h["initial"]["test_acc"] == evaluate(before, data.x_test, data.y_test, 100)[1]
+    assert not torch.equal(model.classifier.weight, before.classifier.weight)
+    again = gf.retrain(copy.deepcopy(before), cfg, data, epochs=1)
+    assert again["epochs"][0]["train_loss"] == h["epochs"][0]["train_loss"]
+    with pytest.raises(ValueError):
+        gf.retrain(model, cfg, data, epochs=0)
+
+
+def test_pruning_study_on_a_tiny_model(data):
+    cfg = tiny_config()
+    model = shaped_model()
+    study = gf.pruning_study(model, cfg, data, 1e-5, 1e3, retrain_counts=[1], epochs=1, random_orders=2)
+    assert study["selected"] == {"0": [1], "1": [0, 3]}
+    assert study["selected_paper_thresholds"] == {"0": [1], "1": [0]}
+    curve = study["curve"]
+    assert curve["k"] == list(range(9)) and len(curve["random"]) == 2
+    assert curve["degenerate_first"][0] == evaluate(model, data.x_test, data.y_test, 100)[1]
+    none_left = prune_heads(copy.deepcopy(model), {0: [0, 1, 2, 3], 1: [0, 1, 2, 3]})
+    assert curve["degenerate_first"][8] == evaluate(none_left, data.x_test, data.y_test, 100)[1]
+    assert curve["random"][0][8] == curve["degenerate_first"][8]
+    assert [r["k"] for r in study["retrained"]] == [1, 3]
+    assert study["retrained"][1]["test_acc_before"] == curve["degenerate_first"][3]
+    assert study["parameters"]["before"] - study["parameters"]["after"] == 3 * (8 * 8 + 6)
+    assert study["macs"]["after"]["dense"] < study["macs"]["before"]["dense"]
+    assert study["pruned_history"]["heads_per_layer"] == [3, 2]
+    json.dumps(study)  # JSON-ready
+
+
+def test_load_or_compute(tmp_path, monkeypatch, data):
+    cfg = tiny_config()
+    model = shaped_model()
+    run_dir = tmp_path / "cpu" / "generalized"
+    run_dir.mkdir(parents=True)
+    run = Run(run_dir, cfg, {"epochs": []})
+    calls = []
+
+    def fake_chapter_run(name, profile, runs_root, load_model=False, **changes):
+        calls.append((name, profile, load_model, changes))
+        return Run(run_dir, cfg, {}, model)
+
+    import attnconv.experiments.runs
+
+    monkeypatch.setattr(attnconv.experiments.runs, "chapter_run", fake_chapter_run)
+    monkeypatch.setattr(gf, "load_cifar10", lambda *a, **k: data)
+    study = gf.load_or_compute_pruning_study(run, "cpu", tmp_path, changes={"epochs": 3}, condition_threshold=1e3,
+                                             verbose=False, retrain_counts=[], epochs=1, random_orders=1)
+    assert calls == [("generalized", "cpu", True, {"epochs": 3})]
+    assert (run_dir / gf.STUDY_FILE).is_file() and "pruned_history" not in study
+    pruned = json.loads((tmp_path / "cpu" / "generalized-pruned" / "history.json").read_text())
+    assert pruned["heads_per_layer"] == [3, 2] and len(pruned["epochs"]) == 1
+    again = gf.load_or_compute_pruning_study(run, "cpu", tmp_path, condition_threshold=1e3, verbose=False)
+    assert len(calls) == 1 and again == json.loads(json.dumps(study))
+    gf.load_or_compute_pruning_study(run, "cpu", tmp_path, condition_threshold=1e5, verbose=False,
+                                     retrain_counts=[], epochs=1, random_orders=1)
+    assert len(calls) == 2  # other thresholds: computed again
+
+
+def test_figures_and_table(data):
+    model = shaped_model()
+    fig = gf.plot_heads_by_layer(model, degenerate={0: [1]})
+    assert len([a for a in fig.axes if a.axison]) == 2
+    study = gf.pruning_study(model, tiny_config(), data, 1e-5, 1e3, retrain_counts=[], epochs=1, random_orders=1)
+    fig2 = gf.plot_pruning(study)
+    assert len(fig2.axes) == 2
+    table = gf.pruning_table(study, "cpu")
+    assert "12,087,006" in table and "9,686,916" in table
+    assert f"{study['parameters']['before']:,}" in table and f"{study['parameters']['after']:,}" in table
+    import matplotlib.pyplot as plt
+
+    plt.close("all")

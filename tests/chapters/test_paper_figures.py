@@ -1,0 +1,357 @@
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+import torch
+from conftest import synthetic_cifar
+
+from attnconv.experiments.data import normalize
+from attnconv.core.encodings import GeneralizedQuadraticEncoding, QuadraticEncoding
+from attnconv.chapters.gaussian import head_attention_maps
+from attnconv.experiments.models import SelfAttentionConfig, build_model, parameter_count_table
+from attnconv.chapters.paper_figures import (
+    ATTENTION_MAPS,
+    BOOK_RUN_CHANGES,
+    PAPER_TABLE1,
+    active_profile,
+    attention_map_statistics,
+    average_attention_maps,
+    book_run_changes,
+    center_trajectories,
+    format_table1,
+    format_variation,
+    gaussian_head_maps,
+    layer_attention_maps,
+    load_attention_maps,
+    paper_size_parameters,
+    plot_accuracy_curves,
+    plot_center_trajectories,
+    plot_trajectories_per_layer,
+    format_head_summary,
+    head_summary,
+    run_summary,
+    run_caption,
+    plot_layer_contours,
+    plot_layer_head_maps,
+    run_attention_maps,
+    save_attention_maps,
+    table1_rows,
+)
+from attnconv.experiments.profiles import get_profile, make_config
+from attnconv.experiments.train import CHECKPOINT, Run, TrainConfig, load_run, train
+
+TINY = dict(hidden_size=8, intermediate_size=8, num_layers=2, num_heads=3, downsample=8)  # 4×4 tokens
+
+
+@pytest.fixture(scope="module")
+def tiny_data():
+    return synthetic_cifar(20, 7)
+
+
+def tiny_images(n=5, seed=1):
+    g = torch.Generator().manual_seed(seed)
+    return normalize(torch.randint(0, 256, (n, 3, 32, 32), dtype=torch.uint8, generator=g))
+
+
+def tiny_run(tmp_path, tiny_data, model="learned", epochs=1, **overrides):
+    cfg = TrainConfig(model=model, model_overrides={**TINY, **overrides}, epochs=epochs, batch_size=10,
+                      eval_batch_size=7, data="sample", device="cpu", seed=3)
+    run_dir = tmp_path / model
+    train(cfg, run_dir, progress=False, verbose=False, data=tiny_data)
+    return load_run(run_dir)
+
+
+# ----------------------------------------------------------------- the book's runs
+def test_book_run_changes(monkeypatch):
+    cpu = get_profile("cpu")
+    assert book_run_changes("quadratic", "cpu") == {"epochs": 40}
+    sixteen = book_run_changes("quadratic", "cpu", "16heads")
+    assert sixteen["model_overrides"] == {**cpu.self_attention_overrides, "num_heads": 16}
+    cfg = make_config("quadratic", "cpu", **sixteen)
+    assert cfg.model_config().num_heads == 16 and cfg.model_config().hidden_size == 64
+    assert book_run_changes("quadratic", "paper") == {}  # other profiles train as defined
+    assert book_run_changes("quadratic", "paper", "16heads") == {"model_overrides": {"num_heads": 16}}
+    # the returned dicts are copies: changing them leaves the table alone
+    sixteen["epochs"] = 1
+    assert BOOK_RUN_CHANGES["cpu"]["quadratic-16heads"]["epochs"] == 40
+    with pytest.raises(ValueError):
+        book_run_changes("resnet18", "cpu", "16heads")
+    with pytest.raises(ValueError):
+        book_run_changes("quadratic", "cpu", "nosuchtag")
+    monkeypatch.setenv("ATTNCONV_PROFILE", "paper")
+    assert active_profile() == "paper"
+
+
+# ----------------------------------------------------------------- Gaussian heads from a history
+def fake_history(n_epochs=3, n_heads=2):
+    def rec(t):
+        c = torch.tensor([[t, -t], [0.5 * t, 1.0]])[:n_heads]
+        return [{"centers": c.tolist(), "spreads": [1.0] * n_heads,
+                 "inverse_covariance": torch.eye(2).expand(n_heads, 2, 2).tolist()},
+                {"centers": (c + 10).tolist(), "spreads": [1.0] * n_heads,
+                 "inverse_covariance": torch.eye(2).expand(n_heads, 2, 2).tolist()}]
+    return {"initial_attention": rec(0.0),
+            "epochs": [{"epoch": e, "attention": rec(float(e)), "test_acc": 0.1 * e} for e in range(1, n_epochs + 1)]}
+
+
+def test_center_trajectories_reads_every_epoch():
+    h = fake_history(3)
+    t = center_trajectories(h, 0)
+    assert t.shape == (4, 2, 2)
+    for e in range(4):  # plain loop over the records
+        assert np.allclose(t[e], [[e, -e], [0.5 * e, 1.0]])
+    assert np.allclose(center_trajectories(h, -1), t + 10)
+    with pytest.raises(ValueError):
+        center_trajectories(h, 2)
+    with pytest.raises(ValueError):
+        center_trajectories({"initial_attention": [{"num_heads": 0}], "epochs": []}, 0)
+
+
+@pytest.mark.parametrize("kind", ["quadratic", "generalized"])
+def test_gaussian_head_maps_match_the_encodings(kind):
+    torch.manual_seed(0)
+    if kind == "quadratic":
+        enc = QuadraticEncoding(4, centers=torch.randn(4, 2) * 2, parametrization="spread", spread=torch.rand(4) + 0.3)
+    else:
+        enc = GeneralizedQuadraticEncoding(4, centers=torch.randn(4, 2) * 2, inv_sqrt_sigma=torch.randn(4, 2, 2))
+    model = build_model(SelfAttentionConfig(encoding=kind, **TINY))
+    model.layers[0].attention.encoding = enc
+    rec = model.attention_parameters()[0]  # what a history saves
+    for query in [(0, 0), (2, 1), (3, 3)]:
+        ours = gaussian_head_maps({k: v.tolist() for k, v in rec.items()}, (4, 4), query)
+        ref = head_attention_maps(enc, (4, 4), query).double()
+        assert torch.allclose(ours, ref, atol=1e-6)
+        ref_model = model.position_attention(query)[0].double()
+        assert torch.allclose(ours, ref_model, atol=1e-6)
+        assert torch.allclose(ours.sum((1, 2)), torch.ones(4, dtype=torch.float64))
+    with pytest.raises(ValueError):
+        gaussian_head_maps({"centers": [[0.0, 0.0]]}, (4, 4), (0, 0))
+    with pytest.raises(ValueError):
+        gaussian_head_maps(rec, (4, 4), (4, 0))
+
+
+def test_gaussian_head_maps_closed_form_one_head():
+    # one head at Δ = (1, 0) with Σ⁻¹ = diag(2, 0.5) on a 3×3 grid, query (1, 1): plain loops
+    rec = {"centers": [[1.0, 0.0]], "inverse_covariance": [[[2.0, 0.0], [0.0, 0.5]]]}
+    ours = gaussian_head_maps(rec, (3, 3), (1, 1))[0]
+    w = torch.zeros(3, 3, dtype=torch.float64)
+    for i in range(3):
+        for j in range(3):
+            d1, d2 = i - 1 - 1.0, j - 1 - 0.0
+            w[i, j] = math.exp(-0.5 * (2.0 * d1 * d1 + 0.5 * d2 * d2))
+    assert torch.allclose(ours, w / w.sum(), atol=1e-12)
+
+
+def test_head_summary_known_answers():
+    h = fake_history(3)
+    rows = head_summary(h)
+    assert [r["layer"] for r in rows] == [0, 1]
+    r0 = rows[0]  # heads go from (0,0), (0,1) to (3,-3), (1.5,1)
+    assert r0["mean_movement"] == pytest.approx((math.hypot(3, 3) + 1.5) / 2)
+    assert r0["mean_offset"] == pytest.approx((math.hypot(3, 3) + math.hypot(1.5, 1)) / 2)
+    assert r0["mean_offset_init"] == pytest.approx(0.5)
+    assert (r0["coverage_init"], r0["coverage_end"]) == (2, 0)
+    assert (rows[1]["coverage_init"], rows[1]["coverage_end"]) == (0, 0)
+    assert r0["spread_init"] == r0["spread_end"] == 1.0
+    text = format_head_summary(rows)
+    assert "layer 1: 2 heads" in text and "2/9 -> 0/9" in text and "from the query 0.50 -> " in text
+    assert r0["covered_end"] == [] and rows[0]["coverage_end"] == 0
+    assert text.splitlines()[1] == "    lattice points covered at the end (row, column): none"
+    h["epochs"][-1]["attention"][0]["centers"] = [[1.1, -0.1], [0.0, 0.2]]
+    assert head_summary(h)[0]["covered_end"] == [(0, 0), (1, 0)]
+    assert "covered at the end (row, column): (+0,+0) (+1,+0)" in format_head_summary(head_summary(h))
+
+
+def test_plots_draw_the_right_panels():
+    h = fake_history(3)
+    fig = plot_center_trajectories(h, 0)
+    ax = fig.axes[0]
+    assert len(ax.lines) == 3 * 2  # path, start, end per head
+    assert np.allclose(ax.lines[0].get_xdata(), [0, -1, -2, -3]) and np.allclose(ax.lines[0].get_ydata(), [0, 1, 2, 3])
+    plt.close(fig)
+    fig = plot_layer_contours(h, (6, 6))
+    assert len([a for a in fig.axes if a.axison]) == 2
+    assert len(fig.axes[0].collections) == 2 * 2  # 50 % and 90 % outline per head
+    assert fig.axes[0].get_title() == "layer 1"
+    plt.close(fig)
+    flat = fake_history(1)
+    flat["epochs"][-1]["attention"][0]["inverse_covariance"] = [[[0.0, 0.0], [0.0, 0.0]], [[1.0, 0.0], [0.0, 1.0]]]
+    fig = plot_layer_contours(flat, (6, 6))  # head 1 is uniform: not drawn
+    assert len(fig.axes[0].collections) == 2 and fig.axes[0].get_title() == "layer 1 (1 nearly uniform head not drawn)"
+    plt.close(fig)
+    fig = plot_layer_contours(flat, (6, 6), hide_uniform=False)
+    assert len(fig.axes[0].collections) == 4
+    plt.close(fig)
+    fig = plot_trajectories_per_layer(h)
+    assert len(fig.axes) == 2 and [a.get_title() for a in fig.axes] == ["layer 1", "layer 2"]
+    assert fig.axes[0].get_xlim() == fig.axes[1].get_xlim()
+    plt.close(fig)
+    runs = {"a": Run(None, None, h), "b": Run(None, None, fake_history(5))}
+    fig = plot_accuracy_curves(runs)
+    assert [len(l.get_xdata()) for l in fig.axes[0].lines] == [3, 5]
+    assert list(fig.axes[0].lines[1].get_ydata()) == [0.1 * e for e in range(1, 6)]
+    assert fig.axes[0].get_ylabel() == "test accuracy"
+    plt.close(fig)
+    maps = [torch.rand(3, 4, 4), None]
+    fig = plot_layer_head_maps(maps, (2, 2))
+    assert len(fig.axes) == 6 and sum(a.axison for a in fig.axes) == 3
+    assert fig.axes[0].images[0].get_clim() == (0, max(float(maps[0][0].max()), 0.05))
+    assert len(fig.axes[0].collections) == 0
+    plt.close(fig)
+    uniform = [torch.full((2, 8, 8), 1 / 64)]
+    fig = plot_layer_head_maps(uniform, (4, 4), contours=True)
+    assert fig.axes[0].images[0].get_clim() == (0, 0.05)  # a uniform head shows pale
+    assert len(fig.axes[0].collections) == 2  # 50 % and 90 % outlines
+    plt.close(fig)
+    with pytest.raises(ValueError):
+        plot_layer_head_maps([None], (0, 0))
+
+
+# ----------------------------------------------------------------- Table 1
+def test_paper_size_parameters_and_table(tmp_path, tiny_data):
+    counted = {r["model"]: r["ours"] for r in parameter_count_table()}
+    for name in ("quadratic", "learned", "resnet18"):
+        assert paper_size_parameters(name) == counted[name]
+    assert paper_size_parameters("learned_content") > 2 * counted["learned"]  # the q, k projections
+    run = tiny_run(tmp_path, tiny_data, "quadratic", epochs=2)
+    line = run_summary(run)
+    assert line.startswith("quadratic: 2 epochs on the synthetic data (20 training / 7 test images); 2 layers × 3 heads")
+    assert f"{run.history['num_parameters']:,} parameters" in line and line.endswith("%")
+    assert run_summary(run, label="mine") == "mine" + line[len("quadratic"):]
+    assert run_caption(run) == "CUSTOM profile (2 layers, 3 heads, 4×4 tokens, synthetic data, 2 epochs)"
+    assert run_caption(run, epochs=False) == "CUSTOM profile (2 layers, 3 heads, 4×4 tokens, synthetic data)"
+    rows = table1_rows({"quadratic": run})
+    (row,) = rows
+    assert row["epochs"] == 2 and row["test_acc"] == run.epochs[-1]["test_acc"]
+    assert row["parameters"] == sum(p.numel() for p in build_model(run.config.model_config()).parameters())
+    assert row["paper_size_parameters"] == counted["quadratic"]
+    assert row["gflops_paper_way"] == pytest.approx(6.2, abs=0.05)
+    assert row["gflops_with_attention"] > row["gflops_paper_way"]
+    assert row["paper_accuracy"] == PAPER_TABLE1["quadratic"]["accuracy"] == "93.8%"
+    text = format_table1(rows, "cpu")
+    assert "SA quadratic emb." in text and "93.8%" in text and f"{counted['quadratic']:,}" in text
+    with pytest.raises(ValueError):
+        table1_rows({"generalized_pruned": run})
+
+
+# ----------------------------------------------------------------- attention maps from the weights
+def test_position_only_maps_equal_position_attention():
+    torch.manual_seed(0)
+    model = build_model(SelfAttentionConfig(encoding="learned", **TINY)).train()
+    maps = average_attention_maps(model, tiny_images(5), query=(1, 2), batch_size=2)
+    ref = model.position_attention((1, 2))
+    assert len(maps) == 2
+    for m, r in zip(maps, ref):
+        assert m.shape == (3, 4, 4) and torch.allclose(m, r.double(), atol=1e-6)
+    assert model.training  # mode restored
+    stats = attention_map_statistics(model, tiny_images(5), query=(1, 2))
+    assert all(float(v.abs().max()) < 1e-6 for v in stats["variation"])  # no image dependence
+
+
+def content_oracle(model, images, query):
+    """Per layer, mean over images of softmax_k(q·k/√D_h + log p_pos), with each layer's input
+    captured by forward pre-hooks during a plain model(images) call."""
+    inputs = {}
+    hooks = [layer.register_forward_pre_hook(lambda m, a, i=i: inputs.__setitem__(i, a[0].detach()))
+             for i, layer in enumerate(model.layers)]
+    model.eval()
+    with torch.no_grad():
+        model(images)
+        pos = model.position_attention(query)
+    for h in hooks:
+        h.remove()
+    g = model.config.tokens_per_side
+    qi = query[0] * g + query[1]
+    out = []
+    for i, layer in enumerate(model.layers):
+        att = layer.attention
+        assert att.terms.content_content and att.terms.position_only
+        assert not att.terms.key_bias and not att.terms.content_position
+        x = inputs[i].double()  # (T, B, D)
+        t, b, d = x.shape
+        nh = att.num_heads
+        with torch.no_grad():
+            q = (x @ att.query.weight.double().T + att.query.bias.double()).view(t, b, nh, -1)
+            k = (x @ att.key.weight.double().T + att.key.bias.double()).view(t, b, nh, -1)
+        acc = torch.zeros(nh, t, dtype=torch.float64)
+        for img in range(b):
+            for h in range(nh):
+                s = torch.stack([(q[qi, img, h] * k[kk, img, h]).sum() for kk in range(t)]) * att.scale
+                s = s + pos[i][h].reshape(-1).double().log()
+                acc[h] += torch.softmax(s, 0)
+        out.append((acc / b).view(nh, g, g))
+    return out
+
+
+def test_content_maps_match_a_loop_oracle():
+    torch.manual_seed(1)
+    model = build_model(SelfAttentionConfig(encoding="learned", content=True, **TINY))
+    with torch.no_grad():  # make the content term matter
+        for layer in model.layers:
+            layer.attention.query.weight.mul_(30)
+    images = tiny_images(4, seed=2)
+    maps = average_attention_maps(model, images, query=(2, 1), batch_size=3)
+    ref = content_oracle(model, images, (2, 1))
+    for m, r in zip(maps, ref):
+        assert torch.allclose(m, r, atol=1e-5)
+        assert torch.allclose(m.sum((1, 2)), torch.ones(3, dtype=torch.float64), atol=1e-6)
+    # variation: mean total-variation distance of each image's map to the mean, by plain loops
+    stats = attention_map_statistics(model, images, query=(2, 1), batch_size=3)
+    for layer in range(2):
+        per_image = [content_oracle(model, images[b:b + 1], (2, 1))[layer] for b in range(len(images))]
+        mean = sum(per_image) / len(per_image)
+        tv = torch.stack([0.5 * (p - mean).abs().sum((1, 2)) for p in per_image]).mean(0)
+        assert torch.allclose(stats["variation"][layer], tv, atol=1e-5)
+        assert float(tv.max()) > 1e-2 and float(tv.max()) <= 1
+    # the content term makes the maps differ from the position-only ones
+    pos = model.position_attention((2, 1))
+    assert max(float((m - p.double()).abs().max()) for m, p in zip(maps, pos)) > 1e-2
+    with pytest.raises(ValueError):
+        average_attention_maps(model, images, query=(4, 0))
+    with pytest.raises(ValueError):
+        average_attention_maps(model, images[:0])
+
+
+def test_save_load_and_run_attention_maps(tmp_path, tiny_data):
+    run = tiny_run(tmp_path, tiny_data, "learned_content")
+    assert load_attention_maps(run.run_dir) is None
+    got = run_attention_maps(run, num_images=5, data=tiny_data)  # computed from the checkpoint and saved
+    path = run.run_dir / ATTENTION_MAPS
+    assert path.is_file() and got["num_images"] == 5 and got["content"] and got["query"] == [2, 2]
+    model = load_run(run.run_dir, load_model=True).model
+    ref = average_attention_maps(model, normalize(tiny_data.x_test[:5]))
+    for m, r in zip(got["layers"], ref):
+        assert torch.allclose(m, r, rtol=1e-5, atol=1e-7)
+    ref_var = attention_map_statistics(model, normalize(tiny_data.x_test[:5]))["variation"]
+    for v, r in zip(got["variation"], ref_var):
+        assert v.shape == (3,) and torch.allclose(v, r, rtol=1e-5, atol=1e-7)
+    # without the checkpoint the saved file is used; a different image count cannot be had
+    (run.run_dir / CHECKPOINT).unlink()
+    again = run_attention_maps(run, num_images=5)
+    assert all(torch.equal(a, b) for a, b in zip(again["layers"], got["layers"]))
+    assert run_attention_maps(run, num_images=6, data=tiny_data) is None
+    assert layer_attention_maps(run, num_images=5) is not None
+    with pytest.raises(ValueError):
+        layer_attention_maps(run, query=(0, 0), num_images=5)
+    with pytest.raises(ValueError):
+        save_attention_maps(run)  # no model
+
+
+def test_layer_attention_maps_of_gaussian_runs(tmp_path, tiny_data):
+    run = tiny_run(tmp_path, tiny_data, "quadratic")
+    model = load_run(run.run_dir, load_model=True).model
+    for query in [(2, 2), (0, 3)]:
+        maps = layer_attention_maps(run, query)
+        for m, r in zip(maps, model.position_attention(query)):
+            assert torch.allclose(m, r.double(), atol=1e-5)
+    assert not (run.run_dir / ATTENTION_MAPS).exists()  # Gaussian maps need no artifact
+
+
+def test_format_variation():
+    text = format_variation("m", [torch.tensor([0.0, 0.3, 0.051]), None, torch.tensor([0.01])])
+    assert text == "m, layer 1: per head [0.00, 0.30, 0.05]; above 0.05: 2 of 3\nm, layer 3: per head [0.01]; above 0.05: 0 of 1"

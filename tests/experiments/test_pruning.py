@@ -1,0 +1,145 @@
+import copy
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from attnconv.experiments.models import build_model, count_parameters
+from attnconv.experiments.pruning import (
+    AUTHORS_CODE_CONDITION_THRESHOLD,
+    PAPER_CONDITION_THRESHOLD,
+    PAPER_MAX_EIGENVALUE_THRESHOLD,
+    degenerate_heads,
+    head_statistics,
+    prune_degenerate_heads,
+    prune_heads,
+)
+
+TINY = dict(hidden_size=8, intermediate_size=12, num_layers=2, num_heads=4, downsample=4)
+
+
+def tiny(name="generalized"):
+    torch.manual_seed(0)
+    return build_model(name, **TINY).eval()
+
+
+def zeroed_heads(model, selection):
+    """Oracle: the unpruned model with the pruned heads' columns of W_out set to zero."""
+    m = copy.deepcopy(model)
+    d = m.config.hidden_size
+    with torch.no_grad():
+        for layer, heads in selection.items():
+            for h in heads:
+                m.layers[layer].attention.out.weight[:, h * d:(h + 1) * d] = 0
+    return m
+
+
+@pytest.mark.parametrize("name", ["generalized", "quadratic", "learned", "learned_content"])
+def test_pruning_keeps_other_heads_outputs(name):
+    model = tiny(name)
+    x = torch.randn(3, 3, 32, 32)
+    sel = {0: [1, 3], 1: [2]}
+    expect = zeroed_heads(model, sel)(x)
+    before_maps = model.position_attention()
+    prune_heads(model, sel)
+    assert model.heads_per_layer == [2, 3]
+    assert torch.allclose(model(x), expect, atol=1e-5)
+    after_maps = model.position_attention()
+    assert torch.allclose(after_maps[0], before_maps[0][[0, 2]], atol=1e-6)
+    assert torch.allclose(after_maps[1], before_maps[1][[0, 1, 3]], atol=1e-6)
+
+
+def test_pruning_removes_exactly_the_chosen_heads():
+    model = tiny()
+    enc = model.layers[0].attention.encoding
+    centers, m = enc.centers.detach().clone(), enc.inv_sqrt_sigma.detach().clone()
+    w = model.layers[0].attention.out.weight.detach().clone()
+    n0 = count_parameters(model)
+    prune_heads(model, [[0, 2], []])
+    enc = model.layers[0].attention.encoding
+    assert enc.num_heads == 2 and torch.equal(enc.centers, centers[[1, 3]])
+    assert torch.equal(enc.inv_sqrt_sigma, m[[1, 3]])
+    d = TINY["hidden_size"]
+    assert torch.equal(model.layers[0].attention.out.weight, torch.cat([w[:, d:2 * d], w[:, 3 * d:]], 1))
+    # each head: D·D weights of W_out + 2 centre + 4 entries of M
+    assert n0 - count_parameters(model) == 2 * (d * d + 6)
+    assert model.layers[1].attention.num_heads == 4
+
+
+def test_pruning_all_heads_of_a_layer_leaves_the_bias():
+    model = tiny()
+    x = torch.randn(2, 3, 32, 32)
+    expect = zeroed_heads(model, {1: [0, 1, 2, 3]})(x)
+    bias = model.layers[1].attention.out.bias.detach().clone()
+    prune_heads(model, {1: [0, 1, 2, 3]})
+    assert model.layers[1].attention is None and torch.equal(model.layers[1].attention_bias, bias)
+    assert model.heads_per_layer == [4, 0]
+    assert torch.allclose(model(x), expect, atol=1e-5)
+    assert model.attention_parameters()[1]["num_heads"] == 0
+    assert model.position_attention()[1] is None
+
+
+def test_paper_size_pruned_count():
+    with torch.device("meta"):
+        model = build_model("generalized")
+        prune_heads(model, {0: [0, 1, 2], 2: [4, 5, 6, 7], 3: list(range(8)), 5: []})
+    assert count_parameters(model) == 9_686_916
+
+
+def test_pruned_model_trains():
+    model = tiny().train()
+    prune_heads(model, {0: [0]})
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    loss = F.cross_entropy(model(torch.randn(4, 3, 32, 32)), torch.arange(4))
+    loss.backward()
+    opt.step()
+    assert all(p.grad is not None for p in model.parameters())
+
+
+def set_m(model, layer, head, m):
+    with torch.no_grad():
+        model.layers[layer].attention.encoding.inv_sqrt_sigma[head] = torch.as_tensor(m, dtype=torch.float32)
+
+
+def test_degenerate_heads_thresholds():
+    model = tiny()
+    set_m(model, 0, 1, [[1e-4, 0.0], [0.0, 1e-4]])  # Σ⁻¹ = 1e-8·I: attends everywhere
+    set_m(model, 1, 0, [[1.0, 0.0], [0.0, 1e-3]])  # condition 1e6
+    set_m(model, 1, 3, [[1.0, 0.0], [0.0, 0.02]])  # condition 2500
+    for layer, head in [(0, 0), (0, 2), (0, 3), (1, 1), (1, 2)]:
+        set_m(model, layer, head, [[1.0, 0.2], [-0.1, 1.1]])
+    stats = head_statistics(model)
+    assert torch.allclose(stats[1]["eigenvalues"][0], torch.tensor([1e-6, 1.0], dtype=torch.float64), rtol=1e-4)
+    assert stats[1]["condition"][0] == pytest.approx(1e6, rel=1e-3)
+    assert degenerate_heads(model) == {0: [1], 1: [0]}
+    assert PAPER_MAX_EIGENVALUE_THRESHOLD == 1e-5 and PAPER_CONDITION_THRESHOLD == 1e5
+    assert degenerate_heads(model, condition_threshold=AUTHORS_CODE_CONDITION_THRESHOLD) == {0: [1], 1: [0, 3]}
+    assert degenerate_heads(model, max_eigenvalue_threshold=0.0, condition_threshold=1e7) == {}
+    removed = prune_degenerate_heads(model)
+    assert removed == {0: [1], 1: [0]} and model.heads_per_layer == [3, 3]
+    assert degenerate_heads(model) == {}
+
+
+def test_quadratic_heads_are_never_elongated():
+    model = tiny("quadratic")
+    stats = head_statistics(model)
+    s = model.layers[0].attention.encoding.spread.detach().double()
+    assert torch.allclose(stats[0]["eigenvalues"][:, 1], s ** 2)
+    assert torch.allclose(stats[0]["condition"], torch.ones(4, dtype=torch.float64))
+
+
+def test_selection_errors():
+    model = tiny()
+    with pytest.raises(ValueError):
+        prune_heads(model, {2: [0]})
+    with pytest.raises(ValueError):
+        prune_heads(model, {0: [4]})
+    with pytest.raises(ValueError):
+        prune_heads(model, {0: [1, 1]})
+    with pytest.raises(ValueError):
+        prune_heads(model, [[0]])
+    with pytest.raises(ValueError):
+        degenerate_heads(model, condition_threshold=0.5)
+    with pytest.raises(TypeError):
+        head_statistics(tiny("learned"))
+    assert model.heads_per_layer == [4, 4]

@@ -1,0 +1,107 @@
+"""The package's layers: core (the paper's mathematics) <- experiments (CIFAR-10) <- chapters.
+
+Every import inside ``attnconv`` (module level or inside a function) is read with ``ast`` and
+checked: imports point down the layers, there is no import loop, and no private name
+(``_name``) is imported from another module.
+"""
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "attnconv"
+LAYERS = {"core": 0, "experiments": 1, "chapters": 2}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(path: Path):
+    """(imported module, imported names) for every ``from … import`` / ``import`` in a file."""
+    pkg = module_name(path).split(".")
+    if path.name != "__init__.py":
+        pkg = pkg[:-1]
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            base = pkg[: len(pkg) - node.level + 1] if node.level else []
+            target = ".".join(base + ([node.module] if node.module else []))
+            names = [a.name for a in node.names]
+            if node.module is None:  # from . import x
+                for n in names:
+                    yield f"{target}.{n}", []
+            else:
+                yield target, names
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                yield a.name, []
+
+
+def graph():
+    mods = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+    edges = {}
+    for name, path in mods.items():
+        edges[name] = [(t, n) for t, n in imports(path) if t.split(".")[0] == "attnconv"]
+    return mods, edges
+
+
+def layer(module: str):
+    parts = module.split(".")
+    return LAYERS.get(parts[1]) if len(parts) > 2 else None
+
+
+def test_layers_exist_and_hold_the_modules():
+    mods, _ = graph()
+    for name in ("core", "experiments", "chapters"):
+        assert f"attnconv.{name}" in mods
+    flat = [m for m in mods if m.count(".") == 1 and m.split(".")[1] not in LAYERS]
+    # only the facade and the two command-line entry points sit at the top
+    assert sorted(flat) == ["attnconv.bench", "attnconv.train"]
+
+
+def test_imports_point_down():
+    _, edges = graph()
+    bad = [(src, dst) for src, targets in edges.items() for dst, _ in targets
+           if layer(src) is not None and layer(dst) is not None and layer(dst) > layer(src)]
+    assert bad == []
+
+
+def test_no_private_names_across_modules():
+    _, edges = graph()
+    bad = [(src, dst, n) for src, targets in edges.items() for dst, names in targets
+           for n in names if n.startswith("_") and dst != src]
+    assert bad == []
+
+
+def test_no_import_loops():
+    mods, edges = graph()
+    adj = {m: {d for d, _ in edges[m] if d in mods and d != m and not m.startswith(d + ".")} for m in mods}
+    # a package imports its own submodules (facade); that is not a loop through the package
+    for m in mods:
+        adj[m] = {d for d in adj[m] if not (mods[m].name == "__init__.py" and d.startswith(m + "."))}
+    state, stack, loops = {}, [], []
+
+    def visit(m):
+        state[m] = 1
+        stack.append(m)
+        for d in sorted(adj[m]):
+            if state.get(d) == 1:
+                loops.append(stack[stack.index(d):] + [d])
+            elif d not in state:
+                visit(d)
+        stack.pop()
+        state[m] = 2
+
+    for m in sorted(mods):
+        if m not in state:
+            visit(m)
+    assert loops == []
+
+
+@pytest.mark.parametrize("name", ["conv_to_mhsa", "MultiHeadSelfAttention2d", "QuadraticEncoding",
+                                  "one_hot_alpha", "softmax_without_denormals", "relative_shifts"])
+def test_public_surface(name):
+    import attnconv
+
+    assert hasattr(attnconv, name)
