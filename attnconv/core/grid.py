@@ -33,9 +33,12 @@ def grid_coordinates(shape: Sequence[int], padding: int = 0) -> torch.Tensor:
 
 @lru_cache(maxsize=64)
 def _relative_shifts_cpu(shape: Tuple[int, ...], padding: int) -> torch.Tensor:
-    queries = grid_coordinates(shape, 0)
-    keys = grid_coordinates(shape, padding)
-    return keys[None, :, :] - queries[:, None, :]
+    # Built on the CPU whatever default device is in force: under ``with torch.device("meta")``
+    # (FLOP counting) a meta tensor would otherwise stay in the cache and break every later model.
+    with torch.device("cpu"):
+        queries = grid_coordinates(shape, 0)
+        keys = grid_coordinates(shape, padding)
+        return keys[None, :, :] - queries[:, None, :]
 
 
 def relative_shifts(shape: Sequence[int], padding: int = 0, device=None) -> torch.Tensor:

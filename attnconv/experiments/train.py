@@ -48,9 +48,15 @@ from .models import MODEL_NAMES, build_model, count_parameters, model_config_to_
 __all__ = [
     "TrainConfig",
     "attention_record",
+    "RECORDED_STEPS",
+    "train_epoch",
     "write_json",
     "NonFiniteLossError",
+    "RunFolderError",
     "RunExistsError",
+    "NothingToResumeError",
+    "CorruptCheckpointError",
+    "ResumeMismatchError",
     "Run",
     "select_device",
     "parameter_groups",
@@ -85,8 +91,25 @@ class NonFiniteLossError(RuntimeError):
         )
 
 
-class RunExistsError(RuntimeError):
+class RunFolderError(RuntimeError):
+    """A run folder cannot be used as asked; the message names the problem and the way out, and
+    nothing in the folder was changed."""
+
+
+class RunExistsError(RunFolderError):
     """The run folder already holds a run and resuming was not asked for."""
+
+
+class NothingToResumeError(RunFolderError):
+    """Resuming was asked for, but the run folder holds no checkpoint."""
+
+
+class CorruptCheckpointError(RunFolderError):
+    """The run folder's checkpoint cannot be read (truncated or damaged)."""
+
+
+class ResumeMismatchError(RunFolderError):
+    """The run folder holds a run of other settings than the ones asked for."""
 
 
 @dataclass
@@ -230,6 +253,11 @@ def _compute_loss(model: nn.Module, images: torch.Tensor, labels: torch.Tensor):
     return F.cross_entropy(logits.float(), labels), logits
 
 
+#: Training losses of the first steps of epoch 1 that a history keeps (``first_step_losses``), so
+#: that :func:`attnconv.experiments.runs.verify_saved_run` can replay them on another machine.
+RECORDED_STEPS = 20
+
+
 class _NonFiniteStep(Exception):
     def __init__(self, step: int, loss: float):
         super().__init__(f"non-finite loss {loss} at step {step}")
@@ -237,9 +265,13 @@ class _NonFiniteStep(Exception):
 
 
 def train_epoch(model: nn.Module, data, config: TrainConfig, optimizer, scheduler, epoch: int, device: torch.device,
-                progress: bool = False):
+                progress: bool = False, step_losses: Optional[List[float]] = None, max_steps: Optional[int] = None):
     """One epoch of SGD on ``data.x_train``: batches shuffled and augmented from (seed, epoch), so
-    that a resumed run repeats them exactly. Returns (mean training loss, training accuracy)."""
+    that a resumed run repeats them exactly. Returns (mean training loss, training accuracy).
+
+    ``step_losses``: a list that receives the loss of each of the first :data:`RECORDED_STEPS`
+    steps (the saved-run check replays them). ``max_steps``: stop after that many steps (the
+    returned means are then over those steps)."""
     from tqdm import tqdm
 
     n_train = len(data.x_train)
@@ -249,6 +281,7 @@ def train_epoch(model: nn.Module, data, config: TrainConfig, optimizer, schedule
     aug_gen = _epoch_generator(config.seed, epoch, 1)
     loss_sum = torch.zeros((), device=device)
     correct = torch.zeros((), device=device, dtype=torch.long)
+    seen = 0
     bar = tqdm(total=steps_per_epoch, desc=f"{config.model} epoch {epoch}/{config.epochs}",
                leave=False, disable=not progress, file=sys.stderr)
     for step, idx in enumerate(iterate_batches(n_train, config.batch_size, order_gen)):
@@ -267,11 +300,16 @@ def train_epoch(model: nn.Module, data, config: TrainConfig, optimizer, schedule
         scheduler.step()
         loss_sum += loss.detach() * len(idx)
         correct += (logits.detach().argmax(1) == yb).sum()
+        seen += len(idx)
+        if step_losses is not None and len(step_losses) < RECORDED_STEPS:
+            step_losses.append(float(loss.detach()))
         bar.update(1)
         if progress and step % 10 == 0:
             bar.set_postfix(loss=f"{loss.item():.3f}")
+        if max_steps is not None and step + 1 >= max_steps:
+            break
     bar.close()
-    return float(loss_sum) / n_train, int(correct) / n_train
+    return float(loss_sum) / seen, int(correct) / seen
 
 
 @torch.no_grad()
@@ -357,6 +395,51 @@ def _config_differences(a: dict, b: dict) -> List[str]:
     return sorted(k for k in keys if a.get(k) != b.get(k))
 
 
+def _describe_history(run_dir: Path) -> str:
+    try:
+        h = json.loads((run_dir / HISTORY).read_text())
+        return f"{HISTORY} is intact ({len(h['epochs'])} of {h['config']['epochs']} epochs)"
+    except (OSError, ValueError, KeyError, TypeError):
+        return f"{HISTORY} is absent or unreadable too"
+
+
+def _read_checkpoint(run_dir: Path, config: TrainConfig) -> dict:
+    """The checkpoint to resume ``config`` from, or a :class:`RunFolderError` that says why not."""
+    ckpt_path = run_dir / CHECKPOINT
+    if not ckpt_path.is_file():
+        if (run_dir / HISTORY).is_file():
+            raise NothingToResumeError(
+                f"nothing to resume in {run_dir}: it holds {HISTORY} but no {CHECKPOINT} (weights are never "
+                "committed). Start a new run in another folder, without --resume.")
+        raise NothingToResumeError(f"nothing to resume in {run_dir}: there is no {CHECKPOINT}. "
+                                   "Drop --resume to start a new run there.")
+    try:
+        state = torch.load(ckpt_path, map_location="cpu", weights_only=False)
+        for key in ("config", "epoch", "model", "optimizer", "scheduler", "rng", "history"):
+            state[key]
+    except Exception as e:  # truncated zip, pickle or torch errors: all mean the same to the user
+        reason = f"{type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else 'no details'}"
+        raise CorruptCheckpointError(
+            f"cannot read {ckpt_path} ({reason}); {_describe_history(run_dir)}.\n"
+            f"Restore {CHECKPOINT} from a copy to resume, or start again without --resume in another folder.") from None
+    saved = state["config"]
+    diff = _config_differences(saved, config.to_dict())
+    if diff == ["epochs"]:
+        done, planned = int(state["epoch"]), int(saved["epochs"])
+        if done >= planned:
+            raise ResumeMismatchError(
+                f"{run_dir} finished its {planned} epochs; continuing it for {config.epochs} is not supported: its "
+                f"learning-rate schedule ({saved['schedule']}) was laid out over {planned} epochs and has ended.\n"
+                f"Train a new run with --epochs {config.epochs} in another folder.")
+        raise ResumeMismatchError(f"{run_dir} is a run of {planned} epochs (stopped after {done}); resume it with "
+                                  f"--epochs {planned}, or start a new run of {config.epochs} epochs in another folder.")
+    if diff:
+        changes = ", ".join(f"{k}: saved {saved.get(k)!r}, asked {config.to_dict().get(k)!r}" for k in diff)
+        raise ResumeMismatchError(f"cannot resume {run_dir}: it is a run of other settings ({changes}).\n"
+                                  "Resume with the run's own settings, or choose another run folder.")
+    return state
+
+
 # --------------------------------------------------------------------------- training
 def train(
     config: TrainConfig,
@@ -380,13 +463,20 @@ def train(
     Raises:
         NonFiniteLossError: a NaN/inf loss; the last good checkpoint stays in ``run_dir``.
         RunExistsError: ``run_dir`` holds a run and ``resume`` is False.
+        NothingToResumeError, CorruptCheckpointError, ResumeMismatchError: ``resume`` is True and
+            the folder has no checkpoint, an unreadable one, or one of other settings (a finished
+            run cannot be continued for more epochs: its cosine schedule has reached 0).
+        Nothing in ``run_dir`` is changed when one of these is raised.
     """
     from tqdm import tqdm
 
     run_dir = Path(run_dir)
     ckpt_path, hist_path = run_dir / CHECKPOINT, run_dir / HISTORY
-    if ckpt_path.exists() and not resume:
-        raise RunExistsError(f"{run_dir} already holds a run; resume it (--resume / resume=True) or choose another folder")
+    state = _read_checkpoint(run_dir, config) if resume else None
+    if not resume and (ckpt_path.exists() or hist_path.exists()):
+        what = CHECKPOINT if ckpt_path.exists() else HISTORY
+        raise RunExistsError(f"{run_dir} already holds a run ({what}); add --resume (resume=True) to continue it, "
+                             "or choose another run folder. Nothing was changed.")
     device = select_device(config.device)
     torch.manual_seed(config.seed)
     random.seed(config.seed)
@@ -405,11 +495,7 @@ def train(
     scheduler = make_scheduler(optimizer, config, steps_per_epoch)
 
     start_epoch = 0
-    if resume and ckpt_path.exists():
-        state = torch.load(ckpt_path, map_location="cpu", weights_only=False)
-        diff = _config_differences(state["config"], config.to_dict())
-        if diff:
-            raise ValueError(f"cannot resume {run_dir}: its config differs in {diff}")
+    if state is not None:
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
@@ -442,7 +528,11 @@ def train(
         for epoch in range(start_epoch + 1, config.epochs + 1):
             t0 = time.perf_counter()
             try:
-                train_loss, train_acc = train_epoch(model, data, config, optimizer, scheduler, epoch, device, progress)
+                first = [] if epoch == 1 else None
+                train_loss, train_acc = train_epoch(model, data, config, optimizer, scheduler, epoch, device, progress,
+                                                    step_losses=first)
+                if first is not None:
+                    history["first_step_losses"] = first
             except _NonFiniteStep as e:
                 raise NonFiniteLossError(epoch, e.step, e.loss, last_good, run_dir) from None
             lr = config.lr * lr_factor(epoch * steps_per_epoch - 1, config, steps_per_epoch)  # of the epoch's last step

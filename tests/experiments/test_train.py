@@ -11,6 +11,7 @@ from attnconv.experiments.models import build_model
 from attnconv.experiments.profiles import PROFILES, default_profile_name, get_profile, make_config
 from attnconv.experiments.train import (
     NonFiniteLossError,
+    ResumeMismatchError,
     RunExistsError,
     TrainConfig,
     evaluate,
@@ -188,7 +189,7 @@ def test_kill_and_resume_equals_uninterrupted(tmp_path, tiny_data, monkeypatch):
     a = torch.load(tmp_path / "full" / "checkpoint.pt", weights_only=False)["model"]
     b = torch.load(tmp_path / "killed" / "checkpoint.pt", weights_only=False)["model"]
     assert all(torch.equal(a[k], b[k]) for k in a)
-    with pytest.raises(ValueError, match="differs"):
+    with pytest.raises(ResumeMismatchError, match="other settings"):
         train(tiny_config(epochs=3, lr=0.2), tmp_path / "cut", resume=True, progress=False, data=tiny_data)
 
 
