@@ -1,10 +1,15 @@
+import copy
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
 
 from attnconv.experiments.bench import BenchSettings, format_table, matmul_rate, run_benchmark, set_attention_implementation
 from attnconv.experiments.models import build_model, paper_model_config
+from attnconv.experiments.train import Run, TrainConfig
 from attnconv.experiments.runs import chapter_run, run_folder, verify_first_epoch
 
 TINY = dict(hidden_size=8, intermediate_size=8, num_layers=1, downsample=4)
@@ -49,6 +54,41 @@ def test_chapter_run_trains_then_loads_and_verifies(tmp_path, capsys):
     assert "Using the saved run" in capsys.readouterr().out
     assert again.epochs == run.epochs
     check = verify_first_epoch(again)
-    assert check["match"], check
-    again.history["epochs"][0]["train_loss"] *= 1.01  # a tampered history is caught
-    assert not verify_first_epoch(again)["match"]
+    assert check["match"] and check["checks"]["first_steps"] and check["checks"]["initial_heads"], check
+
+
+def tampered(run, edit):
+    history = copy.deepcopy(run.history)
+    edit(history)
+    return Run(run.run_dir, TrainConfig.from_dict(history["config"]), history)
+
+
+@pytest.fixture(scope="module")
+def honest_run(tmp_path_factory):
+    # 5 steps per epoch, so that the learning rate acts within the recorded first steps
+    changes = dict(epochs=2, train_subset=500, test_subset=50, model_overrides=dict(TINY, num_heads=2))
+    return chapter_run("quadratic", "cpu", runs_root=tmp_path_factory.mktemp("runs"), **changes)
+
+
+@pytest.mark.parametrize("what, edit", [
+    ("epoch-1 loss +1 %", lambda h: h["epochs"][0].update(train_loss=h["epochs"][0]["train_loss"] * 1.01)),
+    ("epoch-1 test accuracy +5 points", lambda h: h["epochs"][0].update(test_acc=h["epochs"][0]["test_acc"] + 0.05)),
+    ("a head's initial centre moved", lambda h: h["initial_attention"][0]["centers"][0].__setitem__(0, 0.5)),
+    ("first step losses of another run", lambda h: h.update(first_step_losses=[x * 1.01 for x in h["first_step_losses"]])),
+    ("produced with another seed", lambda h: h["config"].update(seed=h["config"]["seed"] + 1)),
+    ("produced with another learning rate", lambda h: h["config"].update(lr=h["config"]["lr"] * 1.5)),
+])
+def test_verify_first_epoch_rejects_other_runs(honest_run, what, edit):
+    check = verify_first_epoch(tampered(honest_run, edit))
+    assert not check["match"], (what, check)
+
+
+def test_verify_first_epoch_passes_under_another_kernel_path(honest_run):
+    """The honest run, re-checked in a process on ATen's generic (non-vectorised) kernels with 1 thread."""
+    code = ("import sys; from attnconv.experiments.train import load_run; "
+            "from attnconv.experiments.runs import verify_first_epoch; "
+            "c = verify_first_epoch(load_run(sys.argv[1])); print(c); sys.exit(0 if c['match'] else 1)")
+    env = {**os.environ, "ATEN_CPU_CAPABILITY": "default", "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run([sys.executable, "-c", code, str(honest_run.run_dir)], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
