@@ -1,6 +1,7 @@
 # Two self-contained entry points (see README.md):
 #   make book   set up .venv and build the rendered book into _build/html/index.html
 #   make test   set up .venv and run the unit tests plus nbval over every notebook
+#   make check-book  the built book as readers see it (tests/browser/check_book.py; builds it if needed)
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 PYTHON ?= python3
@@ -11,7 +12,7 @@ PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 NOTEBOOKS := $(wildcard book/*.ipynb)
 JOBS ?= 2
 
-.PHONY: setup book test unit nbval clean
+.PHONY: setup book test unit nbval check-book clean
 
 setup: $(STAMP)
 
@@ -34,6 +35,17 @@ unit: $(STAMP)
 
 nbval: $(STAMP)
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile --nbval --nbval-current-env $(NOTEBOOKS)
+
+# The book is rebuilt for check-book only when a source is newer than the last build
+# (`make book` always rebuilds).
+BOOK_INDEX := _build/html/index.html
+$(BOOK_INDEX): $(STAMP) _config.yml _toc.yml book/intro.md $(NOTEBOOKS)
+	$(BIN)/jupyter-book build --all -W -n --keep-going .
+
+# Structural checks always; browser checks when Chromium is installed (README: "Checking the
+# rendered book"); screenshots in _build/screenshots/.
+check-book: $(BOOK_INDEX)
+	$(BIN)/python tests/browser/check_book.py
 
 clean:
 	rm -rf _build

@@ -1,0 +1,697 @@
+#!/usr/bin/env python3
+"""Check the built book (_build/html) as its readers see it.
+
+    .venv/bin/python tests/browser/check_book.py            # or: make check-book
+
+Part A, structural, always runs (no browser): every HTML page is parsed and
+  - nothing is loaded from another host: <script src>, <link href>, <img>/<iframe>/<source>/
+    <video>/<audio>/<embed>/<object>, inline styles and every CSS file's @import / url() / fonts
+    must be local (links <a href> to other sites are fine);
+  - no line of text output (div.cell_output pre, div.output pre, ...) is wider than
+    MAX_OUTPUT_CHARS characters, the width of the content column (see below);
+  - every <img> file referenced exists.
+Part B, in a browser, runs when Chromium is found (/usr/bin/chromium, or $CHROMIUM); it opens every
+page from file:// in headless Chromium with every other request blocked (and recorded as a
+failure), waits for MathJax, and checks: math typeset (no raw \\( \\[ $$ left in the visible text,
+every .math element holds a MathJax container, no MathJax error), no horizontal overflow of output
+blocks and display math (scrollWidth > clientWidth + 1), every image loaded, no console errors,
+interactive elements respond (the first slider / play button of every Plotly figure changes the
+figure; ipywidgets embedded from widget state render and respond). A full-page screenshot of every
+page at 1400 px width goes to _build/screenshots/.
+
+Exit status 0 when everything passes, 1 on any failure, 2 when the book is not built.
+Only the Python standard library, beautifulsoup4 (installed with jupyter-book) and, for part B,
+playwright (requirements.txt) driving the system Chromium are used; `playwright install` is never
+needed.  `--json FILE` writes every measurement (widest lines, figure sizes, ...) for reports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import time
+import unicodedata
+from collections import Counter, defaultdict
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from bs4 import BeautifulSoup
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Characters of monospace output that fit on one line of the content column, measured in
+# Chromium 156 (Debian) on the built book: at a viewport of 1400 px and wider the article column
+# of sphinx-book-theme is 848-854 px, an output <pre> is 784-790 px wide with 16 px padding on
+# each side, so 752-758 px of text; the output font is 14 px (0.875em) "DejaVu Sans Mono" (the
+# first available of ui-monospace, Cascadia Code, Source Code Pro, Menlo, Consolas, DejaVu Sans
+# Mono), 8.43 px per character (Menlo and SF Mono have the same 0.602 em advance), so
+# 752 / 8.43 = 89 characters.  95 characters need 801 px and scroll.  Narrower windows give
+# fewer: 1280 px -> 77, 1200 px -> 70 (the page's table of contents takes a column), 800-1199 px
+# -> 83.  The browser part measures this again and prints it.
+MAX_OUTPUT_CHARS = 89
+VIEWPORT = {"width": 1400, "height": 900}
+TAB = 8
+MAX_LISTED = 20  # offenders listed per kind; the rest are counted
+
+# Text output blocks rendered by myst-nb (and nbsphinx/nbconvert style, should they appear).
+OUTPUT_PRE_SELECTOR = (
+    "div.cell_output pre, div.output pre, div.output_area pre, div.output_subarea pre"
+)
+LOADING_TAGS = {  # tag -> attributes that make the browser fetch something
+    "script": ["src"],
+    "link": ["href"],
+    "img": ["src", "srcset"],
+    "iframe": ["src"],
+    "source": ["src", "srcset"],
+    "video": ["src", "poster"],
+    "audio": ["src"],
+    "embed": ["src"],
+    "object": ["data"],
+    "track": ["src"],
+    "input": ["src"],
+}
+CSS_URL_RE = re.compile(r"""@import\s+(?:url\()?\s*['"]?([^'")\s;]+)|url\(\s*['"]?([^'")]+)['"]?\s*\)""")
+LAUNCH_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+KIND_TEXT = {
+    "external-resource": "loads from another host",
+    "wide-output-line": f"output line wider than {MAX_OUTPUT_CHARS} chars",
+    "missing-image": "image file missing",
+    "blocked-request": "request to another host (blocked)",
+    "failed-request": "local request failed",
+    "raw-tex": "raw TeX left in the text",
+    "math-untypeset": "math element not typeset",
+    "math-error": "MathJax error",
+    "no-mathjax": "math on the page but MathJax did not run",
+    "overflow-output": "output block scrolls horizontally",
+    "overflow-math": "equation wider than the column",
+    "overflow-page": "page scrolls horizontally",
+    "image-not-loaded": "image not loaded",
+    "console-error": "console error",
+    "interactive": "interactive element does not respond",
+    "page-load": "page did not load",
+    "missing-page": "redirect to a missing page",
+}
+
+
+def is_external(url: str) -> bool:
+    url = url.strip()
+    if url.startswith("//"):
+        return True
+    return bool(re.match(r"(?i)^[a-z][a-z0-9+.-]*://", url)) and not url.lower().startswith("file:")
+
+
+def display_width(line: str) -> int:
+    """Columns a line takes in a monospace font: tabs expanded, East Asian wide chars count 2,
+    combining marks 0."""
+    col = 0
+    for ch in line:
+        if ch == "\t":
+            col += TAB - col % TAB
+        elif unicodedata.combining(ch):
+            continue
+        elif unicodedata.east_asian_width(ch) in "WF":
+            col += 2
+        else:
+            col += 1
+    return col
+
+
+class Report:
+    def __init__(self) -> None:
+        self.failures: dict[str, list[tuple[str, str]]] = defaultdict(list)  # kind -> (page, text)
+        self.pages: dict[str, dict] = {}
+
+    def fail(self, page: str, kind: str, text: str) -> None:
+        self.failures[kind].append((page, text))
+
+    def page(self, page: str) -> dict:
+        return self.pages.setdefault(page, {})
+
+    def per_page(self) -> dict[str, Counter]:
+        out: dict[str, Counter] = defaultdict(Counter)
+        for kind, items in self.failures.items():
+            for page, _ in items:
+                out[page][kind] += 1
+        return out
+
+
+# ---------------------------------------------------------------- part A: structural checks --
+
+
+def code_cell_numbers(html_dir: Path, page: str, n_cells_on_page: int) -> list[int] | None:
+    """nbval's cell numbers (0-based index among the notebook's code cells) of the div.cell
+    blocks of a page, from the notebook copy in _sources; None when they cannot be matched."""
+    src = html_dir / "_sources" / (page[: -len(".html")] + ".ipynb")
+    if not src.exists():
+        return None
+    try:
+        nb = json.loads(src.read_text(encoding="utf8"))
+    except (OSError, ValueError):
+        return None
+    numbers, k = [], 0
+    for cell in nb.get("cells", []):
+        if cell.get("cell_type") != "code":
+            continue
+        tags = cell.get("metadata", {}).get("tags", [])
+        if "remove-cell" not in tags:
+            numbers.append(k)
+        k += 1
+    return numbers if len(numbers) == n_cells_on_page else None
+
+
+def redirect_target(soup: BeautifulSoup) -> str | None:
+    meta = soup.find("meta", attrs={"http-equiv": re.compile("(?i)refresh")})
+    if meta is None:
+        return None
+    m = re.search(r"(?i)url\s*=\s*['\"]?([^'\";]+)", meta.get("content", ""))
+    return m.group(1).strip() if m else ""
+
+
+def cell_label(numbers: list[int] | None, index: int | None) -> str:
+    if index is None:
+        return "outside cells"
+    if numbers is None:
+        return f"cell #{index + 1} on page"
+    return f"cell {numbers[index]}"
+
+
+def structural_checks(html_dir: Path, pages: list[str], rep: Report, max_chars: int) -> None:
+    css_seen: set[Path] = set()
+    for page in pages:
+        path = html_dir / page
+        soup = BeautifulSoup(path.read_text(encoding="utf8"), "html.parser")
+        info = rep.page(page)
+        target = redirect_target(soup)
+        if target is not None:  # index.html only redirects to the title page, checked on its own
+            info["redirect"] = target
+            if not is_external(target) and not (path.parent / unquote(urlsplit(target).path)).is_file():
+                rep.fail(page, "missing-page", f"redirects to {target}, which does not exist")
+
+        for tag, attrs in LOADING_TAGS.items():
+            for el in soup.find_all(tag):
+                for attr in attrs:
+                    val = el.get(attr)
+                    if not val:
+                        continue
+                    urls = [u.strip().split()[0] for u in val.split(",")] if attr == "srcset" else [val]
+                    for url in urls:
+                        if is_external(url):
+                            rel = " ".join(el.get("rel", [])) if tag == "link" else ""
+                            rep.fail(page, "external-resource", f"<{tag}{' rel=' + rel if rel else ''} {attr}={url}>")
+        for el in soup.find_all(style=True):
+            for m in CSS_URL_RE.finditer(el["style"]):
+                url = m.group(1) or m.group(2)
+                if is_external(url):
+                    rep.fail(page, "external-resource", f"inline style url({url})")
+        for el in soup.find_all("style"):
+            for m in CSS_URL_RE.finditer(el.get_text()):
+                url = m.group(1) or m.group(2)
+                if is_external(url):
+                    rep.fail(page, "external-resource", f"<style> @import/url({url})")
+        for el in soup.find_all("link", href=True):
+            if "stylesheet" in el.get("rel", []) and not is_external(el["href"]):
+                css = (path.parent / unquote(urlsplit(el["href"]).path)).resolve()
+                if css.is_file():
+                    css_seen.add(css)
+
+        # text output lines
+        cells = soup.select("div.cell")
+        numbers = code_cell_numbers(html_dir, page, len(cells)) if cells else None
+        cell_index = {id(c): i for i, c in enumerate(cells)}
+        widest, widest_where, lines_over = 0, "", []
+        for pre in soup.select(OUTPUT_PRE_SELECTOR):
+            cell = pre.find_parent("div", class_="cell")
+            label = cell_label(numbers, cell_index.get(id(cell)) if cell is not None else None)
+            for line in pre.get_text().split("\n"):
+                w = display_width(line.rstrip())
+                if w > widest:
+                    widest, widest_where = w, f"{label}: {line.strip()[:60]}"
+                if w > max_chars:
+                    text = f"{label}: line of {w} chars: {line.strip()[:60]}"
+                    rep.fail(page, "wide-output-line", text)
+                    lines_over.append({"cell": label, "chars": w, "text": line.rstrip()})
+        widest_in = 0
+        for pre in soup.select("div.cell_input pre"):
+            for line in pre.get_text().split("\n"):
+                widest_in = max(widest_in, display_width(line.rstrip()))
+        info.update(
+            widest_output_line=widest,
+            widest_output_where=widest_where,
+            wide_output_lines=lines_over,
+            widest_code_line=widest_in,
+            code_cells=len(cells),
+            math_elements=len(soup.select(".math")),
+            widget_state=bool(soup.find("script", type="application/vnd.jupyter.widget-state+json")),
+            plotly_divs=len(soup.select("div.plotly-graph-div")),
+        )
+
+        # images exist
+        for img in soup.find_all("img", src=True):
+            src = img["src"]
+            if is_external(src) or src.startswith("data:"):
+                continue
+            target = (path.parent / unquote(urlsplit(src).path)).resolve()
+            if not target.is_file():
+                rep.fail(page, "missing-image", f"{src}")
+
+    # every stylesheet the pages use, and what those import
+    todo = list(css_seen)
+    done: set[Path] = set()
+    while todo:
+        css = todo.pop()
+        if css in done:
+            continue
+        done.add(css)
+        text = css.read_text(encoding="utf8", errors="replace")
+        text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)  # comments name URLs that are not loaded
+        for m in CSS_URL_RE.finditer(text):
+            url = (m.group(1) or m.group(2)).strip()
+            if is_external(url):
+                rep.fail(str(css.relative_to(html_dir)), "external-resource", f"CSS url({url})")
+            elif m.group(1) and not url.startswith("data:"):
+                imported = (css.parent / unquote(urlsplit(url).path)).resolve()
+                if imported.is_file():
+                    todo.append(imported)
+
+
+# ---------------------------------------------------------------- part B: in the browser --
+
+PAGE_JS = r"""
+async (sel) => {
+  const out = {};
+  const cells = [...document.querySelectorAll('div.cell')];
+  const cellOf = el => { const c = el.closest('div.cell'); return c ? cells.indexOf(c) : null; };
+  const visible = el => !!(el.offsetWidth || el.offsetHeight || el.getClientRects().length);
+  const texOf = el => {  // the TeX source of the (first) equation inside el
+    try {
+      const items = MathJax.startup.document.getMathItemsWithin(el);
+      if (items.length) return items[0].math.replace(/\s+/g, ' ').trim().slice(0, 60);
+    } catch (e) {}
+    return el.querySelector('mjx-container') ? '' : el.textContent.replace(/\s+/g, ' ').trim().slice(0, 60);
+  };
+
+  // math
+  const maths = [...document.querySelectorAll('.math')];
+  out.mathTotal = maths.length;
+  out.mathUntypeset = maths.filter(m => !m.querySelector('mjx-container')).map(m => m.textContent.trim().slice(0, 80));
+  out.mathErrors = [...document.querySelectorAll('mjx-merror')].map(e => (e.getAttribute('data-mjx-error') || e.textContent).slice(0, 120));
+  out.mjxContainers = document.querySelectorAll('mjx-container').length;
+  const raw = [];
+  const skip = 'script, style, pre, code, textarea, mjx-container, mjx-assistive-mml, .highlight, .bd-search, form';
+  const walker = document.createTreeWalker(document.querySelector('main') || document.body, NodeFilter.SHOW_TEXT);
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    const p = n.parentElement;
+    if (!p || p.closest(skip) || !visible(p)) continue;
+    const t = n.textContent;
+    const m = t.match(/\\\(|\\\)|\\\[|\\\]|\$\$|\\begin\{/);
+    if (m) raw.push(t.slice(Math.max(0, m.index - 30), m.index + 50).replace(/\s+/g, ' ').trim());
+  }
+  out.rawTex = raw;
+
+  // horizontal overflow
+  out.overflowOutput = [...document.querySelectorAll(sel)].filter(visible)
+    .filter(p => p.scrollWidth > p.clientWidth + 1)
+    .map(p => ({cell: cellOf(p), scrollWidth: p.scrollWidth, clientWidth: p.clientWidth,
+                text: (p.textContent.split('\n').reduce((a, b) => b.length > a.length ? b : a, '')).trim().slice(0, 60)}));
+  const mathBlocks = [...document.querySelectorAll('div.math, mjx-container[display="true"]')].filter(visible)
+    .filter(m => !(m.tagName === 'MJX-CONTAINER' && m.closest('div.math')));
+  // the theme clips div.math (overflow hidden) and lets its mjx-container scroll: check both
+  const widest = m => [m, ...m.querySelectorAll('mjx-container')]
+    .reduce((a, e) => (e.scrollWidth - e.clientWidth > a.scrollWidth - a.clientWidth) ? e : a, m);
+  out.overflowMath = mathBlocks.map(widest).filter(w => w.scrollWidth > w.clientWidth + 1)
+    .map(m => ({scrollWidth: m.scrollWidth, clientWidth: m.clientWidth,
+                tex: texOf(m),
+                id: (m.closest('[id]') || {}).id || ''}));
+  out.pageScrollWidth = document.documentElement.scrollWidth;
+  out.pageClientWidth = document.documentElement.clientWidth;
+
+  // images
+  out.images = [...document.images].map(i => ({
+    src: i.getAttribute('src'), complete: i.complete, naturalWidth: i.naturalWidth, naturalHeight: i.naturalHeight,
+    width: Math.round(i.getBoundingClientRect().width), height: Math.round(i.getBoundingClientRect().height),
+    visible: visible(i), inOutput: !!i.closest('div.cell_output, div.output'), cell: cellOf(i)}));
+
+  // column width in characters of monospace output
+  const pre = document.querySelector(sel);
+  if (pre) {
+    const s = document.createElement('span'); s.textContent = 'M'.repeat(200); pre.appendChild(s);
+    const cw = s.getBoundingClientRect().width / 200; s.remove();
+    const cs = getComputedStyle(pre);
+    const avail = pre.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+    out.column = {preWidth: pre.clientWidth, textWidth: avail, charWidth: cw, chars: Math.floor(avail / cw + 0.01),
+                  font: cs.fontSize + ' ' + cs.fontFamily};
+  }
+  return out;
+}
+"""
+
+# A signature of what a Plotly figure shows: its data and layout, minus the widgets' own state.
+PLOTLY_SIG_JS = r"""
+(gd) => {
+  const lay = Object.assign({}, gd.layout || {});
+  delete lay.sliders; delete lay.updatemenus;
+  let s = JSON.stringify(gd.data || []) + JSON.stringify(lay);
+  let h = 0;
+  for (let i = 0; i < s.length; i++) h = (h * 31 + s.charCodeAt(i)) | 0;
+  return s.length + ':' + h;
+}
+"""
+
+
+def find_chromium() -> str | None:
+    for cand in (os.environ.get("CHROMIUM"), "/usr/bin/chromium"):
+        if cand and Path(cand).is_file() and os.access(cand, os.X_OK):
+            return cand
+    return None
+
+
+def check_plotly(page, rep: Report, name: str, info: dict) -> None:
+    graphs = page.query_selector_all("div.plotly-graph-div")
+    results = []
+    for gi, gd in enumerate(graphs):
+        label = f"plotly figure {gi + 1}"
+        gd.scroll_into_view_if_needed()
+        ready = page.evaluate("(gd) => !!(gd._fullLayout && gd.data)", gd)
+        if not ready:
+            rep.fail(name, "interactive", f"{label}: not drawn (Plotly did not run)")
+            results.append({"figure": gi + 1, "drawn": False})
+            continue
+        sig = lambda: page.evaluate(PLOTLY_SIG_JS, gd)  # noqa: E731
+        n_sliders = page.evaluate("(gd) => ((gd.layout || {}).sliders || []).length", gd)
+        n_menus = page.evaluate("(gd) => ((gd.layout || {}).updatemenus || []).length", gd)
+        res = {"figure": gi + 1, "drawn": True, "sliders": n_sliders, "updatemenus": n_menus}
+        if n_sliders:
+            before = sig()
+            rail = gd.query_selector("rect.slider-rail-touch-rect") or gd.query_selector("rect.slider-rail-rect")
+            box = rail.bounding_box() if rail else None
+            if box is None:
+                rep.fail(name, "interactive", f"{label}: slider declared but not drawn")
+                res["slider_changes_data"] = False
+            else:
+                active = page.evaluate("(gd) => gd.layout.sliders[0].active || 0", gd)
+                frac = 0.1 if active and active > 0 else 0.9
+                page.mouse.click(box["x"] + box["width"] * frac, box["y"] + box["height"] / 2)
+                changed = wait_change(page, sig, before)
+                res["slider_changes_data"] = changed
+                if not changed:
+                    rep.fail(name, "interactive", f"{label}: moving the first slider does not change the figure")
+        if n_menus:
+            before = sig()
+            button = gd.query_selector("g.updatemenu-button")
+            if button is None:
+                rep.fail(name, "interactive", f"{label}: update menu / play button declared but not drawn")
+                res["button_changes_data"] = False
+            else:
+                button.click()
+                changed = wait_change(page, sig, before, seconds=4)
+                res["button_changes_data"] = changed
+                if not changed:
+                    rep.fail(name, "interactive", f"{label}: pressing the first button (play) does not change the figure")
+        results.append(res)
+    info["plotly"] = results
+
+
+WIDGET_SNAPSHOT_JS = r"""
+(handle) => [...document.querySelectorAll('.jupyter-widgets, .widget-output, .jp-OutputArea')]
+  .filter(e => !e.contains(handle) && !handle.contains(e))
+  .map(e => e.innerHTML + [...e.querySelectorAll('input, textarea, select')].map(i => i.value).join(','))
+  .join('\u0001')
+"""
+
+
+def check_widgets(page, rep: Report, name: str, info: dict) -> None:
+    has_state = page.evaluate(
+        "() => !!document.querySelector('script[type=\"application/vnd.jupyter.widget-state+json\"]')"
+    )
+    if not has_state:
+        return
+    rendered = page.evaluate("() => document.querySelectorAll('.jupyter-widgets').length")
+    info["widgets_rendered"] = rendered
+    if not rendered:
+        rep.fail(name, "interactive", "widget state saved but no ipywidget rendered (embed script not loaded?)")
+        return
+    handle = page.query_selector(".widget-slider .noUi-handle, .widget-slider .ui-slider-handle, .jupyter-widgets input[type=range]")
+    if handle is None:
+        return
+    slider = page.evaluate_handle("(h) => h.closest('.widget-slider, .jupyter-widgets')", handle)
+    readout = lambda: page.evaluate("(s) => s.textContent + '|' + [...s.querySelectorAll('input')].map(i => i.value).join(',')", slider)  # noqa: E731,E501
+    others = lambda: page.evaluate(WIDGET_SNAPSHOT_JS, slider)  # noqa: E731
+    r0, o0 = readout(), others()
+    handle.scroll_into_view_if_needed()
+    handle.focus()
+    for key in ("ArrowRight", "ArrowRight", "PageUp"):
+        page.keyboard.press(key)
+    time.sleep(0.5)
+    moved = readout() != r0
+    changed = wait_change(page, others, o0, seconds=2)
+    info["widget_slider_moves"], info["widget_slider_changes_output"] = moved, changed
+    if not moved:
+        rep.fail(name, "interactive", "first ipywidgets slider does not move")
+    elif not changed:
+        rep.fail(name, "interactive", "moving the first ipywidgets slider changes nothing else on the page")
+
+
+def wait_change(page, sig, before, seconds: float = 3.0) -> bool:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if sig() != before:
+            return True
+        time.sleep(0.15)
+    return sig() != before
+
+
+def _router(blocked: list[str]):
+    """Let file:// (and data:/blob:) through; abort and record everything else."""
+    def route(r):
+        u = r.request.url
+        if u.startswith(("file://", "data:", "blob:", "about:")):
+            r.continue_()
+        else:
+            blocked.append(u)
+            r.abort("blockedbyclient")
+    return route
+
+
+def _console_listener(errors: list[str], blocked: list[str]):
+    def on_console(msg):
+        if msg.type != "error":
+            return
+        loc = (msg.location or {}).get("url", "")
+        if msg.text.startswith("Failed to load resource") and (
+            loc in blocked or "ERR_BLOCKED_BY_CLIENT" in msg.text
+        ):
+            return  # counted as a blocked request
+        where = f" ({Path(urlsplit(loc).path).name}:{(msg.location or {}).get('lineNumber')})" if loc else ""
+        errors.append(msg.text[:200] + where)
+    return on_console
+
+
+def _append_to(items: list[str], fmt):
+    return lambda x: items.append(fmt(x))
+
+
+def _failed_request_listener(rep: Report, name: str, blocked: list[str]):
+    def on_failed(req):
+        if req.url not in blocked:
+            rep.fail(name, "failed-request", f"{req.url} ({req.failure})")
+    return on_failed
+
+
+def browser_checks(html_dir: Path, pages: list[str], rep: Report, chromium: str, shots: Path) -> dict:
+    try:
+        from playwright.sync_api import Error as PWError
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        print("browser checks SKIPPED: the Python package playwright is not installed "
+              "(.venv/bin/pip install -r requirements.txt)")
+        return {"skipped": "playwright not installed"}
+
+    shots.mkdir(parents=True, exist_ok=True)
+    column = None
+    with sync_playwright() as pw:
+        try:
+            browser = pw.chromium.launch(executable_path=chromium, args=LAUNCH_ARGS, headless=True)
+        except PWError as exc:  # e.g. a snap stub without snapd: no usable browser, as if absent
+            first = next((ln for ln in str(exc).splitlines() if ln.strip()), "")
+            print(f"browser checks SKIPPED: chromium at {chromium} did not start: {first[:200]}")
+            return {"skipped": f"chromium did not start: {first[:200]}"}
+        version = browser.version
+        for name in pages:
+            info = rep.page(name)
+            if "redirect" in info:
+                continue
+            url = (html_dir / name).resolve().as_uri()
+            # a fresh profile per page: a reader may arrive at any page first (no localStorage)
+            context = browser.new_context(viewport=VIEWPORT, service_workers="block")
+            page = context.new_page()
+            blocked: list[str] = []
+            errors: list[str] = []
+
+            page.route("**/*", _router(blocked))
+            page.on("console", _console_listener(errors, blocked))
+            page.on("pageerror", _append_to(errors, lambda exc: f"uncaught: {str(exc)[:200]}"))
+            page.on("requestfailed", _failed_request_listener(rep, name, blocked))
+            t0 = time.monotonic()
+            try:
+                page.goto(url, wait_until="load", timeout=30_000)
+                page.wait_for_function(
+                    "() => !window.MathJax || !window.MathJax.version || (window.MathJax.startup && window.MathJax.startup.promise)",
+                    timeout=15_000)
+                mathjax = page.evaluate(
+                    "async () => { if (!(window.MathJax && MathJax.startup && MathJax.startup.promise)) return null;"
+                    " await MathJax.startup.promise; await document.fonts.ready; return MathJax.version; }")
+                page.evaluate("() => document.querySelectorAll('img[loading=lazy]').forEach(i => i.loading = 'eager')")
+                page.wait_for_function("() => [...document.images].every(i => i.complete)", timeout=15_000)
+                data = page.evaluate(PAGE_JS, OUTPUT_PRE_SELECTOR)
+                check_plotly(page, rep, name, info)
+                check_widgets(page, rep, name, info)
+                page.evaluate("() => window.scrollTo(0, 0)")
+                shot = shots / (name[: -len(".html")].replace("/", "__") + ".png")
+                page.screenshot(path=str(shot), full_page=True)
+                info["screenshot"] = str(shot.relative_to(ROOT)) if shot.is_relative_to(ROOT) else str(shot)
+            except PWError as exc:
+                rep.fail(name, "page-load", str(exc).splitlines()[0][:200])
+                context.close()
+                continue
+            info["browser_seconds"] = round(time.monotonic() - t0, 2)
+            info["mathjax"] = mathjax
+            if column is None and data.get("column"):
+                column = data["column"]
+
+            for u in blocked:
+                rep.fail(name, "blocked-request", u)
+            for e in errors:
+                rep.fail(name, "console-error", e)
+            if data["mathTotal"] and not mathjax:
+                rep.fail(name, "no-mathjax", f"{data['mathTotal']} math elements, MathJax not loaded")
+            else:
+                for t in data["mathUntypeset"]:
+                    rep.fail(name, "math-untypeset", t)
+            for t in data["mathErrors"]:
+                rep.fail(name, "math-error", t)
+            for t in data["rawTex"]:
+                rep.fail(name, "raw-tex", t)
+            cells = info.get("code_cells", 0)
+            numbers = code_cell_numbers(html_dir, name, cells) if cells else None
+            for o in data["overflowOutput"]:
+                o["cell"] = cell_label(numbers, o["cell"])
+                rep.fail(name, "overflow-output",
+                         f"{o['cell']}: {o['scrollWidth']} px in {o['clientWidth']} px: {o['text']}")
+            for m in data["overflowMath"]:
+                rep.fail(name, "overflow-math", f"{m['scrollWidth']} px in {m['clientWidth']} px"
+                         + (f" (#{m['id']})" if m["id"] else "") + (f": {m['tex']}" if m["tex"] else ""))
+            if data["pageScrollWidth"] > data["pageClientWidth"] + 1:
+                rep.fail(name, "overflow-page", f"{data['pageScrollWidth']} px in {data['pageClientWidth']} px")
+            for img in data["images"]:
+                img["cell"] = cell_label(numbers, img["cell"]) if img["cell"] is not None else None
+                if img["visible"] and not img["naturalWidth"]:
+                    rep.fail(name, "image-not-loaded", img["src"])
+            info.update(
+                math_total=data["mathTotal"], math_untypeset=len(data["mathUntypeset"]),
+                math_errors=data["mathErrors"], raw_tex=data["rawTex"], overflow_output=data["overflowOutput"],
+                overflow_math=data["overflowMath"], images=data["images"], console_errors=errors,
+                blocked_requests=blocked,
+                page_overflow=data["pageScrollWidth"] > data["pageClientWidth"] + 1,
+            )
+            context.close()
+        browser.close()
+    return {"chromium": version, "column": column}
+
+
+# ---------------------------------------------------------------- summary --
+
+
+def summarize(rep: Report, pages: list[str], max_listed: int) -> None:
+    per_page = rep.per_page()
+    print()
+    print("Failures per page:")
+    for page in pages + sorted(set(per_page) - set(pages)):
+        counts = per_page.get(page)
+        if counts:
+            print(f"  {page}: " + ", ".join(f"{k} {n}" for k, n in sorted(counts.items())))
+        elif page in pages:
+            print(f"  {page}: ok")
+    for kind in KIND_TEXT:
+        items = rep.failures.get(kind)
+        if not items:
+            continue
+        print(f"\n{kind} ({KIND_TEXT[kind]}): {len(items)}")
+        for page, text in items[:max_listed]:
+            print(f"  {page}: {text}")
+        if len(items) > max_listed:
+            print(f"  ... and {len(items) - max_listed} more")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--html", type=Path, default=ROOT / "_build" / "html", help="built book (default _build/html)")
+    ap.add_argument("--screenshots", type=Path, default=ROOT / "_build" / "screenshots")
+    ap.add_argument("--max-chars", type=int, default=MAX_OUTPUT_CHARS,
+                    help=f"widest allowed output line (default {MAX_OUTPUT_CHARS}, measured)")
+    ap.add_argument("--no-browser", action="store_true", help="structural checks only")
+    ap.add_argument("--json", type=Path, help="write all measurements to this file")
+    ap.add_argument("--max-listed", type=int, default=MAX_LISTED, help="offenders listed per kind")
+    args = ap.parse_args(argv)
+    KIND_TEXT["wide-output-line"] = f"output line wider than {args.max_chars} chars"
+
+    html_dir = args.html.resolve()
+    if not (html_dir / "index.html").is_file():
+        print(f"no built book at {html_dir} (run: make book)")
+        return 2
+    pages = sorted(
+        p.relative_to(html_dir).as_posix()
+        for p in html_dir.rglob("*.html")
+        if p.relative_to(html_dir).parts[0] not in ("_static", "_sources", "_images")
+    )
+    rep = Report()
+    t0 = time.monotonic()
+    structural_checks(html_dir, pages, rep, args.max_chars)
+    t_struct = time.monotonic() - t0
+    print(f"structural checks: {len(pages)} pages in {t_struct:.1f} s")
+
+    meta: dict = {"max_chars": args.max_chars, "pages": len(pages)}
+    chromium = find_chromium()
+    if args.no_browser:
+        print("browser checks SKIPPED: --no-browser")
+        meta["browser"] = "skipped (--no-browser)"
+    elif chromium is None:
+        print("browser checks SKIPPED: chromium not found (apt-get install chromium)")
+        meta["browser"] = "skipped (chromium not found)"
+    else:
+        t1 = time.monotonic()
+        res = browser_checks(html_dir, pages, rep, chromium, args.screenshots)
+        meta.update(res)
+        if "skipped" not in res:
+            col = res.get("column")
+            print(f"browser checks: {len(pages)} pages in {time.monotonic() - t1:.1f} s "
+                  f"(Chromium {res['chromium']}, viewport {VIEWPORT['width']} px, file://, network blocked); "
+                  f"screenshots in {args.screenshots}")
+            if col:
+                print(f"  measured output column: {col['chars']} chars ({col['textWidth']:.0f} px of text, "
+                      f"{col['charWidth']:.2f} px per char, {col['font'].split(',')[0]}); limit used: {args.max_chars}")
+    summarize(rep, pages, args.max_listed)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"meta": meta, "pages": rep.pages,
+                                         "failures": {k: v for k, v in rep.failures.items()}}, indent=1))
+    n = sum(len(v) for v in rep.failures.values())
+    print(f"\n{'FAILED' if n else 'PASSED'}: {n} failure(s) in {len(rep.per_page())} page(s) "
+          f"of {len(pages)}; {time.monotonic() - t0:.1f} s")
+    return 1 if n else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
