@@ -644,6 +644,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-browser", action="store_true", help="structural checks only")
     ap.add_argument("--json", type=Path, help="write all measurements to this file")
     ap.add_argument("--max-listed", type=int, default=MAX_LISTED, help="offenders listed per kind")
+    ap.add_argument("--report-only", nargs="*", default=[], choices=sorted(KIND_TEXT), metavar="KIND",
+                    help="failure kinds listed but not counted as failures (known, tracked open work)")
     args = ap.parse_args(argv)
     KIND_TEXT["wide-output-line"] = f"output line wider than {args.max_chars} chars"
 
@@ -687,9 +689,11 @@ def main(argv: list[str] | None = None) -> int:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"meta": meta, "pages": rep.pages,
                                          "failures": {k: v for k, v in rep.failures.items()}}, indent=1))
-    n = sum(len(v) for v in rep.failures.values())
-    print(f"\n{'FAILED' if n else 'PASSED'}: {n} failure(s) in {len(rep.per_page())} page(s) "
-          f"of {len(pages)}; {time.monotonic() - t0:.1f} s")
+    n = sum(len(v) for k, v in rep.failures.items() if k not in args.report_only)
+    known = sum(len(v) for k, v in rep.failures.items() if k in args.report_only)
+    if known:
+        print(f"\nreported, not counted ({', '.join(args.report_only)}): {known}")
+    print(f"\n{'FAILED' if n else 'PASSED'}: {n} failure(s) of {len(pages)} pages; {time.monotonic() - t0:.1f} s")
     return 1 if n else 0
 
 
