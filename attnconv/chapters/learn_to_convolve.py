@@ -368,6 +368,26 @@ def seed_sweep(setup: ConvolveSetup, seeds: Sequence[int], radius: float = 0.5, 
     return (rows, results) if keep_results else rows
 
 
+def saved_seed_sweep(path, setup: ConvolveSetup, seeds: Sequence[int], radius: float = 0.5) -> List[dict]:
+    """:func:`seed_sweep` kept in a JSON file (the chapter's spread over many seeds, too slow to
+    re-run in CI): loaded when ``path`` holds a sweep of the same setup, seeds and radius, else
+    computed and saved there. Rows as :func:`seed_sweep`."""
+    import json
+    from dataclasses import asdict
+    from pathlib import Path
+
+    path = Path(path)
+    key = {"setup": asdict(setup), "seeds": [int(s) for s in seeds], "radius": radius}
+    if path.is_file():
+        saved = json.loads(path.read_text())
+        if saved.get("key") == json.loads(json.dumps(key)):
+            return saved["rows"]
+    rows = seed_sweep(setup, seeds, radius)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"key": key, "rows": rows}, indent=1))
+    return rows
+
+
 # --------------------------------------------------------------------------- figures
 def plot_convolve_run(result: ConvolveResult, title: str = "", radius: float = 0.5, view: float = 4.5):
     """Three panels: the centre trajectories over the optimisation steps (circle: start, cross:

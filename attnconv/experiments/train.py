@@ -265,13 +265,12 @@ class _NonFiniteStep(Exception):
 
 
 def train_epoch(model: nn.Module, data, config: TrainConfig, optimizer, scheduler, epoch: int, device: torch.device,
-                progress: bool = False, step_losses: Optional[List[float]] = None, max_steps: Optional[int] = None):
+                progress: bool = False, step_losses: Optional[List[float]] = None):
     """One epoch of SGD on ``data.x_train``: batches shuffled and augmented from (seed, epoch), so
     that a resumed run repeats them exactly. Returns (mean training loss, training accuracy).
 
     ``step_losses``: a list that receives the loss of each of the first :data:`RECORDED_STEPS`
-    steps (the saved-run check replays them). ``max_steps``: stop after that many steps (the
-    returned means are then over those steps)."""
+    steps (the saved-run check replays them)."""
     from tqdm import tqdm
 
     n_train = len(data.x_train)
@@ -281,7 +280,6 @@ def train_epoch(model: nn.Module, data, config: TrainConfig, optimizer, schedule
     aug_gen = _epoch_generator(config.seed, epoch, 1)
     loss_sum = torch.zeros((), device=device)
     correct = torch.zeros((), device=device, dtype=torch.long)
-    seen = 0
     bar = tqdm(total=steps_per_epoch, desc=f"{config.model} epoch {epoch}/{config.epochs}",
                leave=False, disable=not progress, file=sys.stderr)
     for step, idx in enumerate(iterate_batches(n_train, config.batch_size, order_gen)):
@@ -300,16 +298,13 @@ def train_epoch(model: nn.Module, data, config: TrainConfig, optimizer, schedule
         scheduler.step()
         loss_sum += loss.detach() * len(idx)
         correct += (logits.detach().argmax(1) == yb).sum()
-        seen += len(idx)
         if step_losses is not None and len(step_losses) < RECORDED_STEPS:
             step_losses.append(float(loss.detach()))
         bar.update(1)
         if progress and step % 10 == 0:
             bar.set_postfix(loss=f"{loss.item():.3f}")
-        if max_steps is not None and step + 1 >= max_steps:
-            break
     bar.close()
-    return float(loss_sum) / seen, int(correct) / seen
+    return float(loss_sum) / n_train, int(correct) / n_train
 
 
 @torch.no_grad()

@@ -10,15 +10,10 @@ import torch
 
 from attnconv.chapters.how_convolutional import (
     format_measures,
-    lattice_coverage,
-    covered_lattice_points,
-    lattice_distance,
     layer_measures,
     measures_rows,
     load_saved_runs,
     reference_measures,
-    neighbourhood_mass,
-    peak_shifts,
     locality_summary,
     format_locality,
     format_peaks,
@@ -26,6 +21,7 @@ from attnconv.chapters.how_convolutional import (
     run_measures,
 )
 from attnconv.core.encodings import QuadraticEncoding
+from attnconv.core.lattice import covered_lattice_points, lattice_coverage, lattice_distance, neighbourhood_mass, peak_shifts
 from attnconv.chapters.gaussian import head_attention_maps
 from attnconv.experiments.models import SelfAttentionConfig, build_model, model_config_to_dict
 from attnconv.experiments.train import Run

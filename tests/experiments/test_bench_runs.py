@@ -10,7 +10,7 @@ import torch
 from attnconv.experiments.bench import BenchSettings, format_table, matmul_rate, run_benchmark, set_attention_implementation
 from attnconv.experiments.models import build_model, paper_model_config
 from attnconv.experiments.train import Run, TrainConfig
-from attnconv.experiments.runs import chapter_run, run_folder, verify_first_epoch
+from attnconv.experiments.runs import add_first_step_losses, chapter_run, run_folder, verify_first_epoch
 
 TINY = dict(hidden_size=8, intermediate_size=8, num_layers=1, downsample=4)
 
@@ -71,16 +71,35 @@ def honest_run(tmp_path_factory):
 
 
 @pytest.mark.parametrize("what, edit", [
-    ("epoch-1 loss +1 %", lambda h: h["epochs"][0].update(train_loss=h["epochs"][0]["train_loss"] * 1.01)),
-    ("epoch-1 test accuracy +5 points", lambda h: h["epochs"][0].update(test_acc=h["epochs"][0]["test_acc"] + 0.05)),
+    ("epoch-1 loss +5 %", lambda h: h["epochs"][0].update(train_loss=h["epochs"][0]["train_loss"] * 1.05)),
+    ("epoch-1 training accuracy +10 points", lambda h: h["epochs"][0].update(train_acc=h["epochs"][0]["train_acc"] + 0.1)),
     ("a head's initial centre moved", lambda h: h["initial_attention"][0]["centers"][0].__setitem__(0, 0.5)),
-    ("first step losses of another run", lambda h: h.update(first_step_losses=[x * 1.01 for x in h["first_step_losses"]])),
+    ("first step losses of another run", lambda h: h.update(first_step_losses=[x * 1.001 for x in h["first_step_losses"]])),
     ("produced with another seed", lambda h: h["config"].update(seed=h["config"]["seed"] + 1)),
     ("produced with another learning rate", lambda h: h["config"].update(lr=h["config"]["lr"] * 1.5)),
 ])
 def test_verify_first_epoch_rejects_other_runs(honest_run, what, edit):
     check = verify_first_epoch(tampered(honest_run, edit))
     assert not check["match"], (what, check)
+
+
+def test_add_first_step_losses_only_to_a_verified_history(honest_run, tmp_path):
+    for name, edit, ok in (("old", lambda h: h.pop("first_step_losses"), True),
+                           ("edited", lambda h: (h.pop("first_step_losses"), h["epochs"][0].update(
+                               train_loss=h["epochs"][0]["train_loss"] * 1.05)), False)):
+        folder = tmp_path / name
+        folder.mkdir()
+        history = copy.deepcopy(honest_run.history)
+        edit(history)
+        (folder / "history.json").write_text(json.dumps(history))
+        if ok:
+            add_first_step_losses(folder, note="test")
+            again = json.loads((folder / "history.json").read_text())
+            assert again["first_step_losses"] == honest_run.history["first_step_losses"]
+        else:
+            with pytest.raises(ValueError, match="does not verify"):
+                add_first_step_losses(folder, note="test")
+            assert "first_step_losses" not in json.loads((folder / "history.json").read_text())
 
 
 def test_verify_first_epoch_passes_under_another_kernel_path(honest_run):
