@@ -39,6 +39,8 @@ __all__ = [
     "head_attention_maps",
     "probability_mass_levels",
     "draw_mass_contours",
+    "mass_ellipse",
+    "draw_mass_ellipses",
     "plot_gaussian_heads",
 ]
 
@@ -295,6 +297,53 @@ def draw_mass_contours(ax, probs, masses: Sequence[float] = (0.5, 0.9), color: s
                             zorder=3 + len(masses) - i)
         ax.add_collection(lc)
         out.append(lc)
+    return out
+
+
+def mass_ellipse(inverse_covariance, mass: float) -> Tuple[float, float, float]:
+    """The ellipse around a 2-D Gaussian's centre that holds ``mass`` of its probability:
+    {x : xᵀ Σ⁻¹ x ≤ r²} with r² = −2 ln(1 − mass) (the squared Mahalanobis radius of a 2-D
+    Gaussian is χ²₂-distributed, P(≤ r²) = 1 − e^{−r²/2}). Returns ``(width, height, angle)``
+    in the units of Δ, as :class:`matplotlib.patches.Ellipse` takes them: full axis lengths
+    along the eigenvectors of Σ⁻¹ (``angle``, degrees, of the first axis from the first
+    coordinate). ``inf`` axes for a degenerate head (an eigenvalue of Σ⁻¹ that is 0)."""
+    if not 0.0 < mass < 1.0:
+        raise ValueError(f"mass must lie in (0, 1), got {mass}")
+    a = np.asarray(inverse_covariance, dtype=np.float64).reshape(2, 2)
+    eig, vec = np.linalg.eigh(0.5 * (a + a.T))
+    r2 = -2.0 * math.log1p(-mass)
+    with np.errstate(divide="ignore"):
+        half = np.where(eig > 0, np.sqrt(r2 / np.maximum(eig, 1e-300)), np.inf)
+    angle = math.degrees(math.atan2(vec[1, 0], vec[0, 0]))
+    return float(2 * half[0]), float(2 * half[1]), angle
+
+
+def draw_mass_ellipses(ax, center, inverse_covariance, origin: Sequence[float] = (0.0, 0.0),
+                       masses: Sequence[float] = (0.5, 0.9), color: str = "black",
+                       linestyles: Sequence[str] = ("solid", "dashed"), linewidth: float = 1.2,
+                       max_size: Optional[float] = None) -> list:
+    """Draw a Gaussian head as the paper's Fig. 3 does: the ellipses holding 50 % (solid) and 90 %
+    (dashed) of its probability (:func:`mass_ellipse`), centred at ``origin + center``, on axes
+    whose x is the column and y the row (``imshow`` coordinates; ``center`` is (row, column) in
+    token units). Ellipses with an axis longer than ``max_size`` (nearly uniform heads) are not
+    drawn. Returns the added patches."""
+    from matplotlib.patches import Ellipse
+
+    c = np.asarray(center, dtype=np.float64).reshape(2)
+    a = np.asarray(inverse_covariance, dtype=np.float64).reshape(2, 2)
+    swap = np.array([[0, 1], [1, 0]])  # (row, column) -> (x = column, y = row)
+    a_xy = swap @ a @ swap
+    out = []
+    for mass, ls in zip(masses, linestyles):
+        width, height, angle = mass_ellipse(a_xy, mass)
+        if not (math.isfinite(width) and math.isfinite(height)):
+            continue
+        if max_size is not None and max(width, height) > max_size:
+            continue
+        patch = Ellipse((origin[1] + c[1], origin[0] + c[0]), width, height, angle=angle, fill=False,
+                        edgecolor=color, linestyle=ls, linewidth=linewidth, zorder=3)
+        ax.add_patch(patch)
+        out.append(patch)
     return out
 
 

@@ -333,26 +333,31 @@ def plot_trajectories_per_layer(history: dict, kernel_size: int = 3, panel_size:
 
 
 def plot_layer_contours(history: dict, grid: Sequence[int], query: Optional[Sequence[int]] = None,
-                        masses: Sequence[float] = (0.5, 0.9), epoch: int = -1, panel_size: float = 3.0,
-                        suptitle: Optional[str] = None, hide_uniform: bool = True):
-    """Fig. 3: one panel per layer; for each head (one colour a head) the outlines of its 50 %
-    (solid) and 90 % (dashed) probability-mass regions around the query token (red square) and
-    its centre (cross), from the Gaussian parameters saved at ``epoch`` (-1: the last, 0: the
-    initialisation). With ``hide_uniform``, heads whose largest probability is below twice the
-    uniform 1/(H·W) (nearly uniform attention, whose outlines would cover the panel) are not drawn;
-    the panel title counts them."""
+                        masses: Sequence[float] = (0.5, 0.9), epoch: int = -1, panel_size: float = 2.5,
+                        suptitle: Optional[str] = None, hide_uniform: bool = True, ncols: int = 3):
+    """Fig. 3 as the paper draws it: one panel per layer; each head (one colour a head, numbered
+    from 1 in the legend) as the ellipses holding 50 % (solid) and 90 % (dashed) of its Gaussian's
+    probability (:func:`attnconv.chapters.gaussian.draw_mass_ellipses`, token units, from the
+    saved Δ_h and Σ_h⁻¹ at ``epoch``: -1 the last, 0 the initialisation), around the query token
+    (red square), with the centre marked (cross). With ``hide_uniform``, heads whose 50 % ellipse
+    is wider than the grid (nearly uniform attention) are not drawn; the panel title counts them.
+    The legend sits below the panels."""
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
     from matplotlib.patches import Rectangle
 
-    from .gaussian import draw_mass_contours
+    from .gaussian import draw_mass_ellipses, mass_ellipse
 
     records = layer_records(history, epoch)
     h, w = (int(s) for s in grid)
     query = (h // 2, w // 2) if query is None else tuple(query)
     n = len(records)
-    ncols = min(n, 3)
+    ncols = min(n, ncols)
     nrows = math.ceil(n / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(panel_size * ncols, panel_size * nrows + 0.4), squeeze=False)
+    legend_rows = math.ceil((max(len(r.get("centers", [])) for r in records) + 2) / 7)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(7.6, panel_size * nrows + 0.35 * legend_rows + 0.5),
+                             squeeze=False, layout="constrained")
+    num_heads = 0
     for i, ax in enumerate(axes.flat):
         ax.set_xticks([]), ax.set_yticks([])
         if i >= n:
@@ -362,24 +367,31 @@ def plot_layer_contours(history: dict, grid: Sequence[int], query: Optional[Sequ
         ax.set_xlim(-0.5, w - 0.5)
         ax.set_ylim(h - 0.5, -0.5)
         ax.set_aspect("equal")
-        ax.set_title(f"layer {i + 1}", fontsize=9)
+        ax.set_title(f"layer {i + 1}", fontsize=10)
         if "centers" not in rec:
             continue
-        maps = gaussian_head_maps(rec, (h, w), query)
         centers = np.asarray(rec["centers"], dtype=np.float64).reshape(-1, 2)
+        inverse = np.asarray(rec["inverse_covariance"], dtype=np.float64).reshape(-1, 2, 2)
+        num_heads = max(num_heads, len(centers))
         hidden = 0
-        for k, c in enumerate(_head_colors(len(maps))):
-            if hide_uniform and float(maps[k].max()) < 2.0 / (h * w):
+        for k, c in enumerate(_head_colors(len(centers))):
+            width, height, _ = mass_ellipse(inverse[k], masses[0])
+            if hide_uniform and not max(width, height) <= max(h, w):
                 hidden += 1
                 continue
-            draw_mass_contours(ax, maps[k], masses, color=c)
-            ax.plot(query[1] + centers[k, 1], query[0] + centers[k, 0], "x", color=c, ms=6, mew=1.8)
+            draw_mass_ellipses(ax, centers[k], inverse[k], query, masses, color=c)
+            ax.plot(query[1] + centers[k, 1], query[0] + centers[k, 0], "x", color=c, ms=5, mew=1.5)
         if hidden:
-            ax.set_title(f"layer {i + 1} ({hidden} nearly uniform head{'s' if hidden > 1 else ''} not drawn)", fontsize=9)
+            ax.set_title(f"layer {i + 1}: {hidden} wide head{'s' if hidden > 1 else ''} not drawn", fontsize=10)
         ax.add_patch(Rectangle((query[1] - 0.5, query[0] - 0.5), 1, 1, fill=True, fc="red", alpha=0.35, ec="red"))
+    handles = [Line2D([], [], color=c, marker="x", lw=1.2, label=f"head {k + 1}")
+               for k, c in enumerate(_head_colors(num_heads))]
+    handles += [Line2D([], [], color="gray", ls="-", label=f"{masses[0]:.0%} mass"),
+                Line2D([], [], color="gray", ls="--", label=f"{masses[1]:.0%} mass")]
+    fig.legend(handles=handles, loc="outside lower center", ncol=min(7, len(handles)), fontsize=9, frameon=False,
+               columnspacing=1.0, handlelength=1.6)
     if suptitle:
-        fig.suptitle(suptitle, fontsize=10)
-    fig.tight_layout()
+        fig.suptitle(suptitle, fontsize=11)
     return fig
 
 

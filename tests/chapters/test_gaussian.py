@@ -444,3 +444,29 @@ def test_plot_gaussian_heads_panels_and_errors():
         plot_gaussian_heads(enc, (9, 9), (4, 4), titles=["only one"])
     with pytest.raises(ValueError, match="outside"):
         plot_gaussian_heads(enc, (9, 9), (9, 4))
+
+
+# ----------------------------------------------------------------- heads drawn as the paper draws them
+def test_mass_ellipse_holds_its_mass():
+    """Monte Carlo oracle: the fraction of samples of N(0, Σ) inside the ellipse is the mass."""
+    from matplotlib.patches import Ellipse
+
+    from attnconv.chapters.gaussian import mass_ellipse
+
+    inverse = torch.tensor([[2.0, 0.6], [0.6, 0.5]], dtype=torch.float64)
+    gen = torch.Generator().manual_seed(0)
+    cov = torch.linalg.inv(inverse)
+    x = torch.randn(200_000, 2, generator=gen, dtype=torch.float64) @ torch.linalg.cholesky(cov).T
+    for mass in (0.5, 0.9):
+        width, height, angle = mass_ellipse(inverse, mass)
+        inside = Ellipse((0, 0), width, height, angle=angle).contains_points(x.numpy())
+        assert abs(inside.mean() - mass) < 0.005
+
+
+def test_mass_ellipse_of_a_degenerate_head_is_infinite():
+    from attnconv.chapters.gaussian import mass_ellipse
+
+    width, height, _ = mass_ellipse([[1.0, 0.0], [0.0, 0.0]], 0.5)
+    assert math.isfinite(width) != math.isfinite(height)
+    with pytest.raises(ValueError):
+        mass_ellipse([[1.0, 0.0], [0.0, 1.0]], 1.0)

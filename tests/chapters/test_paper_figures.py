@@ -176,16 +176,20 @@ def test_plots_draw_the_right_panels():
     plt.close(fig)
     fig = plot_layer_contours(h, (6, 6))
     assert len([a for a in fig.axes if a.axison]) == 2
-    assert len(fig.axes[0].collections) == 2 * 2  # 50 % and 90 % outline per head
+    ellipses = [p for p in fig.axes[0].patches if type(p).__name__ == "Ellipse"]
+    assert len(ellipses) == 2 * 2  # 50 % and 90 % ellipse per head
     assert fig.axes[0].get_title() == "layer 1"
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert labels[:2] == ["head 1", "head 2"]  # heads numbered from 1
     plt.close(fig)
     flat = fake_history(1)
     flat["epochs"][-1]["attention"][0]["inverse_covariance"] = [[[0.0, 0.0], [0.0, 0.0]], [[1.0, 0.0], [0.0, 1.0]]]
     fig = plot_layer_contours(flat, (6, 6))  # head 1 is uniform: not drawn
-    assert len(fig.axes[0].collections) == 2 and fig.axes[0].get_title() == "layer 1 (1 nearly uniform head not drawn)"
+    ellipses = [p for p in fig.axes[0].patches if type(p).__name__ == "Ellipse"]
+    assert len(ellipses) == 2 and fig.axes[0].get_title() == "layer 1: 1 wide head not drawn"
     plt.close(fig)
-    fig = plot_layer_contours(flat, (6, 6), hide_uniform=False)
-    assert len(fig.axes[0].collections) == 4
+    fig = plot_layer_contours(flat, (6, 6), hide_uniform=False)  # a uniform head has no finite ellipse
+    assert len([p for p in fig.axes[0].patches if type(p).__name__ == "Ellipse"]) == 2
     plt.close(fig)
     fig = plot_trajectories_per_layer(h)
     assert len(fig.axes) == 2 and [a.get_title() for a in fig.axes] == ["layer 1", "layer 2"]
