@@ -6,7 +6,29 @@ from typing import Optional, Sequence, Tuple
 import numpy as np
 import torch
 
-__all__ = ["attention_map", "plot_attention_heads", "plot_error_map"]
+__all__ = ["COLUMN_INCHES", "use_book_style", "attention_map", "plot_attention_heads", "plot_error_map"]
+
+#: Width of the book's text column in inches at matplotlib's 100 dpi: the rendered column is about
+#: 784 px wide (tests/browser/check_book.py measures it), so a figure up to this wide is shown at
+#: its own size and its 9-pt text stays 12.5 px on the page.
+COLUMN_INCHES = 7.8
+
+
+def use_book_style() -> None:
+    """Figures for the book's column: font sizes that stay ≥ 9 px on the page when a figure is at
+    most :data:`COLUMN_INCHES` wide, and inline figures as 2× PNGs (sharp on high-resolution
+    screens, shown at 1×). Call once at the top of a chapter."""
+    import matplotlib as mpl
+
+    mpl.rcParams.update({
+        "figure.dpi": 100, "font.size": 10, "axes.titlesize": 10, "axes.labelsize": 10,
+        "xtick.labelsize": 9, "ytick.labelsize": 9, "legend.fontsize": 9, "figure.titlesize": 11,
+    })
+    try:
+        from matplotlib_inline.backend_inline import set_matplotlib_formats
+    except ImportError:  # not in IPython
+        return
+    set_matplotlib_formats("retina")
 
 
 def attention_map(probs: torch.Tensor, shape: Sequence[int], query: Tuple[int, int], head: int,
