@@ -13,7 +13,7 @@ where the centres go.
   :func:`set_kernel_values` (Lemma 1's value weights) — its parts;
 * :func:`learn_to_convolve` — the training, returning a :class:`ConvolveResult` (centre and width
   trajectories, loss curve, the trained layer);
-* :func:`lattice_distances`, :func:`covered_lattice_points`, :func:`stray_heads` — how close the
+* :func:`lattice_distances`, :func:`stray_heads` (and :func:`attnconv.core.lattice.lattice_coverage`) — how close the
   centres are to the K×K lattice of Theorem 1;
 * :func:`head_diagnostics` — per head: the gradient of the loss with respect to its centre, the
   norm of its value path W_out^h W_val^h and its nearest lattice point (to explain failures);
@@ -37,6 +37,7 @@ from ..core.attention import MultiHeadSelfAttention2d, ScoreTerms
 from ..experiments.data import load_cifar10_sample, normalize
 from ..core.conv import head_weights_from_kernel
 from ..core.encodings import QuadraticEncoding, kernel_shifts
+from ..core.lattice import lattice_coverage
 
 __all__ = [
     "ConvolveSetup",
@@ -48,7 +49,6 @@ __all__ = [
     "set_kernel_values",
     "learn_to_convolve",
     "lattice_distances",
-    "covered_lattice_points",
     "stray_heads",
     "head_diagnostics",
     "run_summary",
@@ -288,13 +288,6 @@ def lattice_distances(centers, kernel_size: int = 3) -> Dict[str, torch.Tensor]:
             "lattice_to_head": d.min(0).values, "points": pts}
 
 
-def covered_lattice_points(centers, kernel_size: int = 3, radius: float = 0.5) -> int:
-    """How many of the K² lattice points have a head centre within ``radius`` (Euclidean)."""
-    if radius <= 0:
-        raise ValueError("radius must be > 0")
-    return int((lattice_distances(centers, kernel_size)["lattice_to_head"] <= radius).sum())
-
-
 def stray_heads(centers, kernel_size: int = 3, radius: float = 0.5) -> List[int]:
     """Indices of the heads whose centre is farther than ``radius`` from every lattice point."""
     if radius <= 0:
@@ -350,7 +343,7 @@ def run_summary(result: ConvolveResult, radius: float = 0.5, dead_alpha: float =
             if p in taken:
                 shared.append(h)
             taken.add(p)
-    return {"covered": covered_lattice_points(c, k, radius), "on_lattice": int(near.sum()), "shared": sorted(shared),
+    return {"covered": lattice_coverage(c, k, radius), "on_lattice": int(near.sum()), "shared": sorted(shared),
             "dead": [int(h) for h in torch.nonzero(result.alphas[-1] < dead_alpha).flatten()],
             "stray": stray_heads(c, k, radius), "final_error": result.final_error}
 

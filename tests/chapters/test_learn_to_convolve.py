@@ -10,11 +10,11 @@ import torch
 import torch.nn.functional as F
 
 from attnconv.core.encodings import kernel_shifts
+from attnconv.core.lattice import lattice_coverage
 from attnconv.chapters.learn_to_convolve import (
     ConvolveResult,
     ConvolveSetup,
     convolution_images,
-    covered_lattice_points,
     head_diagnostics,
     lattice_distances,
     learn_to_convolve,
@@ -96,7 +96,7 @@ def test_heads_started_on_the_theorem1_solution_stay_there():
     s = replace(TINY, alpha_init=3.0, lr=0.01)
     r = learn_to_convolve(s, centers=LATTICE, kernel_values=True)
     assert float((r.centers[-1] - LATTICE).norm(dim=1).max()) < 0.25
-    assert covered_lattice_points(r.centers[-1], radius=0.25) == 9
+    assert lattice_coverage(r.centers[-1], radius=0.25) == 9
     assert r.final_error <= r.initial_error < 0.02
 
 
@@ -115,15 +115,15 @@ def test_lattice_distances_against_loops():
 
 def test_coverage_and_stray_heads():
     c = LATTICE.clone()
-    assert covered_lattice_points(c) == 9 and stray_heads(c) == []
+    assert lattice_coverage(c) == 9 and stray_heads(c) == []
     c[4] = torch.tensor([1.1, 1.0])  # the centre head joins the corner (1, 1): (0, 0) uncovered
     c[2] = torch.tensor([8.9, 1.4])  # a stray head
-    assert covered_lattice_points(c) == 7
+    assert lattice_coverage(c) == 7
     assert stray_heads(c) == [2]
-    assert covered_lattice_points(c, radius=2.0) == 9
-    assert covered_lattice_points(kernel_shifts(5).float(), kernel_size=5) == 25
+    assert lattice_coverage(c, radius=2.0) == 9
+    assert lattice_coverage(kernel_shifts(5).float(), kernel_size=5) == 25
     with pytest.raises(ValueError):
-        covered_lattice_points(c, radius=0)
+        lattice_coverage(c, radius=0)
     with pytest.raises(ValueError):
         stray_heads(c, radius=-1)
     with pytest.raises(ValueError):
@@ -181,7 +181,7 @@ def test_seed_sweep_and_plot():
     rows, results = seed_sweep(replace(TINY, steps=3, num_images=100), [0, 1], keep_results=True)
     assert [r["seed"] for r in rows] == [0, 1] and len(results) == 2
     assert all(0 <= r["covered"] <= 9 and isinstance(r["stray"], list) and r["final_error"] > 0 for r in rows)
-    assert rows[1]["covered"] == covered_lattice_points(results[1].centers[-1])
+    assert rows[1]["covered"] == lattice_coverage(results[1].centers[-1])
     assert seed_sweep(replace(TINY, steps=3, num_images=100), [1]) == rows[1:]
     fig = plot_convolve_run(learn_to_convolve(replace(TINY, steps=3, num_images=100)), title="t")
     assert len(fig.axes) == 3
