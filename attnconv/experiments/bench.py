@@ -34,7 +34,7 @@ from .flops import analytic_macs
 from .models import SelfAttentionConfig, build_model, paper_model_config
 
 __all__ = ["BenchSettings", "PRESETS", "matmul_rate", "set_attention_implementation", "measure_case",
-           "run_benchmark", "accuracy_check", "format_table", "load_result", "plot_grid_sweep", "plot_throughput", "main"]
+           "run_benchmark", "accuracy_check", "format_table", "model_table", "grid_table", "MODEL_COLUMNS", "GRID_COLUMNS", "load_result", "plot_grid_sweep", "plot_throughput", "main"]
 
 IMPLEMENTATIONS = ("naive", "dense", "local")
 GAUSSIAN_MODELS = ("quadratic", "generalized")
@@ -341,31 +341,55 @@ def _add_ratios(rows: List[dict]) -> None:
         r["memory_ratio_vs_naive"] = r["peak_memory_mb"] / ref["peak_memory_mb"] if ref["peak_memory_mb"] > 0 else float("nan")
 
 
+MODEL_COLUMNS = ("model", "impl", "train img/s", "infer img/s", "peak MB", "GFLOP/s", "% matmul", "bwd/fwd",
+                 "train ×", "infer ×", "mem ×")
+GRID_COLUMNS = ("tokens", "dense s/step", "local s/step", "local ×")
+
+
+def model_table(result: dict, columns: Sequence[str] = MODEL_COLUMNS) -> List[List[str]]:
+    """The models part of a result as rows of formatted cells, for ``columns`` (a subset of
+    :data:`MODEL_COLUMNS`, in any order)."""
+    nan = float("nan")
+    unknown = set(columns) - set(MODEL_COLUMNS)
+    if unknown:
+        raise ValueError(f"unknown columns {sorted(unknown)}; choose from {MODEL_COLUMNS}")
+    out = []
+    for name, rows in result["models"].items():
+        for r in rows:
+            cells = dict(zip(MODEL_COLUMNS, [
+                name, r["implementation"], f"{r['train_images_per_s']:.1f}", f"{r['inference_images_per_s']:.1f}",
+                f"{r['peak_memory_mb']:.0f}", f"{r['achieved_gflop_per_s']:.1f}", f"{100 * r['fraction_of_matmul_rate']:.0f}%",
+                f"{r['backward_over_forward']:.2f}", f"{r.get('train_speedup_vs_naive', nan):.2f}",
+                f"{r.get('inference_speedup_vs_naive', nan):.2f}", f"{r.get('memory_ratio_vs_naive', nan):.2f}"]))
+            out.append([cells[c] for c in columns])
+    return out
+
+
+def grid_table(result: dict) -> List[List[str]]:
+    """The token-grid sweep of a result as rows of formatted cells (columns :data:`GRID_COLUMNS`)."""
+    by_side: Dict[int, Dict[str, float]] = {}
+    for r in result["grid"]:
+        by_side.setdefault(r["tokens"], {})[r["implementation"]] = r["train_step_s"]
+    nan = float("nan")
+    return [[f"{side}×{side}", f"{t.get('dense', nan):.3f}", f"{t.get('local', nan):.3f}",
+             f"{t.get('dense', nan) / t.get('local', nan):.2f}"] for side, t in sorted(by_side.items())]
+
+
+def _text_table(columns, rows, left: int = 1) -> List[str]:
+    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(columns)]
+    line = lambda cells: "  ".join(c.ljust(w) if i < left else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+    return [line(columns)] + [line(r) for r in rows]
+
+
 def format_table(result: dict) -> str:
-    """A plain-text table of a benchmark result (the models part, then the grid sweep)."""
+    """A plain-text table of a benchmark result for the terminal (the models part, then the grid
+    sweep); the book renders :func:`model_table` and :func:`grid_table` as HTML tables."""
     m = result["machine"]
     lines = [f"device: {m['device']} ({m['device_type']}, {m['threads']} threads), matmul "
              f"{m['matmul_gflop_per_s']:.1f} GFLOP/s {m['matmul_dtype']}"]
-    head = (f"{'model':12s} {'impl':6s} {'train img/s':>11s} {'infer img/s':>11s} {'peak MB':>8s} {'GFLOP/s':>8s} "
-            f"{'% matmul':>8s} {'bwd/fwd':>7s} {'train ×':>7s} {'infer ×':>7s} {'mem ×':>6s}")
-    lines.append(head)
-    for name, rows in result["models"].items():
-        for r in rows:
-            lines.append(
-                f"{name:12s} {r['implementation']:6s} {r['train_images_per_s']:11.1f} {r['inference_images_per_s']:11.1f} "
-                f"{r['peak_memory_mb']:8.0f} {r['achieved_gflop_per_s']:8.1f} {100 * r['fraction_of_matmul_rate']:7.0f}% "
-                f"{r['backward_over_forward']:7.2f} "
-                f"{r.get('train_speedup_vs_naive', float('nan')):7.2f} {r.get('inference_speedup_vs_naive', float('nan')):7.2f} "
-                f"{r.get('memory_ratio_vs_naive', float('nan')):6.2f}")
+    lines += _text_table(MODEL_COLUMNS, model_table(result), left=2)
     if result["grid"]:
-        lines.append("")
-        lines.append(f"{'tokens':>8s} {'dense s/step':>13s} {'local s/step':>13s} {'local ×':>8s}")
-        by_side: Dict[int, Dict[str, float]] = {}
-        for r in result["grid"]:
-            by_side.setdefault(r["tokens"], {})[r["implementation"]] = r["train_step_s"]
-        for side, t in sorted(by_side.items()):
-            lines.append(f"{side:>4d}×{side:<3d} {t.get('dense', float('nan')):13.3f} {t.get('local', float('nan')):13.3f} "
-                         f"{t.get('dense', float('nan')) / t.get('local', float('nan')):8.2f}")
+        lines += [""] + _text_table(GRID_COLUMNS, grid_table(result))
     return "\n".join(lines)
 
 
@@ -404,7 +428,7 @@ def plot_throughput(result: dict, ax=None):
     import numpy as np
 
     if ax is None:
-        _, ax = plt.subplots(figsize=(6, 3.4))
+        _, ax = plt.subplots(figsize=(6.4, 3.4), layout="constrained")
     models = list(result["models"])
     width = 0.25
     for i, impl in enumerate(IMPLEMENTATIONS):
@@ -412,7 +436,7 @@ def plot_throughput(result: dict, ax=None):
         ax.bar(np.arange(len(models)) + (i - 1) * width, vals, width, label=impl)
     ax.set_xticks(np.arange(len(models)), models)
     ax.set_ylabel("training images / s")
-    ax.legend()
+    ax.legend(title="implementation", loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
     ax.grid(axis="y", alpha=0.3)
     return ax.figure
 

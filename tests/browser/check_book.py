@@ -95,7 +95,7 @@ KIND_TEXT = {
     "math-untypeset": "math element not typeset",
     "math-error": "MathJax error",
     "no-mathjax": "math on the page but MathJax did not run",
-    "overflow-output": "output block scrolls horizontally",
+    "overflow-output": "output block or table scrolls horizontally",
     "overflow-math": "equation wider than the column",
     "overflow-page": "page scrolls horizontally",
     "image-not-loaded": "image not loaded",
@@ -322,7 +322,10 @@ async (sel) => {
   out.rawTex = raw;
 
   // horizontal overflow
-  out.overflowOutput = [...document.querySelectorAll(sel)].filter(visible)
+  // text outputs, and tables (output or Markdown): a table scrolls inside its wrapper
+  const tables = [...document.querySelectorAll('article table, main table')].filter(visible)
+    .map(t => t.parentElement).filter(p => p && !p.matches('body, article, main'));
+  out.overflowOutput = [...document.querySelectorAll(sel), ...tables].filter(visible)
     .filter(p => p.scrollWidth > p.clientWidth + 1)
     .map(p => ({cell: cellOf(p), scrollWidth: p.scrollWidth, clientWidth: p.clientWidth,
                 text: (p.textContent.split('\n').reduce((a, b) => b.length > a.length ? b : a, '')).trim().slice(0, 60)}));
