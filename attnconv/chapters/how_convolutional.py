@@ -30,6 +30,7 @@ from ..core.lattice import (
     peak_shifts,
 )
 from .paper_figures import layer_attention_maps, layer_records
+from .tables import fit_column, pack_items
 
 __all__ = [
     "locality_summary",
@@ -77,7 +78,7 @@ def format_locality(name: str, summary: Sequence[Optional[dict]], kernel_size: i
         lines.append(f"{name}, layer {i + 1} ({s['num_heads']} heads): {s['peaked']} give > {threshold:.0%} to a single key; "
                      f"{s['mass_above']} put > {threshold:.0%} in the {k} window; "
                      f"{s['peak_inside']} have their most probable key in it")
-    return "\n".join(lines)
+    return fit_column("\n".join(lines))
 
 
 def format_peaks(name: str, layers: Sequence, query: Sequence[int]) -> str:
@@ -90,9 +91,9 @@ def format_peaks(name: str, layers: Sequence, query: Sequence[int]) -> str:
         m = torch.as_tensor(m, dtype=torch.float64)
         shifts = peak_shifts(m, query)
         top = m.flatten(1).max(dim=1).values
-        heads = ", ".join(f"{h + 1}: ({int(a):+d},{int(b):+d}) {float(p):.2f}" for h, ((a, b), p) in enumerate(zip(shifts.tolist(), top)))
-        lines.append(f"{name}, layer {i + 1}, head: (peak shift) probability — {heads}")
-    return "\n".join(lines)
+        heads = [f"{h + 1}: ({int(a):+d},{int(b):+d}) {float(p):.2f}" for h, ((a, b), p) in enumerate(zip(shifts.tolist(), top))]
+        lines.append(pack_items(f"{name}, layer {i + 1}, head: (peak shift) probability — ", heads))
+    return fit_column("\n".join(lines))
 
 
 def layer_measures(centers, maps=None, query: Optional[Sequence[int]] = None, kernel_size: int = 3,

@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from ..core.lattice import covered_lattice_points, lattice_coverage, lattice_distance
+from .tables import fit_column, pack_items
 from ..experiments.data import load_cifar10, normalize
 from ..experiments.flops import flops_table
 from ..experiments.models import build_model, count_parameters
@@ -122,8 +123,8 @@ def book_run(model: str, tag: Optional[str] = None, profile: Optional[str] = Non
 
 
 def run_summary(run: Run, label: Optional[str] = None) -> str:
-    """One line describing a saved run: ``label`` (default: the model name), epochs, data, size
-    and final test accuracy."""
+    """Two lines describing a saved run: ``label`` (default: the model name), epochs and data;
+    then size and final test accuracy."""
     h = run.history
     mc = h.get("model_config", {})
     if mc.get("kind") == "resnet":
@@ -134,7 +135,7 @@ def run_summary(run: Run, label: Optional[str] = None) -> str:
                 f"{g}×{g} tokens")
     acc = f"{100 * run.epochs[-1]['test_acc']:.1f}%" if run.epochs else "n/a"
     return (f"{label or run.config.model}: {len(run.epochs)} epochs on the {h['data']} data ({h['train_size']:,} training / "
-            f"{h['test_size']:,} test images); {arch}; {h['num_parameters']:,} parameters; final test accuracy {acc}")
+            f"{h['test_size']:,} test images)\n    {arch}; {h['num_parameters']:,} parameters; final test accuracy {acc}")
 
 
 def run_caption(run: Run, epochs: bool = True) -> str:
@@ -209,20 +210,20 @@ def head_summary(history: dict, kernel_size: int = 3, radius: float = 0.5) -> Li
 
 
 def format_head_summary(rows: Sequence[dict], kernel_size: int = 3) -> str:
-    """:func:`head_summary` as text, numbers to 2 decimals, layers numbered from 1 as in the paper."""
+    """:func:`head_summary` as text, numbers to 2 decimals, layers numbered from 1 as in the paper;
+    a few short lines per layer, so that it fits the book's column."""
     k2 = kernel_size * kernel_size
     lines = []
     for r in rows:
-        line = (f"layer {r['layer'] + 1}: {r['num_heads']} heads, mean centre movement {r['mean_movement']:.2f} tokens, "
-                f"mean distance from the query {r['mean_offset_init']:.2f} -> {r['mean_offset']:.2f}, "
-                f"{kernel_size}×{kernel_size} lattice points "
-                f"covered {r['coverage_init']}/{k2} -> {r['coverage_end']}/{k2}")
+        lines.append(f"layer {r['layer'] + 1}: {r['num_heads']} heads, mean centre movement {r['mean_movement']:.2f} tokens")
+        line = f"    mean distance from the query {r['mean_offset_init']:.2f} -> {r['mean_offset']:.2f}"
         if "spread_end" in r:
             line += f", median spread s {r['spread_init']:.2f} -> {r['spread_end']:.2f}"
-        points = " ".join(f"({a:+d},{b:+d})" for a, b in r.get("covered_end", []))
         lines.append(line)
-        lines.append(f"    lattice points covered at the end (row, column): {points or 'none'}")
-    return "\n".join(lines)
+        points = " ".join(f"({a:+d},{b:+d})" for a, b in r.get("covered_end", []))
+        lines.append(f"    {kernel_size}×{kernel_size} lattice points covered {r['coverage_init']}/{k2} -> "
+                     f"{r['coverage_end']}/{k2}: {points or 'none'}")
+    return fit_column("\n".join(lines))
 
 
 def format_head_table(history: dict, layer: int, epoch: int = -1, kernel_size: int = 3) -> str:
@@ -246,8 +247,8 @@ def format_head_table(history: dict, layer: int, epoch: int = -1, kernel_size: i
             eig = torch.linalg.eigvalsh(torch.as_tensor(rec["inverse_covariance"][h], dtype=torch.float64))
             width = f"eig(Σ⁻¹) = ({float(eig[0]):.2f}, {float(eig[1]):.2f})"
         lines.append(f"head {h + 1}: Δ = ({float(centers[h, 0]):+.2f}, {float(centers[h, 1]):+.2f}), {width}, "
-                     f"distance to the lattice {float(dist[h]):.2f}, largest probability {float(maps[h].max()):.2f}")
-    return "\n".join(lines)
+                     f"to the lattice {float(dist[h]):.2f}, largest probability {float(maps[h].max()):.2f}")
+    return fit_column("\n".join(lines))
 
 
 def gaussian_head_maps(record: Mapping, grid: Sequence[int], query: Sequence[int]) -> torch.Tensor:
@@ -590,9 +591,10 @@ def format_variation(name: str, variation: Sequence[Optional[torch.Tensor]], thr
     for i, v in enumerate(variation):
         if v is None:
             continue
-        values = ", ".join(f"{float(x):.2f}" for x in v)
-        lines.append(f"{name}, layer {i + 1}: per head [{values}]; above {threshold:g}: {int((v > threshold).sum())} of {len(v)}")
-    return "\n".join(lines)
+        values = [f"{float(x):.2f}" for x in v]
+        lines.append(pack_items(f"{name}, layer {i + 1}: above {threshold:g} in {int((v > threshold).sum())} of {len(v)} heads; "
+                                "per head: ", values))
+    return fit_column("\n".join(lines))
 
 
 def run_attention_maps(run: Run, num_images: int = 100, data=None) -> Optional[dict]:

@@ -4,7 +4,44 @@ from __future__ import annotations
 
 from typing import Sequence
 
-__all__ = ["markdown_table"]
+__all__ = ["COLUMN_CHARS", "fit_column", "pack_items", "markdown_table"]
+
+#: Characters of printed output that fit the book's column (measured in Chromium at 1400 px and
+#: wider by tests/browser/check_book.py: 752 px of text at 8.43 px per character).
+COLUMN_CHARS = 89
+
+
+def fit_column(text: str, width: int = COLUMN_CHARS, indent: str = "    ") -> str:
+    """``text`` with every line longer than ``width`` wrapped at spaces, continuation lines
+    indented by ``indent``, so that printed output fits the book's column."""
+    import textwrap
+
+    out = []
+    for line in text.splitlines():
+        if len(line) <= width:
+            out.append(line)
+            continue
+        lead = line[: len(line) - len(line.lstrip())]
+        out.extend(textwrap.wrap(line, width=width, initial_indent="", subsequent_indent=lead + indent,
+                                 break_long_words=False, break_on_hyphens=False))
+    return "\n".join(out)
+
+
+def pack_items(prefix: str, items: Sequence[str], sep: str = ", ", width: int = COLUMN_CHARS,
+               indent: str = "    ") -> str:
+    """``prefix`` followed by ``items`` joined with ``sep``, broken into lines of at most ``width``
+    characters between items (never inside one); continuation lines start with ``indent``."""
+    lines, line = [], prefix
+    for i, item in enumerate(items):
+        piece = item + (sep.rstrip() if i < len(items) - 1 else "")
+        candidate = line + ("" if line == prefix or line == indent else " ") + piece
+        if len(candidate) > width and line.strip():
+            lines.append(line)
+            line = indent + piece
+        else:
+            line = candidate
+    lines.append(line)
+    return "\n".join(lines)
 
 
 def markdown_table(columns: Sequence[str], rows: Sequence[Sequence[object]], align: str = "") -> "object":

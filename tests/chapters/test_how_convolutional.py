@@ -20,6 +20,7 @@ from attnconv.chapters.how_convolutional import (
     plot_measures,
     run_measures,
 )
+from attnconv.chapters.tables import fit_column
 from attnconv.core.encodings import QuadraticEncoding
 from attnconv.core.lattice import covered_lattice_points, lattice_coverage, lattice_distance, neighbourhood_mass, peak_shifts
 from attnconv.chapters.gaussian import head_attention_maps
@@ -214,8 +215,9 @@ def test_peak_shifts_and_locality():
     assert s["mass_above"] == int((mass > 0.5).sum()) == 1
     assert s["mean_mass"] == pytest.approx(float(mass.mean()))
     text = format_locality("toy", [s, None])
-    assert text == ("toy, layer 1 (3 heads): 1 give > 50% to a single key; 1 put > 50% in the 3×3 window; "
-                    "2 have their most probable key in it")
+    assert text == fit_column("toy, layer 1 (3 heads): 1 give > 50% to a single key; 1 put > 50% in the 3×3 window; "
+                              "2 have their most probable key in it")
+    assert max(len(x) for x in text.splitlines()) <= 89
     assert format_peaks("toy", [None, maps], (2, 2)) == (
         "toy, layer 2, head: (peak shift) probability — 1: (+0,+0) 0.90, 2: (-2,+2) 0.50, 3: (+1,-1) 0.30")
     with pytest.raises(ValueError):

@@ -161,10 +161,11 @@ def test_head_summary_known_answers():
     text = format_head_summary(rows)
     assert "layer 1: 2 heads" in text and "2/9 -> 0/9" in text and "from the query 0.50 -> " in text
     assert r0["covered_end"] == [] and rows[0]["coverage_end"] == 0
-    assert text.splitlines()[1] == "    lattice points covered at the end (row, column): none"
+    assert text.splitlines()[2] == "    3×3 lattice points covered 2/9 -> 0/9: none"
+    assert max(len(x) for x in text.splitlines()) <= 89
     h["epochs"][-1]["attention"][0]["centers"] = [[1.1, -0.1], [0.0, 0.2]]
     assert head_summary(h)[0]["covered_end"] == [(0, 0), (1, 0)]
-    assert "covered at the end (row, column): (+0,+0) (+1,+0)" in format_head_summary(head_summary(h))
+    assert "covered 2/9 -> 2/9: (+0,+0) (+1,+0)" in format_head_summary(head_summary(h))
 
 
 def test_plots_draw_the_right_panels():
@@ -224,7 +225,7 @@ def test_paper_size_parameters_and_table(tmp_path, tiny_data):
     assert paper_size_parameters("learned_content") > 2 * counted["learned"]  # the q, k projections
     run = tiny_run(tmp_path, tiny_data, "quadratic", epochs=2)
     line = run_summary(run)
-    assert line.startswith("quadratic: 2 epochs on the synthetic data (20 training / 7 test images); 2 layers × 3 heads")
+    assert line.startswith("quadratic: 2 epochs on the synthetic data (20 training / 7 test images)\n    2 layers × 3 heads")
     assert f"{run.history['num_parameters']:,} parameters" in line and line.endswith("%")
     assert run_summary(run, label="mine") == "mine" + line[len("quadratic"):]
     assert run_caption(run) == "CUSTOM profile (2 layers, 3 heads, 4×4 tokens, synthetic data, 2 epochs)"
@@ -358,4 +359,4 @@ def test_layer_attention_maps_of_gaussian_runs(tmp_path, tiny_data):
 
 def test_format_variation():
     text = format_variation("m", [torch.tensor([0.0, 0.3, 0.051]), None, torch.tensor([0.01])])
-    assert text == "m, layer 1: per head [0.00, 0.30, 0.05]; above 0.05: 2 of 3\nm, layer 3: per head [0.01]; above 0.05: 0 of 1"
+    assert text == "m, layer 1: above 0.05 in 2 of 3 heads; per head: 0.00, 0.30, 0.05\nm, layer 3: above 0.05 in 0 of 1 heads; per head: 0.01"
