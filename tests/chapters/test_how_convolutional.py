@@ -218,7 +218,9 @@ def test_peak_shifts_and_locality():
     assert text == fit_column("toy, layer 1 (3 heads): 1 give > 50% to a single key; 1 put > 50% in the 3×3 window; "
                               "2 have their most probable key in it")
     assert max(len(x) for x in text.splitlines()) <= 89
-    assert format_peaks("toy", [None, maps], (2, 2)) == (
+    peaks = format_peaks("toy", [None, maps], (2, 2))
+    assert max(len(x) for x in peaks.splitlines()) <= 89  # fits the book's column, items never split
+    assert " ".join(x.strip() for x in peaks.splitlines()) == (
         "toy, layer 2, head: (peak shift) probability — 1: (+0,+0) 0.90, 2: (-2,+2) 0.50, 3: (+1,-1) 0.30")
     with pytest.raises(ValueError):
         peak_shifts(torch.zeros(5, 5), (0, 0))
