@@ -1,0 +1,32 @@
+import pytest
+
+from attnconv.chapters.tables import COLUMN_CHARS, fit_column, markdown_table, pack_items
+
+
+def test_markdown_table_parses_back_to_its_cells():
+    md = markdown_table(["model", "acc"], [["a|b", 0.5], ["c", 1]]).data
+    lines = md.splitlines()
+    assert lines[1] == "| :--- | ---: |"
+    cells = [[c.strip() for c in l.strip("|").split(" | ")] for l in lines[2:]]
+    assert cells == [["a\\|b", "0.5"], ["c", "1"]]
+    with pytest.raises(ValueError):
+        markdown_table(["a", "b"], [[1]])
+    with pytest.raises(ValueError):
+        markdown_table(["a", "b"], [[1, 2]], align="lx")
+
+
+def test_fit_column_wraps_only_long_lines_and_keeps_words():
+    long = "word " * 40
+    text = fit_column("short\n  " + long.strip())
+    lines = text.splitlines()
+    assert lines[0] == "short" and all(len(l) <= COLUMN_CHARS for l in lines)
+    assert lines[2].startswith("      ")  # the line's own indent plus the continuation indent
+    assert " ".join(l.strip() for l in lines[1:]) == long.strip()
+
+
+def test_pack_items_never_splits_an_item():
+    items = [f"{i}: (+1,-1) 0.{i}" for i in range(30)]
+    text = pack_items("peaks — ", items, width=40)
+    lines = text.splitlines()
+    assert all(len(l) <= 40 for l in lines)
+    assert " ".join(l.strip() for l in lines) == "peaks — " + ", ".join(items)
