@@ -480,7 +480,7 @@ def query_heads_figure(history: dict, image, epoch: int = -1, grid: Optional[Tup
             fig.update_yaxes(range=[gh + 0.5, 0.5], scaleanchor=xa, row=rr, col=cc)
     fig.update_xaxes(range=[-0.5, iw - 0.5], row=1, col=1)
     fig.update_yaxes(range=[ih - 0.5, -0.5], scaleanchor="x", row=1, col=1)
-    fig.layout.meta = {"grid": [gh, gw], "patch": [ph, pw], "layers": [i + 1 for i in layers],
+    fig.layout.meta = {"clickable": True, "grid": [gh, gw], "patch": [ph, pw], "layers": [i + 1 for i in layers],
                        "heads": n_heads, "epoch": epoch}
     return fig
 
