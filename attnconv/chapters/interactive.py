@@ -72,6 +72,14 @@ def _fmt(x: float) -> str:
     return s.replace("-", "−")
 
 
+def _fmt_small(x: float) -> str:
+    """2 significant digits; scientific notation (1.8e−4) below 0.01, with a true minus sign."""
+    if x != 0 and abs(x) < 0.01:
+        m, e = f"{x:.1e}".split("e")
+        return f"{m}e{int(e)}".replace("-", "−")
+    return f"{x:.2g}"
+
+
 # --------------------------------------------------------------------------- (a) the explorer
 def one_tap_error(state: HeadState) -> float:
     """How far the head of ``state`` is from the convolution it approximates at its query:
@@ -110,7 +118,7 @@ def _explorer_state_data(state: HeadState):
     kernel = head_state_kernel(state, p)
     err = one_tap_error(state)
     title = (f"Δ = ({_fmt(state.delta[0])}, {_fmt(state.delta[1])}), α = {_fmt(state.alpha)}: "
-             f"window mass {float(kernel.sum()):.2f}, distance to a one-tap convolution {err:.1e}")
+             f"window mass {float(kernel.sum()):.2f}, distance to a one-tap convolution {_fmt_small(err)}")
     centre = (state.query[1] + state.delta[1], state.query[0] + state.delta[0])
     return p, kernel, centre, title
 
@@ -515,7 +523,7 @@ def figure_html(fig, div_id: str, post_script: Optional[str] = None):
     from IPython.display import HTML
 
     html = fig.to_html(include_plotlyjs=False, full_html=False, div_id=div_id, post_script=post_script,
-                       auto_play=False, config={"displaylogo": False, "responsive": False})
+                       auto_play=False, config={"displayModeBar": False, "responsive": False})
     note = (f'<p id="{div_id}-note" style="font-style:italic">Interactive figure: plotly.js is not loaded here '
             f'(it is in the built book); in Jupyter, <code>fig.show()</code> draws it.</p>'
             f'<script>if (window.Plotly) {{ var n = document.getElementById({json.dumps(div_id + "-note")});'

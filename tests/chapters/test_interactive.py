@@ -143,7 +143,9 @@ def test_explorer_frames_show_the_head_state(explorer, key):
     np.testing.assert_allclose(np.array(frame.data[1].z), kern.numpy(), atol=5e-5)
     assert frame.data[2].x[0] == 4 + s.delta[1] and frame.data[2].y[0] == 4 + s.delta[0]
     err = one_tap_error(s)
-    assert f"{err:.1e}" in frame.layout.title.text
+    text = frame.layout.title.text.replace("−", "-")
+    shown = float(text.rsplit(" ", 1)[1])
+    assert shown == pytest.approx(err, rel=0.06, abs=1e-15)
     assert f"window mass {float(kern.sum()):.2f}" in frame.layout.title.text
 
 
