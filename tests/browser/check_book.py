@@ -15,9 +15,10 @@ page from file:// in headless Chromium with every other request blocked (and rec
 failure), waits for MathJax, and checks: math typeset (no raw \\( \\[ $$ left in the visible text,
 every .math element holds a MathJax container, no MathJax error), no horizontal overflow of output
 blocks and display math (scrollWidth > clientWidth + 1), every image loaded, no console errors,
-interactive elements respond (the first slider / play button of every Plotly figure changes the
-figure; ipywidgets embedded from widget state render and respond). A full-page screenshot of every
-page at 1400 px width goes to _build/screenshots/.
+interactive elements respond (every slider, the play button and, where the figure says it is
+clickable, a click on its image change each Plotly figure; ipywidgets embedded from widget state
+render and respond). A full-page screenshot of every page at 1400 px width goes to
+_build/screenshots/.
 
 Exit status 0 when everything passes, 1 on any failure, 2 when the book is not built.
 Only the Python standard library, beautifulsoup4 (installed with jupyter-book) and, for part B,
@@ -381,7 +382,25 @@ def find_chromium() -> str | None:
     return None
 
 
+# Page coordinates of a point 10 % into the first image trace of a Plotly figure (from its axes).
+IMAGE_SPOT_JS = r"""
+(gd) => {
+  const i = gd._fullData.findIndex(t => t.type === 'image');
+  if (i < 0) return null;
+  const t = gd._fullData[i], fl = gd._fullLayout;
+  const xa = fl[t.xaxis.replace('x', 'xaxis')], ya = fl[t.yaxis.replace('y', 'yaxis')];
+  const r = gd.getBoundingClientRect();
+  const px = (a, f) => a._offset + a.l2p(a.range[0] + f * (a.range[1] - a.range[0]));
+  return {x: r.left + px(xa, 0.1), y: r.top + px(ya, 0.1), width: 0, height: 0};
+}
+"""
+
+
 def check_plotly(page, rep: Report, name: str, info: dict) -> None:
+    """Every Plotly figure is drawn and responds: each of its sliders, moved with a click on its
+    rail, changes the figure's data or layout (so several sliders combined by a script are all
+    checked); the first button of its first update menu (play) changes it; and a figure whose
+    ``layout.meta.clickable`` is true changes when its image is clicked (a query picked by click)."""
     graphs = page.query_selector_all("div.plotly-graph-div")
     results = []
     for gi, gd in enumerate(graphs):
@@ -395,22 +414,28 @@ def check_plotly(page, rep: Report, name: str, info: dict) -> None:
         sig = lambda: page.evaluate(PLOTLY_SIG_JS, gd)  # noqa: E731
         n_sliders = page.evaluate("(gd) => ((gd.layout || {}).sliders || []).length", gd)
         n_menus = page.evaluate("(gd) => ((gd.layout || {}).updatemenus || []).length", gd)
-        res = {"figure": gi + 1, "drawn": True, "sliders": n_sliders, "updatemenus": n_menus}
-        if n_sliders:
-            before = sig()
-            rail = gd.query_selector("rect.slider-rail-touch-rect") or gd.query_selector("rect.slider-rail-rect")
-            box = rail.bounding_box() if rail else None
+        res = {"figure": gi + 1, "drawn": True, "sliders": n_sliders, "updatemenus": n_menus,
+               "frames": page.evaluate("(gd) => (gd._transitionData && gd._transitionData._frames || []).length", gd),
+               "slider_changes_data": []}
+        rails = gd.query_selector_all("rect.slider-rail-touch-rect") or gd.query_selector_all("rect.slider-rail-rect")
+        if n_sliders and len(rails) != n_sliders:
+            rep.fail(name, "interactive", f"{label}: {n_sliders} sliders declared, {len(rails)} drawn")
+        for si, rail in enumerate(rails[:n_sliders]):
+            rail.scroll_into_view_if_needed()
+            box = rail.bounding_box()
             if box is None:
-                rep.fail(name, "interactive", f"{label}: slider declared but not drawn")
-                res["slider_changes_data"] = False
-            else:
-                active = page.evaluate("(gd) => gd.layout.sliders[0].active || 0", gd)
-                frac = 0.1 if active and active > 0 else 0.9
-                page.mouse.click(box["x"] + box["width"] * frac, box["y"] + box["height"] / 2)
-                changed = wait_change(page, sig, before)
-                res["slider_changes_data"] = changed
-                if not changed:
-                    rep.fail(name, "interactive", f"{label}: moving the first slider does not change the figure")
+                rep.fail(name, "interactive", f"{label}: slider {si + 1} not visible")
+                res["slider_changes_data"].append(False)
+                continue
+            before = sig()
+            n_steps, active = page.evaluate(
+                "([gd, i]) => [gd.layout.sliders[i].steps.length, gd.layout.sliders[i].active || 0]", [gd, si])
+            frac = 0.1 if active > n_steps / 2 else 0.9
+            page.mouse.click(box["x"] + box["width"] * frac, box["y"] + box["height"] / 2)
+            changed = wait_change(page, sig, before)
+            res["slider_changes_data"].append(changed)
+            if not changed:
+                rep.fail(name, "interactive", f"{label}: moving slider {si + 1} of {n_sliders} does not change the figure")
         if n_menus:
             before = sig()
             button = gd.query_selector("g.updatemenu-button")
@@ -423,6 +448,20 @@ def check_plotly(page, rep: Report, name: str, info: dict) -> None:
                 res["button_changes_data"] = changed
                 if not changed:
                     rep.fail(name, "interactive", f"{label}: pressing the first button (play) does not change the figure")
+                time.sleep(0.3)
+        if page.evaluate("(gd) => !!((gd.layout.meta || {}).clickable)", gd):
+            gd.scroll_into_view_if_needed()
+            box = page.evaluate(IMAGE_SPOT_JS, gd)
+            if box is None:
+                rep.fail(name, "interactive", f"{label}: clickable, but it has no image drawn")
+                res["click_changes_data"] = False
+            else:
+                before = sig()
+                page.mouse.click(box["x"] + box["width"] * 0.1, box["y"] + box["height"] * 0.1)
+                changed = wait_change(page, sig, before)
+                res["click_changes_data"] = changed
+                if not changed:
+                    rep.fail(name, "interactive", f"{label}: clicking its image does not change the figure")
         results.append(res)
     info["plotly"] = results
 
