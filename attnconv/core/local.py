@@ -54,6 +54,12 @@ def window_mass_bound(radius: int, smallest_eigenvalue: float, gap: float = 0.0)
     if lam <= 0:
         return math.inf
     def tail(start: float) -> float:
+        # 2 Σ_{m≥0} e^{-λ(start+m)²/2}. For a wide head (small λ) the sum has ~1/√λ terms, so it is
+        # bounded from above instead by its first term plus the integral of the decreasing summand:
+        # e^{-λs²/2} + √(π/(2λ)) erfc(s √(λ/2)) (still an upper bound, so windows stay safe).
+        if lam < 1e-3:
+            first = math.exp(-0.5 * lam * start ** 2)
+            return 2 * (first + math.sqrt(math.pi / (2 * lam)) * math.erfc(start * math.sqrt(lam / 2)))
         total, m = 0.0, 0
         while True:
             term = math.exp(-0.5 * lam * (start + m) ** 2)
