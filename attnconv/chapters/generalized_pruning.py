@@ -1,11 +1,11 @@
-"""The generalized quadratic model after training, and pruning its degenerate heads (App. B).
+"""The generalized quadratic model after training, and pruning its degenerate heads (App. A.1).
 
 The generalized quadratic encoding (eq. 16) gives each head a centre Δ and a matrix M with
-Σ⁻¹ = M Mᵀ, so a head can become elongated or wide. The paper (App. B) prunes the *degenerate*
+Σ⁻¹ = M Mᵀ, so a head can become elongated or wide. The paper (App. A.1) prunes the *degenerate*
 heads of its trained model — largest eigenvalue of Σ⁻¹ below 1e-5 (non-localised) or condition
 number above 1e5 (elongated; the authors' code used 1e3) — then retrains with the learning rate
-divided by 10 (Sec. 4.2: 15 heads pruned, 12.1M → 9.7M parameters, accuracy back to its unpruned
-value). This module holds what the chapter needs:
+divided by 10 (App. A.1: 15 heads pruned, 12.1M → 9.7M parameters in Fig. 9, accuracy back to its
+unpruned value). This module holds what the chapter needs:
 
 * :func:`generalized_run_changes`, :func:`retrain_epochs` — the chapter's settings per profile;
 * :func:`attention_only_model` — a model whose encodings are those saved in a history (no weights
@@ -87,7 +87,8 @@ def generalized_run_changes(profile: str) -> dict:
 
 
 def retrain_epochs(config: TrainConfig) -> int:
-    """Epochs of retraining after pruning: a third of the training run (the paper's 100 after 300)."""
+    """Epochs of retraining after pruning: a third of the training run (our choice;
+    the paper says only "a few epochs", and the authors' run scripts use 100 after 300)."""
     return max(1, math.ceil(config.epochs / 3))
 
 

@@ -61,6 +61,7 @@ __all__ = [
     "format_table1",
     "content_variant_parameters",
     "content_variant_module_parameters",
+    "learned_model_parameters",
     "attention_map_statistics",
     "average_attention_maps",
     "save_attention_maps",
@@ -496,6 +497,22 @@ def content_variant_parameters(num_layers: int = 6, hidden_size: int = 400, num_
     position_embeddings = L * 2 * shifts * (head_dim // 2)
     return {"backbone": backbone, "query_key": query_key, "position_embeddings": position_embeddings,
             "total": backbone + query_key + position_embeddings}
+
+
+def learned_model_parameters(per_axis: int, shared: bool, num_layers: int = 6, num_heads: int = 9,
+                             tokens_per_side: int = 16) -> int:
+    """Parameters of the paper-size learned-encoding model (position only) for a reading of the
+    encoding: ``per_axis`` dimensions per row shift and per column shift (D_p = 2·per_axis), one
+    table for all layers (``shared``, the text of Secs. 2.3 and 4.3: "shared by all layers and
+    heads", D_p/2 = 200) or one per layer (the authors' code: 400 per axis). Each head has its key
+    vector w_h ∈ R^{D_p} (the position-only term v_hᵀ Ŵ_key r_δ). The rest is the backbone of
+    :func:`content_variant_parameters`."""
+    backbone = content_variant_parameters(num_layers=num_layers, num_heads=num_heads,
+                                          tokens_per_side=tokens_per_side)["backbone"]
+    shifts = 2 * (tokens_per_side - 1) + 1
+    tables = (1 if shared else num_layers) * 2 * shifts * per_axis
+    keys = num_layers * num_heads * 2 * per_axis
+    return backbone + tables + keys
 
 
 def content_variant_module_parameters() -> int:

@@ -20,6 +20,7 @@ from attnconv.chapters.paper_figures import (
     PAPER_TABLE1,
     content_variant_module_parameters,
     content_variant_parameters,
+    learned_model_parameters,
     active_profile,
     attention_map_statistics,
     average_attention_maps,
@@ -265,6 +266,13 @@ def test_content_variant_counts_29_5m_and_ours_29_6m():
     assert 29_601_882 - 29_484_282 == 6 * (2 * 31 * (400 - 200) + 9 * 800)
     # the backbone is the quadratic model without its 6 × 9 × 3 Gaussian parameters
     assert terms["backbone"] == paper_size_parameters("quadratic") - 6 * 9 * 3
+
+
+def test_learned_model_readings():
+    # the code's reading (400 per axis, one table per layer) is the model we build: 12,278,682
+    assert learned_model_parameters(400, shared=False) == paper_size_parameters("learned") == 12_278_682
+    assert learned_model_parameters(200, shared=True) == 12_120_682  # the text's reading: 12.1M
+    assert learned_model_parameters(200, shared=False) == 12_182_682
 
 
 # ----------------------------------------------------------------- attention maps from the weights
