@@ -41,20 +41,21 @@ def edge_blur_conv(dtype: torch.dtype = torch.float32) -> nn.Conv2d:
 
 
 def head_matrices(mhsa) -> torch.Tensor:
-    """Each head's W^(h) = W_out^(h) W_val^(h), ``(N_h, D_out, D_in)`` (weights act on column
-    vectors, as in ``nn.Linear``; the paper's row-vector W_val^(h) W_out^(h) is its transpose)."""
+    """Each head's W^(h) = W_val^(h) W_out^(h) of the paper's eq. (11), in its row-vector
+    convention: ``(N_h, D_in, D_out)``. ``nn.Linear`` stores the transposes, so this is
+    (out.weight block · value.weight block)ᵀ."""
     d = mhsa.head_dim
     w_val = mhsa.value.weight.detach()
     w_out = mhsa.out.weight.detach()
-    return torch.stack([w_out[:, h * d:(h + 1) * d] @ w_val[h * d:(h + 1) * d] for h in range(mhsa.num_heads)])
+    return torch.stack([(w_out[:, h * d:(h + 1) * d] @ w_val[h * d:(h + 1) * d]).t() for h in range(mhsa.num_heads)])
 
 
 def plot_heads_and_matrices(probs: torch.Tensor, shape: Sequence[int], query: Tuple[int, int],
                             matrices: torch.Tensor, key_padding: int = 1, zoom: int = 2,
-                            in_names: Sequence[str] = ("R", "G", "B"), out_names: Sequence[str] = OUTPUT_NAMES):
+                            in_names: Sequence[str] = ("R", "G", "B"), out_names: Sequence[str] = ("∂col", "∂row", "blur")):
     """For each of the 9 heads (3×3 layout by shift): its attention probabilities over the keys
-    within ``zoom`` of the query (red square), and its matrix W^(h) (rows: outputs, columns:
-    inputs) on a common diverging colour scale."""
+    within ``zoom`` of the query (red square), and its matrix W^(h) ``(D_in, D_out)`` (rows:
+    inputs, columns: outputs) on a common diverging colour scale."""
     import matplotlib.pyplot as plt
 
     h_img, w_img = shape
@@ -72,11 +73,13 @@ def plot_heads_and_matrices(probs: torch.Tensor, shape: Sequence[int], query: Tu
         ax_a.set_title(f"head {h + 1}, Δ = ({d1:+d}, {d2:+d})", fontsize=8)
         im = ax_w.imshow(matrices[h].double().numpy(), cmap="RdBu_r", vmin=-vmax, vmax=vmax)
         ax_w.set_title(f"$W^{{({h + 1})}}$", fontsize=8)
-        ax_w.set_xticks(range(len(in_names)), in_names, fontsize=7)
-        ax_w.set_yticks(range(len(out_names)), out_names if h % 3 == 0 else [""] * len(out_names), fontsize=7)
+        ax_w.set_yticks(range(len(in_names)), in_names if h % 3 == 0 else [""] * len(in_names), fontsize=7)
+        ax_w.set_xticks(range(len(out_names)), out_names if h // 3 == 2 else [""] * len(out_names),
+                        fontsize=7, rotation=90)
         ax_a.set_xticks([]), ax_a.set_yticks([])
     fig.colorbar(im, ax=axes, fraction=0.02, pad=0.02)
-    fig.suptitle(f"query q = {tuple(query)} (red), keys within {zoom} pixels; each head's $W^{(h)}$", fontsize=9)
+    fig.suptitle(f"query q = {tuple(query)} (red), keys within {zoom} pixels; each head's $W^{{(h)}}$ (rows: inputs, columns: outputs)",
+                 fontsize=9)
     return fig
 
 

@@ -27,7 +27,7 @@ def test_head_matrices_are_the_kernel_slices_and_plots_draw():
     mhsa = conv_to_mhsa(conv)
     mats = head_matrices(mhsa)
     for h, (a, b) in enumerate(kernel_shifts(3).tolist()):
-        assert torch.allclose(mats[h], conv.weight[:, :, a + 1, b + 1], atol=1e-14)
+        assert torch.allclose(mats[h], conv.weight[:, :, a + 1, b + 1].t(), atol=1e-14)  # (D_in, D_out)
     x = torch.rand(1, 3, 6, 7, dtype=torch.float64)
     with torch.no_grad():
         y, probs = mhsa(x, return_attention=True)
