@@ -34,10 +34,10 @@ def edge_blur_conv(dtype: torch.dtype = torch.float32) -> nn.Conv2d:
     sobel_col = torch.tensor([[-1.0, 0.0, 1.0], [-2.0, 0.0, 2.0], [-1.0, 0.0, 1.0]], dtype=torch.float64) / 4
     blur = torch.tensor([[1.0, 2.0, 1.0], [2.0, 4.0, 2.0], [1.0, 2.0, 1.0]], dtype=torch.float64) / 16
     spatial = torch.stack([sobel_col, sobel_col.t(), blur])  # (3, 3, 3)
-    conv = nn.Conv2d(3, 3, 3, padding=1, bias=False)
+    conv = nn.Conv2d(3, 3, 3, padding=1, bias=False, dtype=dtype)
     with torch.no_grad():
         conv.weight.copy_(spatial[:, None] * luminance[None, :, None, None])
-    return conv.to(dtype)
+    return conv
 
 
 def head_matrices(mhsa) -> torch.Tensor:
