@@ -1,4 +1,4 @@
-"""Symmetries of self-attention over images: permutations (Sec. 2.1) and translations (Sec. 2.2).
+"""Symmetries of self-attention over images: permutations (Sec. 2.1) and translations (Sec. 2.3: scores that depend on the shift δ only).
 
 * Without positional encoding, multi-head self-attention (eqs. 1–4) treats the T = H·W pixels as
   a *set*: permuting the pixels permutes the output the same way.

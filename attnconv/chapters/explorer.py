@@ -1,4 +1,4 @@
-"""An interactive explorer of one positional attention head (Lemma 2, App. B eq. 16, Theorem 1).
+"""An interactive explorer of one positional attention head (Lemma 2, App. A.1 eq. 16, Theorem 1).
 
 One head with only the position-only term of eq. (8) attends from a query pixel q to every key k
 of a grid with probabilities softmax_k(vᵀ r_{k−q}). With the quadratic encoding (eq. 9) that is

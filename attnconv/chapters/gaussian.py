@@ -1,4 +1,4 @@
-"""Non-isotropic Gaussian attention heads: the generalized quadratic encoding of App. B, eq. (16).
+"""Non-isotropic Gaussian attention heads: the generalized quadratic encoding of App. A.1, eq. (16).
 
 A head of :class:`attnconv.core.encodings.GeneralizedQuadraticEncoding` has a centre Δ and a matrix
 M = Σ^{-1/2} with Σ⁻¹ = M Mᵀ. Its position-only score vᵀ r_δ is the log-density of the Gaussian
@@ -9,7 +9,7 @@ Gaussian. This module holds
 * the checks of eq. (16): :func:`encoding_scores` (v·r_δ from ``v()`` and ``features()``) and
   :func:`log_density_gap_spread`;
 * the shape of each head: :func:`inverse_covariance_spectrum` and :func:`pruned_heads` (the
-  paper's rule for discarding degenerate heads in its App. B figures);
+  paper's pruning rule for degenerate heads, App. A.1);
 * drawing: :func:`head_attention_maps`, :func:`probability_mass_levels` (thresholds of the 50 %
   and 90 % probability-mass regions, as in the paper's Fig. 3), :func:`draw_mass_contours` and
   :func:`plot_gaussian_heads`.
@@ -145,7 +145,7 @@ def covariance_of_heads(encoding: GeneralizedQuadraticEncoding) -> torch.Tensor:
 
 
 def log_density_gap_spread(encoding: GeneralizedQuadraticEncoding, delta: torch.Tensor) -> torch.Tensor:
-    """Per head, max − min over the shifts ``delta`` of vᵀ r_δ − log N(δ; Δ_h, Σ_h) (App. B, eq. 16).
+    """Per head, max − min over the shifts ``delta`` of vᵀ r_δ − log N(δ; Δ_h, Σ_h) (App. A.1, eq. 16).
 
     Eq. (16) says vᵀ r_δ is the Gaussian log-density up to a constant per head, so this spread is 0
     up to rounding. The log-density comes from :func:`gaussian_log_density` with Σ_h = (M_h M_hᵀ)⁻¹.
@@ -180,7 +180,7 @@ def inverse_covariance_spectrum(encoding: GeneralizedQuadraticEncoding) -> Tuple
 
 def pruned_heads(encoding: GeneralizedQuadraticEncoding, min_eigenvalue: float = 1e-5,
                  max_condition: float = 1e5) -> torch.Tensor:
-    """Boolean ``(N_h,)``: the heads the paper leaves out of its App. B figures as degenerate,
+    """Boolean ``(N_h,)``: the heads the paper prunes from the model as degenerate (App. A.1),
     i.e. with largest eigenvalue of Σ⁻¹ below ``min_eigenvalue`` (attends almost uniformly) or
     condition number above ``max_condition`` (attends along a line)."""
     if min_eigenvalue < 0 or max_condition < 1:

@@ -13,6 +13,12 @@ that construction in three ways:
   window around the query (1 for a one-hot head on a lattice point; a convolution reads nothing
   outside its window).
 
+These compare with the 3×3 lattice only. Lemma 1 holds for any set of shifts, so a layer can be a
+convolution with a larger or sparser kernel; two measures separate "one-hot at an integer shift"
+from "inside the 3×3 window": :func:`~attnconv.core.lattice.integer_shift_distance` (distance of
+each centre to the nearest shift of Z²) and the count of heads whose largest probability
+(:func:`~attnconv.core.lattice.peak_probability`) exceeds 0.9, anywhere and inside the window.
+
 :func:`layer_measures` combines them for one layer and :func:`run_measures` for every layer of a
 saved training run (centres from its history, maps from :mod:`attnconv.chapters.paper_figures`).
 """
@@ -24,9 +30,11 @@ import torch
 
 from ..core.encodings import kernel_shifts
 from ..core.lattice import (
+    integer_shift_distance,
     lattice_coverage,
     lattice_distance,
     neighbourhood_mass,
+    peak_probability,
     peak_shifts,
 )
 from .paper_figures import layer_attention_maps, layer_records
@@ -97,15 +105,20 @@ def format_peaks(name: str, layers: Sequence, query: Sequence[int]) -> str:
 
 
 def layer_measures(centers, maps=None, query: Optional[Sequence[int]] = None, kernel_size: int = 3,
-                   radius: float = 0.5) -> dict:
-    """The three measures of one layer: ``distances`` (per head), ``mean_distance``, ``coverage``
-    (of the K² lattice points) and, when ``maps`` ``(N_h, H, W)`` and ``query`` are given,
-    ``masses`` (per head) and ``mean_mass``; ``num_heads``."""
+                   radius: float = 0.5, one_hot_threshold: float = 0.9) -> dict:
+    """The measures of one layer: ``distances`` (per head, to the K×K lattice), ``mean_distance``,
+    ``mean_integer_distance`` (to the nearest integer shift, any shift), ``coverage`` (of the K²
+    lattice points) and, when ``maps`` ``(N_h, H, W)`` and ``query`` are given, ``masses`` (per
+    head, in the K×K window) and ``mean_mass``, ``one_hot`` (heads whose largest probability
+    exceeds ``one_hot_threshold``: one-hot at some integer shift) and ``one_hot_in_window`` (those
+    whose key lies inside the K×K window); ``num_heads``."""
     d = lattice_distance(centers, kernel_size)
+    di = integer_shift_distance(centers)
     out = {
         "num_heads": int(d.numel()),
         "distances": d,
         "mean_distance": float(d.mean()),
+        "mean_integer_distance": float(di.mean()),
         "coverage": lattice_coverage(centers, kernel_size, radius),
     }
     if maps is not None:
@@ -116,6 +129,12 @@ def layer_measures(centers, maps=None, query: Optional[Sequence[int]] = None, ke
             raise ValueError(f"{m.numel()} maps for {d.numel()} centres")
         out["masses"] = m
         out["mean_mass"] = float(m.mean())
+        peak = peak_probability(maps)
+        shifts = peak_shifts(maps, query)
+        one_hot = peak > one_hot_threshold
+        r = kernel_size // 2
+        out["one_hot"] = int(one_hot.sum())
+        out["one_hot_in_window"] = int((one_hot & (shifts.abs() <= r).all(1)).sum())
     return out
 
 
@@ -146,14 +165,17 @@ def run_measures(run, kernel_size: int = 3, radius: float = 0.5, epoch: int = -1
 
 def measures_rows(runs: Mapping[str, object], kernel_size: int = 3, radius: float = 0.5, epoch: int = -1) -> List[dict]:
     """One row per (model, layer) of the labelled runs after ``epoch``: ``model``, ``layer``
-    (0-based), ``num_heads``, ``mean_distance``, ``coverage``, ``mean_mass`` (NaN when no maps)."""
+    (0-based), ``num_heads``, ``mean_distance``, ``mean_integer_distance``, ``coverage``,
+    ``mean_mass`` (NaN when no maps), ``one_hot`` and ``one_hot_in_window`` (None when no maps)."""
     rows = []
     for label, run in runs.items():
         for i, m in enumerate(run_measures(run, kernel_size, radius, epoch)):
             if m is None:
                 continue
             rows.append({"model": label, "layer": i, "num_heads": m["num_heads"], "mean_distance": m["mean_distance"],
-                         "coverage": m["coverage"], "mean_mass": m.get("mean_mass", float("nan"))})
+                         "mean_integer_distance": m["mean_integer_distance"],
+                         "coverage": m["coverage"], "mean_mass": m.get("mean_mass", float("nan")),
+                         "one_hot": m.get("one_hot"), "one_hot_in_window": m.get("one_hot_in_window")})
     return rows
 
 
@@ -194,16 +216,23 @@ def reference_measures(grid: Sequence[int], kernel_size: int = 3, alpha: float =
 
 
 def format_measures(rows: Sequence[dict], kernel_size: int = 3) -> str:
-    """A text table of :func:`measures_rows` (distances and masses to 2 decimals; layers
-    numbered from 1 as in the paper)."""
+    """A Markdown table of :func:`measures_rows` (distances and masses to 2 decimals; layers
+    numbered from 1 as in the paper). Two kinds of "convolution-like": against the K×K lattice
+    (distance, coverage, window mass, one-hot heads inside the window) and at any integer shift
+    (distance to Z², one-hot heads anywhere), since Lemma 1 holds for any set of shifts."""
+    k = f"{kernel_size}×{kernel_size}"
     k2 = kernel_size * kernel_size
-    width = max([len("model")] + [len(r["model"]) for r in rows])
-    head = (f"{'model':<{width}}  layer  heads  mean dist. to lattice  lattice points covered  "
-            f"mean mass in {kernel_size}×{kernel_size}")
-    lines = [head, "-" * len(head)]
+    lines = [f"| model | layer | heads | dist. to {k} lattice | dist. to any integer shift | lattice points "
+             f"covered | mass in {k} window | one-hot heads (any shift) | one-hot heads in {k} |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+
+    def count(v):
+        return "–" if v is None else str(v)
+
     for r in rows:
-        lines.append(f"{r['model']:<{width}}  {r['layer'] + 1:>5}  {r['num_heads']:>5}  {r['mean_distance']:>21.2f}  "
-                     f"{str(r['coverage']) + ' / ' + str(k2):>22}  {r['mean_mass']:>15.2f}")
+        lines.append(f"| {r['model']} | {r['layer'] + 1} | {r['num_heads']} | {r['mean_distance']:.2f} "
+                     f"| {r['mean_integer_distance']:.2f} | {r['coverage']} / {k2} | {r['mean_mass']:.2f} "
+                     f"| {count(r['one_hot'])} | {count(r['one_hot_in_window'])} |")
     return "\n".join(lines)
 
 

@@ -1,4 +1,4 @@
-"""Why the quadratic encoding needs D_p = 3 in 2D: a linear encoding cannot make a head one-hot.
+"""Chapter 4, "why three dimensions": the linear 2-d encoding cannot make a head one-hot.
 
 Lemma 2 uses r_δ = (‖δ‖², δ_1, δ_2) (eq. 9). The obvious 2-dimensional candidate is the linear
 encoding r_δ = (δ_1, δ_2): the position-only score of a head is then vᵀδ, linear in the shift.
@@ -15,7 +15,9 @@ convex hull, so a linear head can only concentrate on a *corner* shift (in the l
 More generally a position-only head can be made one-hot on Δ exactly when r_Δ is an extreme
 point of {r_δ}; the quadratic features lie on a paraboloid, so every shift is one. Two dimensions
 can achieve this on a finite window (:func:`circle_encoding_target_mass`), but only with a score
-gap that shrinks with the window, not with one α for every image size.
+gap that shrinks with the window, not with one α for every image size. A non-polynomial 2-d
+encoding does serve every image size with one α (:mod:`attnconv.chapters.low_dim_encodings`), which
+refutes the paper's conjecture D_p ≥ 3 (Sec. 3) as stated.
 """
 from __future__ import annotations
 

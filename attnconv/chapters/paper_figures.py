@@ -1,5 +1,5 @@
-"""The figures and the table of the paper's Sec. 4 (Figs. 2-6 and 10, Table 1), drawn from saved
-training runs (:mod:`attnconv.experiments.runs`).
+"""The figures and the table of the paper's Sec. 4 (arXiv v1 Figs. 2-6 and 10; the accuracy table is
+v1 Fig. 5 = ICLR Table 1), drawn from saved training runs (:mod:`attnconv.experiments.runs`).
 
 * Which runs the book uses: :func:`book_run` wraps :func:`attnconv.experiments.runs.chapter_run` with the
   chapter-specific changes of :data:`BOOK_RUN_CHANGES` (longer runs than the profile's default
@@ -9,9 +9,11 @@ training runs (:mod:`attnconv.experiments.runs`).
   (how far the centres moved, which lattice points of Lemma 1 they reach, how sharp each head is),
   :func:`gaussian_head_maps` and :func:`plot_layer_contours` (Fig. 3 and Fig. 10, 50 % / 90 %
   probability-mass regions).
-* Accuracy: :func:`plot_accuracy_curves` (Fig. 4) and :func:`table1_rows` (Table 1 / Fig. 5).
-* Attention maps that need the trained weights (Fig. 6: learned relative encoding, with the
-  content term averaged over 100 test images): :func:`attention_map_statistics` computes them
+* Accuracy: :func:`plot_accuracy_curves` (v1 Fig. 4 = ICLR Fig. 2) and :func:`table1_rows` (v1 Fig. 5
+  = ICLR Table 1); :func:`content_variant_parameters` counts the ICLR-only content model as the
+  paper describes it.
+* Attention maps that need the trained weights (v1 Fig. 6 = ICLR Fig. 5: learned relative encoding,
+  position only; ICLR Fig. 6, not in v1: with the content term, averaged over 100 test images): :func:`attention_map_statistics` computes them
   (and how much each head's map varies between images) from a model, :func:`save_attention_maps`
   stores them as a small JSON next to ``history.json`` at training time, :func:`run_attention_maps`
   loads them (or computes them when the run's checkpoint is there) and
@@ -58,6 +60,9 @@ __all__ = [
     "paper_size_parameters",
     "table1_rows",
     "format_table1",
+    "content_variant_parameters",
+    "content_variant_module_parameters",
+    "learned_model_parameters",
     "attention_map_statistics",
     "average_attention_maps",
     "save_attention_maps",
@@ -87,13 +92,20 @@ BOOK_RUN_CHANGES: Dict[str, Dict[str, dict]] = {
     },
 }
 
-#: Table 1 of the paper (full CIFAR-10, 300 epochs, paper-size models): test accuracy,
-#: parameters, FLOPs per image.
+#: The paper's accuracy table (full CIFAR-10, 300 epochs, paper-size models): test accuracy,
+#: parameters, FLOPs per image, and where the row is printed. The first three rows are arXiv v1
+#: Fig. 5 (repeated in v1 Fig. 9), which the ICLR 2020 version calls Table 1; the content model
+#: exists only in the ICLR version, as a fourth row of its Table 1 (v1 Sec. 4.3 (iii): "the
+#: attention scores are computed using only the relative positions of the pixels and not the data").
 PAPER_TABLE1: Dict[str, Dict[str, str]] = {
-    "resnet18": {"label": "ResNet18", "accuracy": "93.8%", "parameters": "11.2M", "flops": "1.1B"},
-    "quadratic": {"label": "SA quadratic emb.", "accuracy": "93.8%", "parameters": "12.1M", "flops": "6.2B"},
-    "learned": {"label": "SA learned emb.", "accuracy": "86.6%", "parameters": "12.3M", "flops": "6.2B"},
-    "learned_content": {"label": "SA learned emb. + content", "accuracy": "90.2%", "parameters": "29.5M", "flops": "15B"},
+    "resnet18": {"label": "ResNet18", "accuracy": "93.8%", "parameters": "11.2M", "flops": "1.1B",
+                 "source": "v1 Fig. 5"},
+    "quadratic": {"label": "SA quadratic emb.", "accuracy": "93.8%", "parameters": "12.1M", "flops": "6.2B",
+                  "source": "v1 Fig. 5"},
+    "learned": {"label": "SA learned emb.", "accuracy": "91.8%", "parameters": "12.3M", "flops": "6.2B",
+                "source": "v1 Fig. 5"},
+    "learned_content": {"label": "SA learned emb. + content", "accuracy": "87.1%", "parameters": "29.5M",
+                        "flops": "15B", "source": "ICLR Table 1 only"},
 }
 
 
@@ -396,9 +408,9 @@ def plot_layer_contours(history: dict, grid: Sequence[int], query: Optional[Sequ
     return fig
 
 
-# --------------------------------------------------------------------------- accuracy, Table 1
+# --------------------------------------------------------------------------- accuracy, v1 Fig. 5 (ICLR Table 1)
 def plot_accuracy_curves(runs: Mapping[str, Run], ax=None, key: str = "test_acc", title: Optional[str] = None):
-    """Fig. 4: ``key`` (default the test accuracy) against the epoch for each labelled run."""
+    """v1 Fig. 4 (ICLR Fig. 2): ``key`` (default the test accuracy) against the epoch for each labelled run."""
     import matplotlib.pyplot as plt
 
     if ax is None:
@@ -424,7 +436,7 @@ def paper_size_parameters(model: str) -> int:
 
 
 def table1_rows(runs: Mapping[str, Run]) -> List[dict]:
-    """Table 1 / Fig. 5 side by side, one row per model of ``runs`` (keys: model names of
+    """v1 Fig. 5 (ICLR Table 1) side by side with our models, one row per model of ``runs`` (keys: model names of
     :data:`PAPER_TABLE1`):
 
     * our run: ``epochs``, final ``test_acc`` and ``parameters`` of the model actually trained;
@@ -433,7 +445,7 @@ def table1_rows(runs: Mapping[str, Run]) -> List[dict]:
     * the paper's reported accuracy, parameters and FLOPs."""
     unknown = set(runs) - set(PAPER_TABLE1)
     if unknown:
-        raise ValueError(f"no Table 1 entry for {sorted(unknown)}; choose from {sorted(PAPER_TABLE1)}")
+        raise ValueError(f"no accuracy-table entry for {sorted(unknown)}; choose from {sorted(PAPER_TABLE1)}")
     flops = {r["model"]: r for r in flops_table()}
     rows = []
     for name, run in runs.items():
@@ -450,25 +462,87 @@ def table1_rows(runs: Mapping[str, Run]) -> List[dict]:
             "paper_accuracy": paper["accuracy"],
             "paper_parameters": paper["parameters"],
             "paper_flops": paper["flops"],
+            "paper_source": paper["source"],
         })
     return rows
 
 
 def format_table1(rows: Sequence[dict], profile: str) -> str:
-    """A text rendering of :func:`table1_rows`: our ``profile`` run, our paper-size counts, the paper."""
-    head = (f"{'model':<26} | {profile + ' run: acc':>13} {'params':>8} {'epochs':>6} | "
-            f"{'paper size: params':>18} {'GFLOPs':>6} {'w/attn':>6} | {'paper: acc':>10} {'params':>6} {'FLOPs':>5}")
-    lines = [head, "-" * len(head)]
+    """A Markdown table of :func:`table1_rows`: our ``profile`` run, our paper-size counts, the paper
+    (with the source of each paper row: v1 Fig. 5 or ICLR Table 1 only)."""
+    lines = [
+        f"| model | {profile} run: acc | params | epochs | paper size: params | GFLOPs | w/ attn "
+        "| paper: acc | params | FLOPs | paper source |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
     for r in rows:
         lines.append(
-            f"{r['label']:<26} | {100 * r['test_acc']:>12.1f}% {r['parameters']:>8,} {r['epochs']:>6} | "
-            f"{r['paper_size_parameters']:>18,} {r['gflops_paper_way']:>6.1f} {r['gflops_with_attention']:>6.1f} | "
-            f"{r['paper_accuracy']:>10} {r['paper_parameters']:>6} {r['paper_flops']:>5}"
+            f"| {r['label']} | {100 * r['test_acc']:.1f}% | {r['parameters']:,} | {r['epochs']} "
+            f"| {r['paper_size_parameters']:,} | {r['gflops_paper_way']:.1f} | {r['gflops_with_attention']:.1f} "
+            f"| {r['paper_accuracy']} | {r['paper_parameters']} | {r['paper_flops']} | {r['paper_source']} |"
         )
     return "\n".join(lines)
 
 
-# --------------------------------------------------------------------------- maps from weights (Fig. 6)
+def content_variant_parameters(num_layers: int = 6, hidden_size: int = 400, num_heads: int = 9,
+                               head_dim: int = 400, tokens_per_side: int = 16, intermediate_size: int = 512,
+                               token_channels: int = 12, num_classes: int = 10) -> Dict[str, int]:
+    """Parameters of the learned-encoding + content model as the paper's text describes it (ICLR
+    Table 1 row "SA learned emb. + content-based att.", 29.5M), term by term.
+
+    The variant: the scores are query·key (content-content term of eq. 8) plus query·position
+    (content-position term, r_δ read by the query of the head, no Ŵ_key), with r_δ the
+    concatenation of a D_p/2 = 200-dimensional row-shift and column-shift embedding (D_p = 400 =
+    D_h, Sec. 4.3), one table per layer, and no per-head key vector (no position-only term).
+
+    * ``backbone``: the position-free part of our classifier: embedding Linear(12 → 400), per layer
+      the merged output Linear(N_h·D_h → 400), BERT's self-output Linear(400 → 400), two LayerNorms,
+      Linear(400 → 512) and Linear(512 → 400); the classifier Linear(400 → 10);
+    * ``query_key``: per layer the query and key projections Linear(400 → N_h·D_h) with biases;
+    * ``position_embeddings``: per layer 2·(2·15 + 1) shifts (|δ_a| ≤ 15 on 16×16 tokens) × 200.
+    """
+    d, hd, L = hidden_size, num_heads * head_dim, num_layers
+    per_layer = (hd * d + d) + (d * d + d) + 2 * (2 * d) + (d * intermediate_size + intermediate_size) \
+        + (intermediate_size * d + d)
+    backbone = (token_channels * d + d) + L * per_layer + (d * num_classes + num_classes)
+    query_key = L * 2 * (d * hd + hd)
+    shifts = 2 * (tokens_per_side - 1) + 1
+    position_embeddings = L * 2 * shifts * (head_dim // 2)
+    return {"backbone": backbone, "query_key": query_key, "position_embeddings": position_embeddings,
+            "total": backbone + query_key + position_embeddings}
+
+
+def learned_model_parameters(per_axis: int, shared: bool, num_layers: int = 6, num_heads: int = 9,
+                             tokens_per_side: int = 16) -> int:
+    """Parameters of the paper-size learned-encoding model (position only) for a reading of the
+    encoding: ``per_axis`` dimensions per row shift and per column shift (D_p = 2·per_axis), one
+    table for all layers (``shared``, the text of Secs. 2.3 and 4.3: "shared by all layers and
+    heads", D_p/2 = 200) or one per layer (the authors' code: 400 per axis). Each head has its key
+    vector w_h ∈ R^{D_p} (the position-only term v_hᵀ Ŵ_key r_δ). The rest is the backbone of
+    :func:`content_variant_parameters`."""
+    backbone = content_variant_parameters(num_layers=num_layers, num_heads=num_heads,
+                                          tokens_per_side=tokens_per_side)["backbone"]
+    shifts = 2 * (tokens_per_side - 1) + 1
+    tables = (1 if shared else num_layers) * 2 * shifts * per_axis
+    keys = num_layers * num_heads * 2 * per_axis
+    return backbone + tables + keys
+
+
+def content_variant_module_parameters() -> int:
+    """The same count from modules: our paper-size ``learned_content`` model built on the ``meta``
+    device, with each layer's learned encoding (400 per axis and a key vector per head) replaced by
+    two ``nn.Embedding(31, 200)`` tables (row and column shifts)."""
+    from torch import nn
+
+    with torch.device("meta"):
+        model = build_model("learned_content")
+        for layer in model.layers:
+            shifts = layer.attention.encoding.axis_embeddings[0].num_embeddings
+            layer.attention.encoding = nn.ModuleList(nn.Embedding(shifts, 200) for _ in range(2))
+    return count_parameters(model)
+
+
+# --------------------------------------------------------------------------- maps from weights (v1 Fig. 6; ICLR Figs. 5, 6)
 def _default_query(model) -> Tuple[int, int]:
     g = model.config.tokens_per_side
     return (g // 2, g // 2)
@@ -481,7 +555,7 @@ def attention_map_statistics(model, images: torch.Tensor, query: Optional[Sequen
     ``images`` (normalised, ``(N, 3, 32, 32)``), summarised per layer (``None`` for a layer without
     heads):
 
-    * ``mean`` — ``(N_h, H', W')`` float64, the average over the images (the paper's Fig. 6, right,
+    * ``mean`` — ``(N_h, H', W')`` float64, the average over the images (ICLR Fig. 6, not in arXiv v1,
       averages 100 test images);
     * ``variation`` — ``(N_h,)``, the mean over the images of the total-variation distance
       ½ Σ_k |p_image(k) − p_mean(k)| between an image's map and the average: 0 for a head whose
@@ -640,7 +714,7 @@ def layer_attention_maps(run: Run, query: Optional[Sequence[int]] = None, num_im
 def plot_layer_head_maps(maps: Sequence[Optional[torch.Tensor]], query: Sequence[int], suptitle: Optional[str] = None,
                          panel_size: float = 1.25, cmap: str = "Blues", contours: bool = False,
                          masses: Sequence[float] = (0.5, 0.9), vmax_floor: float = 0.05):
-    """Fig. 6: a grid of attention maps, one row per layer and one column per head, each with the
+    """v1 Fig. 6 (ICLR Figs. 5 and 6): a grid of attention maps, one row per layer and one column per head, each with the
     query token marked by a red square; each panel has its own colour scale from 0 to
     max(its largest probability, ``vmax_floor``), so that a nearly uniform head shows pale.
     With ``contours``, the outlines of each head's 50 % (solid) and 90 % (dashed) probability-mass

@@ -75,8 +75,9 @@ def head_weights_from_kernel(kernel_slice: torch.Tensor, head_dim: int):
     with W_out^h W_val^h = W_Δ (Lemma 1).
 
     Exact when D_h ≥ min(D_in, D_out) (one factor is an identity). When D_h is smaller, returns the
-    best rank-D_h factorisation from a truncated SVD (Eckart–Young): the paper's remark that a head
-    of dimension D_h < D_out can only express a rank-D_h slice.
+    best rank-D_h factorisation from a truncated SVD (Eckart–Young): a head of dimension D_h < D_out
+    can only express a slice of rank at most D_h (the paper's remark, Sec. 3.1, says "rank
+    D_out − D_h", a slip; see the book's errata).
     """
     d_out, d_in = kernel_slice.shape
     w_out = kernel_slice.new_zeros(d_out, head_dim)

@@ -1,4 +1,4 @@
-"""Positional encodings for self-attention over images (paper Sec. 2.2, Sec. 3, App. B).
+"""Positional encodings for self-attention over images (paper Secs. 2.1, 2.3, 3, 4.3, App. A.1).
 
 Every *relative* encoding is a function of the shift δ = k − q between a key and a query pixel
 (:func:`attnconv.core.grid.relative_shifts`). It exposes two things that enter the attention score of
@@ -44,7 +44,7 @@ def kernel_shifts(kernel_size: int, spatial_dims: int = 2) -> torch.Tensor:
 
 
 class RelativeEncoding(nn.Module):
-    """Base class of relative positional encodings r_δ (paper Sec. 2.2, eq. 8)."""
+    """Base class of relative positional encodings r_δ (paper Sec. 2.3, eq. 8)."""
 
     num_heads: int
     spatial_dims: int
@@ -175,7 +175,7 @@ class QuadraticEncoding(RelativeEncoding):
 
 
 class GeneralizedQuadraticEncoding(RelativeEncoding):
-    """The generalized (non-isotropic) quadratic encoding of App. B, eq. (16), D_p = 5.
+    """The generalized (non-isotropic) quadratic encoding of App. A.1, eq. (16), D_p = 5.
 
     Per head a centre Δ and a matrix M = Σ^{-1/2} (so Σ⁻¹ = M Mᵀ). With
     r_δ = (δ_1, δ_2, δ_1², δ_2², δ_1δ_2) and
@@ -241,7 +241,11 @@ class GeneralizedQuadraticEncoding(RelativeEncoding):
 
 
 class LearnedRelativeEncoding(RelativeEncoding):
-    """Learned relative encoding (paper Sec. 4.2 and eq. 8): row and column shift embeddings.
+    """Learned relative encoding (paper Sec. 4.3 and eq. 8): row and column shift embeddings.
+
+    The paper's text (Secs. 2.3, 4.3) has D_p = 400, 200 per axis, shared by all layers and heads;
+    our models build one table per layer with D_p = 2·hidden (400 per axis at paper size), as the
+    authors' code does, which is what reproduces the paper's 12.3M parameters.
 
     r_δ = concat(e^row_{δ_1}, e^col_{δ_2}), each of size D_p / d, for shifts |δ_a| ≤ ``max_shift``
     (2·max_shift + 1 embeddings per axis). The position-only term v_hᵀ Ŵ_key r_δ is parametrised

@@ -1,7 +1,8 @@
 """Token grids and relative shifts δ = k − q between query and key pixels.
 
-The paper (Sec. 2.2) writes a pixel of a W×H image as p = (i, j) and the shift between a key k
-and a query q as δ = k − q. Everything positional in :mod:`attnconv` is a function of δ, so this
+The paper (Sec. 2.2) writes a pixel of a W×H image as p = (i, j). For the shift between a key k
+and a query q the book uses δ = k − q, as the paper's Sec. 4.3 and App. A.1 do (its Sec. 2.3 and
+the proof of Lemma 2 write δ := q − k). Everything positional in :mod:`attnconv` is a function of δ, so this
 module builds the table of δ for every (query, key) pair once per grid shape.
 """
 from __future__ import annotations
@@ -45,7 +46,7 @@ def relative_shifts(shape: Sequence[int], padding: int = 0, device=None) -> torc
     """δ = k − q for every query pixel q of a grid and every key pixel k of the (padded) grid.
 
     Returns a ``(T_q, T_k, d)`` integer tensor, T_q = H·W and T_k = (H+2p)·(W+2p); δ is in (row,
-    column) order as in the paper's Sec. 2.2. The table is cached per shape and padding.
+    column) order as the pixels of the paper's Sec. 2.2. The table is cached per shape and padding.
     """
     table = _relative_shifts_cpu(tuple(int(s) for s in shape), int(padding))
     return table if device is None else table.to(device)

@@ -15,7 +15,8 @@ import torch
 
 from .encodings import kernel_shifts
 
-__all__ = ["lattice_distance", "lattice_coverage", "covered_lattice_points", "neighbourhood_mass", "peak_shifts"]
+__all__ = ["lattice_distance", "integer_shift_distance", "lattice_coverage", "covered_lattice_points",
+           "neighbourhood_mass", "peak_shifts", "peak_probability"]
 
 
 def _centers(centers) -> torch.Tensor:
@@ -37,6 +38,14 @@ def lattice_distance(centers, kernel_size: int = 3) -> torch.Tensor:
     c = _centers(centers)
     lat = _lattice(kernel_size)
     return torch.cdist(c, lat).min(dim=1).values
+
+
+def integer_shift_distance(centers) -> torch.Tensor:
+    """Euclidean distance of each head centre Δ_h ``(N_h, 2)`` to the nearest integer shift, any
+    shift of Z² and not only the K×K lattice: Lemma 1 holds for any set of shifts, so a head one-hot
+    at (3, −2) is as convolution-like as one at (1, 0), with a larger kernel. Returns ``(N_h,)``."""
+    c = _centers(centers)
+    return (c - torch.round(c)).norm(dim=1)
 
 
 def lattice_coverage(centers, kernel_size: int = 3, radius: float = 0.5) -> int:
@@ -90,3 +99,12 @@ def peak_shifts(maps, query: Sequence[int]) -> torch.Tensor:
         raise ValueError(f"query {tuple(query)} is outside the {h}×{w} grid")
     flat = m.reshape(m.shape[0], -1).argmax(1)
     return torch.stack([flat // w - q0, flat % w - q1], dim=1)
+
+
+def peak_probability(maps) -> torch.Tensor:
+    """Per head, its largest attention probability over the keys (maps ``(N_h, H, W)`` of one
+    query): 1 for a head one-hot on a single key (Lemma 1), 1/T for a uniform one. ``(N_h,)``."""
+    m = torch.as_tensor(maps, dtype=torch.float64)
+    if m.ndim != 3:
+        raise ValueError(f"maps must be (N_h, H, W), got shape {tuple(m.shape)}")
+    return m.reshape(m.shape[0], -1).max(1).values

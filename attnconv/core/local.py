@@ -1,6 +1,6 @@
 """Local Gaussian attention: each head uses only the keys in a window around its centre.
 
-The paper (Sec. 4.1) notes that its implementation "could be optimized to exploit the locality of
+The paper (Sec. 4.2) notes that its implementation "could be optimized to exploit the locality of
 Gaussian attention probabilities". A position-only Gaussian head (eq. 9 or eq. 16) scores key k
 of query q by s(k) = −½ (k − t)ᵀ Σ⁻¹ (k − t), t = q + Δ. This module keeps, for every head and
 query, only the keys of a (2r+1)×(2r+1) window and renormalises over the keys of the window that

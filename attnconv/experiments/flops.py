@@ -1,4 +1,5 @@
-"""Counting the compute of the paper's models, two ways (Table 1's "FLOPS" column).
+"""Counting the compute of the paper's models, two ways (the "# of FLOPS" column of v1 Figs. 5
+and 9, ICLR Table 1).
 
 The paper reports 6.2B FLOPs for the self-attention models and 1.1B for ResNet18. Those numbers are
 2 × the multiply-accumulates (MACs) of the **Linear and convolution layers only**. Applying the
@@ -31,7 +32,8 @@ from .models import ResNetConfig, SelfAttentionConfig, build_model, paper_model_
 
 __all__ = ["MacCount", "count_macs", "analytic_macs", "PAPER_FLOPS", "flops_table"]
 
-#: Table 1 of the paper ("FLOPS"): 2 × MACs of the Linear/conv layers.
+#: The paper's "# of FLOPS" (v1 Figs. 5 and 9; 15B for learned_content is ICLR Table 1 only). Our
+#: inference, not stated in the paper: they are 2 × the MACs of the Linear/conv layers.
 PAPER_FLOPS = {"quadratic": "6.2B", "generalized": "6.2B", "learned": "6.2B", "learned_content": "15B", "resnet18": "1.1B"}
 
 

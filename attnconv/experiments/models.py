@@ -1,4 +1,4 @@
-"""The paper's CIFAR-10 models (Sec. 4, Table 1) at the settings of the authors' code.
+"""The paper's CIFAR-10 models (Sec. 4; v1 Fig. 5 = ICLR Table 1) at the settings of the authors' code.
 
 Self-attention classifier (:class:`SelfAttentionClassifier`):
 
@@ -11,7 +11,7 @@ Self-attention classifier (:class:`SelfAttentionClassifier`):
   the raw 400-dim hidden states with its attention probabilities, the 9 results (3600) go through
   one Linear(3600 → 400) — eq. (4) with W_val^h W_out^h merged.
 * Encodings: quadratic (Lemma 2 / eq. 9, Σ⁻¹ = s²·I), generalized quadratic (eq. 16, Σ⁻¹ = M Mᵀ),
-  learned relative (Sec. 4.2), optionally with the content term q·k/√400 (eq. 8).
+  learned relative (Sec. 4.3), optionally with the content term q·k/√400 (eq. 8).
 * Mean pooling of the tokens, Linear(400 → 10).
 
 ResNet18 (:class:`ResNet`): the CIFAR variant (3×3 stride-1 stem, no max-pool).
@@ -118,7 +118,7 @@ class SelfAttentionConfig:
 
 @dataclass
 class ResNetConfig:
-    """ResNet18 for CIFAR (He et al. 2016, the 'kuangliu' variant used by the authors)."""
+    """ResNet18 for CIFAR (He et al. 2015 in the paper's references, the 'kuangliu' variant used by the authors)."""
 
     num_blocks: Tuple[int, ...] = (2, 2, 2, 2)
     widths: Tuple[int, ...] = (64, 128, 256, 512)
@@ -452,7 +452,7 @@ PAPER_PARAMETERS = {
 
 
 def parameter_count_table(pruned_heads: int = 15) -> List[dict]:
-    """Parameter counts of our models at paper size vs the paper's Table 1 / Sec. 4.
+    """Parameter counts of our models at paper size vs the paper's v1 Figs. 5 and 9 (ICLR Table 1).
 
     Rows: ``model``, ``ours`` (exact count), ``ours_rounded`` (millions, 1 decimal), ``paper``,
     ``match``. Models are built on the ``meta`` device (no memory, no time). The pruned row removes

@@ -1,4 +1,4 @@
-"""Pruning degenerate attention heads of the generalized quadratic model (paper Sec. 4.2, App. B).
+"""Pruning degenerate attention heads of the generalized quadratic model (paper App. A.1, "Pruning degenerated heads").
 
 A head of the generalized quadratic encoding (eq. 16) attends with a Gaussian of inverse covariance
 Σ⁻¹ = M Mᵀ. After training, some heads are *degenerate*:

@@ -1,4 +1,4 @@
-"""Tests of attnconv.chapters.gaussian: the generalized quadratic encoding (App. B, eq. 16) and its figures."""
+"""Tests of attnconv.chapters.gaussian: the generalized quadratic encoding (App. A.1, eq. 16) and its figures."""
 import math
 
 import matplotlib

@@ -241,3 +241,12 @@ def test_figures_and_table(data):
     import matplotlib.pyplot as plt
 
     plt.close("all")
+
+
+def test_paper_pruning_reduction_is_a_fifth_not_a_fourth():
+    red = gf.paper_pruning_reduction()
+    # oracle: the paper's Fig. 9 numbers by hand, 12.1M → 9.7M and 6.2B → 4.9B
+    assert red["parameters"] == pytest.approx(2.4 / 12.1) and red["flops"] == pytest.approx(1.3 / 6.2)
+    assert 0.19 < red["parameters"] < 0.21 and 0.20 < red["flops"] < 0.22  # about a fifth
+    assert abs(red["parameters"] - 0.25) > 0.04 and abs(red["flops"] - 0.25) > 0.04  # not a fourth
+    assert red["heads"] == pytest.approx(15 / 54)

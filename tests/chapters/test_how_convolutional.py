@@ -8,6 +8,13 @@ import matplotlib.pyplot as plt
 import pytest
 import torch
 
+from attnconv.core.lattice import (
+    covered_lattice_points,
+    lattice_coverage,
+    lattice_distance,
+    neighbourhood_mass,
+    peak_shifts,
+)
 from attnconv.chapters.how_convolutional import (
     format_measures,
     layer_measures,
@@ -268,3 +275,22 @@ def test_load_saved_runs(tmp_path):
                                     "cpu", runs_root=tmp_path)
     assert list(runs) == ["a"] and missing == ["b", "c"]
     assert runs["a"].run_dir == tmp_path / "cpu" / "quadratic"
+
+
+def test_one_hot_at_any_integer_shift_vs_inside_the_window():
+    from attnconv.core.encodings import QuadraticEncoding
+    from attnconv.core.lattice import integer_shift_distance, peak_probability
+
+    # oracle by hand: rounding each coordinate; (2.6, -0.2) is 0.4 · √(1 + 0.25) from (3, 0)
+    d = integer_shift_distance(torch.tensor([[3.0, -2.0], [2.6, -0.2], [0.5, 0.5]]))
+    assert torch.allclose(d, torch.tensor([0.0, (0.4 ** 2 + 0.2 ** 2) ** 0.5, 0.5 ** 0.5], dtype=torch.float64))
+    # two sharp heads at (0, 1) and (3, -2) (outside the 3×3 window), one wide head
+    centers = torch.tensor([[0.0, 1.0], [3.0, -2.0], [0.0, 0.0]], dtype=torch.float64)
+    enc = QuadraticEncoding(3, centers=centers, alpha=torch.tensor([20.0, 20.0, 0.01])).double()
+    maps = head_attention_maps(enc, (9, 9), (4, 4))
+    peak = peak_probability(maps)
+    assert peak[0] > 0.99 and peak[1] > 0.99 and peak[2] < 0.05
+    m = layer_measures(centers, maps, (4, 4))
+    assert (m["one_hot"], m["one_hot_in_window"]) == (2, 1)
+    assert m["mean_integer_distance"] == 0.0 and m["mean_distance"] > 0.5
+    assert "one_hot" not in layer_measures(centers)

@@ -18,6 +18,9 @@ from attnconv.chapters.paper_figures import (
     ATTENTION_MAPS,
     BOOK_RUN_CHANGES,
     PAPER_TABLE1,
+    content_variant_module_parameters,
+    content_variant_parameters,
+    learned_model_parameters,
     active_profile,
     attention_map_statistics,
     average_attention_maps,
@@ -240,8 +243,41 @@ def test_paper_size_parameters_and_table(tmp_path, tiny_data):
     assert row["paper_accuracy"] == PAPER_TABLE1["quadratic"]["accuracy"] == "93.8%"
     text = format_table1(rows, "cpu")
     assert "SA quadratic emb." in text and "93.8%" in text and f"{counted['quadratic']:,}" in text
+    lines = text.splitlines()
+    assert len(lines) == 3 and all(line.startswith("| ") and line.endswith(" |") for line in lines)
+    assert len({line.count(" | ") for line in lines}) == 1  # a well-formed Markdown table
     with pytest.raises(ValueError):
         table1_rows({"generalized_pruned": run})
+
+
+def test_paper_accuracy_table_is_v1_fig5_plus_the_iclr_row():
+    # arXiv v1 Fig. 5: "ResNet18 0.938 11.2M 1.1B", "SA quadratic 0.938 12.1M 6.2B",
+    # "SA learned 0.918 12.3M 6.2B"; ICLR Table 1 adds the content model at 0.871, 29.5M, 15B.
+    expected = {"resnet18": ("93.8%", "11.2M", "1.1B"), "quadratic": ("93.8%", "12.1M", "6.2B"),
+                "learned": ("91.8%", "12.3M", "6.2B"), "learned_content": ("87.1%", "29.5M", "15B")}
+    for name, (acc, params, flops) in expected.items():
+        row = PAPER_TABLE1[name]
+        assert (row["accuracy"], row["parameters"], row["flops"]) == (acc, params, flops)
+    assert PAPER_TABLE1["learned_content"]["source"] == "ICLR Table 1 only"
+    assert {PAPER_TABLE1[m]["source"] for m in ("resnet18", "quadratic", "learned")} == {"v1 Fig. 5"}
+
+
+def test_content_variant_counts_29_5m_and_ours_29_6m():
+    terms = content_variant_parameters()
+    assert terms["total"] == sum(v for k, v in terms.items() if k != "total") == 29_484_282
+    assert content_variant_module_parameters() == terms["total"]  # the same count from modules
+    assert paper_size_parameters("learned_content") == 29_601_882
+    # our model minus the variant: 400 instead of 200 per axis, plus one 800-d key vector per head
+    assert 29_601_882 - 29_484_282 == 6 * (2 * 31 * (400 - 200) + 9 * 800)
+    # the backbone is the quadratic model without its 6 × 9 × 3 Gaussian parameters
+    assert terms["backbone"] == paper_size_parameters("quadratic") - 6 * 9 * 3
+
+
+def test_learned_model_readings():
+    # the code's reading (400 per axis, one table per layer) is the model we build: 12,278,682
+    assert learned_model_parameters(400, shared=False) == paper_size_parameters("learned") == 12_278_682
+    assert learned_model_parameters(200, shared=True) == 12_120_682  # the text's reading: 12.1M
+    assert learned_model_parameters(200, shared=False) == 12_182_682
 
 
 # ----------------------------------------------------------------- attention maps from the weights

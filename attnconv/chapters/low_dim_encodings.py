@@ -1,0 +1,152 @@
+"""Two positional dimensions suffice in 2D: a counterexample to the paper's D_p ≥ 3 conjecture.
+
+Chapter 4 ("Lemma 2 and Theorem 1"), section "Two dimensions suffice". The paper (arXiv v1, Sec. 3,
+after eq. 9) writes: "Though we lack a formal proof, we conjecture that every encoding that
+satisfies Lemma 1 should have at least three dimensions."
+
+Take an injective map ι: Z² → Z (:func:`shift_index`, a pairing of the two coordinates of a
+shift) and apply the paper's own 1D quadratic encoding (Sec. 3, "Remark for the 1D case") to
+ι(δ):
+
+    r_δ = (ι(δ)², ι(δ)),      v = −α (1, −2 ι(Δ)),
+    vᵀ r_δ = −α (ι(δ) − ι(Δ))² + α ι(Δ)².
+
+Distinct shifts have distinct integers ι(δ), so every key other than the target q + Δ scores at
+least α below it, on every image size, and the off-target softmax weight is at most
+Σ_{m ≠ 0} e^{−α m²} = θ(e^{−α}) − 1, the 1D bound of Lemma 2. So D_p = 2 satisfies Lemma 1's
+condition in the same α → ∞ sense as eq. (9).
+
+D_p = 1 cannot: with a scalar r_δ the score v·r_δ is monotone in r_δ, so over any set of keys it
+is largest at the key of largest r_δ (v > 0) or of smallest r_δ (v < 0) — at most two of the
+K² shifts a query sees can be singled out (:func:`scalar_encoding_reachable_targets`).
+
+The encoding is not a polynomial (ι folds the signs) nor smooth in δ; whether a 2-dimensional
+*polynomial* encoding exists is left open here.
+"""
+from __future__ import annotations
+
+from typing import Dict, Optional, Sequence
+
+import torch
+
+from ..core.conv import conv_to_mhsa
+from ..core.encodings import RelativeEncoding, kernel_shifts
+from ..core.grid import relative_shifts
+
+__all__ = [
+    "zigzag",
+    "shift_index",
+    "PairedQuadraticEncoding",
+    "paired_encoding_features",
+    "paired_encoding_v",
+    "paired_scores_check",
+    "conv_to_paired_mhsa",
+    "scalar_encoding_reachable_targets",
+]
+
+
+def zigzag(a: torch.Tensor) -> torch.Tensor:
+    """The injection Z → N: 0, −1, 1, −2, 2, … ↦ 0, 1, 2, 3, 4, … (2a for a ≥ 0, −2a − 1 for a < 0)."""
+    a = torch.as_tensor(a).long()
+    return torch.where(a >= 0, 2 * a, -2 * a - 1)
+
+
+def shift_index(delta: torch.Tensor) -> torch.Tensor:
+    """ι: Z² → Z, injective: the Cantor pairing of the zig-zag codes of the two coordinates of
+    ``delta`` ``(..., 2)``, ι(δ) = (x + y)(x + y + 1)/2 + y with x, y = zigzag(δ_1), zigzag(δ_2).
+    Returns a ``(...)`` long tensor (exact integers)."""
+    delta = torch.as_tensor(delta)
+    if delta.shape[-1] != 2:
+        raise ValueError("shift_index needs 2-d shifts (..., 2)")
+    x, y = zigzag(delta[..., 0]), zigzag(delta[..., 1])
+    s = x + y
+    return s * (s + 1) // 2 + y
+
+
+def paired_encoding_features(delta: torch.Tensor) -> torch.Tensor:
+    """r_δ = (ι(δ)², ι(δ)) ∈ Z², D_p = 2 (exact, long)."""
+    n = shift_index(delta)
+    return torch.stack([n * n, n], dim=-1)
+
+
+def paired_encoding_v(target: Sequence[int], alpha: int = 1) -> torch.Tensor:
+    """v = −α (1, −2 ι(Δ)) for the head centred on ``target`` Δ (exact, long; ``alpha`` an integer)."""
+    n = int(shift_index(torch.tensor(list(target))))
+    return -int(alpha) * torch.tensor([1, -2 * n])
+
+
+class PairedQuadraticEncoding(RelativeEncoding):
+    """A D_p = 2 relative encoding for 2-d images: r_δ = (ι(δ)², ι(δ)), v_h = −α (1, −2 ι(Δ_h))
+    with ι = :func:`shift_index`. :meth:`position_scores` returns the centred form
+    −α (ι(δ) − ι(Δ_h))², which differs from v_hᵀ r_δ by the per-head constant α ι(Δ_h)²."""
+
+    def __init__(self, centers, alpha: float):
+        super().__init__()
+        c = torch.as_tensor(centers).long()
+        if c.ndim != 2 or c.shape[1] != 2:
+            raise ValueError("centers must be a (N_h, 2) integer tensor")
+        self.num_heads, self.spatial_dims, self.dim = c.shape[0], 2, 2
+        self.register_buffer("centers", c)
+        self.alpha = float(alpha)
+
+    def features(self, delta: torch.Tensor) -> torch.Tensor:
+        self._check_delta(delta)
+        return paired_encoding_features(delta).to(torch.get_default_dtype())
+
+    def _position_scores(self, delta: torch.Tensor) -> torch.Tensor:
+        self._check_delta(delta)
+        diff = shift_index(delta).unsqueeze(0) - shift_index(self.centers).view(-1, *([1] * (delta.ndim - 1)))
+        return -self.alpha * diff.to(torch.float64) ** 2
+
+
+def paired_scores_check(shape: Sequence[int], padding: int = 1, kernel_size: int = 3, alpha: int = 1) -> Dict[str, object]:
+    """For every query of a ``shape`` image whose keys are the image zero-padded by ``padding``,
+    and every head Δ of a ``kernel_size``² kernel, the exact integer scores v_Δᵀ r_δ over all keys
+    (the literal inner product, no closed form). Returns ``argmax_is_target`` (the unique maximum
+    is the key q + Δ, for every query and head), ``min_gap`` (the smallest difference between the
+    target's score and any other key's, over all queries and heads; ≥ ``alpha`` is the claim),
+    and the same two for the ``corner`` query (0, 0) and the ``interior`` query at the centre."""
+    delta = relative_shifts(tuple(shape), padding).long()  # (T_q, T_k, 2), δ = k − q
+    feats = paired_encoding_features(delta)  # (T_q, T_k, 2)
+    out: Dict[str, object] = {}
+    h, w = int(shape[0]), int(shape[1])
+    picks = {"all": slice(None), "corner": [0], "interior": [(h // 2) * w + w // 2]}
+    for name, rows in picks.items():
+        ok, gap = True, None
+        for target in kernel_shifts(kernel_size).tolist():
+            scores = feats[rows] @ paired_encoding_v(target, alpha)  # (Q, T_k), exact
+            hit = (delta[rows] == torch.tensor(target)).all(-1)  # the key q + Δ
+            if not bool((hit.sum(-1) == 1).all()):
+                raise ValueError(f"the target q + {target} is not a key for every query; increase padding")
+            best = scores.max(-1)
+            on_target = hit.gather(-1, best.indices[:, None]).squeeze(-1)
+            others = scores.masked_fill(hit, torch.iinfo(scores.dtype).min).max(-1).values
+            g = int((best.values - others).min())
+            ok = ok and bool(on_target.all()) and bool((scores.eq(best.values[:, None]).sum(-1) == 1).all())
+            gap = g if gap is None else min(gap, g)
+        out[f"{name}_argmax_is_target" if name != "all" else "argmax_is_target"] = ok
+        out[f"{name}_min_gap" if name != "all" else "min_gap"] = gap
+    return out
+
+
+def conv_to_paired_mhsa(conv: torch.nn.Conv2d, alpha: Optional[float] = None) -> torch.nn.Module:
+    """Theorem 1 with D_p = 2: :func:`~attnconv.core.conv.conv_to_mhsa` (same heads, value and
+    output weights, keys on the zero-padded image) with the quadratic encoding replaced by
+    :class:`PairedQuadraticEncoding`. Default ``alpha``: the 1D ``one_hot_alpha`` of the
+    convolution's dtype, since the off-target weight is bounded by the 1D sum θ(e^{−α}) − 1."""
+    from ..core.bounds import one_hot_alpha
+
+    mhsa = conv_to_mhsa(conv)
+    if alpha is None:
+        alpha = one_hot_alpha(conv.weight.dtype, spatial_dims=1)
+    k = conv.kernel_size[0]
+    mhsa.encoding = PairedQuadraticEncoding(kernel_shifts(k), alpha).to(conv.weight.device)
+    return mhsa
+
+
+def scalar_encoding_reachable_targets(values: torch.Tensor, directions: torch.Tensor) -> torch.Tensor:
+    """D_p = 1: for a scalar encoding (``values`` r_δ, one per key) and scalars v (``directions``),
+    the set of keys that are the argmax of v·r_δ for some v. It is always within
+    {argmin r, argmax r} (plus ties): returns the sorted unique key indices reached."""
+    scores = directions[:, None] * values[None, :]
+    return torch.unique(scores.argmax(-1))

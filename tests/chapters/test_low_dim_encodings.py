@@ -1,0 +1,99 @@
+"""Tests of attnconv.chapters.low_dim_encodings: D_p = 2 satisfies Lemma 1's condition on every
+image size; D_p = 1 cannot. Oracles: plain Python loops over queries, keys and heads, and F.conv2d."""
+import itertools
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from attnconv.chapters.low_dim_encodings import (
+    PairedQuadraticEncoding,
+    conv_to_paired_mhsa,
+    paired_encoding_features,
+    paired_encoding_v,
+    paired_scores_check,
+    scalar_encoding_reachable_targets,
+    shift_index,
+)
+
+
+def test_shift_index_is_injective_on_a_box():
+    r = range(-20, 21)
+    codes = [int(shift_index(torch.tensor([a, b]))) for a in r for b in r]
+    assert len(set(codes)) == len(codes) == 41 * 41
+
+
+def loop_oracle(shape, padding, alpha):
+    """Plain loops: for every query, head and key, the score v·r_δ as two products of Python ints;
+    returns (every argmax is q + Δ, smallest gap between the target and another key)."""
+    h, w = shape
+    ok, gap = True, None
+    for qi, qj in itertools.product(range(h), range(w)):
+        for target in itertools.product((-1, 0, 1), repeat=2):
+            v = [int(c) for c in paired_encoding_v(target, alpha)]
+            scores = {}
+            for ki, kj in itertools.product(range(-padding, h + padding), range(-padding, w + padding)):
+                r = [int(c) for c in paired_encoding_features(torch.tensor([ki - qi, kj - qj]))]
+                scores[(ki, kj)] = v[0] * r[0] + v[1] * r[1]
+            goal = (qi + target[0], qj + target[1])
+            best = max(scores.values())
+            ok = ok and scores[goal] == best and sum(s == best for s in scores.values()) == 1
+            g = scores[goal] - max(s for k, s in scores.items() if k != goal)
+            gap = g if gap is None else min(gap, g)
+    return ok, gap
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 3), (4, 6), (7, 5)])
+@pytest.mark.parametrize("alpha", [1, 3])
+def test_argmax_is_the_target_with_gap_alpha_against_loops(shape, alpha):
+    ok, gap = loop_oracle(shape, 1, alpha)
+    assert ok and gap >= alpha
+    check = paired_scores_check(shape, padding=1, alpha=alpha)
+    assert check["argmax_is_target"] and check["corner_argmax_is_target"] and check["interior_argmax_is_target"]
+    assert check["min_gap"] == gap
+    assert min(check["corner_min_gap"], check["interior_min_gap"]) >= alpha
+
+
+def test_larger_grids_and_padding_too_small_is_an_error():
+    for shape in ((16, 16), (9, 31)):
+        check = paired_scores_check(shape, padding=1, alpha=2)
+        assert check["argmax_is_target"] and check["min_gap"] >= 2
+    with pytest.raises(ValueError):
+        paired_scores_check((5, 5), padding=0)
+
+
+def test_position_scores_are_v_dot_r_minus_a_constant():
+    shifts = torch.tensor([[-1, -1], [0, 1], [1, 0]])
+    enc = PairedQuadraticEncoding(shifts, alpha=2.0)
+    delta = torch.stack(torch.meshgrid(torch.arange(-4, 5), torch.arange(-4, 5), indexing="ij"), -1)
+    feats = paired_encoding_features(delta)
+    for h, target in enumerate(shifts.tolist()):
+        v_dot_r = (feats @ paired_encoding_v(target, 2)).double()
+        const = 2 * float(shift_index(torch.tensor(target))) ** 2
+        assert torch.equal(enc.position_scores(delta)[h], v_dot_r - const)
+    assert enc.dim == 2
+
+
+@pytest.mark.parametrize("dtype,tol", [(torch.float32, 1e-5), (torch.float64, 1e-12)])
+def test_d_p_2_layer_equals_the_convolution_on_several_sizes(dtype, tol):
+    gen = torch.Generator().manual_seed(3)
+    conv = torch.nn.Conv2d(3, 4, 3, padding=1).to(dtype)
+    with torch.no_grad():
+        conv.weight.copy_(torch.randn(conv.weight.shape, generator=gen, dtype=dtype))
+        conv.bias.copy_(torch.randn(conv.bias.shape, generator=gen, dtype=dtype))
+    mhsa = conv_to_paired_mhsa(conv)
+    for shape in ((1, 1), (3, 8), (12, 12)):
+        x = torch.randn(2, 3, *shape, generator=gen, dtype=dtype)
+        ref = F.conv2d(x, conv.weight, conv.bias, padding=1)
+        with torch.no_grad():
+            err = (mhsa(x) - ref).abs().max() / ref.abs().max()
+        assert err < tol
+
+
+def test_scalar_encoding_reaches_at_most_two_keys():
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(20):
+        values = torch.randn(9, generator=gen, dtype=torch.float64)
+        directions = torch.cat([torch.randn(500, generator=gen, dtype=torch.float64) * 100, torch.tensor([1.0, -1.0])])
+        reached = set(scalar_encoding_reachable_targets(values, directions).tolist())
+        assert reached == {int(values.argmax()), int(values.argmin())}
