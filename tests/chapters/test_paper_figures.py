@@ -243,9 +243,11 @@ def test_paper_size_parameters_and_table(tmp_path, tiny_data):
     assert row["paper_accuracy"] == PAPER_TABLE1["quadratic"]["accuracy"] == "93.8%"
     text = format_table1(rows, "cpu")
     assert "SA quadratic emb." in text and "93.8%" in text and f"{counted['quadratic']:,}" in text
-    lines = text.splitlines()
-    assert len(lines) == 3 and all(line.startswith("| ") and line.endswith(" |") for line in lines)
-    assert len({line.count(" | ") for line in lines}) == 1  # a well-formed Markdown table
+    for table in text.split("\n\n"):  # ours, then the paper's
+        lines = table.splitlines()
+        assert len(lines) == 3 and all(line.startswith("| ") and line.endswith(" |") for line in lines)
+        assert len({line.count(" | ") for line in lines}) == 1  # a well-formed Markdown table
+    assert len(text.split("\n\n")) == 2
     with pytest.raises(ValueError):
         table1_rows({"generalized_pruned": run})
 
