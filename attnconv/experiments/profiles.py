@@ -12,6 +12,10 @@
   epochs of the quadratic model, centres moved 0.55-0.66 token on average and spreads went from
   1 to 0.33-2.4 (first-layer heads near the query sharpened, second-layer heads widened).
 
+* ``deep`` — the paper's depth and token grid (6 layers × 9 heads, 16×16 tokens of 2×2 pixels) at
+  hidden 32 on the bundled sample, local attention for the Gaussian models: about 30 s per epoch
+  on one core (:data:`DEEP_MEASURED_SECONDS_PER_STEP`).
+
 ``make_config("quadratic", "cpu", epochs=3)`` returns the :class:`~attnconv.experiments.train.TrainConfig`.
 """
 from __future__ import annotations

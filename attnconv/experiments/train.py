@@ -3,7 +3,8 @@
 Optimisation as in the authors' code (epfml/attention-cnn): SGD, learning rate 0.1, momentum 0.9,
 weight decay 1e-4 (none on the Gaussian attention parameters: centres Δ, spreads s, matrices M),
 batch 100; self-attention models: linear warm-up over the first 5% of the steps, then cosine
-decay to 0, stepped every batch; ResNet18: learning rate divided by 10 at epochs 80, 150 and 250.
+decay to 0, stepped every batch; ResNet18: learning rate divided by 10 at epochs 80, 150 and 250 (the authors' run scripts;
+the paper states no ResNet18 schedule).
 300 epochs in the paper. bf16 autocast on CUDA.
 
 Everything of a run lives in its folder:
