@@ -27,6 +27,7 @@ from ..core.encodings import (
     LearnedRelativeEncoding,
     QuadraticEncoding,
 )
+from .plotting import COLUMN_INCHES
 
 __all__ = [
     "copy_weights_from_torch_mha",
@@ -282,7 +283,7 @@ def plot_score_terms(terms: Dict[str, torch.Tensor], shape: Sequence[int], query
     panels = [(name.replace("_", "-"), terms[name]) for name in TERM_NAMES]
     panels.append(("sum = score A", sum(terms[name] for name in TERM_NAMES)))
     if axes is None:
-        fig, axes = plt.subplots(1, len(panels), figsize=(2.6 * len(panels), 2.7))
+        fig, axes = plt.subplots(1, len(panels), figsize=(min(COLUMN_INCHES, 2.6 * len(panels)), 2.3))
     else:
         fig = axes[0].figure
     for ax, (title, t) in zip(axes, panels):
@@ -291,9 +292,9 @@ def plot_score_terms(terms: Dict[str, torch.Tensor], shape: Sequence[int], query
         im = ax.imshow(m, cmap="RdBu_r", norm=TwoSlopeNorm(0.0, -lim, lim))
         ax.add_patch(Rectangle((query[1] + p - 0.5, query[0] + p - 0.5), 1, 1, fill=False, ec="black", lw=1.5))
         fig.colorbar(im, ax=ax, fraction=0.046)
-        ax.set_title(title, fontsize=9)
+        ax.set_title(title, fontsize=8)
         ax.set_xticks([]), ax.set_yticks([])
-    fig.tight_layout()
+    fig.tight_layout(pad=0.4, w_pad=0.4)
     return fig
 
 

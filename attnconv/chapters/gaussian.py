@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from ..core.encodings import GeneralizedQuadraticEncoding, QuadraticEncoding, RelativeEncoding
+from .plotting import COLUMN_INCHES
 
 __all__ = [
     "gaussian_log_density",
@@ -365,7 +366,8 @@ def plot_gaussian_heads(encoding: RelativeEncoding, grid_shape: Sequence[int], q
         raise ValueError(f"got {len(titles)} titles for {n} heads")
     ncols = ncols or min(n, 3)
     nrows = int(math.ceil(n / ncols))
-    fig, axes = plt.subplots(nrows, ncols, figsize=(panel_size * ncols, panel_size * nrows + 0.3), squeeze=False)
+    panel = min(panel_size, COLUMN_INCHES / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(panel * ncols, panel * nrows + 0.3), squeeze=False)
     centers = encoding.centers.detach().cpu().double()
     for i, ax in enumerate(axes.flat):
         ax.set_xticks([]), ax.set_yticks([])
@@ -380,6 +382,6 @@ def plot_gaussian_heads(encoding: RelativeEncoding, grid_shape: Sequence[int], q
         ax.plot([cx], [cy], marker="x", color="darkorange", markersize=8, mew=2)
         ax.set_xlim(-0.5, grid_shape[1] - 0.5)
         ax.set_ylim(grid_shape[0] - 0.5, -0.5)
-        ax.set_title(titles[i] if titles else f"head {i}", fontsize=9)
+        ax.set_title(titles[i] if titles else f"head {i + 1}", fontsize=8.5)
     fig.tight_layout()
     return fig

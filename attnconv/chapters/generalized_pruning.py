@@ -53,9 +53,12 @@ from ..experiments.train import (
     select_device,
     train_epoch,
 )
+from .plotting import COLUMN_INCHES
 
 __all__ = [
     "STUDY_FILE",
+    "PAPER_PRUNED_PER_LAYER",
+    "pruned_per_layer",
     "generalized_run_changes",
     "retrain_epochs",
     "attention_only_model",
@@ -95,6 +98,9 @@ def paper_pruning_reduction() -> Dict[str, float]:
 #: The chapter's changes to each profile's generalized run. The cpu profile trains 40 epochs
 #: instead of 16, so that the heads have time to change shape (the paper trains 300).
 STUDY_FILE = "pruning.json"
+#: Heads the paper pruned per layer, first to last, in its 6-layer, 9-head generalized model (App. A.1:
+#: "we pruned [2,4,1,2,6,0] heads from the first to the last layer").
+PAPER_PRUNED_PER_LAYER = (2, 4, 1, 2, 6, 0)
 Head = Tuple[int, int]
 
 
@@ -185,6 +191,12 @@ def degeneracy_order(model, max_eigenvalue_threshold: float = PAPER_MAX_EIGENVAL
     rest = sorted((r for r in flat if not r["lambda_max"] < max_eigenvalue_threshold),
                   key=lambda r: (-r["condition"], r["layer"], r["head"]))
     return [(r["layer"], r["head"]) for r in wide + rest]
+
+
+def pruned_per_layer(selection: Dict[int, Sequence[int]], num_layers: int) -> List[int]:
+    """The number of heads a selection ``{layer: [heads]}`` prunes in each of ``num_layers`` layers
+    (the paper's way of reporting it, :data:`PAPER_PRUNED_PER_LAYER`)."""
+    return [len(selection.get(i, selection.get(str(i), []))) for i in range(num_layers)]
 
 
 def selection_of(heads: Sequence[Head]) -> Dict[int, List[int]]:
@@ -439,7 +451,8 @@ def plot_heads_by_layer(model, query: Optional[Tuple[int, int]] = None, degenera
     layers = [i for i, layer in enumerate(model.layers) if layer.attention is not None]
     ncols = min(len(layers), 3)
     nrows = math.ceil(len(layers) / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(panel_size * ncols + 0.4, panel_size * nrows + 0.4), squeeze=False)
+    panel = min(panel_size, (COLUMN_INCHES - 0.4) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(panel * ncols + 0.4, panel * nrows + 0.4), squeeze=False)
     for ax in axes.flat:
         ax.axis("off")
     for ax, li in zip(axes.flat, layers):
@@ -458,7 +471,7 @@ def plot_heads_by_layer(model, query: Optional[Tuple[int, int]] = None, degenera
         ax.add_patch(plt.Rectangle((q[1] - 0.5, q[0] - 0.5), 1, 1, fill=False, ec="red", lw=1.5, zorder=10))
         ax.set_xlim(-0.5, g - 0.5), ax.set_ylim(g - 0.5, -0.5)
         ax.set_xticks([]), ax.set_yticks([])
-        ax.set_title(f"layer {li + 1}", fontsize=10)
+        ax.set_title(f"layer {li + 1}", fontsize=9)
     fig.tight_layout()
     return fig
 
@@ -472,7 +485,7 @@ def plot_pruning(study: dict, title: str = ""):
 
     curve = study["curve"]
     k = curve["k"]
-    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 5))
+    fig, (a, b) = plt.subplots(1, 2, figsize=(COLUMN_INCHES, 4.2))
     a.plot(k, curve["degenerate_first"], "o-", color="C0", ms=4, label="most degenerate first, no retraining")
     rnd = torch.tensor(curve["random"], dtype=torch.float64)
     if len(rnd):
@@ -486,16 +499,17 @@ def plot_pruning(study: dict, title: str = ""):
     if k_sel:
         a.axvline(k_sel, color="C3", lw=0.8, ls="--", label=f"degenerate heads ({k_sel})")
     a.set_xlabel("number of heads pruned"), a.set_ylabel("test accuracy")
-    a.legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
+    handles, labels = a.get_legend_handles_labels()
     for i, r in enumerate(study["retrained"]):
         acc = [r["test_acc_before"]] + r["test_acc"]
         b.plot(range(len(acc)), acc, "o-", ms=3, color=f"C{(i + 1) % 10}", label=f"{r['k']} heads pruned")
     b.axhline(curve["degenerate_first"][0], color="k", lw=0.8, ls=":", label="unpruned")
     b.set_xlabel("retraining epoch (learning rate ÷ 10)"), b.set_ylabel("test accuracy")
-    b.legend(fontsize=8)
+    b.legend(fontsize=7.5)
+    fig.legend(handles, labels, fontsize=7.5, loc="outside lower center", ncol=2, frameon=False)
     if title:
-        fig.suptitle(title, fontsize=11)
-    fig.tight_layout()
+        fig.suptitle(title, fontsize=9)
+    fig.set_layout_engine("constrained")
     return fig
 
 

@@ -39,6 +39,7 @@ from ..core.lattice import (
 )
 from .paper_figures import layer_attention_maps, layer_records
 from .tables import fit_column, pack_items
+from .plotting import COLUMN_INCHES
 
 __all__ = [
     "locality_summary",
@@ -243,7 +244,7 @@ def plot_measures(rows: Sequence[dict], kernel_size: int = 3, title: Optional[st
     import matplotlib.pyplot as plt
 
     models = list(dict.fromkeys(r["model"] for r in rows))
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
+    fig, axes = plt.subplots(1, 3, figsize=(COLUMN_INCHES, 2.9), layout="constrained")
     k2 = kernel_size * kernel_size
     specs = [("mean_distance", "mean distance to the lattice (tokens)", 0.0),
              ("coverage", f"lattice points covered (of {k2})", k2),
@@ -256,12 +257,12 @@ def plot_measures(rows: Sequence[dict], kernel_size: int = 3, title: Optional[st
         top = {"mean_distance": None, "coverage": k2 + 0.5, "mean_mass": 1.05}[key]
         ax.set_ylim(bottom=0, top=top)
         ax.set_xlabel("layer")
-        ax.set_title(label, fontsize=9)
+        ax.set_title(label.replace(" (", "\n("), fontsize=8)
         ax.grid(alpha=0.3)
         layers = sorted({r["layer"] + 1 for r in rows})
         ax.set_xticks(layers)
-    axes[0].legend(fontsize=8)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=7.5, loc="outside lower center", ncol=min(4, len(labels)), frameon=False)
     if title:
-        fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
+        fig.suptitle(title, fontsize=9)
     return fig

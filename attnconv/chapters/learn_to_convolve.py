@@ -38,6 +38,7 @@ from ..experiments.data import load_cifar10_sample, normalize
 from ..core.conv import head_weights_from_kernel
 from ..core.encodings import QuadraticEncoding, kernel_shifts
 from ..core.lattice import lattice_coverage
+from .plotting import COLUMN_INCHES
 
 __all__ = [
     "ConvolveSetup",
@@ -398,7 +399,9 @@ def plot_convolve_run(result: ConvolveResult, title: str = "", radius: float = 0
     n = traj.shape[1]
     cmap = plt.cm.tab10 if n <= 10 else plt.cm.tab20
     colors = [cmap(h % cmap.N) for h in range(n)]
-    fig, axes = plt.subplots(1, 3, figsize=(14, 4.3), gridspec_kw={"width_ratios": [1.35, 1, 1]})
+    fig = plt.figure(figsize=(COLUMN_INCHES, 6.4), layout="constrained")
+    top, bottom = fig.subfigures(2, 1, height_ratios=[1.25, 1])
+    axes = [top.subplots(1, 1)] + list(bottom.subplots(1, 2))
     ax = axes[0]
     for p in pts:
         ax.add_patch(Circle((p[1], p[0]), radius, fill=False, ec="0.6", lw=0.8, ls=":"))
@@ -407,27 +410,26 @@ def plot_convolve_run(result: ConvolveResult, title: str = "", radius: float = 0
         t = np.clip(traj[:, h], -view, view)
         end = traj[-1, h]
         outside = bool((np.abs(end) > view).any())
-        lab = f"head {h}" + (f" → ({end[0]:.1f}, {end[1]:.1f})" if outside else "")
+        lab = f"head {h + 1}" + (f" → ({end[0]:.1f}, {end[1]:.1f})" if outside else "")
         ax.plot(t[:, 1], t[:, 0], color=colors[h], lw=1.2, alpha=0.85, label=lab)
         ax.plot(t[0, 1], t[0, 0], "o", color=colors[h], ms=5, mfc="white")
         ax.plot(t[-1, 1], t[-1, 0], "^" if outside else "x", color=colors[h], ms=8, mew=2)
     ax.set_xlim(-view, view), ax.set_ylim(view, -view)
     ax.set_aspect("equal")
     ax.set_xlabel("column shift Δ₂"), ax.set_ylabel("row shift Δ₁")
-    ax.set_title("head centres during training", fontsize=10)
-    ax.legend(fontsize=6.5, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
+    ax.set_title("head centres during training", fontsize=8.5)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False, ncol=2 if n > 9 else 1)
     steps = np.arange(traj.shape[0])
     alphas = result.alphas.double().numpy()
     for h in range(n):
         axes[1].plot(steps, np.clip(alphas[:, h], 1e-3, None), color=colors[h], lw=1.2)
     axes[1].set_yscale("log")
     axes[1].set_xlabel("step"), axes[1].set_ylabel("α_h")
-    axes[1].set_title("width α of each head", fontsize=10)
+    axes[1].set_title("width α of each head", fontsize=8.5)
     axes[2].plot(np.arange(1, len(result.losses) + 1), result.losses.double().numpy(), color="k", lw=1)
     axes[2].set_yscale("log")
     axes[2].set_xlabel("step"), axes[2].set_ylabel("relative squared error")
-    axes[2].set_title("loss (mini-batch)", fontsize=10)
+    axes[2].set_title("loss (mini-batch)", fontsize=8.5)
     if title:
-        fig.suptitle(title, fontsize=11)
-    fig.tight_layout()
+        fig.suptitle(title, fontsize=9)
     return fig

@@ -30,11 +30,12 @@ import numpy as np
 import torch
 
 from ..core.lattice import covered_lattice_points, lattice_coverage, lattice_distance
+from .plotting import COLUMN_INCHES
 from .tables import fit_column, pack_items
 from ..experiments.data import load_cifar10, normalize
 from ..experiments.flops import flops_table
 from ..experiments.models import build_model, count_parameters
-from ..experiments.profiles import get_profile
+from ..experiments.profiles import get_profile, make_config
 from ..experiments.runs import active_profile, chapter_run
 from ..experiments.train import CHECKPOINT, Run, load_run
 
@@ -119,7 +120,8 @@ def book_run_changes(model: str, profile: str, tag: Optional[str] = None) -> dic
     if tag == "16heads":
         if model == "resnet18":
             raise ValueError("the 16-head variant exists for the self-attention models only")
-        changes["model_overrides"] = {**get_profile(profile).self_attention_overrides, "num_heads": 16}
+        # the profile's model overrides (with its local attention, if any) and 16 heads
+        changes["model_overrides"] = {**make_config(model, profile).model_overrides, "num_heads": 16}
     elif tag is not None and name not in BOOK_RUN_CHANGES.get(profile, {}):
         raise ValueError(f"unknown book run {name!r}")
     return changes
@@ -334,7 +336,8 @@ def plot_trajectories_per_layer(history: dict, kernel_size: int = 3, panel_size:
     lim = max(kernel_size // 2 + 1.0, max(float(np.abs(center_trajectories(history, i)).max()) for i in layers) + 0.5)
     ncols = min(len(layers), 3)
     nrows = math.ceil(len(layers) / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(panel_size * ncols, panel_size * nrows + 0.4), squeeze=False)
+    panel = min(panel_size, COLUMN_INCHES / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(panel * ncols, panel * nrows + 0.4), squeeze=False)
     for ax in axes.flat[len(layers):]:
         ax.axis("off")
     for ax, i in zip(axes.flat, layers):
@@ -367,8 +370,9 @@ def plot_layer_contours(history: dict, grid: Sequence[int], query: Optional[Sequ
     n = len(records)
     ncols = min(n, ncols)
     nrows = math.ceil(n / ncols)
-    legend_rows = math.ceil((max(len(r.get("centers", [])) for r in records) + 2) / 7)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(7.6, panel_size * nrows + 0.35 * legend_rows + 0.5),
+    legend_rows = math.ceil((max(len(r.get("centers", [])) for r in records) + 2) / 6)
+    panel_size = min(panel_size, (COLUMN_INCHES - 0.4) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(COLUMN_INCHES - 0.4, panel_size * nrows + 0.3 * legend_rows + 0.5),
                              squeeze=False, layout="constrained")
     num_heads = 0
     for i, ax in enumerate(axes.flat):
@@ -380,7 +384,7 @@ def plot_layer_contours(history: dict, grid: Sequence[int], query: Optional[Sequ
         ax.set_xlim(-0.5, w - 0.5)
         ax.set_ylim(h - 0.5, -0.5)
         ax.set_aspect("equal")
-        ax.set_title(f"layer {i + 1}", fontsize=10)
+        ax.set_title(f"layer {i + 1}", fontsize=8.5)
         if "centers" not in rec:
             continue
         centers = np.asarray(rec["centers"], dtype=np.float64).reshape(-1, 2)
@@ -395,16 +399,16 @@ def plot_layer_contours(history: dict, grid: Sequence[int], query: Optional[Sequ
             draw_mass_ellipses(ax, centers[k], inverse[k], query, masses, color=c)
             ax.plot(query[1] + centers[k, 1], query[0] + centers[k, 0], "x", color=c, ms=5, mew=1.5)
         if hidden:
-            ax.set_title(f"layer {i + 1}: {hidden} wide head{'s' if hidden > 1 else ''} not drawn", fontsize=10)
+            ax.set_title(f"layer {i + 1}: {hidden} wide head{'s' if hidden > 1 else ''} not drawn", fontsize=8.5)
         ax.add_patch(Rectangle((query[1] - 0.5, query[0] - 0.5), 1, 1, fill=True, fc="red", alpha=0.35, ec="red"))
     handles = [Line2D([], [], color=c, marker="x", lw=1.2, label=f"head {k + 1}")
                for k, c in enumerate(_head_colors(num_heads))]
     handles += [Line2D([], [], color="gray", ls="-", label=f"{masses[0]:.0%} mass"),
                 Line2D([], [], color="gray", ls="--", label=f"{masses[1]:.0%} mass")]
-    fig.legend(handles=handles, loc="outside lower center", ncol=min(7, len(handles)), fontsize=9, frameon=False,
+    fig.legend(handles=handles, loc="outside lower center", ncol=min(6, len(handles)), fontsize=7.5, frameon=False,
                columnspacing=1.0, handlelength=1.6)
     if suptitle:
-        fig.suptitle(suptitle, fontsize=11)
+        fig.suptitle(suptitle, fontsize=9)
     return fig
 
 
@@ -727,7 +731,8 @@ def plot_layer_head_maps(maps: Sequence[Optional[torch.Tensor]], query: Sequence
     n_heads = max((m.shape[0] for m in maps if m is not None), default=0)
     if n_heads == 0:
         raise ValueError("no layer has heads")
-    fig, axes = plt.subplots(len(maps), n_heads, figsize=(panel_size * n_heads, panel_size * len(maps) + 0.5),
+    panel = min(panel_size, (COLUMN_INCHES - 0.6) / n_heads)  # never wider than the book's column
+    fig, axes = plt.subplots(len(maps), n_heads, figsize=(panel * n_heads + 0.3, panel * len(maps) + 0.5),
                              squeeze=False)
     for i, layer_maps in enumerate(maps):
         for h in range(n_heads):
@@ -742,10 +747,10 @@ def plot_layer_head_maps(maps: Sequence[Optional[torch.Tensor]], query: Sequence
                 draw_mass_contours(ax, layer_maps[h], masses, color="darkorange", linewidth=1.0)
             ax.add_patch(Rectangle((query[1] - 0.5, query[0] - 0.5), 1, 1, fill=False, ec="red", lw=1.2))
             if i == 0:
-                ax.set_title(f"head {h + 1}", fontsize=8)
+                ax.set_title(f"head {h + 1}" if n_heads <= 9 or h == 0 else f"{h + 1}", fontsize=7.5)
             if h == 0:
-                ax.set_ylabel(f"layer {i + 1}", fontsize=8)
+                ax.set_ylabel(f"layer {i + 1}", fontsize=7.5)
     if suptitle:
-        fig.suptitle(suptitle, fontsize=10)
-    fig.tight_layout()
+        fig.suptitle(suptitle, fontsize=9)
+    fig.tight_layout(pad=0.3, w_pad=0.2, h_pad=0.3)
     return fig

@@ -6,29 +6,120 @@ from typing import Optional, Sequence, Tuple
 import numpy as np
 import torch
 
-__all__ = ["COLUMN_INCHES", "use_book_style", "attention_map", "plot_attention_heads", "plot_error_map"]
+__all__ = ["COLUMN_INCHES", "COLUMN_PX", "MIN_TEXT_PX", "BOOK_STYLE", "use_book_style", "install_figure_check",
+           "figure_text_sizes", "shown_text_px", "attention_map", "plot_attention_heads", "plot_error_map"]
 
 #: Width of the book's text column in inches at matplotlib's 100 dpi: the rendered column is about
 #: 784 px wide (tests/browser/check_book.py measures it), so a figure up to this wide is shown at
-#: its own size and its 9-pt text stays 12.5 px on the page.
+#: its own size and its 7-pt text is 9.7 px on the page.
 COLUMN_INCHES = 7.8
+#: The rendered column in CSS px, and the smallest figure text we accept there.
+COLUMN_PX = 784
+MIN_TEXT_PX = 9.0
+
+#: The book's font sizes (points). At 100 dpi one point is 1.39 px, so 7 pt is 9.7 px when a figure
+#: is no wider than the column.
+BOOK_STYLE = {
+    "figure.dpi": 100, "font.size": 8, "axes.titlesize": 8.5, "axes.labelsize": 8,
+    "xtick.labelsize": 7, "ytick.labelsize": 7, "legend.fontsize": 7.5, "figure.titlesize": 9,
+    "legend.title_fontsize": 7.5, "figure.figsize": (COLUMN_INCHES, 3.0),
+}
 
 
 def use_book_style() -> None:
-    """Figures for the book's column: font sizes that stay ≥ 9 px on the page when a figure is at
-    most :data:`COLUMN_INCHES` wide, and inline figures as 2× PNGs (sharp on high-resolution
-    screens, shown at 1×). Call once at the top of a chapter."""
+    """Figures for the book's column: the font sizes of :data:`BOOK_STYLE`, inline figures as
+    2× PNGs (sharp on high-resolution screens, shown at 1×), and :func:`install_figure_check`.
+    Call once at the top of a chapter."""
     import matplotlib as mpl
 
-    mpl.rcParams.update({
-        "figure.dpi": 100, "font.size": 10, "axes.titlesize": 10, "axes.labelsize": 10,
-        "xtick.labelsize": 9, "ytick.labelsize": 9, "legend.fontsize": 9, "figure.titlesize": 11,
-    })
+    mpl.rcParams.update(BOOK_STYLE)
     try:
         from matplotlib_inline.backend_inline import set_matplotlib_formats
     except ImportError:  # not in IPython
         return
     set_matplotlib_formats("retina")
+    install_figure_check()
+
+
+def figure_text_sizes(fig, render) -> list:
+    """Render the figure with ``render()`` and return ``(points, text)`` of every piece of text
+    the renderer actually drew (hidden, empty and clipped-away labels are not drawn)."""
+    from matplotlib.backends.backend_agg import RendererAgg
+
+    drawn = []
+    original = RendererAgg.draw_text
+
+    def record(self, gc, x, y, s, prop, angle, ismath=False, mtext=None):
+        if str(s).strip():
+            drawn.append((float(prop.get_size_in_points()), str(s)))
+        return original(self, gc, x, y, s, prop, angle, ismath=ismath, mtext=mtext)
+
+    RendererAgg.draw_text = record
+    try:
+        result = render()
+    finally:
+        RendererAgg.draw_text = original
+    return drawn, result
+
+
+def shown_text_px(points: float, fig_dpi: float, width_px: float) -> float:
+    """Rendered size in CSS px of ``points`` text in a figure ``width_px`` wide at ``fig_dpi``: the
+    page shrinks a figure wider than :data:`COLUMN_PX` to the column."""
+    return points * fig_dpi / 72.0 * min(1.0, COLUMN_PX / width_px)
+
+
+def _png_width(data) -> int:
+    import base64
+    import struct
+
+    raw = base64.b64decode(data) if isinstance(data, str) else data
+    return struct.unpack(">I", raw[16:20])[0]
+
+
+def install_figure_check() -> None:
+    """Wrap IPython's inline PNG formatter for figures so that every figure shown reports text
+    smaller than :data:`MIN_TEXT_PX` as rendered in the book's column, as one line on stderr
+    (which nbval compares: a chapter with unreadable text fails CI). With the environment variable
+    ``ATTNCONV_FIGURE_LOG`` set to a file, one JSON line per figure is appended there."""
+    try:
+        from IPython import get_ipython
+        from matplotlib.figure import Figure
+    except ImportError:
+        return
+    ip = get_ipython()
+    if ip is None:
+        return
+    formatter = ip.display_formatter.formatters["image/png"]
+    try:
+        inner = formatter.lookup_by_type(Figure)
+    except KeyError:
+        return
+    if getattr(inner, "_attnconv_checked", False):
+        return
+
+    def checked(fig, *args, **kwargs):
+        import json
+        import os
+        import sys
+
+        drawn, out = figure_text_sizes(fig, lambda: inner(fig, *args, **kwargs))
+        if out is None or not drawn:
+            return out
+        data, meta = out if isinstance(out, tuple) else (out, {})
+        width = float(meta.get("width") or _png_width(data))
+        pt, text = min(drawn)
+        px = shown_text_px(pt, fig.dpi, width)
+        log = os.environ.get("ATTNCONV_FIGURE_LOG")
+        if log:
+            with open(log, "a") as f:
+                f.write(json.dumps({"width_px": width, "scale": min(1.0, COLUMN_PX / width),
+                                    "min_points": pt, "min_px": round(px, 2), "text": text[:40]}) + "\n")
+        if px < MIN_TEXT_PX - 1e-6:
+            print(f"figure text {px:.1f} px on the page (< {MIN_TEXT_PX:g}): {text[:30]!r}", file=sys.stderr)
+        return out
+
+    checked._attnconv_checked = True
+    formatter.for_type(Figure, checked)
 
 
 def attention_map(probs: torch.Tensor, shape: Sequence[int], query: Tuple[int, int], head: int,
@@ -64,7 +155,8 @@ def plot_attention_heads(probs: torch.Tensor, shape: Sequence[int], query: Tuple
     ncols = ncols or int(np.ceil(np.sqrt(n_heads)))
     nrows = int(np.ceil(n_heads / ncols))
     if axes is None:
-        fig, axes = plt.subplots(nrows, ncols, figsize=(2.1 * ncols, 2.1 * nrows), squeeze=False)
+        panel = min(2.1, COLUMN_INCHES / ncols)
+        fig, axes = plt.subplots(nrows, ncols, figsize=(panel * ncols, panel * nrows), squeeze=False)
     else:
         axes = np.asarray(axes).reshape(nrows, ncols)
         fig = axes.flat[0].figure
@@ -80,7 +172,7 @@ def plot_attention_heads(probs: torch.Tensor, shape: Sequence[int], query: Tuple
         ax.add_patch(Rectangle((query[1] + p - 0.5, query[0] + p - 0.5), 1, 1, fill=False, ec="red", lw=1.5))
         if p:
             ax.add_patch(Rectangle((p - 0.5, p - 0.5), w, h, fill=False, ec="gray", ls="--", lw=0.8))
-        ax.set_title(titles[i] if titles else f"head {i}", fontsize=8)
+        ax.set_title(titles[i] if titles else f"head {i + 1}", fontsize=8)
     if suptitle:
         fig.suptitle(suptitle)
     fig.tight_layout()

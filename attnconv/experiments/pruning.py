@@ -15,7 +15,8 @@ term is on). The other heads are untouched, so their outputs are unchanged. Prun
 """
 from __future__ import annotations
 
-from typing import Dict, List, Mapping, Sequence, Union
+import copy
+from typing import Callable, Dict, List, Mapping, Sequence, Union
 
 import torch
 from torch import nn
@@ -30,6 +31,8 @@ __all__ = [
     "degenerate_heads",
     "prune_heads",
     "prune_degenerate_heads",
+    "layer_removal_accuracies",
+    "head_removal_accuracies",
 ]
 
 PAPER_MAX_EIGENVALUE_THRESHOLD = 1e-5
@@ -178,3 +181,34 @@ def prune_degenerate_heads(
     sel = degenerate_heads(model, max_eigenvalue_threshold, condition_threshold)
     prune_heads(model, sel)
     return sel
+
+
+def layer_removal_accuracies(model, accuracy: Callable[[nn.Module], float]) -> Dict[str, object]:
+    """How much each layer's heads matter (the paper's "the last two layers look redundant",
+    Sec. 4.2): ``accuracy(model)`` of the trained model, then of copies with all heads of one layer
+    removed (:func:`prune_heads`; that layer's MHSA then outputs its constant bias, the residual,
+    dense and MLP parts stay), one layer at a time, with no retraining.
+
+    Returns ``{"full": acc, "without_layer": [acc without layer 1, ..., without layer L]}``."""
+    full = float(accuracy(model))
+    without = []
+    for li, layer in enumerate(model.layers):
+        if layer.num_heads == 0:
+            without.append(full)
+            continue
+        pruned = prune_heads(copy.deepcopy(model), {li: list(range(layer.num_heads))})
+        without.append(float(accuracy(pruned)))
+    return {"full": full, "without_layer": without}
+
+
+def head_removal_accuracies(model, accuracy: Callable[[nn.Module], float]) -> Dict[str, object]:
+    """``accuracy(model)`` of copies of the trained model with one head removed
+    (:func:`prune_heads`), every head in turn, with no retraining: a head whose removal costs
+    (almost) nothing is redundant in the sense of the paper's Sec. 4.3.
+
+    Returns ``{"full": acc, "without_head": [[acc without head 1 of layer 1, ...], ...]}``."""
+    full = float(accuracy(model))
+    out = []
+    for li, layer in enumerate(model.layers):
+        out.append([float(accuracy(prune_heads(copy.deepcopy(model), {li: [h]}))) for h in range(layer.num_heads)])
+    return {"full": full, "without_head": out}

@@ -14,7 +14,9 @@ Part B, in a browser, runs when Chromium is found (/usr/bin/chromium, or $CHROMI
 page from file:// in headless Chromium with every other request blocked (and recorded as a
 failure), waits for MathJax, and checks: math typeset (no raw \\( \\[ $$ left in the visible text,
 every .math element holds a MathJax container, no MathJax error), no horizontal overflow of output
-blocks and display math (scrollWidth > clientWidth + 1), every image loaded, no console errors,
+blocks and display math (scrollWidth > clientWidth + 1), every image loaded, every notebook figure
+shown at its own width (not shrunk to the column, so its text stays the size it was drawn: at least
+9 px, which attnconv.chapters.plotting checks when the figure is made) and as a 2x PNG, no console errors,
 interactive elements respond (every slider, the play button and, where the figure says it is
 clickable, a click on its image change each Plotly figure; ipywidgets embedded from widget state
 render and respond). A full-page screenshot of every page at 1400 px width goes to
@@ -100,6 +102,8 @@ KIND_TEXT = {
     "overflow-math": "equation wider than the column",
     "overflow-page": "page scrolls horizontally",
     "image-not-loaded": "image not loaded",
+    "shrunk-figure": "figure wider than the column, shown shrunk (its text smaller than drawn)",
+    "low-resolution-figure": "figure output not a 2x (high-resolution) image",
     "console-error": "console error",
     "interactive": "interactive element does not respond",
     "page-load": "page did not load",
@@ -345,6 +349,7 @@ async (sel) => {
   // images
   out.images = [...document.images].map(i => ({
     src: i.getAttribute('src'), complete: i.complete, naturalWidth: i.naturalWidth, naturalHeight: i.naturalHeight,
+    attrWidth: parseFloat(i.getAttribute('width')) || 0,
     width: Math.round(i.getBoundingClientRect().width), height: Math.round(i.getBoundingClientRect().height),
     visible: visible(i), inOutput: !!i.closest('div.cell_output, div.output'), cell: cellOf(i)}));
 
@@ -641,6 +646,14 @@ def browser_checks(html_dir: Path, pages: list[str], rep: Report, chromium: str,
                 img["cell"] = cell_label(numbers, img["cell"]) if img["cell"] is not None else None
                 if img["visible"] and not img["naturalWidth"]:
                     rep.fail(name, "image-not-loaded", img["src"])
+                elif img["visible"] and img["inOutput"] and img["width"]:
+                    # a notebook figure: shown at its own size (the column is wide enough) and as a 2x PNG
+                    intrinsic = img["attrWidth"] or img["naturalWidth"]
+                    if img["width"] < 0.97 * intrinsic:
+                        rep.fail(name, "shrunk-figure", f"{img['cell']}: {intrinsic:.0f} px shown at {img['width']} px")
+                    if img["naturalWidth"] < 1.9 * img["width"]:
+                        rep.fail(name, "low-resolution-figure",
+                                 f"{img['cell']}: {img['naturalWidth']} px image shown {img['width']} px wide")
             info.update(
                 math_total=data["mathTotal"], math_untypeset=len(data["mathUntypeset"]),
                 math_errors=data["mathErrors"], raw_tex=data["rawTex"], overflow_output=data["overflowOutput"],

@@ -143,3 +143,28 @@ def test_selection_errors():
     with pytest.raises(TypeError):
         head_statistics(tiny("learned"))
     assert model.heads_per_layer == [4, 4]
+
+
+def test_removal_accuracies_remove_the_right_heads_and_leave_the_model():
+    from attnconv.experiments.pruning import head_removal_accuracies, layer_removal_accuracies
+
+    torch.manual_seed(0)
+    model = build_model("quadratic", hidden_size=8, intermediate_size=12, num_layers=3, num_heads=4, downsample=8).eval()
+    before = copy.deepcopy(model.state_dict())
+    images = torch.randn(3, 3, 32, 32)
+    seen = []
+
+    def heads(m):  # an "accuracy" that reports which heads are left, and the logits of the model it got
+        seen.append(m(images).detach())
+        return float(sum(m.heads_per_layer))
+
+    layers = layer_removal_accuracies(model, heads)
+    assert layers == {"full": 12.0, "without_layer": [8.0, 8.0, 8.0]}
+    single = head_removal_accuracies(model, heads)
+    assert single["without_head"] == [[11.0] * 4] * 3
+    # the model itself is untouched: same parameters, same heads, same output as before
+    assert model.heads_per_layer == [4, 4, 4]
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+    torch.testing.assert_close(model(images), seen[0])
+    # removing heads changes the output (the copies really differ from the full model)
+    assert all(not torch.allclose(seen[0], s) for s in seen[1:4])
