@@ -733,7 +733,8 @@ def plot_layer_head_maps(maps: Sequence[Optional[torch.Tensor]], query: Sequence
         raise ValueError("no layer has heads")
     panel = min(panel_size, (COLUMN_INCHES - 0.6) / n_heads)  # never wider than the book's column
     fig, axes = plt.subplots(len(maps), n_heads, figsize=(panel * n_heads + 0.3, panel * len(maps) + 0.5),
-                             squeeze=False)
+                             squeeze=False, layout="constrained")
+    fig.get_layout_engine().set(w_pad=0.01, h_pad=0.01, wspace=0.02, hspace=0.02)
     for i, layer_maps in enumerate(maps):
         for h in range(n_heads):
             ax = axes[i, h]
@@ -752,5 +753,4 @@ def plot_layer_head_maps(maps: Sequence[Optional[torch.Tensor]], query: Sequence
                 ax.set_ylabel(f"layer {i + 1}", fontsize=7.5)
     if suptitle:
         fig.suptitle(suptitle, fontsize=9)
-    fig.tight_layout(pad=0.3, w_pad=0.2, h_pad=0.3)
     return fig
