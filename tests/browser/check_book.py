@@ -349,7 +349,7 @@ async (sel) => {
   // images
   out.images = [...document.images].map(i => ({
     src: i.getAttribute('src'), complete: i.complete, naturalWidth: i.naturalWidth, naturalHeight: i.naturalHeight,
-    attrWidth: parseFloat(i.getAttribute('width')) || 0,
+    attrWidth: parseFloat(i.style.width) || parseFloat(i.getAttribute('width')) || 0,
     width: Math.round(i.getBoundingClientRect().width), height: Math.round(i.getBoundingClientRect().height),
     visible: visible(i), inOutput: !!i.closest('div.cell_output, div.output'), cell: cellOf(i)}));
 
