@@ -127,17 +127,26 @@ def depth_rows(run, label: str, kernel_size: int = 3, radius: float = 0.5) -> Li
     return rows
 
 
-def format_depth_table(rows: Sequence[dict], kernel_size: int = 3) -> str:
-    """A Markdown table of :func:`depth_rows` (layers from 1; distances to 2 decimals)."""
+def format_depth_table(rows: Sequence[dict], kernel_size: int = 3, part: str = "where") -> str:
+    """:func:`depth_rows` as a Markdown table (layers from 1; distances in tokens, 2 decimals), in two
+    parts that fit the column: ``part="where"`` — where the heads look (centre and attention
+    distance, spread, lattice points covered, heads on one pixel); ``part="how"`` — how they relate
+    (nearly uniform heads, overlapping pairs, left-right and up-down symmetric heads)."""
     k2 = kernel_size * kernel_size
-    lines = ["| model | layer | heads | centre distance | attention distance | spread | lattice points "
-             "covered | heads on one pixel | nearly uniform heads | overlapping pairs | left-right symmetric | "
-             "up-down symmetric |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    for r in rows:
-        lines.append(f"| {r['model']} | {r['layer'] + 1} | {r['heads']} | {r['centre_distance']:.2f} | "
-                     f"{r['attention_distance']:.2f} | {r['spread']:.2f} | {r['coverage']} / {k2} | {r['localized']} | "
-                     f"{r['near_uniform']} | {r['overlapping_pairs']} | {r['left_right']} | {r['up_down']} |")
+    if part == "where":
+        lines = ["| model | layer | centre distance | attention distance | spread | lattice points covered "
+                 "| heads on one pixel |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        for r in rows:
+            lines.append(f"| {r['model']} | {r['layer'] + 1} | {r['centre_distance']:.2f} | {r['attention_distance']:.2f} "
+                         f"| {r['spread']:.2f} | {r['coverage']} / {k2} | {r['localized']} / {r['heads']} |")
+    elif part == "how":
+        lines = ["| model | layer | nearly uniform heads | overlapping pairs | left-right symmetric | up-down symmetric |",
+                 "| --- | ---: | ---: | ---: | ---: | ---: |"]
+        for r in rows:
+            lines.append(f"| {r['model']} | {r['layer'] + 1} | {r['near_uniform']} / {r['heads']} | "
+                         f"{r['overlapping_pairs']} | {r['left_right']} | {r['up_down']} |")
+    else:
+        raise ValueError(f"part must be 'where' or 'how', got {part!r}")
     return "\n".join(lines)
 
 
@@ -224,11 +233,11 @@ def removal_rows(removal: Mapping[str, dict]) -> List[dict]:
 
 def format_removal_table(rows: Sequence[dict]) -> str:
     """:func:`removal_rows` as a Markdown table (accuracies in %, drops in points)."""
-    lines = ["| model | layer | test acc. | without the layer's heads | one head removed: drop min / median / max "
+    lines = ["| model (test accuracy) | layer | without the layer's heads | one head removed: drop min / median / max "
              "| heads costing ≤ 0.5 points |",
-             "| --- | ---: | ---: | ---: | --- | ---: |"]
+             "| --- | ---: | ---: | --- | ---: |"]
     for r in rows:
-        lines.append(f"| {r['model']} | {r['layer'] + 1} | {100 * r['full']:.1f} % | {100 * r['without_layer']:.1f} % | "
+        lines.append(f"| {r['model']} ({100 * r['full']:.1f} %) | {r['layer'] + 1} | {100 * r['without_layer']:.1f} % | "
                      f"{r['head_drop_min']:.1f} / {r['head_drop_median']:.1f} / {r['head_drop_max']:.1f} | "
                      f"{r['harmless_heads']} / {r['heads']} |")
     return "\n".join(lines)

@@ -505,7 +505,10 @@ def plot_pruning(study: dict, title: str = ""):
         b.plot(range(len(acc)), acc, "o-", ms=3, color=f"C{(i + 1) % 10}", label=f"{r['k']} heads pruned")
     b.axhline(curve["degenerate_first"][0], color="k", lw=0.8, ls=":", label="unpruned")
     b.set_xlabel("retraining epoch (learning rate ÷ 10)"), b.set_ylabel("test accuracy")
-    b.legend(fontsize=7.5)
+    for handle, label in zip(*b.get_legend_handles_labels()):
+        if label not in labels:  # one legend for the figure, below both panels
+            handles.append(handle)
+            labels.append(label)
     fig.legend(handles, labels, fontsize=7.5, loc="outside lower center", ncol=2, frameon=False)
     if title:
         fig.suptitle(title, fontsize=9)

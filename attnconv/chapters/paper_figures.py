@@ -427,9 +427,10 @@ def plot_accuracy_curves(runs: Mapping[str, Run], ax=None, key: str = "test_acc"
              "train_loss": "training loss"}
     ax.set_ylabel(names.get(key, key.replace("_", " ")))
     ax.grid(alpha=0.3)
-    ax.legend()
+    # one legend, below the axes, outside the data
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=min(4, len(runs)), frameon=False)
     if title:
-        ax.set_title(title, fontsize=10)
+        ax.set_title(title, fontsize=9)
     return ax.figure
 
 

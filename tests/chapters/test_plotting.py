@@ -1,0 +1,43 @@
+"""attnconv.chapters.plotting: the figure-text measurement behind the book's readability check."""
+import io
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+
+from attnconv.chapters.plotting import COLUMN_PX, figure_text_sizes, shown_text_px  # noqa: E402
+
+
+def render(fig):
+    return lambda: fig.savefig(io.BytesIO(), format="png", dpi=fig.dpi)
+
+
+def test_records_the_text_actually_drawn():
+    fig, ax = plt.subplots(figsize=(4, 3), dpi=100)
+    ax.set_xticks([0, 1], ["a", "b"], fontsize=6)
+    ax.set_yticks([])
+    ax.set_title("title", fontsize=11)
+    hidden = ax.text(0.5, 0.5, "hidden", fontsize=3)
+    hidden.set_visible(False)
+    ax.text(0.5, 0.5, "   ", fontsize=2)  # blank: nothing drawn
+    drawn, _ = figure_text_sizes(fig, render(fig))
+    sizes = {text: pt for pt, text in drawn}
+    assert sizes == {"a": 6.0, "b": 6.0, "title": 11.0}
+    plt.close(fig)
+
+
+def test_axis_off_draws_no_tick_labels():
+    fig, ax = plt.subplots(dpi=100)
+    ax.axis("off")
+    ax.set_title("only this", fontsize=9)
+    drawn, _ = figure_text_sizes(fig, render(fig))
+    assert [t for _, t in drawn] == ["only this"]
+    plt.close(fig)
+
+
+def test_shown_size_shrinks_with_wide_figures():
+    assert shown_text_px(7, 100, COLUMN_PX) == pytest.approx(7 * 100 / 72)
+    assert shown_text_px(7, 100, 500) == pytest.approx(7 * 100 / 72)  # narrower than the column: as drawn
+    assert shown_text_px(7, 100, 2 * COLUMN_PX) == pytest.approx(7 * 100 / 72 / 2)
