@@ -252,11 +252,12 @@ def _gaussian_layers(history: dict):
     return layers
 
 
-def trajectory_figure(history: dict, kernel_size: int = 3, tail: Optional[int] = None):
+def trajectory_figure(history: dict, kernel_size: int = 3, tail: Optional[int] = None, ncols: int = 3):
     """The paper's Fig. 2 as an animation: one panel per attention layer with every head's centre
     Δ_h (row shift down, column shift right, in tokens, around the query at 0) after each epoch,
     the path it took so far (all of it, or the last ``tail`` epochs), the query (red square) and
-    the K×K lattice of shifts of Lemma 1 (grey dots).
+    the K×K lattice of shifts of Lemma 1 (grey dots). At most ``ncols`` panels per row (six layers: two
+    rows of three, as the paper lays out its Fig. 3).
 
     Frame ``e`` (named ``"e"``; 0 is the initialisation) shows the centres of
     :func:`~attnconv.chapters.paper_figures.center_trajectories` at row ``e``; a slider and a
@@ -270,18 +271,23 @@ def trajectory_figure(history: dict, kernel_size: int = 3, tail: Optional[int] =
     n_heads = max(t.shape[1] for t in traj.values())
     lim = max(kernel_size // 2 + 1.0, max(float(np.abs(t).max()) for t in traj.values()) + 0.5)
     lim = math.ceil(lim * 2) / 2
-    cols = len(layers)
-    fig = make_subplots(rows=1, cols=cols, subplot_titles=[f"layer {i + 1}" for i in layers],
-                        horizontal_spacing=0.08)
+    cols = min(len(layers), ncols)
+    rows = math.ceil(len(layers) / cols)
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[f"layer {i + 1}" for i in layers],
+                        horizontal_spacing=0.08, vertical_spacing=0.1)
+
+    def cell(k: int):  # panel k (from 1) → (row, col)
+        return (k - 1) // cols + 1, (k - 1) % cols + 1
+
     r = kernel_size // 2
     lat = [(a, b) for a in range(-r, r + 1) for b in range(-r, r + 1)]
     for c, _ in enumerate(layers, start=1):
         fig.add_trace(go.Scatter(x=[b for a, b in lat], y=[a for a, b in lat], mode="markers",
                                  marker={"size": 9, "color": "lightgray"}, name=f"{kernel_size}×{kernel_size} lattice",
-                                 legendgroup="lattice", showlegend=c == 1, hoverinfo="skip"), 1, c)
+                                 legendgroup="lattice", showlegend=c == 1, hoverinfo="skip"), *cell(c))
         x, y = _square(-0.5, -0.5, 1)
         fig.add_trace(go.Scatter(x=x, y=y, mode="lines", line={"color": "red", "width": 2}, name="query",
-                                 legendgroup="query", showlegend=c == 1, hoverinfo="skip"), 1, c)
+                                 legendgroup="query", showlegend=c == 1, hoverinfo="skip"), *cell(c))
     n_static = len(fig.data)
 
     def dynamic(e: int):
@@ -312,12 +318,14 @@ def trajectory_figure(history: dict, kernel_size: int = 3, tail: Optional[int] =
         return [go.Scatter(x=tr.x, y=tr.y) for tr in dynamic(e)]
 
     fig.frames = [go.Frame(name=str(e), data=changes(e), traces=dyn) for e in range(n_frames)]
+    height = 520 if rows == 1 else 360 * rows + 120
+    below = height - 170  # the plotting area's height in px (margins t 40, b 130): controls sit below it
     fig.update_layout(
-        width=FIGURE_WIDTH, height=520, font={"size": FONT_SIZE}, template="plotly_white",
+        width=FIGURE_WIDTH, height=height, font={"size": FONT_SIZE}, template="plotly_white",
         margin={"l": 60, "r": 10, "t": 40, "b": 130},
         legend={"x": 1.02, "y": 1, "xanchor": "left", "yanchor": "top", "font": {"size": FONT_SIZE},
                 "tracegroupgap": 2},
-        updatemenus=[{"type": "buttons", "direction": "left", "x": 0, "y": -0.27, "xanchor": "left", "yanchor": "top",
+        updatemenus=[{"type": "buttons", "direction": "left", "x": 0, "y": -95 / below, "xanchor": "left", "yanchor": "top",
                       "pad": {"t": 0, "r": 10}, "showactive": False, "font": {"size": FONT_SIZE},
                       "buttons": [
                           {"label": "▶ play", "method": "animate",
@@ -327,18 +335,19 @@ def trajectory_figure(history: dict, kernel_size: int = 3, tail: Optional[int] =
                           {"label": "❚❚ pause", "method": "animate",
                            "args": [[None], {"mode": "immediate", "frame": {"duration": 0, "redraw": False},
                                              "transition": {"duration": 0}}]}]}],
-        sliders=[{"active": 0, "x": 0.3, "len": 0.7, "y": -0.22, "yanchor": "top", "pad": {"t": 0},
+        sliders=[{"active": 0, "x": 0.3, "len": 0.7, "y": -77 / below, "yanchor": "top", "pad": {"t": 0},
                   "currentvalue": {"prefix": "after epoch ", "font": {"size": FONT_SIZE}},
                   "font": {"size": 12},
                   "steps": [{"label": str(e), "method": "animate", "args": [[str(e)], _IMMEDIATE]}
                             for e in range(n_frames)]}],
     )
     fig.update_annotations(font_size=FONT_SIZE)
-    for c in range(1, cols + 1):
-        fig.update_xaxes(range=[-lim, lim], title_text="column shift (tokens)", zeroline=False, row=1, col=c,
-                         constrain="domain")
-        fig.update_yaxes(range=[lim, -lim], zeroline=False, row=1, col=c,
-                         scaleanchor=f"x{c if c > 1 else ''}", title_text="row shift (tokens)" if c == 1 else None)
+    for k in range(1, len(layers) + 1):
+        row, col = cell(k)
+        fig.update_xaxes(range=[-lim, lim], zeroline=False, row=row, col=col, constrain="domain",
+                         title_text="column shift (tokens)" if k + cols > len(layers) else None)
+        fig.update_yaxes(range=[lim, -lim], zeroline=False, row=row, col=col,
+                         scaleanchor=f"x{k if k > 1 else ''}", title_text="row shift (tokens)" if col == 1 else None)
     fig.layout.meta = {"layers": [i + 1 for i in layers], "epochs": n_frames - 1, "heads": n_heads}
     return fig
 
