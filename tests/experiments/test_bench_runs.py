@@ -111,3 +111,19 @@ def test_verify_first_epoch_passes_under_another_kernel_path(honest_run):
     proc = subprocess.run([sys.executable, "-c", code, str(honest_run.run_dir)], env=env, capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_deep_minutes_per_epoch_are_those_of_the_committed_runs():
+    import json
+    from pathlib import Path
+
+    from attnconv.experiments.profiles import DEEP_MEASURED_MINUTES_PER_EPOCH
+
+    root = Path(__file__).resolve().parents[2] / "book" / "runs" / "deep"
+    folders = {"quadratic (local)": "quadratic", "generalized (dense)": "generalized",
+               "learned (dense)": "learned", "quadratic, 16 heads (local)": "quadratic-16heads"}
+    for key, folder in folders.items():
+        history = json.loads((root / folder / "history.json").read_text())
+        seconds = [e["seconds"] for e in history["epochs"]]
+        assert len(seconds) == 40
+        assert DEEP_MEASURED_MINUTES_PER_EPOCH[key] == round(sum(seconds) / len(seconds) / 60, 2)
