@@ -209,7 +209,7 @@ def depth_claims(rows_by_model: Mapping[str, Sequence[dict]], removal: Optional[
 
 def format_claims(claims: Sequence[dict]) -> str:
     """:func:`depth_claims` as a Markdown table."""
-    lines = ["| paper's claim | model | measured | holds here |", "| --- | --- | --- | --- |"]
+    lines = ["| paper's claim | model | measured | holds |", "| --- | --- | --- | --- |"]
     for c in claims:
         lines.append(f"| {c['claim']} | {c['model']} | {c['measured']} | {'yes' if c['holds'] else 'no'} |")
     return "\n".join(lines)
