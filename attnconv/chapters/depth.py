@@ -38,6 +38,7 @@ from .paper_figures import layer_attention_maps, layer_records
 __all__ = [
     "DEEP_PROFILE",
     "DEEP_RUNS",
+    "DEEP_PRUNING_RANDOM_ORDERS",
     "OVERLAP_SHARED_MASS",
     "NEAR_UNIFORM_TV",
     "SYMMETRIC_SCORE",
@@ -50,6 +51,7 @@ __all__ = [
     "depth_claims",
     "format_claims",
     "load_removal",
+    "save_removal",
     "removal_rows",
     "format_removal_table",
 ]
@@ -57,6 +59,9 @@ __all__ = [
 #: The profile whose saved runs the chapter reads: ``$ATTNCONV_DEEP_PROFILE``, else ``deep`` (set it to
 #: ``paper`` after training the paper-size runs on a GPU box).
 DEEP_PROFILE = os.environ.get("ATTNCONV_DEEP_PROFILE") or "deep"
+#: Arguments of the deep generalized run's pruning study beyond the thresholds: one random pruning order
+#: (each costs 55 evaluations); the retrainings are those of the paper's and the authors' code's selections.
+DEEP_PRUNING_RANDOM_ORDERS = 1
 #: The saved runs of the ``deep`` profile the chapter reads: label → (model, tag).
 DEEP_RUNS = {
     "quadratic": ("quadratic", None),
@@ -222,6 +227,35 @@ def load_removal(run_dir) -> Optional[dict]:
         return None
     with open(path) as f:
         return json.load(f)
+
+
+def save_removal(run_dir, data=None, batch_size: int = 500) -> dict:
+    """Compute and write ``run_dir/removal.json`` from a run's trained weights (its ``checkpoint.pt``):
+    test accuracy of the full model, without each layer's heads
+    (:func:`~attnconv.experiments.pruning.layer_removal_accuracies`) and without each single head
+    (:func:`~attnconv.experiments.pruning.head_removal_accuracies`), no retraining. ``data``: a
+    :class:`~attnconv.experiments.data.CifarData` (default: the run's data set; the run's test subset is used). Returns the dict."""
+    from ..experiments.data import load_cifar10
+    from ..experiments.pruning import head_removal_accuracies, layer_removal_accuracies
+    from ..experiments.train import evaluate, load_run, write_json
+
+    run = load_run(run_dir, load_model=True)
+    if run.model is None:
+        raise ValueError(f"{run_dir} holds no checkpoint.pt: removal needs the trained weights")
+    if data is None:
+        data = load_cifar10(run.config.data, root=run.config.data_root, verbose=False)
+    data = data.subset(run.config.train_subset, run.config.test_subset)  # the test images the run used
+    model = run.model.eval()
+
+    def accuracy(m):
+        return evaluate(m, data.x_test, data.y_test, batch_size)[1]
+
+    result = layer_removal_accuracies(model, accuracy)
+    result["without_head"] = head_removal_accuracies(model, accuracy)["without_head"]
+    result["note"] = (f"test accuracy on the {len(data.x_test):,} test images, heads removed with "
+                      "attnconv.experiments.pruning.prune_heads, no retraining")
+    write_json(Path(run_dir) / REMOVAL_FILE, result)
+    return result
 
 
 def removal_rows(removal: Mapping[str, dict]) -> List[dict]:

@@ -66,3 +66,30 @@ def test_removal_rows_and_redundancy_claim():
     assert redundancy(rem)["holds"] is True  # 4 of 4 harmless heads in layers 5-6, 0 of 8 before
     rem["without_head"] = [[0.6] * 2] * 4 + [[0.5] * 2] * 2  # the other way round
     assert redundancy(rem)["holds"] is False
+
+
+def test_save_removal_matches_pruning_by_hand(tmp_path):
+    """removal.json of a tiny trained run against copies pruned and evaluated here, one by one."""
+    import copy as _copy
+
+    from attnconv.experiments.data import load_cifar10
+    from attnconv.experiments.pruning import prune_heads
+    from attnconv.experiments.runs import chapter_run
+    from attnconv.experiments.train import evaluate
+
+    tiny = dict(hidden_size=16, intermediate_size=16, num_layers=2, num_heads=2, downsample=8)
+    run = chapter_run("quadratic", "cpu", runs_root=tmp_path, load_model=True, epochs=1, train_subset=100,
+                      test_subset=50, model_overrides=tiny)
+    saved = depth.save_removal(run.run_dir)
+    assert depth.load_removal(run.run_dir) == saved
+    data = load_cifar10("sample", verbose=False).subset(100, 50)
+    model = run.model.eval()
+
+    def acc(m):
+        return evaluate(m, data.x_test, data.y_test, 500)[1]
+
+    assert saved["full"] == acc(model)
+    for layer in range(2):
+        assert saved["without_layer"][layer] == acc(prune_heads(_copy.deepcopy(model), {layer: [0, 1]}))
+        for head in range(2):
+            assert saved["without_head"][layer][head] == acc(prune_heads(_copy.deepcopy(model), {layer: [head]}))
