@@ -41,9 +41,10 @@ def use_book_style() -> None:
     install_figure_check()
 
 
-def figure_text_sizes(fig, render) -> list:
-    """Render the figure with ``render()`` and return ``(points, text)`` of every piece of text
-    the renderer actually drew (hidden, empty and clipped-away labels are not drawn)."""
+def figure_text_sizes(fig, render) -> Tuple[list, object]:
+    """Render the figure with ``render()`` and return ``(drawn, result)``: ``drawn`` lists
+    ``(points, text)`` of every piece of text the renderer actually drew (hidden, empty and
+    clipped-away labels are not drawn), ``result`` is what ``render()`` returned."""
     from matplotlib.backends.backend_agg import RendererAgg
 
     drawn = []
