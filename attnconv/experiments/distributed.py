@@ -210,7 +210,7 @@ def _first_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {text[0][:200] if text else 'no details'}"
 
 
-def sum_gradients_hook(process_group, bucket: dist.GradBucket) -> torch.futures.Future:
+def sum_gradients_hook(process_group, bucket):  # no annotations: DDP checks them against its own classes
     """DDP communication hook: the gradients *summed* over ranks (DDP's default averages them).
     With each rank's loss = (sum of its samples' losses) / global batch, the sum is the gradient
     of the single-process mean loss."""
@@ -290,8 +290,13 @@ def wrap_model(model: nn.Module, ctx: DistContext, sync_batchnorm: bool = True) 
     has_bn = any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in model.modules())
     if sync_batchnorm and has_bn:
         model = convert_sync_batchnorm(model, ctx)
+    import inspect
+
     ids = [ctx.device.index] if ctx.device.type == "cuda" else None
-    ddp = DistributedDataParallel(model, device_ids=ids, broadcast_buffers=has_bn and not sync_batchnorm)
+    sync_buffers = has_bn and not sync_batchnorm
+    name = ("forward_sync_buffers" if "forward_sync_buffers" in inspect.signature(DistributedDataParallel).parameters
+            else "broadcast_buffers")  # the newer name of the same switch
+    ddp = DistributedDataParallel(model, device_ids=ids, **{name: sync_buffers})
     ddp.register_comm_hook(None, sum_gradients_hook)
     return ddp
 
