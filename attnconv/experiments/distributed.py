@@ -219,6 +219,23 @@ def sum_gradients_hook(process_group, bucket):  # no annotations: DDP checks the
     return fut.then(lambda f: f.value()[0])
 
 
+class _SumOverRanks(torch.autograd.Function):
+    """y = Σ_r x_r on every rank; the gradient of x_r is Σ_r' ∂L_r'/∂y (every rank's loss depends on y)."""
+
+    @staticmethod
+    def forward(ctx, x, group):
+        ctx.group = group
+        y = x.clone()
+        dist.all_reduce(y, group=group)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        grad = grad.clone()
+        dist.all_reduce(grad, group=ctx.group)
+        return grad, None
+
+
 class CpuSyncBatchNorm(nn.BatchNorm2d):
     """Batch norm with the statistics of the global batch, over a gloo process group (what
     :class:`torch.nn.SyncBatchNorm` does on GPUs, which it is restricted to).
@@ -226,7 +243,7 @@ class CpuSyncBatchNorm(nn.BatchNorm2d):
     Training mode: mean μ = Σ_r Σ x / n and biased variance σ² = Σ_r Σ (x − μ)² / n over all ranks
     (n: the global count per channel), y = (x − μ)/√(σ² + ε)·γ + β; the running variance takes the
     unbiased σ²·n/(n − 1), as :func:`torch.nn.functional.batch_norm`. Gradients flow through the
-    sums (``torch.distributed.nn.functional.all_reduce``). Evaluation mode: the running statistics,
+    sums (:class:`_SumOverRanks`). Evaluation mode: the running statistics,
     no communication. The state dict is that of :class:`torch.nn.BatchNorm2d`."""
 
     def __init__(self, *args, group=None, **kwargs):
@@ -236,17 +253,15 @@ class CpuSyncBatchNorm(nn.BatchNorm2d):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not self.training or not (dist.is_available() and dist.is_initialized()):
             return super().forward(x)
-        from torch.distributed.nn.functional import all_reduce
-
         group = self.group if self.group is not None else dist.group.WORLD
         dims = (0, 2, 3)
         count = torch.tensor([float(x.shape[0] * x.shape[2] * x.shape[3])], dtype=torch.float64)
         try:
             dist.all_reduce(count, group=group)
             n = float(count.item())
-            mean = all_reduce(x.sum(dims), group=group) / n
+            mean = _SumOverRanks.apply(x.sum(dims), group) / n
             centered = x - mean[None, :, None, None]
-            var = all_reduce((centered * centered).sum(dims), group=group) / n
+            var = _SumOverRanks.apply((centered * centered).sum(dims), group) / n
         except (RuntimeError, dist.DistError) as e:
             raise PeerLostError(_first_line(e)) from None
         if self.track_running_stats:
