@@ -62,6 +62,7 @@ __all__ = [
     "shard_bounds",
     "eval_batches_of_rank",
     "sum_over_ranks",
+    "barrier",
     "any_rank",
     "gather_objects",
     "broadcast_object",
@@ -177,6 +178,14 @@ def sum_over_ranks(t: torch.Tensor) -> torch.Tensor:
     except (RuntimeError, dist.DistError) as e:  # gloo: connection closed / timeout; NCCL: watchdog
         raise PeerLostError(_first_line(e)) from None
     return t
+
+
+def barrier() -> None:
+    """Wait for every rank (a :class:`PeerLostError` when a rank is gone)."""
+    try:
+        dist.barrier()
+    except (RuntimeError, dist.DistError) as e:
+        raise PeerLostError(_first_line(e)) from None
 
 
 def any_rank(flag: bool, device: torch.device) -> bool:

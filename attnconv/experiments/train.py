@@ -17,11 +17,19 @@ Everything of a run lives in its folder:
   attention parameters of every head (:meth:`SelfAttentionClassifier.attention_parameters`).
 
 A NaN/inf loss stops the run with :class:`NonFiniteLossError`; the last good checkpoint is kept.
+With ``stop_signals`` (the command line: SIGTERM, SIGUSR1) a signal finishes the current step,
+writes ``checkpoint-partial.pt`` (mid-epoch: model, optimizer, RNG and augmentation states, the
+epoch's sums so far) and raises :class:`PreemptedError`; ``--resume`` continues from the next step.
+
+Under ``torchrun`` (``distributed=``, see :mod:`attnconv.experiments.distributed`) the config's
+batch is the global batch, split over the processes; every process draws the same batches and
+augmentation as one process; rank 0 alone writes the run folder. Without it nothing changes.
 
 Command line::
 
     python -m attnconv.train --model quadratic --profile cpu --run-dir runs/quadratic-cpu
     python -m attnconv.train --model resnet18 --profile gpu --run-dir runs/r18 --resume
+    torchrun --standalone --nproc_per_node=4 -m attnconv.train --model quadratic --profile paper --run-dir runs/q
 
 Python: ``history = train(config, run_dir)``, ``run = load_run(run_dir)``,
 ``run = train_or_load(config, run_dir)``.
@@ -52,6 +60,7 @@ from .distributed import (
     PeerLostError,
     StopRequest,
     any_rank,
+    barrier,
     broadcast_object,
     check_world_size,
     convert_sync_batchnorm,
@@ -654,10 +663,10 @@ def _load_data(config: TrainConfig, ctx: Optional[DistContext], verbose: bool) -
         return load_cifar10(config.data, root=config.data_root, verbose=verbose)
     first = ctx.local_rank == 0
     if not first:
-        dist.barrier()
+        barrier()
     data = load_cifar10(config.data, root=config.data_root, verbose=verbose and ctx.is_writer)
     if first:
-        dist.barrier()
+        barrier()
     return data
 
 
@@ -841,7 +850,7 @@ def train(
                     if writer:
                         _atomic_write_bytes(partial_path, lambda tmp: torch.save(checkpoint, tmp))
                     if ctx is not None:
-                        dist.barrier()  # the others wait for the checkpoint before they exit
+                        barrier()  # the others wait for the checkpoint before they exit
                     raise PreemptedError(run_dir, epoch, e.state["step"], steps_per_epoch, stop.name) from None
                 train_seconds = time.perf_counter() - t0
                 lr = config.lr * lr_factor(epoch * steps_per_epoch - 1, config, steps_per_epoch)  # of the last step
@@ -881,7 +890,7 @@ def train(
                 stopping = bool(stop) if ctx is None else any_rank(bool(stop), device)
                 if stopping and epoch < config.epochs:
                     if ctx is not None:
-                        dist.barrier()
+                        barrier()
                     raise PreemptedError(run_dir, epoch, steps_per_epoch, steps_per_epoch, stop.name)
     except NonFiniteLossError as e:
         history["status"] = "failed"
