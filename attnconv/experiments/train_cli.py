@@ -1,30 +1,56 @@
-"""The training command line, ``python -m attnconv.train`` (see :mod:`attnconv.experiments.train`)."""
+"""The training command line, ``python -m attnconv.train`` (see :mod:`attnconv.experiments.train`).
+
+The same command runs under ``torchrun`` (``torchrun --nproc_per_node=N -m attnconv.train …``):
+each process then trains its share of every global batch (:mod:`attnconv.experiments.distributed`).
+
+Exit status: 0 done; 1 the loss became NaN/inf; 2 a bad request (one line says why, nothing
+changed); 75 stopped by SIGTERM/SIGUSR1 after saving a checkpoint (resume with ``--resume``);
+76 another process of a multi-process run died or stopped answering; 130 interrupted (Ctrl-C).
+"""
 from __future__ import annotations
 
 import argparse
+import json
+import signal
 import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
 import torch
 
+from .data import DataUnavailableError
+from .distributed import (
+    DEFAULT_TIMEOUT_SECONDS,
+    EXIT_PEER_LOST,
+    EXIT_PREEMPTED,
+    DistributedSetupError,
+    PeerLostError,
+    check_world_size,
+    environment_world_size,
+    init_from_environment,
+)
 from .models import MODEL_NAMES
 from .profiles import PROFILES, default_profile_name, make_config
-from .data import DataUnavailableError
-from .train import NonFiniteLossError, RunFolderError, train
+from .train import NonFiniteLossError, PreemptedError, RunFolderError, TrainConfig, train
 
 __all__ = ["main"]
 
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m attnconv.train",
-        description="Train one of the paper's CIFAR-10 models (Cordonnier et al. 2020, Sec. 4) into a run folder.",
+        description="Train one of the paper's CIFAR-10 models (Cordonnier et al. 2020, Sec. 4) into a run folder. "
+                    "Under torchrun (torchrun --nproc_per_node=N -m attnconv.train ...) N processes share each "
+                    "global batch of the profile (the paper's 100): N must divide it.",
     )
-    parser.add_argument("--model", required=True, choices=MODEL_NAMES)
+    parser.add_argument("--model", choices=MODEL_NAMES, default=None, help="the model (required without --config)")
     parser.add_argument("--profile", choices=sorted(PROFILES), default=None,
                         help="settings: paper (Sec. 4 exactly), gpu (~15 min per model on one GPU), cpu (bundled "
                              "sample, ~5 min per model on 2 cores). Default: gpu with CUDA, else cpu.")
+    parser.add_argument("--config", default=None,
+                        help="a TrainConfig as JSON (e.g. a run's config.json) instead of --model/--profile")
     parser.add_argument("--run-dir", required=True, help="folder of the run (config, checkpoint, history)")
     parser.add_argument("--epochs", type=int, default=None,
                         help="override the profile's number of epochs (a finished run cannot be continued for more: "
@@ -34,14 +60,50 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         help="data source (default: the profile's)")
     parser.add_argument("--data-root", default=None, help="folder of torchvision's CIFAR-10")
     parser.add_argument("--seed", type=int, default=None)
-    parser.add_argument("--device", default=None, help="e.g. cpu, cuda, cuda:1 (default: cuda if available)")
+    parser.add_argument("--device", default=None,
+                        help="e.g. cpu, cuda, cuda:1 (default: cuda if available; under torchrun cuda:LOCAL_RANK, "
+                             "or cpu with --device cpu)")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.add_argument("--no-sync-batchnorm", action="store_true",
+                        help="under torchrun, batch-norm statistics per process instead of over the global batch")
+    parser.add_argument("--dist-timeout", type=float, default=DEFAULT_TIMEOUT_SECONDS,
+                        help="under torchrun, seconds a process waits for the others before it stops "
+                             f"(default {DEFAULT_TIMEOUT_SECONDS})")
+    parser.add_argument("--csv", action="store_true", help="also write steps.csv and epochs.csv in the run folder")
+    parser.add_argument("--tensorboard", default=None, metavar="DIR",
+                        help="log the losses to TensorBoard in DIR (needs the tensorboard package)")
+    return parser
+
+
+def _config(args, parser) -> TrainConfig:
+    changes = {k: v for k, v in dict(epochs=args.epochs, data=args.data, data_root=args.data_root,
+                                     seed=args.seed, device=args.device).items() if v is not None}
+    if args.config is None:
+        if args.model is None:
+            parser.error("--model is required (or --config FILE)")
+        return make_config(args.model, args.profile or default_profile_name(), **changes)
+    if args.profile is not None:
+        parser.error("--config and --profile cannot be combined: the config file holds every setting")
+    try:
+        saved = json.loads(Path(args.config).read_text())
+        config = TrainConfig.from_dict({**saved, **changes})
+    except (OSError, ValueError, TypeError) as e:
+        parser.error(f"--config {args.config}: {str(e).splitlines()[0] if str(e) else type(e).__name__}")
+    if args.model is not None and args.model != config.model:
+        parser.error(f"--model {args.model} differs from the model of --config ({config.model})")
+    return config
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = _parser()
     args = parser.parse_args(argv)
     if args.epochs is not None and args.epochs < 1:
         parser.error("--epochs must be >= 1")
     if args.seed is not None and args.seed < 0:
         parser.error("--seed must be >= 0")
+    if args.dist_timeout <= 0:
+        parser.error("--dist-timeout must be > 0")
     if Path(args.run_dir).exists() and not Path(args.run_dir).is_dir():
         parser.error(f"--run-dir {args.run_dir} is a file, not a folder")
     if args.device is not None:
@@ -55,27 +117,64 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.threads < 1:
             parser.error("--threads must be >= 1")
         torch.set_num_threads(args.threads)
+    if args.tensorboard is not None:
+        import importlib
 
-    changes = {k: v for k, v in dict(epochs=args.epochs, data=args.data, data_root=args.data_root,
-                                     seed=args.seed, device=args.device).items() if v is not None}
-    profile = args.profile or default_profile_name()
-    config = make_config(args.model, profile, **changes)
-    print(f"Training {args.model} with the {profile} profile into {args.run_dir}.")
+        try:
+            importlib.import_module("torch.utils.tensorboard")  # needs the tensorboard package
+        except ImportError:
+            parser.error("--tensorboard needs the tensorboard package (pip install tensorboard); "
+                         "or use --csv for steps.csv and epochs.csv in the run folder")
+    config = _config(args, parser)
+
+    world = environment_world_size()
+    if world > 1:
+        try:
+            check_world_size(config.batch_size, world)
+        except DistributedSetupError as e:
+            parser.error(str(e))
+    ctx = init_from_environment(args.device, args.dist_timeout) if world > 1 else None
+    lead = ctx is None or ctx.is_writer
     try:
-        history = train(config, args.run_dir, resume=args.resume, progress=not args.no_progress)
-    except (RunFolderError, DataUnavailableError) as e:  # a bad request: say what and how out, exit 2
-        print(f"error: {e}", file=sys.stderr)
+        return _run(args, config, ctx, lead)
+    finally:
+        if ctx is not None:
+            try:
+                torch.distributed.destroy_process_group()
+            except Exception:  # a dead peer can make the tear-down fail too; the status is already decided
+                pass
+
+
+def _run(args, config: TrainConfig, ctx, lead: bool) -> int:
+    def say(text: str, err: bool = False):
+        if lead:
+            print(text, file=sys.stderr if err else sys.stdout, flush=True)
+
+    processes = f" on {ctx.world_size} processes ({ctx.backend})" if ctx is not None else ""
+    say(f"Training {config.model} with the {config.profile} profile into {args.run_dir}{processes}.")
+    try:
+        history = train(config, args.run_dir, resume=args.resume, progress=not args.no_progress, distributed=ctx,
+                        sync_batchnorm=not args.no_sync_batchnorm, stop_signals=STOP_SIGNALS, csv=args.csv,
+                        tensorboard=args.tensorboard)
+    except (RunFolderError, DataUnavailableError, DistributedSetupError) as e:  # a bad request: exit 2
+        say(f"error: {e}", err=True)
         return 2
     except NonFiniteLossError as e:
-        print(f"error: {e}", file=sys.stderr)
+        say(f"error: {e}", err=True)
         return 1
+    except PreemptedError as e:
+        say(f"preempted: {e}", err=True)
+        return EXIT_PREEMPTED
+    except PeerLostError as e:  # every surviving process says so: the first lines name the dead one's peers
+        print(f"error: {e}", file=sys.stderr, flush=True)
+        return EXIT_PEER_LOST
     except KeyboardInterrupt:
-        print(f"\ninterrupted: the checkpoint of the last finished epoch is kept in {args.run_dir}; "
-              "run the same command with --resume to continue.", file=sys.stderr)
+        say(f"\ninterrupted: the checkpoint of the last finished epoch is kept in {args.run_dir}; "
+            "run the same command with --resume to continue.", err=True)
         return 130
     last = history["epochs"][-1] if history["epochs"] else None
     if last:
-        print(f"Done: {len(history['epochs'])} epochs, test accuracy {last['test_acc']:.4f}.")
+        say(f"Done: {len(history['epochs'])} epochs, test accuracy {last['test_acc']:.4f}.")
     return 0
 
 

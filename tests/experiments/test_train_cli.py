@@ -11,7 +11,7 @@ def test_cli(tmp_path, monkeypatch, capsys):
     assert e.value.code == 0 and "--run-dir" in capsys.readouterr().out
     seen = {}
 
-    def fake_train(config, run_dir, resume=False, progress=True):
+    def fake_train(config, run_dir, resume=False, progress=True, **kw):
         seen.update(config=config, run_dir=run_dir, resume=resume, progress=progress)
         return {"epochs": [{"test_acc": 0.5}]}
 
