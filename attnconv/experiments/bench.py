@@ -612,6 +612,8 @@ def book_run_hours(result: dict, runs_root, threads: int = 1) -> List[dict]:
         history = json.loads(path.read_text())
         config = history["config"]
         model = config["model"]
+        if model == "resnet18" or "heads_per_layer" in history:  # no heads / pruned heads: not a measured case
+            continue
         heads = config.get("model_overrides", {}).get("num_heads") or paper_model_config(model).num_heads
         row = measured.get((config.get("profile"), model, heads))
         if row is None:
