@@ -34,7 +34,9 @@ from .flops import analytic_macs
 from .models import SelfAttentionConfig, build_model, paper_model_config
 
 __all__ = ["BenchSettings", "PRESETS", "matmul_rate", "set_attention_implementation", "measure_case",
-           "run_benchmark", "accuracy_check", "format_table", "model_table", "grid_table", "MODEL_COLUMNS", "GRID_COLUMNS", "load_result", "plot_grid_sweep", "plot_throughput", "main"]
+           "run_benchmark", "accuracy_check", "format_table", "model_table", "grid_table", "MODEL_COLUMNS", "GRID_COLUMNS", "load_result", "plot_grid_sweep", "plot_throughput",
+           "BOOK_CASES", "load_reference", "compare_with_reference", "comparison_table", "COMPARISON_COLUMNS",
+           "book_run_hours", "main"]
 
 IMPLEMENTATIONS = ("naive", "dense", "local")
 GAUSSIAN_MODELS = ("quadratic", "generalized")
@@ -441,6 +443,190 @@ def plot_throughput(result: dict, ax=None):
     return ax.figure
 
 
+# --------------------------------------------------------------------------- against a reference commit
+#: The book's training cases (its saved runs under book/runs/deep and book/runs/cpu): (profile,
+#: model, model overrides), each as its profile trains it (the ``deep`` quadratic models with local
+#: attention, the others dense). The ``deep`` profile has no learned + content run.
+BOOK_CASES = tuple((profile, model, overrides) for profile, model, overrides in (
+    ("deep", "quadratic", {}), ("deep", "generalized", {}), ("deep", "learned", {}), ("deep", "quadratic", {"num_heads": 16}),
+    ("cpu", "quadratic", {}), ("cpu", "generalized", {}), ("cpu", "learned", {}), ("cpu", "learned_content", {}),
+    ("cpu", "quadratic", {"num_heads": 16})))
+
+
+def load_reference(checkout, name: str = "attnconv_reference"):
+    """Import the ``attnconv`` package of another checkout (e.g. ``git worktree add ../ref 30b81eb``)
+    under the name ``name``, beside this one, so that both can be timed in one process. Works
+    because the package imports itself only relatively."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    if name in sys.modules:
+        return sys.modules[name]
+    root = Path(checkout) / "attnconv"
+    if not (root / "__init__.py").is_file():
+        raise FileNotFoundError(f"{checkout} holds no attnconv package")
+    spec = importlib.util.spec_from_file_location(name, root / "__init__.py", submodule_search_locations=[str(root)])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _case_step(package: str, profile: str, model: str, overrides: dict, batch_size: int):
+    """A training step (forward, backward, the profile's SGD step) of ``package``'s model for a
+    case, on fixed random images; returns (step, model config). Built from seed 0, so that two
+    packages build the same model."""
+    import importlib
+
+    profiles = importlib.import_module(f"{package}.experiments.profiles")
+    models = importlib.import_module(f"{package}.experiments.models")
+    train = importlib.import_module(f"{package}.experiments.train")
+    config = profiles.make_config(model, profile)
+    config.model_overrides.update(overrides)
+    torch.manual_seed(0)
+    net = models.build_model(config.model_config())
+    optimizer = train.make_optimizer(net, config)
+    gen = torch.Generator().manual_seed(1)
+    images = torch.randn(batch_size, 3, 32, 32, generator=gen)
+    labels = torch.randint(0, 10, (batch_size,), generator=gen)
+
+    def step() -> float:
+        loss = F.cross_entropy(net(images), labels)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        return float(loss.detach())
+
+    return step, config.model_config()
+
+
+def _op_breakdown(step, top: int = 8) -> List[dict]:
+    """Share of self CPU time per ATen op over one training step (``torch.profiler``)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        step()
+    events = [e for e in prof.key_averages() if e.key.startswith("aten::")]
+    total = sum(e.self_cpu_time_total for e in prof.key_averages()) or 1.0
+    events.sort(key=lambda e: e.self_cpu_time_total, reverse=True)
+    return [{"op": e.key, "share": e.self_cpu_time_total / total, "calls": e.count} for e in events[:top]]
+
+
+def compare_with_reference(reference, cases=BOOK_CASES, threads: Sequence[int] = (1, 2), batch_size: int = 100,
+                           repeats: int = 3, breakdown: bool = True, progress=print) -> dict:
+    """Training-step time of this code against the ``attnconv`` of the checkout ``reference``,
+    side by side in one process: for every thread count and case, both models are built from the
+    same seed, warmed up by one step, then timed in ``repeats`` rounds that alternate which one goes
+    first, each round from the same RNG seed (so both draw the same dropout masks and their losses
+    must agree). Reports medians, their ratio, the model's GFLOP per step (3 × the forward's, as
+    :func:`measure_case`), the achieved GFLOP/s, the fraction of the float32 matmul rate measured
+    at the same thread count in the same run, the largest relative difference of the two
+    losses, and (``breakdown``) the per-op shares of one step of this code."""
+    import importlib
+    import os
+    import statistics
+
+    load_reference(reference)
+    cpu = torch.device("cpu")
+    before_threads = torch.get_num_threads()
+    result = {"machine": {"device": platform.processor() or platform.machine(), "torch": torch.__version__,
+                          "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "(unset)"),
+                          "load_average_at_start": os.getloadavg()[0]},
+              "reference": str(reference), "batch_size": batch_size, "repeats": repeats, "rows": []}
+    try:
+        for n_threads in threads:
+            torch.set_num_threads(n_threads)
+            rates = [matmul_rate(cpu, seconds=2.0)]
+            rows = []
+            for profile, model, overrides in cases:
+                label = model + ("" if not overrides else " " + ",".join(f"{k}={v}" for k, v in overrides.items()))
+                steps = {}
+                for key, package in (("before", "attnconv_reference"), ("after", __package__.rsplit(".", 1)[0])):
+                    steps[key], config = _case_step(package, profile, model, overrides, batch_size)
+                    torch.manual_seed(99)
+                    steps[key]()  # warm-up
+                times, worst = {"before": [], "after": []}, 0.0
+                for r in range(repeats):
+                    losses = {}
+                    for key in (("before", "after") if r % 2 == 0 else ("after", "before")):
+                        torch.manual_seed(1000 + r)
+                        start = time.perf_counter()
+                        losses[key] = steps[key]()
+                        times[key].append(time.perf_counter() - start)
+                    worst = max(worst, abs(losses["after"] - losses["before"]) / abs(losses["before"]))
+                implementation = "local" if config.attention_implementation == "local" else "dense"
+                flops = 3 * 2 * analytic_macs(config, implementation=implementation).total * batch_size
+                before, after = statistics.median(times["before"]), statistics.median(times["after"])
+                row = {"profile": profile, "model": label, "model_name": model, "num_heads": config.num_heads,
+                       "implementation": implementation, "threads": n_threads,
+                       "before_s": before, "after_s": after, "speedup": before / after,
+                       "before_times_s": times["before"], "after_times_s": times["after"],
+                       "train_gflops_per_step": flops / 1e9, "achieved_gflop_per_s": flops / after / 1e9,
+                       "max_relative_loss_difference": worst}
+                if breakdown:
+                    torch.manual_seed(7)
+                    row["breakdown"] = _op_breakdown(steps["after"])
+                rows.append(row)
+                rates.append(matmul_rate(cpu, seconds=1.0))
+                progress(f"  {n_threads} thr {profile:5s} {label:22s} before {before:.3f} s  after {after:.3f} s  "
+                         f"x{before / after:.2f}  {row['achieved_gflop_per_s']:.1f} GFLOP/s  losses agree to {worst:.1e}")
+            rate = max(rates)
+            for row in rows:
+                row["matmul_gflop_per_s"] = rate
+                row["fraction_of_matmul_rate"] = row["achieved_gflop_per_s"] / rate
+            result["rows"] += rows
+            result.setdefault("matmul_gflop_per_s", {})[str(n_threads)] = rate
+    finally:
+        torch.set_num_threads(before_threads)
+    return result
+
+
+COMPARISON_COLUMNS = ("profile", "model", "threads", "before s/step", "after s/step", "after ×", "GFLOP/step",
+                      "GFLOP/s", "% matmul", "losses agree")
+
+
+def comparison_table(result: dict, columns: Sequence[str] = COMPARISON_COLUMNS) -> List[List[str]]:
+    """Rows of formatted cells of :func:`compare_with_reference`'s result, for ``columns``."""
+    out = []
+    for r in result["rows"]:
+        cells = dict(zip(COMPARISON_COLUMNS, [
+            r["profile"], r["model"], str(r["threads"]), f"{r['before_s']:.3f}", f"{r['after_s']:.3f}",
+            f"{r['speedup']:.2f}", f"{r['train_gflops_per_step']:.1f}", f"{r['achieved_gflop_per_s']:.1f}",
+            f"{100 * r['fraction_of_matmul_rate']:.0f}%", f"{r['max_relative_loss_difference']:.0e}"]))
+        out.append([cells[c] for c in columns])
+    return out
+
+
+def book_run_hours(result: dict, runs_root, threads: int = 1) -> List[dict]:
+    """How long the book's saved training runs take at the step times of a
+    :func:`compare_with_reference` result: per run folder ``runs_root/<profile>/<name>`` whose
+    history matches a measured case (profile, model, heads), epochs × steps per epoch × s/step
+    before and after (training steps only, at ``threads``), beside the hours its history recorded
+    (training and evaluation, on whatever the machine was doing then)."""
+    from pathlib import Path
+
+    measured = {(r["profile"], r["model_name"], r["num_heads"]): r for r in result["rows"] if r["threads"] == threads}
+    out = []
+    for path in sorted(Path(runs_root).glob("*/*/history.json")):
+        history = json.loads(path.read_text())
+        config = history["config"]
+        model = config["model"]
+        if model == "resnet18" or "heads_per_layer" in history:  # no heads / pruned heads: not a measured case
+            continue
+        heads = config.get("model_overrides", {}).get("num_heads") or paper_model_config(model).num_heads
+        row = measured.get((config.get("profile"), model, heads))
+        if row is None:
+            continue
+        epochs, steps = config["epochs"], history["steps_per_epoch"]
+        recorded = sum(e.get("seconds", 0.0) for e in history["epochs"])
+        out.append({"run": f"{path.parent.parent.name}/{path.parent.name}", "epochs": epochs, "steps_per_epoch": steps,
+                    "before_hours": epochs * steps * row["before_s"] / 3600,
+                    "after_hours": epochs * steps * row["after_s"] / 3600,
+                    "recorded_hours": recorded / 3600 if recorded else float("nan")})
+    return out
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m attnconv.bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--preset", choices=sorted(PRESETS), default="paper")
@@ -451,7 +637,23 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--repeats", type=int)
     parser.add_argument("--device", help="cpu or cuda (default: cuda when available)")
     parser.add_argument("--out", help="write the results as JSON here")
+    parser.add_argument("--compare-with", metavar="CHECKOUT",
+                        help="instead: time the book's deep and cpu training cases against the attnconv of this "
+                             "checkout (e.g. a git worktree of an older commit), side by side")
+    parser.add_argument("--threads", nargs="+", type=int, default=[1, 2], help="thread counts for --compare-with")
     args = parser.parse_args(argv)
+    if args.compare_with:
+        try:
+            load_reference(args.compare_with)
+        except FileNotFoundError as err:
+            parser.exit(2, f"error: {err}\n")
+        result = compare_with_reference(args.compare_with, threads=args.threads, repeats=args.repeats or 3)
+        print("\n".join(_text_table(COMPARISON_COLUMNS, comparison_table(result), left=2)))
+        if args.out:
+            with open(args.out, "w") as f:
+                json.dump(result, f, indent=1)
+            print(f"saved {args.out}")
+        return 0
     settings = PRESETS[args.preset]
     changes = {k: v for k, v in dict(models=args.models, implementations=args.implementations, grid_sizes=args.grid_sizes,
                                      batch_size=args.batch_size, repeats=args.repeats).items() if v is not None}

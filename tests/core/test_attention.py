@@ -286,3 +286,17 @@ def test_local_is_within_its_bound_and_rejects_unsupported_layers():
                                  implementation="local")
     with pytest.raises(ValueError, match="implementation"):
         MultiHeadSelfAttention2d(4, 2, implementation="fast")
+
+
+def test_merge_heads_matches_a_concatenation_and_its_gradients():
+    """The merge Σ_h heads_h W_out^hᵀ + b against concat(heads) @ W_outᵀ + b, values and gradients."""
+    from attnconv.core.attention import _MergeHeads
+
+    torch.manual_seed(0)
+    heads = torch.randn(3, 5, 2, dtype=torch.float64, requires_grad=True)
+    weight = torch.randn(4, 6, dtype=torch.float64, requires_grad=True)
+    bias = torch.randn(4, dtype=torch.float64, requires_grad=True)
+    oracle = torch.cat(heads.unbind(0), dim=1) @ weight.t() + bias
+    assert torch.allclose(_MergeHeads.apply(heads, weight, bias), oracle)
+    assert torch.autograd.gradcheck(_MergeHeads.apply, (heads, weight, bias))
+    assert torch.autograd.gradcheck(_MergeHeads.apply, (heads, weight, None))

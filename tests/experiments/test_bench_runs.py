@@ -127,3 +127,31 @@ def test_deep_minutes_per_epoch_are_those_of_the_committed_runs():
         seconds = [e["seconds"] for e in history["epochs"]]
         assert len(seconds) == 40
         assert DEEP_MEASURED_MINUTES_PER_EPOCH[key] == round(sum(seconds) / len(seconds) / 60, 2)
+
+
+def test_compare_with_reference_times_two_checkouts_side_by_side(tmp_path):
+    """This checkout against itself, imported a second time under another name: the same model
+    from the same seed, so the losses agree exactly and every figure is filled in."""
+    from pathlib import Path
+
+    from attnconv.experiments.bench import book_run_hours, compare_with_reference, comparison_table, load_reference
+
+    root = Path(__file__).resolve().parents[2]
+    case = ("cpu", "quadratic", dict(TINY, num_heads=2))
+    result = compare_with_reference(root, cases=(case,), threads=(1,), batch_size=2, repeats=2, progress=lambda *_: None)
+    (row,) = result["rows"]
+    assert row["max_relative_loss_difference"] == 0.0
+    assert len(row["before_times_s"]) == len(row["after_times_s"]) == 2
+    assert row["speedup"] == row["before_s"] / row["after_s"] > 0
+    assert 0 < row["fraction_of_matmul_rate"] and row["breakdown"] and row["breakdown"][0]["op"].startswith("aten::")
+    assert len(comparison_table(json.loads(json.dumps(result)))[0]) == 10
+    with pytest.raises(FileNotFoundError):
+        load_reference(tmp_path, name="attnconv_nowhere")
+    # a saved run of the measured case gets its hours: epochs × steps × s/step
+    run = tmp_path / "cpu" / "quadratic"
+    run.mkdir(parents=True)
+    history = {"config": {"profile": "cpu", "model": "quadratic", "epochs": 3, "model_overrides": {"num_heads": 2}},
+               "steps_per_epoch": 5, "epochs": [{"seconds": 36.0}] * 3}
+    (run / "history.json").write_text(json.dumps(history))
+    (hours,) = book_run_hours(result, tmp_path)
+    assert hours["after_hours"] == 15 * row["after_s"] / 3600 and hours["recorded_hours"] == 0.03
