@@ -15,15 +15,15 @@ unpruned value). This module holds what the chapter needs:
 * :func:`per_head_outputs`, :func:`pruning_check` — pruning removes exactly the chosen heads and
   leaves the others' outputs unchanged;
 * :func:`retrain`, :func:`pruning_study` — accuracies of pruned models with and without
-  retraining, computed from the trained weights and saved as a small JSON next to the run
-  (:func:`load_or_compute_pruning_study`), so that the chapter needs no weights;
+  retraining, computed from the trained weights and saved as a small JSON next to the run by
+  ``python -m attnconv.regenerate``; the chapter reads it (:func:`load_pruning_study`,
+  :func:`load_pruned_run`) and needs no weights;
 * :func:`plot_heads_by_layer` (Fig. 7), :func:`plot_pruning` (Fig. 8), :func:`pruning_table`
   (Fig. 9's table).
 """
 from __future__ import annotations
 
 import copy
-import json
 import math
 from dataclasses import replace
 from pathlib import Path
@@ -42,11 +42,11 @@ from ..experiments.pruning import (
     degenerate_heads,
     prune_heads,
 )
+from ..experiments.store import HISTORY, PRUNING_FILE, MissingResultError, read_keyed, regenerate_command, runs_dir
 from ..experiments.train import (
-    HISTORY,
+    Run,
     TrainConfig,
     attention_record,
-    write_json,
     evaluate,
     make_optimizer,
     make_scheduler,
@@ -70,7 +70,10 @@ __all__ = [
     "pruning_check",
     "retrain",
     "pruning_study",
-    "load_or_compute_pruning_study",
+    "pruning_study_name",
+    "load_pruning_study",
+    "pruned_folder",
+    "load_pruned_run",
     "plot_heads_by_layer",
     "plot_pruning",
     "pruning_table",
@@ -97,7 +100,7 @@ def paper_pruning_reduction() -> Dict[str, float]:
 
 #: The chapter's changes to each profile's generalized run. The cpu profile trains 40 epochs
 #: instead of 16, so that the heads have time to change shape (the paper trains 300).
-STUDY_FILE = "pruning.json"
+STUDY_FILE = PRUNING_FILE
 #: Heads the paper pruned per layer, first to last, in its 6-layer, 9-head generalized model (App. A.1:
 #: "we pruned [2,4,1,2,6,0] heads from the first to the last layer").
 PAPER_PRUNED_PER_LAYER = (2, 4, 1, 2, 6, 0)
@@ -105,7 +108,7 @@ Head = Tuple[int, int]
 
 
 def generalized_run_changes(profile: str) -> dict:
-    """The ``changes`` the chapter passes to ``chapter_run("generalized", profile, ...)``."""
+    """What the book's generalized run under ``profile`` changes in the profile's settings."""
     from .paper_figures import book_run_changes
 
     return book_run_changes("generalized", profile)
@@ -401,39 +404,45 @@ def pruning_study(model, config: TrainConfig, data, max_eigenvalue_threshold: fl
     }
 
 
-def load_or_compute_pruning_study(run, profile: str, runs_root="runs", changes: Optional[dict] = None,
-                                  max_eigenvalue_threshold: float = PAPER_MAX_EIGENVALUE_THRESHOLD,
-                                  condition_threshold: float = PAPER_CONDITION_THRESHOLD,
-                                  verbose: bool = True, **study_kwargs) -> dict:
-    """The pruning study of a generalized run: read from ``run.run_dir / pruning.json`` when it was
-    made from this run's configuration with these thresholds; otherwise computed with
-    :func:`pruning_study` from the trained model (``chapter_run(..., load_model=True)``, which
-    trains again if only the history is saved) and saved there, with the retraining of the
-    degenerate heads' pruning saved as a run folder ``<model>-pruned`` (history only)."""
-    from ..experiments.runs import chapter_run, run_folder
+def pruning_study_name(run) -> str:
+    """The name under which ``python -m attnconv.regenerate`` makes the pruning study of ``run``."""
+    folder = Path(run.run_dir).resolve()
+    try:
+        return f"{folder.relative_to(runs_dir()).as_posix()}/pruning"
+    except ValueError:
+        return f"{folder}/pruning"
 
-    path = Path(run.run_dir) / STUDY_FILE
-    wanted = {"max_eigenvalue": max_eigenvalue_threshold, "condition": condition_threshold}
-    if path.is_file():
-        with open(path) as f:
-            study = json.load(f)
-        if study.get("base_config") == run.config.to_dict() and study.get("thresholds") == wanted:
-            if verbose:
-                print(f"Using the saved pruning study in {path}.")
-            return study
-    trained = chapter_run(run.config.model, profile, runs_root, load_model=True, **(changes or {}))
-    device = select_device(trained.config.device)
-    model = trained.model.to(device)
-    data = load_cifar10(trained.config.data, root=trained.config.data_root, verbose=verbose)
-    study = pruning_study(model, trained.config, data, max_eigenvalue_threshold, condition_threshold,
-                          verbose=verbose, **study_kwargs)
-    pruned_history = study.pop("pruned_history")
-    write_json(path, study)
-    if pruned_history is not None:
-        folder = run_folder(run.config.model, profile, runs_root, tag="pruned")
-        folder.mkdir(parents=True, exist_ok=True)
-        write_json(folder / HISTORY, pruned_history)
-    return study
+
+def _study_key(study: dict) -> dict:
+    return {"base_config": study.get("base_config"), "thresholds": study.get("thresholds")}
+
+
+def load_pruning_study(run, max_eigenvalue_threshold: float = PAPER_MAX_EIGENVALUE_THRESHOLD,
+                       condition_threshold: float = PAPER_CONDITION_THRESHOLD) -> dict:
+    """The pruning study of a generalized run, read from ``run.run_dir / pruning.json``: it must
+    have been made from this run's configuration with these thresholds. Reads only: missing or
+    made otherwise, the error names the command that makes it (it needs the trained weights)."""
+    wanted = {"base_config": run.config.to_dict(),
+              "thresholds": {"max_eigenvalue": max_eigenvalue_threshold, "condition": condition_threshold}}
+    return read_keyed(Path(run.run_dir) / STUDY_FILE, wanted, pruning_study_name(run), key_of=_study_key)
+
+
+def pruned_folder(run) -> Path:
+    """The folder of the retraining of ``run``'s degenerate heads' pruning: ``<folder>-pruned``."""
+    folder = Path(run.run_dir)
+    return folder.with_name(folder.name + "-pruned")
+
+
+def load_pruned_run(run) -> Run:
+    """The saved retraining of ``run`` after pruning its degenerate heads (a history only, written
+    with the pruning study)."""
+    from ..experiments.train import load_run
+
+    folder = pruned_folder(run)
+    if not (folder / HISTORY).is_file():
+        raise MissingResultError(f"{folder} holds no retraining; make it with: "
+                                 f"{regenerate_command(pruning_study_name(run))}")
+    return load_run(folder)
 
 
 # --------------------------------------------------------------------------- figures and table

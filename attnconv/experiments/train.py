@@ -45,6 +45,7 @@ from torch import nn
 
 from .data import CifarData, iterate_batches, load_cifar10, normalize, random_crop_flip
 from .models import MODEL_NAMES, build_model, count_parameters, model_config_to_dict, paper_model_config
+from .store import CHECKPOINT, CONFIG, HISTORY
 
 __all__ = [
     "TrainConfig",
@@ -70,9 +71,6 @@ __all__ = [
     "train_or_load",
 ]
 
-CHECKPOINT = "checkpoint.pt"
-HISTORY = "history.json"
-CONFIG = "config.json"
 GAUSSIAN_PARAMETER_NAMES = ("centers", "spread", "alpha", "inv_sqrt_sigma")
 
 
