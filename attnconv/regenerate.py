@@ -28,7 +28,7 @@ from typing import Callable, List, Optional, Sequence
 
 from .experiments.registry import RUNS, RunEntry, load_run, run_entry, run_state, train_entry
 from .experiments.store import (CHECKPOINT, HISTORY, MissingResultError, StaleResultError, book_dir,
-                                read_history, relative_to_book, results_dir)
+                                read_history, regenerate_command, relative_to_book)
 
 __all__ = ["ResultEntry", "RESULTS", "entries", "main"]
 
@@ -130,7 +130,8 @@ def _removal(name: str) -> ResultEntry:
     def read():
         got = load_removal(run_entry(name).path)
         if got is None:
-            raise MissingResultError(f"book/runs/{name}/{REMOVAL_FILE} is missing")
+            raise MissingResultError(f"book/runs/{name}/{REMOVAL_FILE} is missing; make it with: "
+                                     f"{regenerate_command(name + '/removal')}")
         return got
 
     return ResultEntry(f"{name}/removal", f"runs/{name}/removal.json", (name,), make, read, minutes=3.0,
@@ -169,7 +170,7 @@ def _kernel_spread() -> ResultEntry:
 
     def read():
         if not (book_dir() / file).is_file():
-            raise MissingResultError(f"book/{file} is missing")
+            raise MissingResultError(f"book/{file} is missing; make it with: {regenerate_command('results/kernel-spread')}")
         return read_json(book_dir() / file)
 
     runs = tuple(n for n in RUNS if n.startswith("cpu/"))
@@ -187,7 +188,7 @@ def _benchmark() -> ResultEntry:
 
     def read():
         if not (book_dir() / file).is_file():
-            raise MissingResultError(f"book/{file} is missing")
+            raise MissingResultError(f"book/{file} is missing; make it with: {regenerate_command('results/benchmark-cpu')}")
         return bench.load_result(str(book_dir() / file))
 
     return ResultEntry("results/benchmark-cpu", file, (), make, read, minutes=None,
