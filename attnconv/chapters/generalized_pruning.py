@@ -36,13 +36,14 @@ from ..core.encodings import GeneralizedQuadraticEncoding
 from ..experiments.flops import analytic_macs
 from .gaussian import draw_mass_contours, head_attention_maps
 from ..experiments.models import build_model, count_parameters, parameter_count_table, paper_model_config
+from ..experiments.paper_numbers import (PAPER_CONDITION_THRESHOLD, PAPER_FIG9, PAPER_MAX_EIGENVALUE_THRESHOLD,
+                                         PAPER_PRUNED_HEADS, PAPER_PRUNED_PER_LAYER, PAPER_TOTAL_HEADS)
 from ..experiments.pruning import (
-    PAPER_CONDITION_THRESHOLD,
-    PAPER_MAX_EIGENVALUE_THRESHOLD,
     degenerate_heads,
     prune_heads,
 )
-from ..experiments.store import HISTORY, PRUNING_FILE, MissingResultError, read_keyed, regenerate_command, runs_dir
+from ..experiments.store import (HISTORY, PRUNING_FILE, MissingResultError, read_keyed, regenerate_command,
+                                relative_to_book, runs_dir)
 from ..experiments.train import (
     Run,
     TrainConfig,
@@ -81,9 +82,6 @@ __all__ = [
     "paper_pruning_reduction",
 ]
 
-#: The generalized and pruned rows of the paper's v1 Fig. 9 ("SA quadratic generalized 0.934 12.1M
-#: 6.2B", "SA quadratic generalized pruned 0.934 9.7M 4.9B"), before → after pruning.
-PAPER_FIG9 = {"accuracy": ("0.934", "0.934"), "parameters": ("12.1M", "9.7M"), "flops": ("6.2B", "4.9B")}
 
 
 def paper_pruning_reduction() -> Dict[str, float]:
@@ -96,14 +94,11 @@ def paper_pruning_reduction() -> Dict[str, float]:
     flops = PAPER_FIG9["flops"]
     return {"parameters": 1 - value(params[1]) / value(params[0]),
             "flops": 1 - value(flops[1]) / value(flops[0]),
-            "heads": 15 / 54}
+            "heads": PAPER_PRUNED_HEADS / PAPER_TOTAL_HEADS}
 
 #: The chapter's changes to each profile's generalized run. The cpu profile trains 40 epochs
 #: instead of 16, so that the heads have time to change shape (the paper trains 300).
 STUDY_FILE = PRUNING_FILE
-#: Heads the paper pruned per layer, first to last, in its 6-layer, 9-head generalized model (App. A.1:
-#: "we pruned [2,4,1,2,6,0] heads from the first to the last layer").
-PAPER_PRUNED_PER_LAYER = (2, 4, 1, 2, 6, 0)
 Head = Tuple[int, int]
 
 
@@ -418,13 +413,19 @@ def _study_key(study: dict) -> dict:
 
 
 def load_pruning_study(run, max_eigenvalue_threshold: float = PAPER_MAX_EIGENVALUE_THRESHOLD,
-                       condition_threshold: float = PAPER_CONDITION_THRESHOLD) -> dict:
+                       condition_threshold: float = PAPER_CONDITION_THRESHOLD, verbose: bool = True) -> dict:
     """The pruning study of a generalized run, read from ``run.run_dir / pruning.json``: it must
     have been made from this run's configuration with these thresholds. Reads only: missing or
-    made otherwise, the error names the command that makes it (it needs the trained weights)."""
+    made otherwise, the error names the command that makes it (it needs the trained weights).
+    ``verbose``: say which file was read (relative to the book's folder)."""
+    path = Path(run.run_dir) / STUDY_FILE
     wanted = {"base_config": run.config.to_dict(),
               "thresholds": {"max_eigenvalue": max_eigenvalue_threshold, "condition": condition_threshold}}
-    return read_keyed(Path(run.run_dir) / STUDY_FILE, wanted, pruning_study_name(run), key_of=_study_key)
+    study = read_keyed(path, wanted, pruning_study_name(run), key_of=_study_key)
+    if verbose:
+        where = relative_to_book(path)
+        print(f"Using the saved pruning study in {where[len('book/'):] if where.startswith('book/') else where}.")
+    return study
 
 
 def pruned_folder(run) -> Path:

@@ -35,6 +35,7 @@ from .tables import fit_column, pack_items
 from ..experiments.data import load_cifar10, normalize
 from ..experiments.flops import flops_table
 from ..experiments.models import build_model, count_parameters
+from ..experiments.paper_numbers import PAPER_TABLE1
 from ..experiments.registry import active_profile, book_run_name, load_run, run_entry
 from ..experiments.store import ATTENTION_MAPS_FILE, read_keyed, runs_dir
 from ..experiments.train import Run
@@ -75,22 +76,6 @@ __all__ = [
 
 #: File of the attention maps derived from a run's trained weights, next to ``history.json``.
 ATTENTION_MAPS = ATTENTION_MAPS_FILE
-
-#: The paper's accuracy table (full CIFAR-10, 300 epochs, paper-size models): test accuracy,
-#: parameters, FLOPs per image, and where the row is printed. The first three rows are arXiv v1
-#: Fig. 5 (repeated in v1 Fig. 9), which the ICLR 2020 version calls Table 1; the content model
-#: exists only in the ICLR version, as a fourth row of its Table 1 (v1 Sec. 4.3 (iii): "the
-#: attention scores are computed using only the relative positions of the pixels and not the data").
-PAPER_TABLE1: Dict[str, Dict[str, str]] = {
-    "resnet18": {"label": "ResNet18", "accuracy": "93.8%", "parameters": "11.2M", "flops": "1.1B",
-                 "source": "v1 Fig. 5"},
-    "quadratic": {"label": "SA quadratic emb.", "accuracy": "93.8%", "parameters": "12.1M", "flops": "6.2B",
-                  "source": "v1 Fig. 5"},
-    "learned": {"label": "SA learned emb.", "accuracy": "91.8%", "parameters": "12.3M", "flops": "6.2B",
-                "source": "v1 Fig. 5"},
-    "learned_content": {"label": "SA learned emb. + content", "accuracy": "87.1%", "parameters": "29.5M",
-                        "flops": "15B", "source": "ICLR Table 1 only"},
-}
 
 
 # --------------------------------------------------------------------------- runs of the book
