@@ -38,7 +38,8 @@ class ResultEntry:
     """A saved result: its ``name``, its ``file`` (relative to the book's folder), the runs it is
     made from, how to make it (``make(force)``), how to read it as the chapter does (``read()``,
     raising when missing or stale), an optional cheap re-computation to compare with (``check()``,
-    returning True/False) and the measured ``minutes`` it takes on 2 cores."""
+    returning True/False) and the ``minutes`` it took on the loaded 2-core development machine, where
+    measured (``None``: not recorded)."""
 
     name: str
     file: str
@@ -78,14 +79,14 @@ def _attention_maps(name: str) -> ResultEntry:
         save_attention_maps(_trained(name))
 
     return ResultEntry(f"{name}/attention_maps", f"runs/{name}/attention_maps.json", (name,), make,
-                       lambda: run_attention_maps(load_run(name)), minutes=0.2,
+                       lambda: run_attention_maps(load_run(name)), minutes=None,
                        description="attention maps of every head for the centre query, mean of 100 test images")
 
 
 #: The pruning studies: run → (random pruning orders (each costs one evaluation per head), retraining
 #: counts besides the degenerate heads' (None: a third and two thirds of the heads; "code": the count the
 #: authors' code's condition threshold 1e3 selects), minutes on 2 cores).
-PRUNING_STUDIES = {"cpu/generalized": (3, None, 26.0), "deep/generalized": (1, "code", 60.0)}
+PRUNING_STUDIES = {"cpu/generalized": (3, None, None), "deep/generalized": (1, "code", None)}
 
 
 def _pruning(name: str) -> ResultEntry:
@@ -134,7 +135,7 @@ def _removal(name: str) -> ResultEntry:
                                      f"{regenerate_command(name + '/removal')}")
         return got
 
-    return ResultEntry(f"{name}/removal", f"runs/{name}/removal.json", (name,), make, read, minutes=3.0,
+    return ResultEntry(f"{name}/removal", f"runs/{name}/removal.json", (name,), make, read, minutes=None,
                        description="test accuracy without each layer's heads and without each head")
 
 
@@ -155,7 +156,7 @@ def _sweep(heads: int) -> ResultEntry:
         return exact and abs(saved["final_error"] - again["final_error"]) <= 1e-3 * abs(saved["final_error"]) + 1e-9
 
     return ResultEntry(f"results/learn-to-convolve-{heads}-heads", file, (), make,
-                       lambda: saved_seed_sweep(file, setup, seeds), check=check, minutes=8.0,
+                       lambda: saved_seed_sweep(file, setup, seeds), check=check, minutes=7.0,
                        description=f"learning a 3×3 convolution with {heads} heads, seeds 1-8 (chapter 11)")
 
 
@@ -174,7 +175,7 @@ def _kernel_spread() -> ResultEntry:
         return read_json(book_dir() / file)
 
     runs = tuple(n for n in RUNS if n.startswith("cpu/"))
-    return ResultEntry("results/kernel-spread", file, runs, make, read, minutes=40.0,
+    return ResultEntry("results/kernel-spread", file, runs, make, read, minutes=None,
                        description="epoch 1 of each cpu run under six CPU kernel paths (verify_first_epoch's tolerances)")
 
 

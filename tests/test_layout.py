@@ -105,3 +105,13 @@ def test_public_surface(name):
     import attnconv
 
     assert hasattr(attnconv, name)
+
+
+def test_module_map_lists_every_module():
+    """attnconv/README.md's table names every module of the three layers, and no module that is gone."""
+    import re
+
+    listed = set(re.findall(r"^\| `([a-z0-9_.]+)` \|", (PACKAGE / "README.md").read_text(), re.M))
+    mods = {m.split(".", 1)[1] for m in graph()[0] if layer(m) is not None and not m.endswith(("core", "experiments", "chapters"))}
+    assert mods - listed == set(), "modules missing from attnconv/README.md"
+    assert listed - mods == set(), "attnconv/README.md lists modules that do not exist"
