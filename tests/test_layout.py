@@ -115,3 +115,13 @@ def test_module_map_lists_every_module():
     mods = {m.split(".", 1)[1] for m in graph()[0] if layer(m) is not None and not m.endswith(("core", "experiments", "chapters"))}
     assert mods - listed == set(), "modules missing from attnconv/README.md"
     assert listed - mods == set(), "attnconv/README.md lists modules that do not exist"
+
+
+def test_import_attnconv_does_not_load_the_book_layer():
+    import subprocess
+    import sys
+
+    code = ("import sys, attnconv; loaded = sorted(m for m in sys.modules if m.startswith('attnconv.chapters'));"
+            "print(loaded); assert not loaded and callable(attnconv.plot_attention_heads)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=PACKAGE.parent)
+    assert out.returncode == 0, out.stdout + out.stderr
