@@ -1,6 +1,6 @@
 # Two self-contained entry points (see README.md):
 #   make book   set up .venv and build the rendered book into _build/html/index.html
-#   make test   set up .venv and run the unit tests plus nbval over every notebook
+#   make test   set up .venv and run the unit tests plus nbval over every notebook; fails if that changed book/
 #   make check-book  the built book as readers see it (tests/browser/check_book.py; builds it if needed)
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -c
@@ -27,14 +27,24 @@ book: $(STAMP)
 	$(BIN)/jupyter-book build --all -W -n --keep-going .
 	@echo "Rendered book: $(CURDIR)/_build/html/index.html"
 
+# Chapters only read: the book's files (tests/book_state.py) must be the same after the notebooks ran.
+BOOK_STATE := $(BIN)/python tests/book_state.py
+define book_unchanged
+	@$(BOOK_STATE) > .book-state-before
+	$(1) || { rm -f .book-state-before; exit 1; }
+	@$(BOOK_STATE) | diff .book-state-before - > /dev/null || { echo "executing the notebooks changed book/ (chapters must only read;" \
+	  "python -m attnconv.regenerate makes runs and results):"; $(BOOK_STATE) | diff .book-state-before - ; rm -f .book-state-before; exit 1; }
+	@rm -f .book-state-before; echo "book/ unchanged by the notebooks"
+endef
+
 test: $(STAMP)
-	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile --nbval --nbval-current-env tests $(NOTEBOOKS)
+	$(call book_unchanged,$(BIN)/python -m pytest -n $(JOBS) --dist loadfile --nbval --nbval-current-env tests $(NOTEBOOKS))
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile tests
 
 nbval: $(STAMP)
-	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile --nbval --nbval-current-env $(NOTEBOOKS)
+	$(call book_unchanged,$(BIN)/python -m pytest -n $(JOBS) --dist loadfile --nbval --nbval-current-env $(NOTEBOOKS))
 
 # The book is rebuilt for check-book only when a source is newer than the last build
 # (`make book` always rebuilds).

@@ -20,6 +20,21 @@ from .core.encodings import (
 )
 from .core.grid import grid_coordinates, relative_shifts
 from .core.metrics import max_relative_error, relative_frobenius_error
-from .chapters.plotting import attention_map, plot_attention_heads, plot_error_map
 
 __version__ = "0.1.0"
+
+#: Plotting helpers of the book layer, offered here too; loaded on first use, so that
+#: ``import attnconv`` loads neither matplotlib nor :mod:`attnconv.chapters`.
+_PLOTTING = ("attention_map", "plot_attention_heads", "plot_error_map")
+
+
+def __getattr__(name):
+    if name in _PLOTTING:
+        from .chapters import plotting
+
+        return getattr(plotting, name)
+    raise AttributeError(f"module 'attnconv' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_PLOTTING))

@@ -56,8 +56,8 @@ def test_layers_exist_and_hold_the_modules():
     for name in ("core", "experiments", "chapters"):
         assert f"attnconv.{name}" in mods
     flat = [m for m in mods if m.count(".") == 1 and m.split(".")[1] not in LAYERS]
-    # only the facade and the two command-line entry points sit at the top
-    assert sorted(flat) == ["attnconv.bench", "attnconv.train"]
+    # only the facade and the command-line entry points sit at the top (regenerate: the book's runs and results)
+    assert sorted(flat) == ["attnconv.bench", "attnconv.regenerate", "attnconv.train"]
 
 
 def test_imports_point_down():
@@ -105,3 +105,23 @@ def test_public_surface(name):
     import attnconv
 
     assert hasattr(attnconv, name)
+
+
+def test_module_map_lists_every_module():
+    """attnconv/README.md's table names every module of the three layers, and no module that is gone."""
+    import re
+
+    listed = set(re.findall(r"^\| `([a-z0-9_.]+)` \|", (PACKAGE / "README.md").read_text(), re.M))
+    mods = {m.split(".", 1)[1] for m in graph()[0] if layer(m) is not None and not m.endswith(("core", "experiments", "chapters"))}
+    assert mods - listed == set(), "modules missing from attnconv/README.md"
+    assert listed - mods == set(), "attnconv/README.md lists modules that do not exist"
+
+
+def test_import_attnconv_does_not_load_the_book_layer():
+    import subprocess
+    import sys
+
+    code = ("import sys, attnconv; loaded = sorted(m for m in sys.modules if m.startswith('attnconv.chapters'));"
+            "print(loaded); assert not loaded and callable(attnconv.plot_attention_heads)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=PACKAGE.parent)
+    assert out.returncode == 0, out.stdout + out.stderr

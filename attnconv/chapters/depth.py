@@ -17,11 +17,11 @@ The paper reads its six-layer figures in words (arXiv v1; quoted in the chapter)
 :func:`depth_claims` turns the rows into one checked statement per claim; :func:`removal_rows`
 reads what removing each layer's heads, or each single head, does to the test accuracy
 (computed once from the trained weights by :func:`attnconv.experiments.pruning.layer_removal_accuracies`
-and :func:`~attnconv.experiments.pruning.head_removal_accuracies`, saved as ``removal.json``).
+and :func:`~attnconv.experiments.pruning.head_removal_accuracies` in :func:`removal_accuracies`, saved as
+``removal.json`` by ``python -m attnconv.regenerate``).
 """
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence
@@ -32,13 +32,13 @@ import torch
 from ..core.lattice import lattice_coverage, peak_probability
 from ..core.map_measures import (attention_spread, distance_to_uniform, mean_attention_distance, mirror_symmetry,
                                  shared_mass)
+from ..experiments.store import REMOVAL_FILE, read_json
 from .how_convolutional import load_saved_runs
 from .paper_figures import layer_attention_maps, layer_records
 
 __all__ = [
     "DEEP_PROFILE",
     "DEEP_RUNS",
-    "DEEP_PRUNING_RANDOM_ORDERS",
     "OVERLAP_SHARED_MASS",
     "NEAR_UNIFORM_TV",
     "SYMMETRIC_SCORE",
@@ -51,7 +51,7 @@ __all__ = [
     "depth_claims",
     "format_claims",
     "load_removal",
-    "save_removal",
+    "removal_accuracies",
     "removal_rows",
     "format_removal_table",
 ]
@@ -59,9 +59,6 @@ __all__ = [
 #: The profile whose saved runs the chapter reads: ``$ATTNCONV_DEEP_PROFILE``, else ``deep`` (set it to
 #: ``paper`` after training the paper-size runs on a GPU box).
 DEEP_PROFILE = os.environ.get("ATTNCONV_DEEP_PROFILE") or "deep"
-#: Arguments of the deep generalized run's pruning study beyond the thresholds: one random pruning order
-#: (each costs 55 evaluations); the retrainings are those of the paper's and the authors' code's selections.
-DEEP_PRUNING_RANDOM_ORDERS = 1
 #: The saved runs of the ``deep`` profile the chapter reads: label → (model, tag).
 DEEP_RUNS = {
     "quadratic": ("quadratic", None),
@@ -81,12 +78,11 @@ LOCALIZED_PEAK = 0.5
 #: A head is *redundant* when removing it costs at most this much test accuracy (0.5 points: 5 of the
 #: 1,017 test images of the sample).
 HARMLESS_DROP = 0.005
-REMOVAL_FILE = "removal.json"
 
 
-def deep_runs(runs_root="runs", specs: Mapping[str, tuple] = DEEP_RUNS):
+def deep_runs(specs: Mapping[str, tuple] = DEEP_RUNS):
     """The saved ``deep`` runs among ``specs`` (nothing is trained): ``(runs, missing)``."""
-    return load_saved_runs(specs, DEEP_PROFILE, runs_root)
+    return load_saved_runs(specs, DEEP_PROFILE)
 
 
 def _grid(run) -> int:
@@ -221,27 +217,24 @@ def format_claims(claims: Sequence[dict]) -> str:
 
 
 def load_removal(run_dir) -> Optional[dict]:
-    """The saved ``removal.json`` of a run folder, or ``None``."""
+    """The saved ``removal.json`` of a run folder, or ``None`` (made by
+    ``python -m attnconv.regenerate --only <run>/removal``)."""
     path = Path(run_dir) / REMOVAL_FILE
-    if not path.is_file():
-        return None
-    with open(path) as f:
-        return json.load(f)
+    return read_json(path) if path.is_file() else None
 
 
-def save_removal(run_dir, data=None, batch_size: int = 500) -> dict:
-    """Compute and write ``run_dir/removal.json`` from a run's trained weights (its ``checkpoint.pt``):
-    test accuracy of the full model, without each layer's heads
+def removal_accuracies(run, data=None, batch_size: int = 500) -> dict:
+    """What ``removal.json`` holds, computed from a run loaded with its trained weights
+    (``run.model``): test accuracy of the full model, without each layer's heads
     (:func:`~attnconv.experiments.pruning.layer_removal_accuracies`) and without each single head
     (:func:`~attnconv.experiments.pruning.head_removal_accuracies`), no retraining. ``data``: a
-    :class:`~attnconv.experiments.data.CifarData` (default: the run's data set; the run's test subset is used). Returns the dict."""
+    :class:`~attnconv.experiments.data.CifarData` (default: the run's data set; the run's test subset is used)."""
     from ..experiments.data import load_cifar10
     from ..experiments.pruning import head_removal_accuracies, layer_removal_accuracies
-    from ..experiments.train import evaluate, load_run, write_json
+    from ..experiments.train import evaluate
 
-    run = load_run(run_dir, load_model=True)
     if run.model is None:
-        raise ValueError(f"{run_dir} holds no checkpoint.pt: removal needs the trained weights")
+        raise ValueError(f"{run.run_dir}: removal needs the trained weights (load the run with its model)")
     if data is None:
         data = load_cifar10(run.config.data, root=run.config.data_root, verbose=False)
     data = data.subset(run.config.train_subset, run.config.test_subset)  # the test images the run used
@@ -254,7 +247,6 @@ def save_removal(run_dir, data=None, batch_size: int = 500) -> dict:
     result["without_head"] = head_removal_accuracies(model, accuracy)["without_head"]
     result["note"] = (f"test accuracy on the {len(data.x_test):,} test images, heads removed with "
                       "attnconv.experiments.pruning.prune_heads, no retraining")
-    write_json(Path(run_dir) / REMOVAL_FILE, result)
     return result
 
 

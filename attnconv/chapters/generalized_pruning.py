@@ -15,15 +15,15 @@ unpruned value). This module holds what the chapter needs:
 * :func:`per_head_outputs`, :func:`pruning_check` — pruning removes exactly the chosen heads and
   leaves the others' outputs unchanged;
 * :func:`retrain`, :func:`pruning_study` — accuracies of pruned models with and without
-  retraining, computed from the trained weights and saved as a small JSON next to the run
-  (:func:`load_or_compute_pruning_study`), so that the chapter needs no weights;
+  retraining, computed from the trained weights and saved as a small JSON next to the run by
+  ``python -m attnconv.regenerate``; the chapter reads it (:func:`load_pruning_study`,
+  :func:`load_pruned_run`) and needs no weights;
 * :func:`plot_heads_by_layer` (Fig. 7), :func:`plot_pruning` (Fig. 8), :func:`pruning_table`
   (Fig. 9's table).
 """
 from __future__ import annotations
 
 import copy
-import json
 import math
 from dataclasses import replace
 from pathlib import Path
@@ -36,17 +36,18 @@ from ..core.encodings import GeneralizedQuadraticEncoding
 from ..experiments.flops import analytic_macs
 from .gaussian import draw_mass_contours, head_attention_maps
 from ..experiments.models import build_model, count_parameters, parameter_count_table, paper_model_config
+from ..experiments.paper_numbers import (PAPER_CONDITION_THRESHOLD, PAPER_FIG9, PAPER_MAX_EIGENVALUE_THRESHOLD,
+                                         PAPER_PRUNED_HEADS, PAPER_PRUNED_PER_LAYER, PAPER_TOTAL_HEADS)
 from ..experiments.pruning import (
-    PAPER_CONDITION_THRESHOLD,
-    PAPER_MAX_EIGENVALUE_THRESHOLD,
     degenerate_heads,
     prune_heads,
 )
+from ..experiments.store import (HISTORY, PRUNING_FILE, MissingResultError, read_keyed, regenerate_command,
+                                relative_to_book, runs_dir)
 from ..experiments.train import (
-    HISTORY,
+    Run,
     TrainConfig,
     attention_record,
-    write_json,
     evaluate,
     make_optimizer,
     make_scheduler,
@@ -70,7 +71,10 @@ __all__ = [
     "pruning_check",
     "retrain",
     "pruning_study",
-    "load_or_compute_pruning_study",
+    "pruning_study_name",
+    "load_pruning_study",
+    "pruned_folder",
+    "load_pruned_run",
     "plot_heads_by_layer",
     "plot_pruning",
     "pruning_table",
@@ -78,9 +82,6 @@ __all__ = [
     "paper_pruning_reduction",
 ]
 
-#: The generalized and pruned rows of the paper's v1 Fig. 9 ("SA quadratic generalized 0.934 12.1M
-#: 6.2B", "SA quadratic generalized pruned 0.934 9.7M 4.9B"), before → after pruning.
-PAPER_FIG9 = {"accuracy": ("0.934", "0.934"), "parameters": ("12.1M", "9.7M"), "flops": ("6.2B", "4.9B")}
 
 
 def paper_pruning_reduction() -> Dict[str, float]:
@@ -93,19 +94,16 @@ def paper_pruning_reduction() -> Dict[str, float]:
     flops = PAPER_FIG9["flops"]
     return {"parameters": 1 - value(params[1]) / value(params[0]),
             "flops": 1 - value(flops[1]) / value(flops[0]),
-            "heads": 15 / 54}
+            "heads": PAPER_PRUNED_HEADS / PAPER_TOTAL_HEADS}
 
 #: The chapter's changes to each profile's generalized run. The cpu profile trains 40 epochs
 #: instead of 16, so that the heads have time to change shape (the paper trains 300).
-STUDY_FILE = "pruning.json"
-#: Heads the paper pruned per layer, first to last, in its 6-layer, 9-head generalized model (App. A.1:
-#: "we pruned [2,4,1,2,6,0] heads from the first to the last layer").
-PAPER_PRUNED_PER_LAYER = (2, 4, 1, 2, 6, 0)
+STUDY_FILE = PRUNING_FILE
 Head = Tuple[int, int]
 
 
 def generalized_run_changes(profile: str) -> dict:
-    """The ``changes`` the chapter passes to ``chapter_run("generalized", profile, ...)``."""
+    """What the book's generalized run under ``profile`` changes in the profile's settings."""
     from .paper_figures import book_run_changes
 
     return book_run_changes("generalized", profile)
@@ -401,39 +399,51 @@ def pruning_study(model, config: TrainConfig, data, max_eigenvalue_threshold: fl
     }
 
 
-def load_or_compute_pruning_study(run, profile: str, runs_root="runs", changes: Optional[dict] = None,
-                                  max_eigenvalue_threshold: float = PAPER_MAX_EIGENVALUE_THRESHOLD,
-                                  condition_threshold: float = PAPER_CONDITION_THRESHOLD,
-                                  verbose: bool = True, **study_kwargs) -> dict:
-    """The pruning study of a generalized run: read from ``run.run_dir / pruning.json`` when it was
-    made from this run's configuration with these thresholds; otherwise computed with
-    :func:`pruning_study` from the trained model (``chapter_run(..., load_model=True)``, which
-    trains again if only the history is saved) and saved there, with the retraining of the
-    degenerate heads' pruning saved as a run folder ``<model>-pruned`` (history only)."""
-    from ..experiments.runs import chapter_run, run_folder
+def pruning_study_name(run) -> str:
+    """The name under which ``python -m attnconv.regenerate`` makes the pruning study of ``run``."""
+    folder = Path(run.run_dir).resolve()
+    try:
+        return f"{folder.relative_to(runs_dir()).as_posix()}/pruning"
+    except ValueError:
+        return f"{folder}/pruning"
 
+
+def _study_key(study: dict) -> dict:
+    return {"base_config": study.get("base_config"), "thresholds": study.get("thresholds")}
+
+
+def load_pruning_study(run, max_eigenvalue_threshold: float = PAPER_MAX_EIGENVALUE_THRESHOLD,
+                       condition_threshold: float = PAPER_CONDITION_THRESHOLD, verbose: bool = True) -> dict:
+    """The pruning study of a generalized run, read from ``run.run_dir / pruning.json``: it must
+    have been made from this run's configuration with these thresholds. Reads only: missing or
+    made otherwise, the error names the command that makes it (it needs the trained weights).
+    ``verbose``: say which file was read (relative to the book's folder)."""
     path = Path(run.run_dir) / STUDY_FILE
-    wanted = {"max_eigenvalue": max_eigenvalue_threshold, "condition": condition_threshold}
-    if path.is_file():
-        with open(path) as f:
-            study = json.load(f)
-        if study.get("base_config") == run.config.to_dict() and study.get("thresholds") == wanted:
-            if verbose:
-                print(f"Using the saved pruning study in {path}.")
-            return study
-    trained = chapter_run(run.config.model, profile, runs_root, load_model=True, **(changes or {}))
-    device = select_device(trained.config.device)
-    model = trained.model.to(device)
-    data = load_cifar10(trained.config.data, root=trained.config.data_root, verbose=verbose)
-    study = pruning_study(model, trained.config, data, max_eigenvalue_threshold, condition_threshold,
-                          verbose=verbose, **study_kwargs)
-    pruned_history = study.pop("pruned_history")
-    write_json(path, study)
-    if pruned_history is not None:
-        folder = run_folder(run.config.model, profile, runs_root, tag="pruned")
-        folder.mkdir(parents=True, exist_ok=True)
-        write_json(folder / HISTORY, pruned_history)
+    wanted = {"base_config": run.config.to_dict(),
+              "thresholds": {"max_eigenvalue": max_eigenvalue_threshold, "condition": condition_threshold}}
+    study = read_keyed(path, wanted, pruning_study_name(run), key_of=_study_key)
+    if verbose:
+        where = relative_to_book(path)
+        print(f"Using the saved pruning study in {where[len('book/'):] if where.startswith('book/') else where}.")
     return study
+
+
+def pruned_folder(run) -> Path:
+    """The folder of the retraining of ``run``'s degenerate heads' pruning: ``<folder>-pruned``."""
+    folder = Path(run.run_dir)
+    return folder.with_name(folder.name + "-pruned")
+
+
+def load_pruned_run(run) -> Run:
+    """The saved retraining of ``run`` after pruning its degenerate heads (a history only, written
+    with the pruning study)."""
+    from ..experiments.train import load_run
+
+    folder = pruned_folder(run)
+    if not (folder / HISTORY).is_file():
+        raise MissingResultError(f"{folder} holds no retraining; make it with: "
+                                 f"{regenerate_command(pruning_study_name(run))}")
+    return load_run(folder)
 
 
 # --------------------------------------------------------------------------- figures and table

@@ -180,21 +180,20 @@ def measures_rows(runs: Mapping[str, object], kernel_size: int = 3, radius: floa
     return rows
 
 
-def load_saved_runs(specs: Mapping[str, tuple], profile: str, runs_root="runs"):
-    """The complete saved runs among ``specs`` (label → (model, tag)) under ``profile``, without
-    training anything: ``(runs, missing)``, a dict label → :class:`~attnconv.experiments.train.Run` and the
-    labels whose folder holds no complete run."""
-    from ..experiments.runs import run_folder
-    from ..experiments.train import HISTORY, load_run
+def load_saved_runs(specs: Mapping[str, tuple], profile: str):
+    """The complete saved runs among ``specs`` (label → (model, tag)) under ``profile``, read from
+    the registry without training anything: ``(runs, missing)``, a dict label →
+    :class:`~attnconv.experiments.train.Run` and the labels whose run is not saved (or is of other
+    settings)."""
+    from ..experiments.registry import book_run_name, load_run
+    from ..experiments.store import MissingResultError, StaleResultError
 
     runs, missing = {}, []
     for label, (model, tag) in specs.items():
-        folder = run_folder(model, profile, runs_root, tag)
-        run = load_run(folder) if (folder / HISTORY).is_file() else None
-        if run is None or not run.complete:
+        try:
+            runs[label] = load_run(book_run_name(model, profile, tag))
+        except (KeyError, MissingResultError, StaleResultError):
             missing.append(label)
-        else:
-            runs[label] = run
     return runs, missing
 
 

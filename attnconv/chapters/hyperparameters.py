@@ -14,29 +14,12 @@ from typing import Dict, List, Sequence
 import torch
 
 from ..experiments.models import build_model
+from ..experiments.paper_numbers import PAPER_TABLE2
 from ..experiments.profiles import get_profile
 from ..experiments.train import parameter_groups
 
 __all__ = ["PAPER_TABLE2", "EXTRA_ROWS", "REASONS", "profile_values", "table2_rows", "table2_markdown"]
 
-#: App. A.4, Table 2 of arXiv v1, in the paper's order (values as printed; "cosine decay" is a check
-#: mark in the paper, lost in the stored text, read here as "yes").
-PAPER_TABLE2: Dict[str, object] = {
-    "number of layers": 6,
-    "number of heads": 9,
-    "hidden dimension": 400,
-    "intermediate dimension": 512,
-    "invertible pooling width": 2,
-    "dropout probability": 0.1,
-    "layer normalization epsilon": 1e-12,
-    "number of epochs": 300,
-    "batch size": 100,
-    "learning rate": 0.1,
-    "weight decay": 0.0001,
-    "momentum": 0.9,
-    "cosine decay": "yes",
-    "linear warm up ratio": 0.05,
-}
 
 #: Settings that are not in Table 2 but that a reader needs to reproduce it: what the paper says
 #: elsewhere (or "not stated").

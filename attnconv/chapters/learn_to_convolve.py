@@ -362,24 +362,25 @@ def seed_sweep(setup: ConvolveSetup, seeds: Sequence[int], radius: float = 0.5, 
     return (rows, results) if keep_results else rows
 
 
-def saved_seed_sweep(path, setup: ConvolveSetup, seeds: Sequence[int], radius: float = 0.5) -> List[dict]:
-    """:func:`seed_sweep` kept in a JSON file (the chapter's spread over many seeds, too slow to
-    re-run in CI): loaded when ``path`` holds a sweep of the same setup, seeds and radius, else
-    computed and saved there. Rows as :func:`seed_sweep`."""
-    import json
+def sweep_key(setup: ConvolveSetup, seeds: Sequence[int], radius: float = 0.5) -> dict:
+    """What a saved :func:`seed_sweep` was made with: the setup, the seeds and the radius."""
     from dataclasses import asdict
+
+    return {"setup": asdict(setup), "seeds": [int(s) for s in seeds], "radius": radius}
+
+
+def saved_seed_sweep(path, setup: ConvolveSetup, seeds: Sequence[int], radius: float = 0.5) -> List[dict]:
+    """:func:`seed_sweep` as saved in a JSON file (the chapter's spread over many seeds, too slow to
+    re-run in CI), ``path`` relative to the book's folder: read when it holds a sweep of the same
+    setup, seeds and radius; otherwise the error names the command that makes it
+    (``python -m attnconv.regenerate``). Rows as :func:`seed_sweep`. Never writes."""
     from pathlib import Path
 
+    from ..experiments.store import book_dir, read_keyed
+
     path = Path(path)
-    key = {"setup": asdict(setup), "seeds": [int(s) for s in seeds], "radius": radius}
-    if path.is_file():
-        saved = json.loads(path.read_text())
-        if saved.get("key") == json.loads(json.dumps(key)):
-            return saved["rows"]
-    rows = seed_sweep(setup, seeds, radius)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"key": key, "rows": rows}, indent=1))
-    return rows
+    full = path if path.is_absolute() else book_dir() / path
+    return read_keyed(full, sweep_key(setup, seeds, radius), f"results/{full.stem}")["rows"]
 
 
 # --------------------------------------------------------------------------- figures

@@ -1,9 +1,9 @@
 """The figures and the table of the paper's Sec. 4 (arXiv v1 Figs. 2-6 and 10; the accuracy table is
 v1 Fig. 5 = ICLR Table 1), drawn from saved training runs (:mod:`attnconv.experiments.runs`).
 
-* Which runs the book uses: :func:`book_run` wraps :func:`attnconv.experiments.runs.chapter_run` with the
-  chapter-specific changes of :data:`BOOK_RUN_CHANGES` (longer runs than the profile's default
-  under the ``cpu`` profile) and the 16-head model of the paper's Fig. 10.
+* Which runs the book uses: :func:`book_run` reads the run of a model under the active profile from
+  the registry (:mod:`attnconv.experiments.registry`, where each run's settings are written once);
+  nothing is trained here: a missing run is an error naming the command that makes it.
 * Gaussian heads from a history (quadratic eq. 9, generalized eq. 16): :func:`center_trajectories`
   and :func:`plot_center_trajectories` (Fig. 2), :func:`head_summary` and :func:`format_head_table`
   (how far the centres moved, which lattice points of Lemma 1 they reach, how sharp each head is),
@@ -15,8 +15,8 @@ v1 Fig. 5 = ICLR Table 1), drawn from saved training runs (:mod:`attnconv.experi
 * Attention maps that need the trained weights (v1 Fig. 6 = ICLR Fig. 5: learned relative encoding,
   position only; ICLR Fig. 6, not in v1: with the content term, averaged over 100 test images): :func:`attention_map_statistics` computes them
   (and how much each head's map varies between images) from a model, :func:`save_attention_maps`
-  stores them as a small JSON next to ``history.json`` at training time, :func:`run_attention_maps`
-  loads them (or computes them when the run's checkpoint is there) and
+  stores them as a small JSON next to ``history.json`` (``python -m attnconv.regenerate`` calls it),
+  :func:`run_attention_maps` reads them (never computing or writing) and
   :func:`plot_layer_head_maps` draws them, one row per layer and one column per head.
 """
 from __future__ import annotations
@@ -35,13 +35,13 @@ from .tables import fit_column, pack_items
 from ..experiments.data import load_cifar10, normalize
 from ..experiments.flops import flops_table
 from ..experiments.models import build_model, count_parameters
-from ..experiments.profiles import get_profile, make_config
-from ..experiments.runs import active_profile, chapter_run
-from ..experiments.train import CHECKPOINT, Run, load_run
+from ..experiments.paper_numbers import PAPER_TABLE1
+from ..experiments.registry import active_profile, book_run_name, load_run, run_entry
+from ..experiments.store import ATTENTION_MAPS_FILE, read_keyed, runs_dir
+from ..experiments.train import Run
 
 __all__ = [
     "ATTENTION_MAPS",
-    "BOOK_RUN_CHANGES",
     "PAPER_TABLE1",
     "active_profile",
     "book_run_changes",
@@ -75,65 +75,28 @@ __all__ = [
 ]
 
 #: File of the attention maps derived from a run's trained weights, next to ``history.json``.
-ATTENTION_MAPS = "attention_maps.json"
-
-#: Changes to a profile's :class:`~attnconv.experiments.train.TrainConfig` for the book's runs, per profile
-#: and run name (``model`` or ``model-tag``). Under ``cpu`` the quadratic models train 40 epochs
-#: instead of 16 so that the Gaussian heads have time to move (8 epochs moved them ~0.6 token),
-#: ResNet18 as long for Fig. 4, and the content model 8 epochs (~40 s each). Other profiles train
-#: exactly as their definition says.
-BOOK_RUN_CHANGES: Dict[str, Dict[str, dict]] = {
-    "cpu": {
-        "quadratic": dict(epochs=40),
-        "quadratic-16heads": dict(epochs=40),
-        "resnet18": dict(epochs=40),
-        "learned": dict(epochs=16),
-        "learned_content": dict(epochs=8),
-        "generalized": dict(epochs=40),  # chapter 8 (attnconv.chapters.generalized_pruning) and chapter 12
-    },
-}
-
-#: The paper's accuracy table (full CIFAR-10, 300 epochs, paper-size models): test accuracy,
-#: parameters, FLOPs per image, and where the row is printed. The first three rows are arXiv v1
-#: Fig. 5 (repeated in v1 Fig. 9), which the ICLR 2020 version calls Table 1; the content model
-#: exists only in the ICLR version, as a fourth row of its Table 1 (v1 Sec. 4.3 (iii): "the
-#: attention scores are computed using only the relative positions of the pixels and not the data").
-PAPER_TABLE1: Dict[str, Dict[str, str]] = {
-    "resnet18": {"label": "ResNet18", "accuracy": "93.8%", "parameters": "11.2M", "flops": "1.1B",
-                 "source": "v1 Fig. 5"},
-    "quadratic": {"label": "SA quadratic emb.", "accuracy": "93.8%", "parameters": "12.1M", "flops": "6.2B",
-                  "source": "v1 Fig. 5"},
-    "learned": {"label": "SA learned emb.", "accuracy": "91.8%", "parameters": "12.3M", "flops": "6.2B",
-                "source": "v1 Fig. 5"},
-    "learned_content": {"label": "SA learned emb. + content", "accuracy": "87.1%", "parameters": "29.5M",
-                        "flops": "15B", "source": "ICLR Table 1 only"},
-}
+ATTENTION_MAPS = ATTENTION_MAPS_FILE
 
 
 # --------------------------------------------------------------------------- runs of the book
 def book_run_changes(model: str, profile: str, tag: Optional[str] = None) -> dict:
-    """The ``changes`` the book passes to :func:`~attnconv.experiments.runs.chapter_run` for ``model``:
-    :data:`BOOK_RUN_CHANGES` of the profile, and for ``tag="16heads"`` the profile's model
-    overrides with ``num_heads=16`` (the paper's Fig. 10)."""
-    name = model if tag is None else f"{model}-{tag}"
-    changes = {k: (dict(v) if isinstance(v, dict) else v) for k, v in BOOK_RUN_CHANGES.get(profile, {}).get(name, {}).items()}
-    if tag == "16heads":
-        if model == "resnet18":
-            raise ValueError("the 16-head variant exists for the self-attention models only")
-        # the profile's model overrides (with its local attention, if any) and 16 heads
-        changes["model_overrides"] = {**make_config(model, profile).model_overrides, "num_heads": 16}
-    elif tag is not None and name not in BOOK_RUN_CHANGES.get(profile, {}):
-        raise ValueError(f"unknown book run {name!r}")
-    return changes
+    """What the book's run of ``model`` (``tag="16heads"``: 16 heads) under ``profile`` changes in
+    the profile's :class:`~attnconv.experiments.train.TrainConfig` (its registry entry's
+    :meth:`~attnconv.experiments.registry.RunEntry.changes`, ``epochs`` first)."""
+    if tag == "16heads" and model == "resnet18":
+        raise ValueError("the 16-head variant exists for the self-attention models only")
+    name = book_run_name(model, profile, tag)
+    try:
+        return run_entry(name).changes()
+    except KeyError:
+        raise ValueError(f"unknown book run {name!r}") from None
 
 
-def book_run(model: str, tag: Optional[str] = None, profile: Optional[str] = None, runs_root="runs",
-             load_model: bool = False) -> Run:
-    """The book's run of ``model`` (``tag="16heads"``: 16 heads) under ``profile`` (default
-    :func:`active_profile`): saved, or trained into ``runs_root/profile/model[-tag]``."""
-    profile = profile or active_profile()
-    return chapter_run(model, profile, runs_root=runs_root, tag=tag, load_model=load_model,
-                       **book_run_changes(model, profile, tag))
+def book_run(model: str, tag: Optional[str] = None, profile: Optional[str] = None) -> Run:
+    """The book's saved run of ``model`` (``tag="16heads"``: 16 heads) under ``profile`` (default
+    :func:`active_profile`), read from the registry (:func:`attnconv.experiments.registry.load_run`):
+    a missing run raises with the command that makes it."""
+    return load_run(book_run_name(model, profile, tag))
 
 
 def run_summary(run: Run, label: Optional[str] = None) -> str:
@@ -674,18 +637,26 @@ def format_variation(name: str, variation: Sequence[Optional[torch.Tensor]], thr
     return fit_column("\n".join(lines))
 
 
-def run_attention_maps(run: Run, num_images: int = 100, data=None) -> Optional[dict]:
-    """The saved attention maps of ``run`` (:func:`load_attention_maps`) if they belong to its last
-    epoch; otherwise computed from its checkpoint and saved (:func:`save_attention_maps`, on
-    ``data`` or the run's data set); ``None`` when neither exists (a committed history without
-    weights and without maps)."""
-    d = load_attention_maps(run.run_dir)
-    if d is not None and d.get("epoch") == len(run.epochs) and d.get("num_images") == num_images:
-        return d
-    if not (Path(run.run_dir) / CHECKPOINT).is_file():
-        return None
-    loaded = run if run.model is not None else load_run(run.run_dir, load_model=True)
-    save_attention_maps(loaded, num_images, data=data)
+def _attention_maps_key(d: dict) -> dict:
+    return {"epoch": d.get("epoch"), "num_images": d.get("num_images")}
+
+
+def attention_maps_name(run: Run) -> str:
+    """The name under which ``python -m attnconv.regenerate`` makes the attention maps of ``run``."""
+    folder = Path(run.run_dir).resolve()
+    try:
+        return f"{folder.relative_to(runs_dir()).as_posix()}/attention_maps"
+    except ValueError:
+        return f"{folder}/attention_maps"
+
+
+def run_attention_maps(run: Run, num_images: int = 100) -> dict:
+    """The saved attention maps of ``run`` (:func:`load_attention_maps`), made from its last epoch
+    over ``num_images`` test images. Reads only: missing or made from another epoch, the error names
+    the command that makes them (they need the run's weights)."""
+    path = Path(run.run_dir) / ATTENTION_MAPS
+    read_keyed(path, {"epoch": len(run.epochs), "num_images": num_images}, attention_maps_name(run),
+               key_of=_attention_maps_key)
     return load_attention_maps(run.run_dir)
 
 

@@ -28,13 +28,11 @@ import torch
 from torch import nn
 
 from ..core.attention import MultiHeadSelfAttention
+from .paper_numbers import PAPER_FLOPS
 from .models import ResNetConfig, SelfAttentionConfig, build_model, paper_model_config
 
 __all__ = ["MacCount", "count_macs", "analytic_macs", "PAPER_FLOPS", "flops_table"]
 
-#: The paper's "# of FLOPS" (v1 Figs. 5 and 9; 15B for learned_content is ICLR Table 1 only). Our
-#: inference, not stated in the paper: they are 2 × the MACs of the Linear/conv layers.
-PAPER_FLOPS = {"quadratic": "6.2B", "generalized": "6.2B", "learned": "6.2B", "learned_content": "15B", "resnet18": "1.1B"}
 
 
 @dataclass

@@ -23,7 +23,8 @@ import tempfile
 from pathlib import Path
 from typing import Dict, List
 
-from .train import HISTORY, TrainConfig, train
+from .store import HISTORY
+from .train import TrainConfig, train
 
 __all__ = ["KERNEL_PATHS", "measure_run", "summarise", "main"]
 

@@ -29,6 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .paper_numbers import PAPER_PARAMETERS
 from ..core.attention import MultiHeadSelfAttention2d, ScoreTerms
 from ..core.encodings import GeneralizedQuadraticEncoding, LearnedRelativeEncoding, QuadraticEncoding
 from ..core.grid import relative_shifts
@@ -442,13 +443,6 @@ def count_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-PAPER_PARAMETERS = {
-    "quadratic": "12.1M",
-    "generalized": "12.1M",
-    "learned": "12.3M",
-    "generalized_pruned": "9.7M",
-    "resnet18": "11.2M",
-}
 
 
 def parameter_count_table(pruned_heads: int = 15) -> List[dict]:

@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 from ..core.encodings import GeneralizedQuadraticEncoding, QuadraticEncoding
+from .paper_numbers import AUTHORS_CODE_CONDITION_THRESHOLD, PAPER_CONDITION_THRESHOLD, PAPER_MAX_EIGENVALUE_THRESHOLD
 
 __all__ = [
     "PAPER_MAX_EIGENVALUE_THRESHOLD",
@@ -35,9 +36,6 @@ __all__ = [
     "head_removal_accuracies",
 ]
 
-PAPER_MAX_EIGENVALUE_THRESHOLD = 1e-5
-PAPER_CONDITION_THRESHOLD = 1e5
-AUTHORS_CODE_CONDITION_THRESHOLD = 1e3
 
 HeadSelection = Union[Mapping[int, Sequence[int]], Sequence[Sequence[int]]]
 

@@ -1,22 +1,11 @@
-"""Run folders for the training chapters: use a saved run when there is one, else train.
+"""The re-check of a saved run: :func:`verify_first_epoch` re-trains its first epoch and compares
+it with the saved history, so CI checks that the committed numbers are what the code produces.
 
-A chapter asks for a model under a profile (``cpu`` without CUDA, ``gpu`` with it, ``paper``, or
-whatever the environment variable ``ATTNCONV_PROFILE`` names):
-
-    run = chapter_run("quadratic")               # runs/<profile>/quadratic
-
-If ``runs/<profile>/quadratic/history.json`` holds a complete run of the same configuration, it
-is used as it is — so a reader who ran ``python -m attnconv.train --profile paper`` on a GPU box
-into ``book/runs/paper/...`` sees those results in the book. Otherwise the run is trained (or
-resumed from its checkpoint) and saved there.
-
-A saved run can be committed as a small history (no weights). :func:`verify_first_epoch`
-re-trains its first epoch and compares it with the saved history, so CI checks that the committed
-numbers are what the code produces.
+Which runs the book uses, and where they live, is the registry's business
+(:mod:`attnconv.experiments.registry`); making them is ``python -m attnconv.regenerate``'s.
 """
 from __future__ import annotations
 
-import os
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -24,38 +13,11 @@ from typing import Optional
 
 import torch
 
-from .profiles import default_profile_name, make_config
 from .models import build_model
-from .train import CHECKPOINT, HISTORY, Run, attention_record, train, train_or_load
+from .store import HISTORY
+from .train import Run, attention_record, train
 
-__all__ = ["active_profile", "run_folder", "chapter_run", "verify_first_epoch"]
-
-
-def active_profile() -> str:
-    """The profile the chapters use: ``$ATTNCONV_PROFILE``, else ``gpu`` with CUDA, else ``cpu``."""
-    return os.environ.get("ATTNCONV_PROFILE") or default_profile_name()
-
-
-def run_folder(model: str, profile: str, runs_root="runs", tag: Optional[str] = None) -> Path:
-    """``runs_root/profile/model[-tag]``."""
-    return Path(runs_root) / profile / (model if tag is None else f"{model}-{tag}")
-
-
-def chapter_run(model: str, profile: Optional[str] = None, runs_root="runs", tag: Optional[str] = None,
-                load_model: bool = False, **changes) -> Run:
-    """The run of ``model`` under ``profile`` (default: ``$ATTNCONV_PROFILE``, else ``gpu`` with
-    CUDA, else ``cpu``), with
-    ``changes`` to its :class:`~attnconv.experiments.train.TrainConfig`: loaded from its run folder when a
-    complete run of that configuration is saved there, else trained into it (no progress bars,
-    one printed line per epoch). With ``load_model`` the trained model is returned too; a saved
-    run without its checkpoint (a committed history) is then trained again."""
-    profile = profile or active_profile()
-    config = make_config(model, profile, **changes)
-    run_dir = run_folder(model, profile, runs_root, tag)
-    if load_model and (run_dir / HISTORY).is_file() and not (run_dir / CHECKPOINT).is_file():
-        print(f"{run_dir} holds a history but no weights; training it again to get the model.")
-        (run_dir / HISTORY).unlink()
-    return train_or_load(config, run_dir, load_model=load_model, progress=False, verbose=True)
+__all__ = ["verify_first_epoch", "replay_first_epoch", "add_first_step_losses"]
 
 
 #: Tolerances of :func:`verify_first_epoch`: the measured spread between CPU kernel paths

@@ -71,6 +71,7 @@ from .distributed import (
     wrap_model,
 )
 from .models import MODEL_NAMES, build_model, count_parameters, model_config_to_dict, paper_model_config
+from .store import CHECKPOINT, CONFIG, EPOCHS_CSV, HISTORY, PARTIAL_CHECKPOINT, STEPS_CSV
 
 __all__ = [
     "TrainConfig",
@@ -97,13 +98,6 @@ __all__ = [
     "train_or_load",
 ]
 
-CHECKPOINT = "checkpoint.pt"
-#: A mid-epoch checkpoint, written when a stop signal arrives (deleted when the epoch ends).
-PARTIAL_CHECKPOINT = "checkpoint-partial.pt"
-STEPS_CSV = "steps.csv"
-EPOCHS_CSV = "epochs.csv"
-HISTORY = "history.json"
-CONFIG = "config.json"
 GAUSSIAN_PARAMETER_NAMES = ("centers", "spread", "alpha", "inv_sqrt_sigma")
 
 

@@ -68,19 +68,22 @@ def test_removal_rows_and_redundancy_claim():
     assert redundancy(rem)["holds"] is False
 
 
-def test_save_removal_matches_pruning_by_hand(tmp_path):
+def test_removal_accuracies_match_pruning_by_hand(tmp_path):
     """removal.json of a tiny trained run against copies pruned and evaluated here, one by one."""
     import copy as _copy
 
     from attnconv.experiments.data import load_cifar10
     from attnconv.experiments.pruning import prune_heads
-    from attnconv.experiments.runs import chapter_run
-    from attnconv.experiments.train import evaluate
+    from attnconv.experiments.profiles import make_config
+    from attnconv.experiments.store import REMOVAL_FILE
+    from attnconv.experiments.train import evaluate, train_or_load, write_json
 
     tiny = dict(hidden_size=16, intermediate_size=16, num_layers=2, num_heads=2, downsample=8)
-    run = chapter_run("quadratic", "cpu", runs_root=tmp_path, load_model=True, epochs=1, train_subset=100,
-                      test_subset=50, model_overrides=tiny)
-    saved = depth.save_removal(run.run_dir)
+    config = make_config("quadratic", "cpu", epochs=1, train_subset=100, test_subset=50, model_overrides=tiny)
+    run = train_or_load(config, tmp_path / "quadratic", load_model=True, verbose=False)
+    assert depth.load_removal(run.run_dir) is None
+    saved = depth.removal_accuracies(run)
+    write_json(run.run_dir / REMOVAL_FILE, saved)
     assert depth.load_removal(run.run_dir) == saved
     data = load_cifar10("sample", verbose=False).subset(100, 50)
     model = run.model.eval()

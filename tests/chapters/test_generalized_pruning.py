@@ -1,6 +1,7 @@
 import copy
 import json
 import math
+from dataclasses import replace
 
 import matplotlib
 
@@ -59,7 +60,9 @@ def tiny_config(**kw):
 
 def test_settings_per_profile():
     assert gf.generalized_run_changes("cpu") == {"epochs": 40}
-    assert gf.generalized_run_changes("paper") == {} and gf.generalized_run_changes("nope") == {}
+    assert gf.generalized_run_changes("paper") == {}
+    with pytest.raises(ValueError):
+        gf.generalized_run_changes("nope")
     gf.generalized_run_changes("cpu")["epochs"] = 1  # a copy
     assert gf.generalized_run_changes("cpu")["epochs"] == 40
     assert gf.retrain_epochs(TrainConfig(epochs=300)) == 100
@@ -199,33 +202,31 @@ def test_pruning_study_on_a_tiny_model(data):
     json.dumps(study)  # JSON-ready
 
 
-def test_load_or_compute(tmp_path, monkeypatch, data):
+def test_load_pruning_study_reads_only(tmp_path, data):
+    from attnconv.experiments.store import MissingResultError, StaleResultError
+    from attnconv.experiments.train import write_json
+
     cfg = tiny_config()
-    model = shaped_model()
     run_dir = tmp_path / "cpu" / "generalized"
     run_dir.mkdir(parents=True)
     run = Run(run_dir, cfg, {"epochs": []})
-    calls = []
-
-    def fake_chapter_run(name, profile, runs_root, load_model=False, **changes):
-        calls.append((name, profile, load_model, changes))
-        return Run(run_dir, cfg, {}, model)
-
-    import attnconv.experiments.runs
-
-    monkeypatch.setattr(attnconv.experiments.runs, "chapter_run", fake_chapter_run)
-    monkeypatch.setattr(gf, "load_cifar10", lambda *a, **k: data)
-    study = gf.load_or_compute_pruning_study(run, "cpu", tmp_path, changes={"epochs": 3}, condition_threshold=1e3,
-                                             verbose=False, retrain_counts=[], epochs=1, random_orders=1)
-    assert calls == [("generalized", "cpu", True, {"epochs": 3})]
-    assert (run_dir / gf.STUDY_FILE).is_file() and "pruned_history" not in study
-    pruned = json.loads((tmp_path / "cpu" / "generalized-pruned" / "history.json").read_text())
-    assert pruned["heads_per_layer"] == [3, 2] and len(pruned["epochs"]) == 1
-    again = gf.load_or_compute_pruning_study(run, "cpu", tmp_path, condition_threshold=1e3, verbose=False)
-    assert len(calls) == 1 and again == json.loads(json.dumps(study))
-    gf.load_or_compute_pruning_study(run, "cpu", tmp_path, condition_threshold=1e5, verbose=False,
-                                     retrain_counts=[], epochs=1, random_orders=1)
-    assert len(calls) == 2  # other thresholds: computed again
+    with pytest.raises(MissingResultError, match="python -m attnconv.regenerate"):
+        gf.load_pruning_study(run, condition_threshold=1e3)
+    with pytest.raises(MissingResultError, match="python -m attnconv.regenerate"):
+        gf.load_pruned_run(run)
+    study = gf.pruning_study(shaped_model(), cfg, data, 1e-5, 1e3, retrain_counts=[], epochs=1, random_orders=1)
+    pruned = study.pop("pruned_history")
+    write_json(run_dir / gf.STUDY_FILE, study)
+    gf.pruned_folder(run).mkdir()
+    write_json(gf.pruned_folder(run) / "history.json", pruned)
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*.json")}
+    assert gf.load_pruning_study(run, condition_threshold=1e3) == json.loads(json.dumps(study))
+    assert gf.load_pruned_run(run).history["heads_per_layer"] == [3, 2]
+    with pytest.raises(StaleResultError, match="python -m attnconv.regenerate"):
+        gf.load_pruning_study(run, condition_threshold=1e5)  # other thresholds: not this study
+    with pytest.raises(StaleResultError):
+        gf.load_pruning_study(Run(run_dir, replace(cfg, epochs=cfg.epochs + 1), {"epochs": []}), condition_threshold=1e3)
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*.json")} == before  # nothing written
 
 
 def test_figures_and_table(data):

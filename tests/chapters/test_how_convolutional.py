@@ -261,20 +261,25 @@ def test_run_measures_at_initialisation_and_references():
     assert reference_measures((8, 8), alpha=0.5)["theorem1"]["mean_mass"] < ref["theorem1"]["mean_mass"]
 
 
-def test_load_saved_runs(tmp_path):
+def test_load_saved_runs(tmp_path, monkeypatch):
     import json
 
-    from attnconv.experiments.train import TrainConfig
+    from attnconv.experiments.registry import run_entry
 
-    cfg = TrainConfig(model="quadratic", profile="cpu", epochs=1)
-    for name, status in (("quadratic", "complete"), ("learned", "running")):
-        folder = tmp_path / "cpu" / name
+    monkeypatch.setenv("ATTNCONV_BOOK_DIR", str(tmp_path))
+    for name, status in (("quadratic", "complete"), ("learned", "running"), ("generalized", "complete")):
+        cfg = run_entry(f"cpu/{name}").config.to_dict()
+        if name == "generalized":
+            cfg["epochs"] = 3  # a run of other settings than the registry's
+        folder = tmp_path / "runs" / "cpu" / name
         folder.mkdir(parents=True)
-        (folder / "history.json").write_text(json.dumps({"config": cfg.to_dict(), "status": status, "epochs": []}))
-    runs, missing = load_saved_runs({"a": ("quadratic", None), "b": ("learned", None), "c": ("quadratic", "16heads")},
-                                    "cpu", runs_root=tmp_path)
-    assert list(runs) == ["a"] and missing == ["b", "c"]
-    assert runs["a"].run_dir == tmp_path / "cpu" / "quadratic"
+        (folder / "history.json").write_text(json.dumps({"config": cfg, "status": status, "epochs": []}))
+    before = sorted(p.stat().st_mtime_ns for p in tmp_path.rglob("*"))
+    runs, missing = load_saved_runs({"a": ("quadratic", None), "b": ("learned", None), "c": ("quadratic", "16heads"),
+                                     "d": ("generalized", None)}, "cpu")
+    assert list(runs) == ["a"] and missing == ["b", "c", "d"]
+    assert runs["a"].run_dir == tmp_path / "runs" / "cpu" / "quadratic"
+    assert sorted(p.stat().st_mtime_ns for p in tmp_path.rglob("*")) == before  # read only
 
 
 def test_one_hot_at_any_integer_shift_vs_inside_the_window():

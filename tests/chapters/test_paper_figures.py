@@ -16,7 +16,6 @@ from attnconv.chapters.gaussian import head_attention_maps
 from attnconv.experiments.models import SelfAttentionConfig, build_model, parameter_count_table
 from attnconv.chapters.paper_figures import (
     ATTENTION_MAPS,
-    BOOK_RUN_CHANGES,
     PAPER_TABLE1,
     content_variant_module_parameters,
     content_variant_parameters,
@@ -46,6 +45,7 @@ from attnconv.chapters.paper_figures import (
     table1_rows,
 )
 from attnconv.experiments.profiles import get_profile, make_config
+from attnconv.experiments.store import MissingResultError, StaleResultError
 from attnconv.experiments.train import CHECKPOINT, Run, TrainConfig, load_run, train
 
 TINY = dict(hidden_size=8, intermediate_size=8, num_layers=2, num_heads=3, downsample=8)  # 4×4 tokens
@@ -79,9 +79,9 @@ def test_book_run_changes(monkeypatch):
     assert cfg.model_config().num_heads == 16 and cfg.model_config().hidden_size == 64
     assert book_run_changes("quadratic", "paper") == {}  # other profiles train as defined
     assert book_run_changes("quadratic", "paper", "16heads") == {"model_overrides": {"num_heads": 16}}
-    # the returned dicts are copies: changing them leaves the table alone
+    # the returned dicts are copies: changing them leaves the registry alone
     sixteen["epochs"] = 1
-    assert BOOK_RUN_CHANGES["cpu"]["quadratic-16heads"]["epochs"] == 40
+    assert book_run_changes("quadratic", "cpu", "16heads")["epochs"] == 40
     with pytest.raises(ValueError):
         book_run_changes("resnet18", "cpu", "16heads")
     with pytest.raises(ValueError):
@@ -363,7 +363,11 @@ def test_content_maps_match_a_loop_oracle():
 def test_save_load_and_run_attention_maps(tmp_path, tiny_data):
     run = tiny_run(tmp_path, tiny_data, "learned_content")
     assert load_attention_maps(run.run_dir) is None
-    got = run_attention_maps(run, num_images=5, data=tiny_data)  # computed from the checkpoint and saved
+    with pytest.raises(MissingResultError, match="python -m attnconv.regenerate"):
+        run_attention_maps(run, num_images=5)  # reading never computes
+    assert not (run.run_dir / ATTENTION_MAPS).exists()
+    save_attention_maps(load_run(run.run_dir, load_model=True), num_images=5, data=tiny_data)
+    got = run_attention_maps(run, num_images=5)
     path = run.run_dir / ATTENTION_MAPS
     assert path.is_file() and got["num_images"] == 5 and got["content"] and got["query"] == [2, 2]
     model = load_run(run.run_dir, load_model=True).model
@@ -373,11 +377,14 @@ def test_save_load_and_run_attention_maps(tmp_path, tiny_data):
     ref_var = attention_map_statistics(model, normalize(tiny_data.x_test[:5]))["variation"]
     for v, r in zip(got["variation"], ref_var):
         assert v.shape == (3,) and torch.allclose(v, r, rtol=1e-5, atol=1e-7)
-    # without the checkpoint the saved file is used; a different image count cannot be had
+    # without the checkpoint the saved file is used; maps of another image count are stale
     (run.run_dir / CHECKPOINT).unlink()
     again = run_attention_maps(run, num_images=5)
     assert all(torch.equal(a, b) for a, b in zip(again["layers"], got["layers"]))
-    assert run_attention_maps(run, num_images=6, data=tiny_data) is None
+    saved = path.read_bytes()
+    with pytest.raises(StaleResultError, match="python -m attnconv.regenerate"):
+        run_attention_maps(run, num_images=6)
+    assert path.read_bytes() == saved
     assert layer_attention_maps(run, num_images=5) is not None
     with pytest.raises(ValueError):
         layer_attention_maps(run, query=(0, 0), num_images=5)

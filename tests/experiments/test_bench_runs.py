@@ -10,7 +10,9 @@ import torch
 from attnconv.experiments.bench import BenchSettings, format_table, matmul_rate, run_benchmark, set_attention_implementation
 from attnconv.experiments.models import build_model, paper_model_config
 from attnconv.experiments.train import Run, TrainConfig
-from attnconv.experiments.runs import add_first_step_losses, chapter_run, run_folder, verify_first_epoch
+from attnconv.experiments.profiles import make_config
+from attnconv.experiments.runs import add_first_step_losses, verify_first_epoch
+from attnconv.experiments.train import train_or_load
 
 TINY = dict(hidden_size=8, intermediate_size=8, num_layers=1, downsample=4)
 
@@ -45,12 +47,13 @@ def test_matmul_rate_is_positive():
     assert matmul_rate(torch.device("cpu"), size=64, seconds=0.05) > 0
 
 
-def test_chapter_run_trains_then_loads_and_verifies(tmp_path, capsys):
-    changes = dict(epochs=2, train_subset=100, test_subset=50, model_overrides=dict(TINY, num_heads=2))
-    run = chapter_run("quadratic", "cpu", runs_root=tmp_path, **changes)
+def test_saved_run_trains_then_loads_and_verifies(tmp_path, capsys):
+    config = make_config("quadratic", "cpu", epochs=2, train_subset=100, test_subset=50,
+                         model_overrides=dict(TINY, num_heads=2))
+    run = train_or_load(config, tmp_path / "quadratic", verbose=True)
     assert run.complete and len(run.epochs) == 2
-    assert (run_folder("quadratic", "cpu", tmp_path) / "history.json").is_file()
-    again = chapter_run("quadratic", "cpu", runs_root=tmp_path, **changes)
+    assert (tmp_path / "quadratic" / "history.json").is_file()
+    again = train_or_load(config, tmp_path / "quadratic", verbose=True)
     assert "Using the saved run" in capsys.readouterr().out
     assert again.epochs == run.epochs
     check = verify_first_epoch(again)
@@ -66,8 +69,9 @@ def tampered(run, edit):
 @pytest.fixture(scope="module")
 def honest_run(tmp_path_factory):
     # 5 steps per epoch, so that the learning rate acts within the recorded first steps
-    changes = dict(epochs=2, train_subset=500, test_subset=50, model_overrides=dict(TINY, num_heads=2))
-    return chapter_run("quadratic", "cpu", runs_root=tmp_path_factory.mktemp("runs"), **changes)
+    config = make_config("quadratic", "cpu", epochs=2, train_subset=500, test_subset=50,
+                         model_overrides=dict(TINY, num_heads=2))
+    return train_or_load(config, tmp_path_factory.mktemp("runs") / "quadratic", verbose=False)
 
 
 @pytest.mark.parametrize("what, edit", [

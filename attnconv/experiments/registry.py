@@ -1,0 +1,300 @@
+"""The registry of the book's training runs: every run a chapter reads is one named entry, written
+once and complete (model, profile, every change to the profile's settings, epochs and seed
+included), in the manner of timm's ``register_model``.
+
+An entry's name is its folder under ``book/runs`` (:func:`attnconv.experiments.store.runs_dir`):
+
+    cpu/quadratic                 the cpu profile's quadratic model, 40 epochs (chapters 7, 10, 12)
+    deep/learned                  the deep profile's learned-encoding model (chapter 12b)
+    seeds/cpu/quadratic/seed3     seed 3 of the cpu quadratic model at the profile's 16 epochs
+
+Chapters ask by name and only read: :func:`load_run` returns the saved run, or raises
+:class:`~attnconv.experiments.store.MissingResultError` / :class:`~attnconv.experiments.store.StaleResultError`
+whose message names the command that makes it (``python -m attnconv.regenerate --only NAME``).
+:func:`series` lists the runs of one model over seeds (seed 0 first), for spreads over seeds.
+:func:`train_entry` is how ``python -m attnconv.regenerate`` makes a run (resuming from a checkpoint
+when one is there).
+
+The profiles' own settings stay in :mod:`attnconv.experiments.profiles`; an entry records what the
+book changes in them (:meth:`RunEntry.changes`).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+from .profiles import PROFILES, default_profile_name, make_config
+from .store import (CHECKPOINT, CONFIG, HISTORY, History, MissingResultError, StaleResultError, json_form,
+                    read_history, regenerate_command, relative_to_book, runs_dir)
+from .train import Run, TrainConfig, load_run as load_run_folder, train
+
+__all__ = [
+    "RunEntry",
+    "RUNS",
+    "SERIES",
+    "register_run",
+    "active_profile",
+    "book_run_name",
+    "run_entry",
+    "book_runs",
+    "series",
+    "load_run",
+    "load_series",
+    "run_state",
+    "train_entry",
+]
+
+_IGNORED = ("device",)  # a run made on another device is the same run
+
+
+@dataclass(frozen=True)
+class RunEntry:
+    """One saved training run of the book: its ``name`` (= its folder under ``book/runs``), its
+    complete :class:`~attnconv.experiments.train.TrainConfig`, the ``series`` it belongs to (one
+    model over seeds), whether it is ``committed`` to the repository, and what it is for."""
+
+    name: str
+    config: TrainConfig
+    description: str = ""
+    series: Optional[str] = None
+    committed: bool = True
+    chapters: Tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def model(self) -> str:
+        return self.config.model
+
+    @property
+    def profile(self) -> str:
+        return self.config.profile
+
+    @property
+    def seed(self) -> int:
+        return self.config.seed
+
+    @property
+    def path(self) -> Path:
+        """The run folder, resolved from the repository."""
+        return runs_dir() / self.name
+
+    @property
+    def label(self) -> str:
+        """The folder's last part: ``quadratic``, ``quadratic-16heads``, ``seed3``."""
+        return self.name.rsplit("/", 1)[-1]
+
+    def changes(self) -> dict:
+        """The fields of :attr:`config` that differ from the profile's default for the model,
+        ``epochs`` first."""
+        base = make_config(self.model, self.profile).to_dict()
+        mine = self.config.to_dict()
+        keys = ["epochs"] + [k for k in mine if k != "epochs"]
+        return {k: mine[k] for k in keys if mine[k] != base[k]}
+
+
+#: Every registered run, by name.
+RUNS: Dict[str, RunEntry] = {}
+#: Runs of one model over seeds, by series name (seed 0 first).
+SERIES: Dict[str, List[str]] = {}
+
+
+def register_run(name: str, model: str, profile: str, description: str = "", series: Optional[str] = None,
+                 committed: bool = True, chapters: Tuple[str, ...] = (), **changes) -> RunEntry:
+    """Register the run ``name`` of ``model`` under ``profile`` with ``changes`` to the profile's
+    :class:`TrainConfig` (``epochs`` must be among them: every entry states its length)."""
+    if name in RUNS:
+        raise ValueError(f"run {name!r} is registered twice")
+    if "epochs" not in changes:
+        raise ValueError(f"run {name!r}: state its epochs")
+    entry = RunEntry(name, make_config(model, profile, **changes), description, series, committed, tuple(chapters))
+    RUNS[name] = entry
+    if series is not None:
+        SERIES.setdefault(series, []).append(name)
+        SERIES[series].sort(key=lambda n: RUNS[n].seed)
+    return entry
+
+
+def _sixteen_heads(model: str, profile: str) -> dict:
+    """The profile's model overrides (with its local attention, if any) and 16 heads (the paper's Fig. 10)."""
+    return {**make_config(model, profile).model_overrides, "num_heads": 16}
+
+
+# ---------------------------------------------------------------------------- the book's runs
+# cpu: the quadratic models train 40 epochs instead of the profile's 16 so that the Gaussian heads
+# have time to move (8 epochs moved them ~0.6 token), ResNet18 as long for Fig. 4, the content
+# model 8 epochs (~40 s each).
+_CPU = {
+    "quadratic": (dict(epochs=40), "Gaussian heads during training (Figs. 2, 3)", ("07", "07b", "10", "12")),
+    "quadratic-16heads": (dict(epochs=40), "16 heads per layer (Fig. 10)", ("10", "12")),
+    "resnet18": (dict(epochs=40), "the convolutional baseline (Fig. 4, Table 1)", ("07",)),
+    "learned": (dict(epochs=16), "learned relative encoding (Fig. 6)", ("07", "09", "12")),
+    "learned_content": (dict(epochs=8), "learned encoding with content (ICLR Fig. 6)", ("07", "09")),
+    "generalized": (dict(epochs=40), "generalized quadratic encoding, pruning (Figs. 7-9)", ("08", "12")),
+}
+_DEEP = {
+    "quadratic": ("the paper's depth: Figs. 2, 3 at 6 layers", ("07b", "12b")),
+    "generalized": ("the paper's depth: Fig. 7, pruning per layer", ("12b",)),
+    "learned": ("the paper's depth: Fig. 6", ("12b",)),
+    "quadratic-16heads": ("the paper's depth: Fig. 10", ("12b",)),
+}
+
+
+def _register_book_runs() -> None:
+    for name, (changes, what, chapters) in _CPU.items():
+        model, _, tag = name.partition("-")
+        extra = {"model_overrides": _sixteen_heads(model, "cpu")} if tag == "16heads" else {}
+        register_run(f"cpu/{name}", model, "cpu", what, chapters=chapters, **changes, **extra)
+    for name, (what, chapters) in _DEEP.items():
+        model, _, tag = name.partition("-")
+        extra = {"model_overrides": _sixteen_heads(model, "deep")} if tag == "16heads" else {}
+        register_run(f"deep/{name}", model, "deep", what, chapters=chapters,
+                     epochs=PROFILES["deep"].epochs[model], **extra)
+    # gpu and paper: the same models at the profile's settings, trained by a reader with a GPU (not committed)
+    for profile in ("gpu", "paper"):
+        for name in _CPU:
+            model, _, tag = name.partition("-")
+            extra = {"model_overrides": _sixteen_heads(model, profile)} if tag == "16heads" else {}
+            register_run(f"{profile}/{name}", model, profile, f"{profile} profile", committed=False,
+                         epochs=PROFILES[profile].epochs[model], **extra)
+    # seeds: spreads over seeds, at the profile's default epochs (cpu 16, deep 40)
+    for profile, model, tag, seeds, seed0 in (("cpu", "quadratic", None, range(5), None),
+                                              ("cpu", "quadratic", "16heads", range(5), None),
+                                              ("cpu", "learned", None, range(5), "cpu/learned"),
+                                              ("deep", "quadratic", None, range(3), "deep/quadratic"),
+                                              ("deep", "learned", None, range(3), "deep/learned")):
+        label = model if tag is None else f"{model}-{tag}"
+        series_name = f"{profile}/{label}"
+        extra = {"model_overrides": _sixteen_heads(model, profile)} if tag == "16heads" else {}
+        for k in seeds:
+            if k == 0 and seed0 is not None:
+                entry = RUNS[seed0]
+                if entry.config != make_config(model, profile, seed=0, **extra):
+                    raise ValueError(f"{seed0} is not seed 0 of the series {series_name}")
+                object.__setattr__(entry, "series", series_name)
+                SERIES.setdefault(series_name, []).insert(0, seed0)
+                continue
+            register_run(f"seeds/{profile}/{label}/seed{k}", model, profile, f"seed {k} of {series_name}",
+                         series=series_name, epochs=PROFILES[profile].epochs[model], seed=k, **extra)
+
+
+_register_book_runs()
+
+
+# ---------------------------------------------------------------------------- reading
+def active_profile() -> str:
+    """The profile the chapters use: ``$ATTNCONV_PROFILE``, else ``gpu`` with CUDA, else ``cpu``."""
+    return os.environ.get("ATTNCONV_PROFILE") or default_profile_name()
+
+
+def book_run_name(model: str, profile: Optional[str] = None, tag: Optional[str] = None) -> str:
+    """The registry name of the book's run of ``model`` (``tag="16heads"``: 16 heads) under
+    ``profile`` (default :func:`active_profile`)."""
+    profile = profile or active_profile()
+    return f"{profile}/{model if tag is None else f'{model}-{tag}'}"
+
+
+def run_entry(name: str) -> RunEntry:
+    """The registered run ``name``; a ``KeyError`` listing the names when there is none."""
+    if name not in RUNS:
+        raise KeyError(f"no registered run {name!r}; registered: {', '.join(sorted(RUNS))}")
+    return RUNS[name]
+
+
+def book_runs(profile: str) -> List[RunEntry]:
+    """The book's runs of ``profile`` (not the seed series' extra seeds), in registration order."""
+    return [e for e in RUNS.values() if e.name.startswith(f"{profile}/")]
+
+
+def series(name: str) -> List[RunEntry]:
+    """The runs of the series ``name`` (e.g. ``"deep/learned"``), seed 0 first."""
+    if name not in SERIES:
+        raise KeyError(f"no series {name!r}; series: {', '.join(sorted(SERIES))}")
+    return [RUNS[n] for n in SERIES[name]]
+
+
+def _differences(a: dict, b: dict) -> List[str]:
+    a, b = json_form(a), json_form(b)
+    return sorted(k for k in (set(a) | set(b)) - set(_IGNORED) if a.get(k) != b.get(k))
+
+
+def run_state(entry: RunEntry) -> str:
+    """``present`` (a complete run of the entry's config), ``missing``, ``incomplete`` (stopped;
+    resumable when ``checkpoint.pt`` is there) or ``stale`` (a run of other settings)."""
+    path = entry.path / HISTORY
+    if not path.is_file():
+        return "missing"
+    history = read_history(entry.path)
+    if _differences(history.config, entry.config.to_dict()):
+        return "stale"
+    return "present" if history.complete else "incomplete"
+
+
+def load_run(name: str, load_model: bool = False) -> Run:
+    """The saved run of the registered entry ``name``, its history a typed
+    :class:`~attnconv.experiments.store.History`. Reads only: a missing, unfinished or other-settings
+    run raises with the command that makes it; ``load_model`` needs the (uncommitted) checkpoint."""
+    entry = run_entry(name)
+    state = run_state(entry)
+    where = relative_to_book(entry.path)
+    if state == "missing":
+        raise MissingResultError(f"{where} holds no run: make it with: {regenerate_command(name)}")
+    if state == "stale":
+        diff = ", ".join(_differences(read_history(entry.path).config, entry.config.to_dict()))
+        raise StaleResultError(f"{where} holds a run of other settings ({diff}); make it again with: "
+                               f"{regenerate_command(name)} --force")
+    if state == "incomplete":
+        raise MissingResultError(f"{where} holds an unfinished run; finish it with: {regenerate_command(name)}")
+    if load_model:
+        if not (entry.path / CHECKPOINT).is_file():
+            raise MissingResultError(f"{where} has its history but not its weights ({CHECKPOINT} is never committed); "
+                                     f"train it again with: {regenerate_command(name)} --force")
+        run = load_run_folder(entry.path, load_model=True)
+        return Run(run.run_dir, entry.config, History.from_json(run.history), run.model)
+    return Run(entry.path, entry.config, read_history(entry.path))
+
+
+def load_series(name: str, skip_missing: bool = False) -> List[Run]:
+    """:func:`load_run` of every run of the series ``name`` (seed 0 first); with ``skip_missing``
+    the runs that are not there yet are left out instead of raising."""
+    out = []
+    for entry in series(name):
+        try:
+            out.append(load_run(entry.name))
+        except (MissingResultError, StaleResultError):
+            if not skip_missing:
+                raise
+    return out
+
+
+# ---------------------------------------------------------------------------- making
+def train_entry(name: str, force: bool = False, progress: bool = True, verbose: bool = True,
+                keep_model: bool = False) -> Run:
+    """Make the run ``name`` in its folder: nothing to do when a complete run of its config is
+    there (unless ``force``); resumed from its checkpoint when one is there; else trained. With
+    ``force`` a complete run is trained again in ``<folder>.regenerating`` and moved into place
+    when it finishes (the saved one stays until then). Returns the run (with its model if
+    ``keep_model``)."""
+    entry = run_entry(name)
+    state = run_state(entry)
+    if state == "present" and not force:
+        return load_run(name, load_model=keep_model and (entry.path / CHECKPOINT).is_file())
+    if state == "stale" and not force:
+        raise StaleResultError(f"{relative_to_book(entry.path)} holds a run of other settings; add --force to replace it")
+    if state == "incomplete" and not (entry.path / CHECKPOINT).is_file() and not force:
+        raise MissingResultError(f"{relative_to_book(entry.path)} holds an unfinished run without its checkpoint; "
+                                 "add --force to train it again")
+    resumable = state == "incomplete" and (entry.path / CHECKPOINT).is_file()
+    target = entry.path if (state == "missing" or resumable) else entry.path.with_name(entry.path.name + ".regenerating")
+    resume = (target / CHECKPOINT).is_file()
+    if target != entry.path and not resume and target.exists():
+        shutil.rmtree(target)  # a scratch folder of an earlier attempt without a checkpoint
+    train(entry.config, target, resume=resume, progress=progress, verbose=verbose)
+    if target != entry.path:
+        entry.path.mkdir(parents=True, exist_ok=True)
+        for f in (CONFIG, HISTORY, CHECKPOINT):
+            if (target / f).exists():
+                os.replace(target / f, entry.path / f)
+        shutil.rmtree(target)
+    return load_run(name, load_model=keep_model)
