@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Callable, List, Optional, Sequence
 
 from .experiments.registry import RUNS, RunEntry, load_run, run_entry, run_state, train_entry
-from .experiments.store import (CHECKPOINT, HISTORY, MissingResultError, StaleResultError, book_dir,
+from .experiments.store import (CHECKPOINT, HISTORY, MissingResultError, StaleResultError, book_dir, repo_root,
                                 read_history, regenerate_command, relative_to_book)
 
 __all__ = ["ResultEntry", "RESULTS", "entries", "main"]
@@ -179,28 +179,61 @@ def _kernel_spread() -> ResultEntry:
                        description="epoch 1 of each cpu run under six CPU kernel paths (verify_first_epoch's tolerances)")
 
 
-def _benchmark() -> ResultEntry:
+#: The commit the before/after benchmark times against: main before issue 20 (chapter 13).
+BENCHMARK_REFERENCE_COMMIT = "30b81eb"
+
+
+def _benchmark_entry(name: str, make_args, description: str) -> ResultEntry:
+    """A benchmark result ``results/<name>.json``: ``make_args(out)`` are the arguments of
+    ``python -m attnconv.bench`` that make it."""
     from .experiments import bench
 
-    file = "results/benchmark-cpu.json"
+    file = f"results/{name}.json"
 
     def make():
-        bench.main(["--device", "cpu", "--out", str(book_dir() / file)])
+        bench.main(make_args(str(book_dir() / file)))
 
     def read():
         if not (book_dir() / file).is_file():
-            raise MissingResultError(f"book/{file} is missing; make it with: {regenerate_command('results/benchmark-cpu')}")
+            raise MissingResultError(f"book/{file} is missing; make it with: {regenerate_command('results/' + name)}")
         return bench.load_result(str(book_dir() / file))
 
-    return ResultEntry("results/benchmark-cpu", file, (), make, read, minutes=None,
-                       description="dense / naive / local attention benchmark (chapter 13)")
+    return ResultEntry(f"results/{name}", file, (), make, read, minutes=None, description=description)
+
+
+def _benchmark() -> ResultEntry:
+    return _benchmark_entry("benchmark-cpu", lambda out: ["--device", "cpu", "--out", out],
+                            "dense / naive / local attention benchmark (chapter 13)")
+
+
+def _benchmark_before_after() -> ResultEntry:
+    """Timed against a temporary git worktree of :data:`BENCHMARK_REFERENCE_COMMIT` (removed after)."""
+    import subprocess
+    import tempfile
+    from .experiments import bench
+
+    entry = _benchmark_entry("benchmark-before-after", None,
+                             f"the book's training steps now vs commit {BENCHMARK_REFERENCE_COMMIT}, side by side (chapter 13)")
+
+    def make():
+        with tempfile.TemporaryDirectory() as tmp:
+            checkout = str(Path(tmp) / "reference")
+            subprocess.run(["git", "-C", str(repo_root()), "worktree", "add", "--detach", checkout,
+                            BENCHMARK_REFERENCE_COMMIT], check=True, capture_output=True)
+            try:
+                bench.main(["--compare-with", checkout, "--out", str(book_dir() / entry.file)])
+            finally:
+                subprocess.run(["git", "-C", str(repo_root()), "worktree", "remove", "--force", checkout],
+                               capture_output=True)
+
+    return ResultEntry(entry.name, entry.file, (), make, entry.read, minutes=None, description=entry.description)
 
 
 def _results() -> List[ResultEntry]:
     return ([_attention_maps(n) for n in ("cpu/learned", "cpu/learned_content", "deep/learned")]
             + [_pruning(n) for n in PRUNING_STUDIES]
             + [_removal(n) for n in ("deep/quadratic", "deep/generalized", "deep/learned")]
-            + [_sweep(9), _sweep(16), _kernel_spread(), _benchmark()])
+            + [_sweep(9), _sweep(16), _kernel_spread(), _benchmark(), _benchmark_before_after()])
 
 
 RESULTS: List[ResultEntry] = _results()
