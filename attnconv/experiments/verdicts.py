@@ -43,6 +43,7 @@ __all__ = [
     "SeedSeries",
     "seed_series",
     "final_test_accuracies",
+    "compare_seed_series",
 ]
 
 REPRODUCED = "reproduced at CPU scale"
@@ -233,13 +234,13 @@ def seed_series(profile: str, name: str, runs_root="runs",
     for seed, rel in sorted(series[(profile, name)].items()):
         path = Path(runs_root) / rel / "history.json"
         if not path.is_file():
-            out.missing.append(f"seed {seed} ({path} not found)")
+            out.missing.append(f"seed {seed} (no {rel}/history.json)")
             continue
         with open(path) as f:
             history = json.load(f)
         if history.get("status") != "complete":
             done = len(history.get("epochs", []))
-            out.missing.append(f"seed {seed} ({path.parent}: {done} epochs, not complete)")
+            out.missing.append(f"seed {seed} ({rel}: {done} epochs, not complete)")
             continue
         out.histories[seed] = history
     return out
@@ -258,3 +259,36 @@ def final_test_accuracies(series: SeedSeries, epochs: Optional[int] = None) -> S
         raise ValueError(f"{series.profile} {series.name}: runs of unequal length, expected {want} epochs: {wrong}")
     seeds = series.seeds
     return spread([series.histories[s]["epochs"][-1]["test_acc"] for s in seeds], seeds)
+
+
+def compare_seed_series(profile: str, name_a: str, name_b: str, runs_root="runs",
+                        labels: Optional[Tuple[str, str]] = None) -> List[str]:
+    """Lines comparing the final test accuracies of two seed series of ``profile``: each series'
+    :meth:`Spread.format` (or what is missing) and the :func:`ordering`, stated only when the seed
+    ranges separate. Never raises for missing runs: it says what is missing."""
+    labels = labels or (name_a, name_b)
+    spreads, lines = [], []
+    for name, label in zip((name_a, name_b), labels):
+        try:
+            s = seed_series(profile, name, runs_root)
+        except KeyError as e:
+            return [str(e).strip("'\"")]
+        if not s.histories:
+            lines.append(f"{label}: no complete seed run yet ({s.message()})")
+            spreads.append(None)
+            continue
+        try:
+            acc = final_test_accuracies(s)
+        except ValueError as e:
+            lines.append(f"{label}: {e}")
+            spreads.append(None)
+            continue
+        epochs = len(next(iter(s.histories.values()))["epochs"])
+        seeds = ", ".join(str(k) for k in acc.seeds)
+        lines.append(f"{label}, {epochs} epochs, seeds {seeds}: test accuracy {acc.format()}")
+        if s.missing:
+            lines.append(f"  missing: {'; '.join(s.missing)}")
+        spreads.append(acc)
+    if all(x is not None for x in spreads):
+        lines.append(ordering(labels[0], spreads[0], labels[1], spreads[1]))
+    return lines

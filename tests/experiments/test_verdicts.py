@@ -101,7 +101,7 @@ def test_seed_series_reads_complete_runs_and_names_what_is_missing(tmp_path):
     s = seed_series("cpu", "learned", tmp_path)
     assert s.seeds == [0, 1]
     assert len(s.missing) == 3 and "seed 2" in s.missing[0] and "not complete" in s.missing[0]
-    assert "seed 3" in s.missing[1] and "not found" in s.missing[1]
+    assert "seed 3" in s.missing[1] and "no seeds/cpu/learned/seed3/history.json" in s.missing[1]
     assert s.message().startswith("cpu learned: 2 complete seed run(s); missing: seed 2")
     acc = final_test_accuracies(s)
     assert acc.values == (0.46, 0.48) and acc.seeds == (0, 1)
