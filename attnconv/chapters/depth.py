@@ -545,13 +545,18 @@ def accuracy_claim(series: Mapping[str, tuple]) -> Claim:
             ev.append(Evidence(name, "seed series missing: " + ", ".join(
                 k for k, v in (("quadratic", quad), ("learned", learned)) if v is None)))
             continue
-        enough = enough and min(quad.n, learned.n) >= 3
-        below.append(ranges_separate(quad, learned) and learned.lo > quad.hi)
+        seeds_ok = min(quad.n, learned.n) >= 3
+        enough = enough and seeds_ok
+        below.append(seeds_ok and learned.lo > quad.hi)
         ev.append(Evidence(name, f"quadratic {quad.format()}; learned {learned.format()}; "
                                  + ordering("quadratic", quad, "learned", learned)))
-    above = [name for name, (q, l) in series.items() if q is not None and l is not None and q.lo > l.hi]
+    above = [name for name, (q, l) in series.items()
+             if q is not None and l is not None and min(q.n, l.n) >= 3 and q.lo > l.hi]
+    named = [name for name, (q, l) in series.items()
+             if q is not None and l is not None and min(q.n, l.n) >= 3 and l.lo > q.hi]
     if any(below) and not above:
-        verdict, reason = NOT_REPRODUCED, "the learned encoding is above the quadratic one in every seed of a series"
+        verdict = NOT_REPRODUCED
+        reason = f"the learned encoding is above the quadratic one in every seed: {'; '.join(named)}"
     elif any(below):
         verdict, reason = INCONCLUSIVE, "the series disagree: the learned encoding is above in one, below in another"
     elif enough and below:

@@ -105,6 +105,10 @@ def test_pruning_and_accuracy_claims():
     assert depth.accuracy_claim({"cpu": (l, q)}).verdict == depth.REPRODUCED
     assert depth.accuracy_claim({"cpu": (q, None)}).verdict == depth.INCONCLUSIVE
     assert depth.accuracy_claim({"cpu": (spread([0.5]), spread([0.4]))}).verdict == depth.INCONCLUSIVE
+    # one seed each never gives an ordering, whichever way the two runs lie
+    assert depth.accuracy_claim({"deep": (spread([0.604]), spread([0.638]))}).verdict == depth.INCONCLUSIVE
+    # two series that disagree
+    assert depth.accuracy_claim({"a": (q, l), "b": (l, q)}).verdict == depth.INCONCLUSIVE
 
 
 PAPER = Path(__file__).resolve().parents[3] / "shared" / "papers" / "002_3c48580c3ebf0097.txt"
