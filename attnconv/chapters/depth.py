@@ -14,7 +14,11 @@ The paper reads its six-layer figures in words (arXiv v1; quoted in the chapter)
 
 :func:`depth_rows` measures every layer of a saved run for the centre query token, from its maps
 (:mod:`attnconv.core.map_measures`) and head centres (:mod:`attnconv.core.lattice`);
-:func:`depth_claims` turns the rows into one checked statement per claim; :func:`removal_rows`
+:func:`depth_claims` turns the rows of the six-layer runs, and of the 2-layer runs of the earlier
+chapters, into one :class:`~attnconv.experiments.verdicts.Claim` per claim (quoted from
+:data:`PAPER_CLAIMS`, tested as written, the evidence of every run, a verdict by the book's rule);
+:func:`pruning_claims` and :func:`accuracy_claim` (over seed series, :func:`accuracy_series`) do
+the same for App. A.1's pruning and Sec. 3's accuracy claim; :func:`removal_rows`
 reads what removing each layer's heads, or each single head, does to the test accuracy
 (computed once from the trained weights by :func:`attnconv.experiments.pruning.layer_removal_accuracies`
 and :func:`~attnconv.experiments.pruning.head_removal_accuracies`, saved as ``removal.json``).
