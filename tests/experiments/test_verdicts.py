@@ -117,3 +117,20 @@ def test_final_accuracies_refuse_unequal_training(tmp_path):
     write_history(tmp_path / "seeds" / "cpu" / "quadratic" / "seed1", 1, 0.4, epochs=4)
     with pytest.raises(ValueError, match="unequal length"):
         final_test_accuracies(seed_series("cpu", "quadratic", tmp_path))
+
+
+def test_compare_seed_series_states_an_ordering_only_when_ranges_separate(tmp_path):
+    from attnconv.experiments.verdicts import compare_seed_series
+
+    for k, (a, b) in enumerate([(0.40, 0.50), (0.42, 0.52), (0.41, 0.49)]):
+        write_history(tmp_path / "seeds" / "cpu" / "quadratic" / f"seed{k}", k, a)
+        write_history(tmp_path / "seeds" / "cpu" / "quadratic-16heads" / f"seed{k}", k, b)
+    lines = compare_seed_series("cpu", "quadratic", "quadratic-16heads", tmp_path, ("9 heads", "16 heads"))
+    assert lines[0].startswith("9 heads, 3 epochs, seeds 0, 1, 2: test accuracy mean 41.0 %")
+    assert "missing: seed 3" in lines[1]
+    assert lines[-1] == "16 heads above 9 heads in every seed (the seed ranges separate)"
+    write_history(tmp_path / "seeds" / "cpu" / "quadratic" / "seed3", 3, 0.55)
+    lines = compare_seed_series("cpu", "quadratic", "quadratic-16heads", tmp_path, ("9 heads", "16 heads"))
+    assert lines[-1].startswith("no ordering stated: the seed ranges")
+    assert compare_seed_series("cpu", "learned", "quadratic", tmp_path)[0].startswith("learned: no complete")
+    assert compare_seed_series("paper", "x", "y", tmp_path)[0].startswith("no seed series paper/x")
