@@ -33,6 +33,7 @@ __all__ = [
     "copy_weights_from_torch_mha",
     "apply_torch_mha",
     "permutation_equivariance_error",
+    "permutation_invariance_error",
     "score_terms",
     "plot_score_terms",
     "shift_image",
@@ -151,6 +152,23 @@ def permutation_equivariance_error(layer: nn.Module, x: torch.Tensor, generator:
     if scale == 0:
         raise ValueError("layer(x) is all zeros; the relative error is undefined")
     return float((y_perm - _permute_pixels(y, perm)).abs().max() / scale)
+
+
+def permutation_invariance_error(layer: nn.Module, x: torch.Tensor, generator: torch.Generator) -> float:
+    """max |f(πx) − f(x)| / max |f(x)| for a random permutation π of the pixels: what Sec. 2.1's gloss
+    "it gives the same output independently of how the T input tokens are shuffled" would make 0.
+    Self-attention is equivariant (:func:`permutation_equivariance_error` is 0), not invariant: this
+    is large for any layer whose output differs between pixels."""
+    if x.ndim != 4:
+        raise ValueError(f"expected an image batch (B, C, H, W), got shape {tuple(x.shape)}")
+    perm = torch.randperm(x.shape[2] * x.shape[3], generator=generator)
+    with torch.no_grad():
+        y = layer(x)
+        y_perm = layer(_permute_pixels(x, perm))
+    scale = y.abs().max()
+    if scale == 0:
+        raise ValueError("layer(x) is all zeros; the relative error is undefined")
+    return float((y_perm - y).abs().max() / scale)
 
 
 # --------------------------------------------------------------------------- eq. (8), term by term

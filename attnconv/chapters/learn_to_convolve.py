@@ -47,6 +47,7 @@ __all__ = [
     "target_convolution",
     "make_attention_layer",
     "relative_error",
+    "output_error",
     "set_kernel_values",
     "learn_to_convolve",
     "lattice_distances",
@@ -202,6 +203,12 @@ def relative_error(layer: nn.Module, conv: nn.Module, images: torch.Tensor, batc
     return num / den
 
 
+def output_error(relative_squared_error: float) -> float:
+    """The relative output error ‖layer(x) − conv(x)‖ / ‖conv(x)‖ over the images: the square root of
+    :func:`relative_error` (a ratio of squared norms, the training loss)."""
+    return math.sqrt(relative_squared_error)
+
+
 def set_kernel_values(layer: MultiHeadSelfAttention2d, conv: nn.Conv2d) -> MultiHeadSelfAttention2d:
     """Lemma 1's value weights, in place: W_out^h W_val^h = W[:, :, Δ] for the lattice point Δ
     nearest to head h's centre (:func:`attnconv.core.conv.head_weights_from_kernel`), and b_out = the
@@ -331,8 +338,8 @@ def run_summary(result: ConvolveResult, radius: float = 0.5, dead_alpha: float =
     """Where the heads of a trained layer ended: ``covered`` lattice points (a head within
     ``radius``), ``on_lattice`` heads (within ``radius`` of a lattice point), ``shared`` heads (on a
     lattice point that another, closer head already takes), ``dead`` heads (α < ``dead_alpha``:
-    nearly uniform attention), ``stray`` heads (farther than ``radius`` from every lattice point)
-    and the ``final_error``."""
+    nearly uniform attention), ``stray`` heads (farther than ``radius`` from every lattice point),
+    the ``final_error`` (relative squared error, the loss) and the ``output_error`` (its root)."""
     k = result.setup.kernel_size
     c = result.centers[-1]
     d = lattice_distances(c, k)
@@ -346,7 +353,8 @@ def run_summary(result: ConvolveResult, radius: float = 0.5, dead_alpha: float =
             taken.add(p)
     return {"covered": lattice_coverage(c, k, radius), "on_lattice": int(near.sum()), "shared": sorted(shared),
             "dead": [int(h) for h in torch.nonzero(result.alphas[-1] < dead_alpha).flatten()],
-            "stray": stray_heads(c, k, radius), "final_error": result.final_error}
+            "stray": stray_heads(c, k, radius), "final_error": result.final_error,
+            "output_error": output_error(result.final_error)}
 
 
 def seed_sweep(setup: ConvolveSetup, seeds: Sequence[int], radius: float = 0.5, keep_results: bool = False):

@@ -4,5 +4,6 @@
 * :mod:`.train` — training with checkpoints, resume and a JSON history; :mod:`.train_cli` — its
   command line (``python -m attnconv.train``); :mod:`.profiles` — paper / gpu / cpu settings;
 * :mod:`.runs` — saved runs for the chapters and their re-check; :mod:`.flops` — FLOP counts;
-* :mod:`.pruning` — degenerate heads (Appendix A.1); :mod:`.bench` — the benchmark.
+* :mod:`.pruning` — degenerate heads (Appendix A.1); :mod:`.bench` — the benchmark;
+* :mod:`.verdicts` — the one rule for a verdict on an experimental claim, and spreads over seeds.
 """

@@ -27,6 +27,7 @@ from attnconv.chapters.equivariance import (  # noqa: E402
     copy_weights_from_torch_mha,
     local_learned_encoding,
     permutation_equivariance_error,
+    permutation_invariance_error,
     plot_score_terms,
     region_error_stats,
     score_terms,
@@ -390,3 +391,25 @@ def test_relative_layer_far_from_the_border_is_translation_equivariant():
     s = region_error_stats(translation_error_map(layer, x, (1, 2)), 1)
     assert s["interior_max"] < 1e-12 and s["border_max"] > 1e-3
     assert kernel_shifts(3).shape[0] == layer.num_heads
+
+
+def test_self_attention_is_equivariant_not_invariant():
+    """Oracle: a plain loop that permutes the pixels by hand and compares outputs pixel by pixel."""
+    torch.manual_seed(1)
+    x = torch.randn(1, 4, 3, 3, dtype=F64)
+    plain = MultiHeadSelfAttention2d(4, 2, qkv_bias=True).double()
+    assert permutation_invariance_error(plain, x, torch.Generator().manual_seed(0)) > 0.1
+    perm = torch.randperm(9, generator=torch.Generator().manual_seed(0))
+    xp = torch.empty_like(x)
+    for i in range(9):
+        xp[0, :, i // 3, i % 3] = x[0, :, perm[i] // 3, perm[i] % 3]
+    with torch.no_grad():
+        y, yp = plain(x), plain(xp)
+    diff = max(float((yp[0, :, i // 3, i % 3] - y[0, :, i // 3, i % 3]).abs().max()) for i in range(9))
+    assert permutation_invariance_error(plain, x, torch.Generator().manual_seed(0)) == pytest.approx(
+        diff / float(y.abs().max()), rel=1e-12)
+    constant = nn.Conv2d(4, 3, 1).double()
+    with torch.no_grad():
+        constant.weight.zero_()
+        constant.bias.fill_(1.0)
+    assert permutation_invariance_error(constant, x, torch.Generator()) == 0.0

@@ -20,6 +20,7 @@ from attnconv.chapters.learn_to_convolve import (
     learn_to_convolve,
     make_attention_layer,
     plot_convolve_run,
+    output_error,
     relative_error,
     run_summary,
     seed_sweep,
@@ -141,6 +142,7 @@ def test_run_summary_on_hand_placed_heads():
     s = run_summary(fake)
     assert s["covered"] == 7 and s["on_lattice"] == 8 and s["shared"] == [4]
     assert s["dead"] == [2] and s["stray"] == [2] and s["final_error"] == 0.01
+    assert s["output_error"] == pytest.approx(0.1)  # the root of the squared-norm ratio
 
 
 def test_head_diagnostics_against_finite_differences():
@@ -201,3 +203,14 @@ def test_more_heads_and_frozen_widths():
         set_kernel_values(make_attention_layer(s), target_convolution(s))  # 16 heads for 9 taps
     alpha_param = learn_to_convolve(replace(TINY, steps=2, num_images=100, parametrization="alpha"))
     assert alpha_param.alphas.shape == (3, 9)
+
+
+def test_output_error_is_the_norm_ratio_against_a_direct_computation():
+    s = TINY
+    conv = target_convolution(s)
+    images = convolution_images(s)[:20]
+    bad = make_attention_layer(s)
+    with torch.no_grad():
+        y, ref = bad(images), conv(images)
+    direct = float((y - ref).norm() / ref.norm())
+    assert output_error(relative_error(bad, conv, images)) == pytest.approx(direct, rel=1e-5)

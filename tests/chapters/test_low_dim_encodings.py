@@ -8,10 +8,14 @@ import torch.nn.functional as F
 
 from attnconv.chapters.low_dim_encodings import (
     PairedQuadraticEncoding,
+    cantor_pairing,
     conv_to_paired_mhsa,
+    degree_on_lines,
     paired_encoding_features,
     paired_encoding_v,
     paired_scores_check,
+    polynomial_code,
+    polynomial_shift_index,
     scalar_encoding_reachable_targets,
     shift_index,
 )
@@ -23,17 +27,43 @@ def test_shift_index_is_injective_on_a_box():
     assert len(set(codes)) == len(codes) == 41 * 41
 
 
-def loop_oracle(shape, padding, alpha):
+def test_polynomial_code_and_index_against_python_formulas():
+    for a in range(-30, 31):
+        assert int(polynomial_code(torch.tensor(a))) == 2 * a * a + a >= 0
+    for x in range(0, 25):
+        for y in range(0, 25):
+            assert int(cantor_pairing(torch.tensor(x), torch.tensor(y))) == (x + y) * (x + y + 1) // 2 + y
+    # ι′ written out as a polynomial in δ (Python integers, no torch): the same values
+    for a in range(-15, 16):
+        for b in range(-15, 16):
+            p1, p2 = 2 * a * a + a, 2 * b * b + b
+            assert int(polynomial_shift_index(torch.tensor([a, b]))) == ((p1 + p2) ** 2 + p1 + 3 * p2) // 2
+
+
+def test_polynomial_index_is_injective_on_a_box():
+    codes = [int(polynomial_shift_index(torch.tensor([a, b]))) for a in range(-40, 41) for b in range(-40, 41)]
+    assert len(set(codes)) == len(codes) == 81 * 81
+    assert len(set(int(polynomial_code(torch.tensor(a))) for a in range(-500, 501))) == 1001
+
+
+def test_degree_on_lines():
+    assert degree_on_lines(polynomial_shift_index) == 4
+    assert degree_on_lines(lambda d: polynomial_code(d[..., 0])) == 2
+    assert degree_on_lines(lambda d: d[..., 0] * d[..., 1] ** 2 + 3) == 3
+    assert degree_on_lines(shift_index) is None  # the zig-zag folds signs: not a polynomial
+
+
+def loop_oracle(shape, padding, alpha, index=shift_index):
     """Plain loops: for every query, head and key, the score v·r_δ as two products of Python ints;
     returns (every argmax is q + Δ, smallest gap between the target and another key)."""
     h, w = shape
     ok, gap = True, None
     for qi, qj in itertools.product(range(h), range(w)):
         for target in itertools.product((-1, 0, 1), repeat=2):
-            v = [int(c) for c in paired_encoding_v(target, alpha)]
+            v = [int(c) for c in paired_encoding_v(target, alpha, index)]
             scores = {}
             for ki, kj in itertools.product(range(-padding, h + padding), range(-padding, w + padding)):
-                r = [int(c) for c in paired_encoding_features(torch.tensor([ki - qi, kj - qj]))]
+                r = [int(c) for c in paired_encoding_features(torch.tensor([ki - qi, kj - qj]), index)]
                 scores[(ki, kj)] = v[0] * r[0] + v[1] * r[1]
             goal = (qi + target[0], qj + target[1])
             best = max(scores.values())
@@ -52,6 +82,29 @@ def test_argmax_is_the_target_with_gap_alpha_against_loops(shape, alpha):
     assert check["argmax_is_target"] and check["corner_argmax_is_target"] and check["interior_argmax_is_target"]
     assert check["min_gap"] == gap
     assert min(check["corner_min_gap"], check["interior_min_gap"]) >= alpha
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 3), (4, 6)])
+def test_polynomial_encoding_argmax_is_the_target_with_gap_alpha_against_loops(shape):
+    ok, gap = loop_oracle(shape, 1, 2, polynomial_shift_index)
+    assert ok and gap >= 2
+    check = paired_scores_check(shape, padding=1, alpha=2, index=polynomial_shift_index)
+    assert check["argmax_is_target"] and check["min_gap"] == gap
+
+
+def test_polynomial_encoding_on_larger_grids_and_as_a_convolution():
+    for shape in ((16, 16), (32, 32)):
+        check = paired_scores_check(shape, padding=1, alpha=1, index=polynomial_shift_index)
+        assert check["argmax_is_target"] and check["min_gap"] >= 1
+    gen = torch.Generator().manual_seed(5)
+    conv = torch.nn.Conv2d(3, 4, 3, padding=1).double()
+    mhsa = conv_to_paired_mhsa(conv, index=polynomial_shift_index)
+    assert mhsa.encoding.index is polynomial_shift_index
+    for shape in ((1, 1), (5, 7), (32, 32)):
+        x = torch.randn(1, 3, *shape, generator=gen, dtype=torch.float64)
+        ref = F.conv2d(x, conv.weight, conv.bias, padding=1)
+        with torch.no_grad():
+            assert (mhsa(x) - ref).abs().max() / ref.abs().max() < 1e-12
 
 
 def test_larger_grids_and_padding_too_small_is_an_error():
