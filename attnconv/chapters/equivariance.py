@@ -132,6 +132,23 @@ def _permute_pixels(x: torch.Tensor, perm: torch.Tensor) -> torch.Tensor:
     return x.reshape(b, c, -1)[:, :, perm].reshape(x.shape)
 
 
+def _outputs_on_permuted_pixels(layer: nn.Module, x: torch.Tensor, generator: torch.Generator):
+    """``(layer(x), layer(πx), π)`` for a random permutation π of the H·W pixels drawn with ``generator``."""
+    if x.ndim != 4:
+        raise ValueError(f"expected an image batch (B, C, H, W), got shape {tuple(x.shape)}")
+    perm = torch.randperm(x.shape[2] * x.shape[3], generator=generator)
+    with torch.no_grad():
+        return layer(x), layer(_permute_pixels(x, perm)), perm
+
+
+def _output_scale(y: torch.Tensor) -> torch.Tensor:
+    """max |y|, the scale of a relative error (refuses an all-zero output)."""
+    scale = y.abs().max()
+    if scale == 0:
+        raise ValueError("layer(x) is all zeros; the relative error is undefined")
+    return scale
+
+
 def permutation_equivariance_error(layer: nn.Module, x: torch.Tensor, generator: torch.Generator) -> float:
     """max |f(πx) − π f(x)| / max |f(x)| for a random permutation π of the pixels (Sec. 2.1).
 
@@ -140,18 +157,10 @@ def permutation_equivariance_error(layer: nn.Module, x: torch.Tensor, generator:
     H × W. The result is 0 up to rounding for self-attention without positional encoding
     (eqs. 1–4 only see the *set* of tokens) and large once positions enter the scores.
     """
-    if x.ndim != 4:
-        raise ValueError(f"expected an image batch (B, C, H, W), got shape {tuple(x.shape)}")
-    perm = torch.randperm(x.shape[2] * x.shape[3], generator=generator)
-    with torch.no_grad():
-        y = layer(x)
-        y_perm = layer(_permute_pixels(x, perm))
+    y, y_perm, perm = _outputs_on_permuted_pixels(layer, x, generator)
     if y.shape[2:] != x.shape[2:]:
         raise ValueError("layer must keep the spatial size of its input")
-    scale = y.abs().max()
-    if scale == 0:
-        raise ValueError("layer(x) is all zeros; the relative error is undefined")
-    return float((y_perm - _permute_pixels(y, perm)).abs().max() / scale)
+    return float((y_perm - _permute_pixels(y, perm)).abs().max() / _output_scale(y))
 
 
 def permutation_invariance_error(layer: nn.Module, x: torch.Tensor, generator: torch.Generator) -> float:
@@ -159,16 +168,8 @@ def permutation_invariance_error(layer: nn.Module, x: torch.Tensor, generator: t
     "it gives the same output independently of how the T input tokens are shuffled" would make 0.
     Self-attention is equivariant (:func:`permutation_equivariance_error` is 0), not invariant: this
     is large for any layer whose output differs between pixels."""
-    if x.ndim != 4:
-        raise ValueError(f"expected an image batch (B, C, H, W), got shape {tuple(x.shape)}")
-    perm = torch.randperm(x.shape[2] * x.shape[3], generator=generator)
-    with torch.no_grad():
-        y = layer(x)
-        y_perm = layer(_permute_pixels(x, perm))
-    scale = y.abs().max()
-    if scale == 0:
-        raise ValueError("layer(x) is all zeros; the relative error is undefined")
-    return float((y_perm - y).abs().max() / scale)
+    y, y_perm, _ = _outputs_on_permuted_pixels(layer, x, generator)
+    return float((y_perm - y).abs().max() / _output_scale(y))
 
 
 # --------------------------------------------------------------------------- eq. (8), term by term
