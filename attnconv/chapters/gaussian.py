@@ -23,6 +23,8 @@ import numpy as np
 import torch
 
 from ..core.encodings import GeneralizedQuadraticEncoding, QuadraticEncoding, RelativeEncoding
+from ..experiments import pruning
+from ..experiments.paper_numbers import PAPER_CONDITION_THRESHOLD, PAPER_MAX_EIGENVALUE_THRESHOLD
 from .plotting import COLUMN_INCHES
 
 __all__ = [
@@ -173,25 +175,22 @@ def inverse_covariance_spectrum(encoding: GeneralizedQuadraticEncoding) -> Tuple
     """
     if not isinstance(encoding, GeneralizedQuadraticEncoding):
         raise ValueError("inverse_covariance_spectrum needs a GeneralizedQuadraticEncoding")
-    eig = torch.linalg.eigvalsh(encoding.inverse_covariance().detach())
-    lo, hi = eig[:, 0], eig[:, 1]
-    cond = torch.where(lo > 0, hi / lo.clamp_min(torch.finfo(eig.dtype).tiny), torch.full_like(hi, math.inf))
-    return eig, cond
+    return pruning.inverse_covariance_spectrum(encoding.inv_sqrt_sigma)  # float64, closed form
 
 
-def pruned_heads(encoding: GeneralizedQuadraticEncoding, min_eigenvalue: float = 1e-5,
-                 max_condition: float = 1e5) -> torch.Tensor:
+def pruned_heads(encoding: GeneralizedQuadraticEncoding, min_eigenvalue: float = PAPER_MAX_EIGENVALUE_THRESHOLD,
+                 max_condition: float = PAPER_CONDITION_THRESHOLD) -> torch.Tensor:
     """Boolean ``(N_h,)``: the heads the paper prunes from the model as degenerate (App. A.1),
     i.e. with largest eigenvalue of Σ⁻¹ below ``min_eigenvalue`` (attends almost uniformly) or
     condition number above ``max_condition`` (attends along a line)."""
-    if min_eigenvalue < 0 or max_condition < 1:
-        raise ValueError("min_eigenvalue must be >= 0 and max_condition >= 1")
+    pruning.check_thresholds(min_eigenvalue, max_condition)
     eig, cond = inverse_covariance_spectrum(encoding)
-    return (eig[:, 1] < min_eigenvalue) | (cond > max_condition)
+    return pruning.is_degenerate(eig[:, 1], cond, min_eigenvalue, max_condition)
 
 
-def describe_heads(encoding: GeneralizedQuadraticEncoding, names: Sequence[str], min_eigenvalue: float = 1e-5,
-                   max_condition: float = 1e5) -> str:
+def describe_heads(encoding: GeneralizedQuadraticEncoding, names: Sequence[str],
+                   min_eigenvalue: float = PAPER_MAX_EIGENVALUE_THRESHOLD,
+                   max_condition: float = PAPER_CONDITION_THRESHOLD) -> str:
     """A text table, one line per head: its name, the eigenvalues of Σ⁻¹ and the condition number
     (3 significant digits) and whether :func:`pruned_heads` drops it."""
     if len(names) != encoding.num_heads:

@@ -39,7 +39,10 @@ from ..experiments.models import build_model, count_parameters, parameter_count_
 from ..experiments.paper_numbers import (PAPER_CONDITION_THRESHOLD, PAPER_FIG9, PAPER_MAX_EIGENVALUE_THRESHOLD,
                                          PAPER_PRUNED_HEADS, PAPER_PRUNED_PER_LAYER, PAPER_TOTAL_HEADS)
 from ..experiments.pruning import (
+    check_thresholds,
     degenerate_heads,
+    inverse_covariance_spectrum,
+    is_degenerate,
     prune_heads,
 )
 from ..experiments.store import (HISTORY, PRUNING_FILE, MissingResultError, read_keyed, regenerate_command,
@@ -142,27 +145,13 @@ def attention_only_model(history: dict, epoch: int = -1):
     return model
 
 
-def _spectrum(m) -> Tuple[float, float, float]:
-    """Eigenvalues λ_min ≤ λ_max of Σ⁻¹ = M Mᵀ for one 2×2 ``m`` and its condition number, in
-    closed form: λ_max = (tr + √((a − c)² + 4b²))/2 and λ_min = det(Σ⁻¹)/λ_max with
-    det(Σ⁻¹) = det(M)². Unlike an eigensolver, whose absolute error is about eps·λ_max, this keeps
-    a tiny λ_min accurate (and never negative), so a printed condition number is reproducible."""
-    (p, q), (r, t) = (float(v) for v in m[0]), (float(v) for v in m[1])
-    a, b, c = p * p + q * q, p * r + q * t, r * r + t * t
-    hi = 0.5 * (a + c + math.hypot(a - c, 2 * b))
-    det = (p * t - q * r) ** 2
-    lo = det / hi if hi > 0 else 0.0
-    return lo, hi, (hi / lo if lo > 0 else math.inf)
-
-
 def head_table(model, max_eigenvalue_threshold: float = PAPER_MAX_EIGENVALUE_THRESHOLD,
                condition_threshold: float = PAPER_CONDITION_THRESHOLD) -> List[dict]:
     """One row per head of a generalized model: ``layer``, ``head``, eigenvalues ``lambda_min``,
-    ``lambda_max`` of Σ⁻¹ = M Mᵀ, ``condition`` λ_max/λ_min (closed form, see :func:`_spectrum`)
+    ``lambda_max`` of Σ⁻¹ = M Mᵀ, ``condition`` λ_max/λ_min (closed form, :func:`~attnconv.experiments.pruning.inverse_covariance_spectrum`)
     and ``degenerate``: λ_max below ``max_eigenvalue_threshold`` or condition above
     ``condition_threshold`` (the rule of :func:`attnconv.experiments.pruning.degenerate_heads`)."""
-    if max_eigenvalue_threshold < 0 or condition_threshold < 1:
-        raise ValueError("max_eigenvalue_threshold must be >= 0 and condition_threshold >= 1")
+    check_thresholds(max_eigenvalue_threshold, condition_threshold)
     rows = []
     for li, layer in enumerate(model.layers):
         if layer.attention is None:
@@ -170,10 +159,10 @@ def head_table(model, max_eigenvalue_threshold: float = PAPER_MAX_EIGENVALUE_THR
         enc = layer.attention.encoding
         if not isinstance(enc, GeneralizedQuadraticEncoding):
             raise ValueError(f"layer {li} has a {type(enc).__name__}, not a GeneralizedQuadraticEncoding")
-        for h, m in enumerate(enc.inv_sqrt_sigma.detach().double().cpu().tolist()):
-            lo, hi, cond = _spectrum(m)
-            rows.append({"layer": li, "head": h, "lambda_min": lo, "lambda_max": hi, "condition": cond,
-                         "degenerate": hi < max_eigenvalue_threshold or cond > condition_threshold})
+        eig, cond = inverse_covariance_spectrum(enc.inv_sqrt_sigma)
+        for h, ((lo, hi), c) in enumerate(zip(eig.tolist(), cond.tolist())):
+            rows.append({"layer": li, "head": h, "lambda_min": lo, "lambda_max": hi, "condition": c,
+                         "degenerate": bool(is_degenerate(hi, c, max_eigenvalue_threshold, condition_threshold))})
     return rows
 
 

@@ -16,7 +16,7 @@ term is on). The other heads are untouched, so their outputs are unchanged. Prun
 from __future__ import annotations
 
 import copy
-from typing import Callable, Dict, List, Mapping, Sequence, Union
+from typing import Callable, Dict, List, Mapping, Sequence, Tuple, Union
 
 import torch
 from torch import nn
@@ -28,6 +28,9 @@ __all__ = [
     "PAPER_MAX_EIGENVALUE_THRESHOLD",
     "PAPER_CONDITION_THRESHOLD",
     "AUTHORS_CODE_CONDITION_THRESHOLD",
+    "inverse_covariance_spectrum",
+    "check_thresholds",
+    "is_degenerate",
     "head_statistics",
     "degenerate_heads",
     "prune_heads",
@@ -40,7 +43,9 @@ __all__ = [
 HeadSelection = Union[Mapping[int, Sequence[int]], Sequence[Sequence[int]]]
 
 
-def _inverse_covariances(model) -> List[torch.Tensor]:
+def _inverse_sqrt_covariances(model) -> List[torch.Tensor]:
+    """Per layer, the factors M of Σ⁻¹ = M Mᵀ of its heads, ``(N_h, 2, 2)`` float64 (the quadratic
+    encoding's Σ⁻¹ = 2α·I has M = √(2α)·I)."""
     out = []
     for i, layer in enumerate(model.layers):
         att = layer.attention
@@ -49,24 +54,53 @@ def _inverse_covariances(model) -> List[torch.Tensor]:
             continue
         enc = att.encoding
         if isinstance(enc, GeneralizedQuadraticEncoding):
-            m = enc.inv_sqrt_sigma.detach().double().cpu()
-            out.append(m @ m.transpose(-1, -2))
+            out.append(enc.inv_sqrt_sigma.detach().double().cpu())
         elif isinstance(enc, QuadraticEncoding):
-            a = enc.width().detach().double().cpu()  # Σ⁻¹ = 2α·I
-            out.append(2 * a[:, None, None] * torch.eye(2, dtype=torch.float64))
+            a = enc.width().detach().double().cpu()
+            out.append(torch.sqrt(2 * a)[:, None, None] * torch.eye(2, dtype=torch.float64))
         else:
             raise TypeError(f"layer {i} has a {type(enc).__name__}: degenerate heads are defined for quadratic encodings")
     return out
+
+
+def inverse_covariance_spectrum(inv_sqrt_sigma: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Eigenvalues of Σ⁻¹ = M Mᵀ (eq. 16) for a stack of 2×2 factors ``inv_sqrt_sigma`` ``(..., 2, 2)``,
+    ascending, ``(..., 2)`` in float64, and the condition numbers λ_max/λ_min (``inf`` where λ_min = 0).
+
+    Closed form: λ_max = (tr + √((a − c)² + 4b²))/2 and λ_min = det(Σ⁻¹)/λ_max with det(Σ⁻¹) = det(M)².
+    Unlike an eigensolver, whose absolute error is about eps·λ_max, this keeps a tiny λ_min accurate
+    (and never negative), so a printed condition number is the same on every CPU."""
+    m = inv_sqrt_sigma.detach().double().cpu()
+    p, q, r, t = m[..., 0, 0], m[..., 0, 1], m[..., 1, 0], m[..., 1, 1]
+    a, b, c = p * p + q * q, p * r + q * t, r * r + t * t
+    hi = 0.5 * (a + c + torch.hypot(a - c, 2 * b))
+    det = (p * t - q * r) ** 2
+    lo = torch.where(hi > 0, det / torch.where(hi > 0, hi, torch.ones_like(hi)), torch.zeros_like(hi))
+    cond = torch.where(lo > 0, hi / torch.where(lo > 0, lo, torch.ones_like(lo)), torch.full_like(hi, float("inf")))
+    return torch.stack([lo, hi], -1), cond
+
+
+def check_thresholds(max_eigenvalue_threshold: float, condition_threshold: float) -> None:
+    """Refuse thresholds that select nothing meaningful (λ_max threshold < 0, condition < 1)."""
+    if max_eigenvalue_threshold < 0 or condition_threshold < 1:
+        raise ValueError("max_eigenvalue_threshold must be >= 0 and condition_threshold >= 1")
+
+
+def is_degenerate(lambda_max, condition, max_eigenvalue_threshold: float = PAPER_MAX_EIGENVALUE_THRESHOLD,
+                  condition_threshold: float = PAPER_CONDITION_THRESHOLD):
+    """App. A.1's rule, the one place it is written: a head is degenerate (pruned) when the largest
+    eigenvalue of its Σ⁻¹ is below ``max_eigenvalue_threshold`` (it attends nearly uniformly) or its
+    condition number is above ``condition_threshold`` (it attends along a line). Works elementwise on
+    tensors and on floats."""
+    return (lambda_max < max_eigenvalue_threshold) | (condition > condition_threshold)
 
 
 def head_statistics(model) -> List[Dict[str, torch.Tensor]]:
     """Per layer: ``eigenvalues`` of each head's Σ⁻¹ (``(N_h, 2)``, ascending, float64) and its
     ``condition`` number λ_max/λ_min (``inf`` where λ_min ≤ 0)."""
     stats = []
-    for a in _inverse_covariances(model):
-        eig = torch.linalg.eigvalsh(a) if len(a) else torch.zeros(0, 2, dtype=torch.float64)
-        lo, hi = eig[:, 0], eig[:, 1]
-        cond = torch.where(lo > 0, hi / lo.clamp_min(torch.finfo(torch.float64).tiny), torch.full_like(hi, float("inf")))
+    for m in _inverse_sqrt_covariances(model):
+        eig, cond = inverse_covariance_spectrum(m)
         stats.append({"eigenvalues": eig, "condition": cond})
     return stats
 
@@ -79,11 +113,10 @@ def degenerate_heads(
     """Heads whose Σ⁻¹ has largest eigenvalue < ``max_eigenvalue_threshold`` (non-localised) or
     condition number > ``condition_threshold`` (degenerate): ``{layer: [head, ...]}``, only layers
     with at least one such head."""
-    if max_eigenvalue_threshold < 0 or condition_threshold < 1:
-        raise ValueError("max_eigenvalue_threshold must be >= 0 and condition_threshold >= 1")
+    check_thresholds(max_eigenvalue_threshold, condition_threshold)
     out = {}
     for i, s in enumerate(head_statistics(model)):
-        bad = (s["eigenvalues"][:, 1] < max_eigenvalue_threshold) | (s["condition"] > condition_threshold)
+        bad = is_degenerate(s["eigenvalues"][:, 1], s["condition"], max_eigenvalue_threshold, condition_threshold)
         heads = [int(h) for h in torch.nonzero(bad).flatten()]
         if heads:
             out[i] = heads

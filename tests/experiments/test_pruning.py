@@ -168,3 +168,24 @@ def test_removal_accuracies_remove_the_right_heads_and_leave_the_model():
     torch.testing.assert_close(model(images), seen[0])
     # removing heads changes the output (the copies really differ from the full model)
     assert all(not torch.allclose(seen[0], s) for s in seen[1:4])
+
+
+def test_inverse_covariance_spectrum_matches_an_eigensolver_and_keeps_tiny_eigenvalues():
+    """The closed form of App. A.1's spectrum against torch.linalg.eigvalsh (float64 oracle), and on
+    a nearly rank-1 Σ⁻¹ where it must stay positive and give det(Σ⁻¹)/λ_max exactly."""
+    from attnconv.experiments.pruning import inverse_covariance_spectrum, is_degenerate
+
+    g = torch.Generator().manual_seed(3)
+    m = torch.randn(50, 2, 2, generator=g, dtype=torch.float64)
+    eig, cond = inverse_covariance_spectrum(m)
+    oracle = torch.linalg.eigvalsh(m @ m.transpose(-1, -2))
+    assert torch.allclose(eig, oracle, rtol=1e-10, atol=1e-12)
+    assert torch.allclose(cond, oracle[:, 1] / oracle[:, 0], rtol=1e-8)
+    line = torch.tensor([[[1.0, 2.0], [1.0, 2.0 + 1e-9]]], dtype=torch.float64)  # det(M) = 1e-9
+    eig, cond = inverse_covariance_spectrum(line)
+    det = float(line[0, 0, 0] * line[0, 1, 1] - line[0, 0, 1] * line[0, 1, 0]) ** 2  # ≈ 1e-18, as stored
+    assert eig[0, 0] > 0 and abs(float(eig[0, 0] * eig[0, 1]) - det) <= 1e-12 * det
+    assert bool(is_degenerate(eig[0, 1], cond[0])) and not bool(is_degenerate(torch.tensor(1.0), torch.tensor(2.0)))
+    singular = torch.zeros(1, 2, 2, dtype=torch.float64)
+    eig, cond = inverse_covariance_spectrum(singular)
+    assert eig.tolist() == [[0.0, 0.0]] and cond.tolist() == [float("inf")]
