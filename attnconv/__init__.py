@@ -30,7 +30,7 @@ _PLOTTING = ("attention_map", "plot_attention_heads", "plot_error_map")
 
 def __getattr__(name):
     if name in _PLOTTING:
-        from .chapters import plotting
+        from .chapters.shared import plotting
 
         return getattr(plotting, name)
     raise AttributeError(f"module 'attnconv' has no attribute {name!r}")

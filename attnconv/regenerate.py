@@ -73,7 +73,7 @@ def _write_json(path: Path, obj) -> None:
 
 # ---------------------------------------------------------------------------- recipes
 def _attention_maps(name: str) -> ResultEntry:
-    from .chapters.paper_figures import run_attention_maps, save_attention_maps
+    from .chapters.shared.attention_maps import run_attention_maps, save_attention_maps
 
     def make():
         save_attention_maps(_trained(name))
@@ -114,7 +114,7 @@ def _pruning(name: str) -> ResultEntry:
 
     def read():
         run = load_run(name)
-        return gp.load_pruning_study(run), gp.load_pruned_run(run)
+        return gp.load_pruning_study(run, verbose=False), gp.load_pruned_run(run)
 
     return ResultEntry(f"{name}/pruning", f"runs/{name}/pruning.json", (name,), make, read, minutes=minutes,
                        description=f"App. A.1 pruning study (+ runs/{name}-pruned/history.json)")
@@ -129,7 +129,7 @@ def _removal(name: str) -> ResultEntry:
         _write_json(Path(trained.run_dir) / REMOVAL_FILE, removal_accuracies(trained))
 
     def read():
-        got = load_removal(run_entry(name).path)
+        got = load_removal(load_run(name))
         if got is None:
             raise MissingResultError(f"book/runs/{name}/{REMOVAL_FILE} is missing; make it with: "
                                      f"{regenerate_command(name + '/removal')}")
@@ -183,50 +183,51 @@ def _kernel_spread() -> ResultEntry:
 BENCHMARK_REFERENCE_COMMIT = "30b81eb"
 
 
-def _benchmark_entry(name: str, make_args, description: str) -> ResultEntry:
-    """A benchmark result ``results/<name>.json``: ``make_args(out)`` are the arguments of
-    ``python -m attnconv.bench`` that make it."""
+def _benchmark_entry(name: str, make_result: Callable[[str], None], description: str) -> ResultEntry:
+    """A benchmark result ``results/<name>.json``, made by ``make_result(path)`` and read by
+    :func:`attnconv.experiments.bench.load_result`."""
     from .experiments import bench
 
     file = f"results/{name}.json"
-
-    def make():
-        bench.main(make_args(str(book_dir() / file)))
 
     def read():
         if not (book_dir() / file).is_file():
             raise MissingResultError(f"book/{file} is missing; make it with: {regenerate_command('results/' + name)}")
         return bench.load_result(str(book_dir() / file))
 
-    return ResultEntry(f"results/{name}", file, (), make, read, minutes=None, description=description)
+    return ResultEntry(f"results/{name}", file, (), lambda: make_result(str(book_dir() / file)), read,
+                       minutes=None, description=description)
 
 
 def _benchmark() -> ResultEntry:
-    return _benchmark_entry("benchmark-cpu", lambda out: ["--device", "cpu", "--out", out],
+    from .experiments import bench
+
+    return _benchmark_entry("benchmark-cpu", lambda out: bench.main(["--device", "cpu", "--out", out]),
                             "dense / naive / local attention benchmark (chapter 13)")
 
 
-def _benchmark_before_after() -> ResultEntry:
-    """Timed against a temporary git worktree of :data:`BENCHMARK_REFERENCE_COMMIT` (removed after)."""
+def _bench_against_reference(out: str) -> None:
+    """``python -m attnconv.bench --compare-with`` a temporary git worktree of
+    :data:`BENCHMARK_REFERENCE_COMMIT` (removed after), written to ``out``."""
     import subprocess
     import tempfile
     from .experiments import bench
 
-    entry = _benchmark_entry("benchmark-before-after", None,
-                             f"the book's training steps now vs commit {BENCHMARK_REFERENCE_COMMIT}, side by side (chapter 13)")
+    with tempfile.TemporaryDirectory() as tmp:
+        checkout = str(Path(tmp) / "reference")
+        subprocess.run(["git", "-C", str(repo_root()), "worktree", "add", "--detach", checkout,
+                        BENCHMARK_REFERENCE_COMMIT], check=True, capture_output=True)
+        try:
+            bench.main(["--compare-with", checkout, "--out", out])
+        finally:
+            subprocess.run(["git", "-C", str(repo_root()), "worktree", "remove", "--force", checkout],
+                           capture_output=True)
 
-    def make():
-        with tempfile.TemporaryDirectory() as tmp:
-            checkout = str(Path(tmp) / "reference")
-            subprocess.run(["git", "-C", str(repo_root()), "worktree", "add", "--detach", checkout,
-                            BENCHMARK_REFERENCE_COMMIT], check=True, capture_output=True)
-            try:
-                bench.main(["--compare-with", checkout, "--out", str(book_dir() / entry.file)])
-            finally:
-                subprocess.run(["git", "-C", str(repo_root()), "worktree", "remove", "--force", checkout],
-                               capture_output=True)
 
-    return ResultEntry(entry.name, entry.file, (), make, entry.read, minutes=None, description=entry.description)
+def _benchmark_before_after() -> ResultEntry:
+    return _benchmark_entry("benchmark-before-after", _bench_against_reference,
+                            f"the book's training steps now vs commit {BENCHMARK_REFERENCE_COMMIT}, side by side "
+                            "(chapter 13)")
 
 
 def _results() -> List[ResultEntry]:

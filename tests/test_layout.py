@@ -1,4 +1,5 @@
-"""The package's layers: core (the paper's mathematics) <- experiments (CIFAR-10) <- chapters.
+"""The package's layers: core (the paper's mathematics) <- experiments (CIFAR-10) <- chapters.shared
+(the floor the chapters share) <- chapters (one module per chapter, none importing another).
 
 Every import inside ``attnconv`` (module level or inside a function) is read with ``ast`` and
 checked: imports point down the layers, there is no import loop, and no private name
@@ -11,16 +12,17 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "attnconv"
 LAYERS = {"core": 0, "experiments": 1, "chapters": 2}
+FLOOR = "attnconv.chapters.shared"
 
 
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+def module_name(path: Path, root: Path = PACKAGE.parent) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def imports(path: Path):
+def imports(path: Path, root: Path = PACKAGE.parent):
     """(imported module, imported names) for every ``from … import`` / ``import`` in a file."""
-    pkg = module_name(path).split(".")
+    pkg = module_name(path, root).split(".")
     if path.name != "__init__.py":
         pkg = pkg[:-1]
     for node in ast.walk(ast.parse(path.read_text())):
@@ -39,16 +41,25 @@ def imports(path: Path):
 
 
 def graph():
-    mods = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+    mods = {module_name(p, PACKAGE.parent): p for p in PACKAGE.rglob("*.py")}
     edges = {}
     for name, path in mods.items():
-        edges[name] = [(t, n) for t, n in imports(path) if t.split(".")[0] == "attnconv"]
+        edges[name] = [(t, n) for t, n in imports(path, PACKAGE.parent) if t.split(".")[0] == "attnconv"]
     return mods, edges
 
 
 def layer(module: str):
+    """0 core, 1 experiments, 2 the chapters' shared floor, 3 the chapter modules; None for the top."""
     parts = module.split(".")
-    return LAYERS.get(parts[1]) if len(parts) > 2 else None
+    if len(parts) <= 2:
+        return None
+    if module == FLOOR or module.startswith(FLOOR + "."):
+        return 2
+    return {0: 0, 1: 1, 2: 3}[LAYERS[parts[1]]] if parts[1] in LAYERS else None
+
+
+def is_chapter_module(module: str) -> bool:
+    return layer(module) == 3 and module != "attnconv.chapters"
 
 
 def test_layers_exist_and_hold_the_modules():
@@ -107,12 +118,36 @@ def test_public_surface(name):
     assert hasattr(attnconv, name)
 
 
+def test_chapter_modules_never_import_one_another():
+    """The chapter layer is flat: a chapter module imports from the shared floor and the layers
+    below, never from another chapter module (the floor never imports a chapter module: see
+    test_imports_point_down)."""
+    mods, edges = graph()
+    chapters = sorted(m for m in mods if is_chapter_module(m))
+    assert "attnconv.chapters.depth" in chapters and "attnconv.chapters.shared.tables" not in chapters
+    bad = [(src, dst) for src in chapters for dst, _ in edges[src]
+           if is_chapter_module(dst) and dst != src]
+    assert bad == []
+
+
+def test_chapter_layer_check_catches_a_cross_import(tmp_path):
+    """The flat-layer check itself: a chapter module importing another one (here inside a
+    function) is found; an import from the shared floor is not."""
+    fake = tmp_path / "attnconv" / "chapters" / "a.py"
+    fake.parent.mkdir(parents=True)
+    fake.write_text("from .shared.tables import fit_column\n\n\ndef f():\n    from .b import g\n")
+    targets = [t for t, _ in imports(fake, tmp_path)]
+    assert targets == ["attnconv.chapters.shared.tables", "attnconv.chapters.b"]
+    assert [t for t in targets if is_chapter_module(t)] == ["attnconv.chapters.b"]
+
+
 def test_module_map_lists_every_module():
     """attnconv/README.md's table names every module of the three layers, and no module that is gone."""
     import re
 
     listed = set(re.findall(r"^\| `([a-z0-9_.]+)` \|", (PACKAGE / "README.md").read_text(), re.M))
-    mods = {m.split(".", 1)[1] for m in graph()[0] if layer(m) is not None and not m.endswith(("core", "experiments", "chapters"))}
+    all_mods = graph()[0]
+    mods = {m.split(".", 1)[1] for m, path in all_mods.items() if layer(m) is not None and path.name != "__init__.py"}
     assert mods - listed == set(), "modules missing from attnconv/README.md"
     assert listed - mods == set(), "attnconv/README.md lists modules that do not exist"
 

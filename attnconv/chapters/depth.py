@@ -37,11 +37,12 @@ import torch
 from ..core.lattice import lattice_coverage, peak_probability
 from ..core.map_measures import (attention_spread, distance_to_uniform, mean_attention_distance, mirror_symmetry,
                                  shared_mass)
-from ..experiments.store import REMOVAL_FILE, read_json
+from ..experiments.store import REMOVAL_FILE, read_keyed, run_result_name
 from ..experiments.verdicts import (INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, Claim, Evidence, final_test_accuracies,
-                                    ordering, ranges_separate, seed_series, verdict_table)
-from .how_convolutional import load_saved_runs
-from .paper_figures import layer_attention_maps, layer_records
+                                    ordering, seed_series, verdict_table)
+from .shared.attention_maps import layer_attention_maps
+from .shared.saved_runs import load_saved_runs
+from .shared.trained_heads import layer_records
 
 __all__ = [
     "DEEP_PROFILE",
@@ -295,7 +296,6 @@ def depth_claims(rows_by_model: Mapping[str, Sequence[dict]], removal: Optional[
     shallow_rows = shallow_rows or {}
     out: List[Claim] = []
     gaussian = [m for m in rows_by_model if not m.startswith("learned")]
-    grid = None
 
     # Sec. 4.2: local first, further away deeper (the quadratic encoding's Fig. 3)
     ev, flags = [], []
@@ -572,11 +572,17 @@ def format_claims(claims: Sequence[Claim]) -> str:
     return verdict_table(claims)
 
 
-def load_removal(run_dir) -> Optional[dict]:
-    """The saved ``removal.json`` of a run folder, or ``None`` (made by
-    ``python -m attnconv.regenerate --only <run>/removal``)."""
-    path = Path(run_dir) / REMOVAL_FILE
-    return read_json(path) if path.is_file() else None
+def load_removal(run) -> Optional[dict]:
+    """The saved ``removal.json`` of a run, or ``None`` when it was not made (``python -m
+    attnconv.regenerate --only <run>/removal`` makes it from the trained weights). Its key is the
+    accuracy of the full model, which must be the run's final test accuracy: removal accuracies of
+    other weights than the history's last epoch raise
+    :class:`~attnconv.experiments.store.StaleResultError`."""
+    path = Path(run.run_dir) / REMOVAL_FILE
+    if not path.is_file():
+        return None
+    return read_keyed(path, run.epochs[-1]["test_acc"], run_result_name(run.run_dir, "removal"),
+                      key_of=lambda saved: saved.get("full"))
 
 
 def removal_accuracies(run, data=None, batch_size: int = 500) -> dict:

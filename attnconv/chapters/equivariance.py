@@ -27,7 +27,7 @@ from ..core.encodings import (
     LearnedRelativeEncoding,
     QuadraticEncoding,
 )
-from .plotting import COLUMN_INCHES
+from .shared.plotting import COLUMN_INCHES
 
 __all__ = [
     "copy_weights_from_torch_mha",

@@ -31,10 +31,9 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import torch
 
-from ..experiments.data import load_cifar10
 from ..core.encodings import GeneralizedQuadraticEncoding
 from ..experiments.flops import analytic_macs
-from .gaussian import draw_mass_contours, head_attention_maps
+from .shared.gaussian_maps import draw_mass_contours, head_attention_maps
 from ..experiments.models import build_model, count_parameters, parameter_count_table, paper_model_config
 from ..experiments.paper_numbers import (PAPER_CONDITION_THRESHOLD, PAPER_FIG9, PAPER_MAX_EIGENVALUE_THRESHOLD,
                                          PAPER_PRUNED_HEADS, PAPER_PRUNED_PER_LAYER, PAPER_TOTAL_HEADS)
@@ -46,7 +45,7 @@ from ..experiments.pruning import (
     prune_heads,
 )
 from ..experiments.store import (HISTORY, PRUNING_FILE, MissingResultError, read_keyed, regenerate_command,
-                                relative_to_book, runs_dir)
+                                relative_to_book, run_result_name)
 from ..experiments.train import (
     Run,
     TrainConfig,
@@ -54,10 +53,9 @@ from ..experiments.train import (
     evaluate,
     make_optimizer,
     make_scheduler,
-    select_device,
     train_epoch,
 )
-from .plotting import COLUMN_INCHES
+from .shared.plotting import COLUMN_INCHES
 
 __all__ = [
     "STUDY_FILE",
@@ -107,7 +105,7 @@ Head = Tuple[int, int]
 
 def generalized_run_changes(profile: str) -> dict:
     """What the book's generalized run under ``profile`` changes in the profile's settings."""
-    from .paper_figures import book_run_changes
+    from .shared.saved_runs import book_run_changes
 
     return book_run_changes("generalized", profile)
 
@@ -390,11 +388,7 @@ def pruning_study(model, config: TrainConfig, data, max_eigenvalue_threshold: fl
 
 def pruning_study_name(run) -> str:
     """The name under which ``python -m attnconv.regenerate`` makes the pruning study of ``run``."""
-    folder = Path(run.run_dir).resolve()
-    try:
-        return f"{folder.relative_to(runs_dir()).as_posix()}/pruning"
-    except ValueError:
-        return f"{folder}/pruning"
+    return run_result_name(run.run_dir, "pruning")
 
 
 def _study_key(study: dict) -> dict:

@@ -20,7 +20,7 @@ each centre to the nearest shift of Z²) and the count of heads whose largest pr
 (:func:`~attnconv.core.lattice.peak_probability`) exceeds 0.9, anywhere and inside the window.
 
 :func:`layer_measures` combines them for one layer and :func:`run_measures` for every layer of a
-saved training run (centres from its history, maps from :mod:`attnconv.chapters.paper_figures`).
+saved training run (centres from its history, maps from :mod:`attnconv.chapters.shared.attention_maps`).
 """
 from __future__ import annotations
 
@@ -37,9 +37,10 @@ from ..core.lattice import (
     peak_probability,
     peak_shifts,
 )
-from .paper_figures import layer_attention_maps, layer_records
-from .tables import fit_column, pack_items
-from .plotting import COLUMN_INCHES
+from .shared.attention_maps import layer_attention_maps
+from .shared.plotting import COLUMN_INCHES
+from .shared.tables import fit_column, pack_items
+from .shared.trained_heads import layer_records
 
 __all__ = [
     "locality_summary",
@@ -48,7 +49,6 @@ __all__ = [
     "layer_measures",
     "run_measures",
     "measures_rows",
-    "load_saved_runs",
     "reference_measures",
     "format_measures",
     "plot_measures",
@@ -143,7 +143,7 @@ def run_measures(run, kernel_size: int = 3, radius: float = 0.5, epoch: int = -1
     """:func:`layer_measures` of every layer of a saved run after ``epoch`` (-1: the last, 0: the
     initialisation), for the centre query token: centres from the history (Gaussian centres Δ_h;
     for the learned encoding the mean shift of each head's position-only attention), maps from
-    :func:`attnconv.chapters.paper_figures.layer_attention_maps` (``masses`` absent if they cannot be
+    :func:`attnconv.chapters.shared.attention_maps.layer_attention_maps` (``masses`` absent if they cannot be
     had). ``None`` for a layer without heads."""
 
     mc = run.history.get("model_config", {})
@@ -180,30 +180,13 @@ def measures_rows(runs: Mapping[str, object], kernel_size: int = 3, radius: floa
     return rows
 
 
-def load_saved_runs(specs: Mapping[str, tuple], profile: str):
-    """The complete saved runs among ``specs`` (label → (model, tag)) under ``profile``, read from
-    the registry without training anything: ``(runs, missing)``, a dict label →
-    :class:`~attnconv.experiments.train.Run` and the labels whose run is not saved (or is of other
-    settings)."""
-    from ..experiments.registry import book_run_name, load_run
-    from ..experiments.store import MissingResultError, StaleResultError
-
-    runs, missing = {}, []
-    for label, (model, tag) in specs.items():
-        try:
-            runs[label] = load_run(book_run_name(model, profile, tag))
-        except (KeyError, MissingResultError, StaleResultError):
-            missing.append(label)
-    return runs, missing
-
-
 def reference_measures(grid: Sequence[int], kernel_size: int = 3, alpha: float = 10.0, radius: float = 0.5) -> dict:
     """The measures of two reference layers on a ``grid`` of tokens, for the centre query:
     ``"theorem1"``, K² quadratic heads (eq. 9) centred on the lattice with width ``alpha`` (the
     layer of Theorem 1, one-hot as α → ∞), and ``"uniform"``, K² heads with α = 0 at the query
     (uniform attention over the grid)."""
     from ..core.encodings import QuadraticEncoding
-    from .gaussian import head_attention_maps
+    from .shared.gaussian_maps import head_attention_maps
 
     h, w = (int(s) for s in grid)
     query = (h // 2, w // 2)

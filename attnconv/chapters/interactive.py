@@ -11,10 +11,10 @@ output is the same on every run.
   (:func:`one_tap_error`). Three sliders; a small script (:func:`linked_sliders_script`) combines
   their positions into the frame to show.
 * :func:`trajectory_figure` (chapter 7b): the paper's Fig. 2 as an animation, the head centres of
-  every layer epoch by epoch (:func:`attnconv.chapters.paper_figures.center_trajectories`).
+  every layer epoch by epoch (:func:`attnconv.chapters.shared.trained_heads.center_trajectories`).
 * :func:`query_heads_figure` (chapter 7b): a CIFAR image and, per layer, every trained head's
   attention map for the query token the reader picks by a slider or by clicking the image
-  (:func:`attnconv.chapters.paper_figures.gaussian_head_maps`).
+  (:func:`attnconv.chapters.shared.gaussian_maps.gaussian_head_maps`).
 
 Layers, heads and tokens are numbered from 1 in every label, as in the paper.
 """
@@ -27,8 +27,9 @@ from typing import Optional, Sequence, Tuple
 import numpy as np
 import torch
 
-from .explorer import HeadState, head_state_kernel, head_state_probabilities
-from .paper_figures import center_trajectories, gaussian_head_maps, layer_records
+from .shared.gaussian_maps import gaussian_head_maps
+from .shared.head_state import HeadState, head_state_kernel, head_state_probabilities
+from .shared.trained_heads import center_trajectories, layer_records
 
 __all__ = [
     "FIGURE_WIDTH",
@@ -260,7 +261,7 @@ def trajectory_figure(history: dict, kernel_size: int = 3, tail: Optional[int] =
     rows of three, as the paper lays out its Fig. 3).
 
     Frame ``e`` (named ``"e"``; 0 is the initialisation) shows the centres of
-    :func:`~attnconv.chapters.paper_figures.center_trajectories` at row ``e``; a slider and a
+    :func:`~attnconv.chapters.shared.trained_heads.center_trajectories` at row ``e``; a slider and a
     play button step through the E + 1 frames. Head colours are shared by the layers; one legend."""
     go = _go()
     from plotly.subplots import make_subplots
@@ -365,7 +366,7 @@ def _sqrt_colorscale(n: int = 16):
 def query_heads_figure(history: dict, image, epoch: int = -1, grid: Optional[Tuple[int, int]] = None,
                        initial: Optional[Tuple[int, int]] = None, ncols: int = 3):
     """A CIFAR image and, for every attention layer, each Gaussian head's attention map over the
-    token grid for one query token (:func:`~attnconv.chapters.paper_figures.gaussian_head_maps`
+    token grid for one query token (:func:`~attnconv.chapters.shared.gaussian_maps.gaussian_head_maps`
     of the heads saved after ``epoch``, -1 the last), with the query token outlined in red on the
     image and marked on every map. One frame per query token (named ``"r_c"``, 0-based), chosen
     by the slider (labels from 1) or by clicking the image (:func:`click_to_query_script`).

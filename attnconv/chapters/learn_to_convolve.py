@@ -38,7 +38,7 @@ from ..experiments.data import load_cifar10_sample, normalize
 from ..core.conv import head_weights_from_kernel
 from ..core.encodings import QuadraticEncoding, kernel_shifts
 from ..core.lattice import lattice_coverage
-from .plotting import COLUMN_INCHES
+from .shared.plotting import COLUMN_INCHES
 
 __all__ = [
     "ConvolveSetup",

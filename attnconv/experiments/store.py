@@ -43,6 +43,7 @@ __all__ = [
     "runs_dir",
     "results_dir",
     "relative_to_book",
+    "run_result_name",
     "regenerate_command",
     "MissingResultError",
     "StaleResultError",
@@ -101,6 +102,17 @@ def relative_to_book(path) -> str:
         return str(Path("book") / path.resolve().relative_to(book_dir()))
     except ValueError:
         return str(path)
+
+
+def run_result_name(run_dir, result: str) -> str:
+    """The name under which ``python -m attnconv.regenerate`` makes the study ``result`` (e.g.
+    ``pruning``, ``removal``, ``attention_maps``) of the run in ``run_dir``: ``<run>/<result>``
+    with the run named by its folder under :func:`runs_dir`."""
+    folder = Path(run_dir).resolve()
+    try:
+        return f"{folder.relative_to(runs_dir()).as_posix()}/{result}"
+    except ValueError:
+        return f"{folder}/{result}"
 
 
 def regenerate_command(name: str) -> str:
@@ -186,6 +198,34 @@ class _Record(Mapping):
         extra = {k: v for k, v in d.items() if k not in names}
         return known, extra
 
+    #: Fields holding a list of records, and the record type of their items.
+    _NESTED: Dict[str, type] = {}
+    #: Fields present even when the JSON lacks them.
+    _ALWAYS_PRESENT: frozenset = frozenset()
+
+    def __post_init__(self):
+        self._present = set(self._ALWAYS_PRESENT)
+
+    @classmethod
+    def from_json(cls, d: Mapping):
+        """The record of a JSON dict: nested records typed, unknown keys kept in ``extra``, keys
+        whose value is ``null`` kept (so that :meth:`to_json` gives the same dict back)."""
+        known, extra = cls._split(d)
+        for name, record_type in cls._NESTED.items():
+            if known.get(name) is not None:
+                known[name] = [record_type.from_json(r) for r in known[name]]
+        rec = cls(**known, extra=extra)
+        rec._present |= {k for k, v in known.items() if v is None}
+        return rec
+
+    def to_json(self) -> dict:
+        """The JSON dict this record was read from (exact round trip)."""
+        out = {k: self[k] for k in self}
+        for name in self._NESTED:
+            if getattr(self, name) is not None:
+                out[name] = [r.to_json() for r in getattr(self, name)]
+        return out
+
 
 @dataclass(eq=False)
 class HeadRecord(_Record):
@@ -204,19 +244,6 @@ class HeadRecord(_Record):
     peak_probability: Optional[list] = None
     num_heads: Optional[int] = None
     extra: Dict[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self):
-        self._present = set()
-
-    @classmethod
-    def from_json(cls, d: Mapping) -> "HeadRecord":
-        known, extra = cls._split(d)
-        rec = cls(**known, extra=extra)
-        rec._present = {k for k, v in known.items() if v is None}
-        return rec
-
-    def to_json(self) -> dict:
-        return {k: self[k] for k in self}
 
     @property
     def has_heads(self) -> bool:
@@ -240,23 +267,7 @@ class EpochRecord(_Record):
     attention: Optional[List[HeadRecord]] = None
     extra: Dict[str, Any] = field(default_factory=dict)
 
-    def __post_init__(self):
-        self._present = set()
-
-    @classmethod
-    def from_json(cls, d: Mapping) -> "EpochRecord":
-        known, extra = cls._split(d)
-        if known.get("attention") is not None:
-            known["attention"] = [HeadRecord.from_json(r) for r in known["attention"]]
-        rec = cls(**known, extra=extra)
-        rec._present = {k for k, v in known.items() if v is None}
-        return rec
-
-    def to_json(self) -> dict:
-        out = {k: self[k] for k in self}
-        if self.attention is not None:
-            out["attention"] = [r.to_json() for r in self.attention]
-        return out
+    _NESTED = {"attention": HeadRecord}
 
 
 @dataclass(eq=False)
@@ -283,25 +294,8 @@ class History(_Record):
     first_step_losses: Optional[List[float]] = None
     extra: Dict[str, Any] = field(default_factory=dict)
 
-    def __post_init__(self):
-        self._present = {"epochs"}
-
-    @classmethod
-    def from_json(cls, d: Mapping) -> "History":
-        known, extra = cls._split(d)
-        if known.get("initial_attention") is not None:
-            known["initial_attention"] = [HeadRecord.from_json(r) for r in known["initial_attention"]]
-        known["epochs"] = [EpochRecord.from_json(e) for e in known.get("epochs", [])]
-        h = cls(**known, extra=extra)
-        h._present = {"epochs"} | {k for k, v in known.items() if v is None}
-        return h
-
-    def to_json(self) -> dict:
-        out = {k: self[k] for k in self}
-        if self.initial_attention is not None:
-            out["initial_attention"] = [r.to_json() for r in self.initial_attention]
-        out["epochs"] = [e.to_json() for e in self.epochs]
-        return out
+    _NESTED = {"initial_attention": HeadRecord, "epochs": EpochRecord}
+    _ALWAYS_PRESENT = frozenset({"epochs"})
 
     @property
     def complete(self) -> bool:

@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from attnconv.chapters import depth
-from attnconv.chapters.paper_figures import gaussian_head_maps, head_summary, layer_records
+from attnconv.chapters.shared.gaussian_maps import gaussian_head_maps
+from attnconv.chapters.shared.trained_heads import head_summary, layer_records
 from attnconv.core.lattice import lattice_coverage
 from attnconv.experiments.train import load_run
 
@@ -130,16 +131,21 @@ def test_removal_accuracies_match_pruning_by_hand(tmp_path):
     from attnconv.experiments.data import load_cifar10
     from attnconv.experiments.pruning import prune_heads
     from attnconv.experiments.profiles import make_config
-    from attnconv.experiments.store import REMOVAL_FILE
+    from attnconv.experiments.store import REMOVAL_FILE, StaleResultError
     from attnconv.experiments.train import evaluate, train_or_load, write_json
 
     tiny = dict(hidden_size=16, intermediate_size=16, num_layers=2, num_heads=2, downsample=8)
     config = make_config("quadratic", "cpu", epochs=1, train_subset=100, test_subset=50, model_overrides=tiny)
     run = train_or_load(config, tmp_path / "quadratic", load_model=True, verbose=False)
-    assert depth.load_removal(run.run_dir) is None
+    assert depth.load_removal(run) is None
     saved = depth.removal_accuracies(run)
     write_json(run.run_dir / REMOVAL_FILE, saved)
-    assert depth.load_removal(run.run_dir) == saved
+    assert depth.load_removal(run) == saved
+    stale = dict(saved, full=saved["full"] + 1 / 50)  # removal accuracies of other weights
+    write_json(run.run_dir / REMOVAL_FILE, stale)
+    with pytest.raises(StaleResultError, match="regenerate --only .*removal"):
+        depth.load_removal(run)
+    write_json(run.run_dir / REMOVAL_FILE, saved)
     data = load_cifar10("sample", verbose=False).subset(100, 50)
     model = run.model.eval()
 

@@ -11,14 +11,10 @@ import torch  # noqa: E402
 
 from attnconv import off_target_mass_bound  # noqa: E402
 from attnconv.chapters.explorer import (  # noqa: E402
-    HeadExplorer,
-    HeadState,
-    draw_head_state,
-    head_explorer,
-    head_state_encoding,
-    head_state_figure,
-    head_state_kernel,
-    head_state_probabilities,
+    HeadExplorer, draw_head_state, head_explorer, head_state_figure,
+)
+from attnconv.chapters.shared.head_state import (  # noqa: E402
+    HeadState, head_state_encoding, head_state_kernel, head_state_probabilities,
 )
 
 

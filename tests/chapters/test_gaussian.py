@@ -17,21 +17,12 @@ from attnconv import (  # noqa: E402
     relative_shifts,
 )
 from attnconv.chapters.gaussian import (  # noqa: E402
-    covariance_of_heads,
-    describe_heads,
-    draw_mass_contours,
-    encoding_scores,
-    gaussian_log_density,
-    head_attention_maps,
-    inv_sqrt_sigma_from_axes,
-    inverse_covariance_spectrum,
-    isotropic_generalized,
-    log_density_gap_spread,
-    plot_gaussian_heads,
-    probability_mass_levels,
-    pruned_heads,
-    query_shifts,
-    score_constant,
+    covariance_of_heads, describe_heads, encoding_scores, gaussian_log_density,
+    inv_sqrt_sigma_from_axes, inverse_covariance_spectrum, isotropic_generalized,
+    log_density_gap_spread, plot_gaussian_heads, pruned_heads, score_constant,
+)
+from attnconv.chapters.shared.gaussian_maps import (  # noqa: E402
+    draw_mass_contours, head_attention_maps, probability_mass_levels, query_shifts,
 )
 
 
@@ -451,7 +442,7 @@ def test_mass_ellipse_holds_its_mass():
     """Monte Carlo oracle: the fraction of samples of N(0, Σ) inside the ellipse is the mass."""
     from matplotlib.patches import Ellipse
 
-    from attnconv.chapters.gaussian import mass_ellipse
+    from attnconv.chapters.shared.gaussian_maps import mass_ellipse
 
     inverse = torch.tensor([[2.0, 0.6], [0.6, 0.5]], dtype=torch.float64)
     gen = torch.Generator().manual_seed(0)
@@ -464,7 +455,7 @@ def test_mass_ellipse_holds_its_mass():
 
 
 def test_mass_ellipse_of_a_degenerate_head_is_infinite():
-    from attnconv.chapters.gaussian import mass_ellipse
+    from attnconv.chapters.shared.gaussian_maps import mass_ellipse
 
     width, height, _ = mass_ellipse([[1.0, 0.0], [0.0, 0.0]], 0.5)
     assert math.isfinite(width) != math.isfinite(height)

@@ -16,21 +16,14 @@ from attnconv.core.lattice import (
     peak_shifts,
 )
 from attnconv.chapters.how_convolutional import (
-    format_measures,
-    layer_measures,
-    measures_rows,
-    load_saved_runs,
-    reference_measures,
-    locality_summary,
-    format_locality,
-    format_peaks,
-    plot_measures,
-    run_measures,
+    format_measures, layer_measures, measures_rows, reference_measures,
+    locality_summary, format_locality, format_peaks, plot_measures, run_measures,
 )
-from attnconv.chapters.tables import fit_column
+from attnconv.chapters.shared.saved_runs import load_saved_runs
+from attnconv.chapters.shared.tables import fit_column
 from attnconv.core.encodings import QuadraticEncoding
 from attnconv.core.lattice import covered_lattice_points, lattice_coverage, lattice_distance, neighbourhood_mass, peak_shifts
-from attnconv.chapters.gaussian import head_attention_maps
+from attnconv.chapters.shared.gaussian_maps import head_attention_maps
 from attnconv.experiments.models import SelfAttentionConfig, build_model, model_config_to_dict
 from attnconv.experiments.train import Run
 

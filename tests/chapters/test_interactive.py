@@ -14,7 +14,9 @@ import pytest
 import torch
 
 from attnconv import off_target_mass_bound
-from attnconv.chapters.explorer import HeadState, head_state_kernel, head_state_probabilities
+from attnconv.chapters.shared.head_state import (
+    HeadState, head_state_kernel, head_state_probabilities,
+)
 from attnconv.chapters.interactive import (
     EXPLORER_ALPHAS,
     EXPLORER_DELTAS,
@@ -26,7 +28,8 @@ from attnconv.chapters.interactive import (
     query_heads_figure,
     trajectory_figure,
 )
-from attnconv.chapters.paper_figures import center_trajectories, gaussian_head_maps, layer_records
+from attnconv.chapters.shared.trained_heads import center_trajectories, layer_records
+from attnconv.chapters.shared.gaussian_maps import gaussian_head_maps
 
 HISTORY = Path(__file__).resolve().parents[2] / "book" / "runs" / "cpu" / "quadratic" / "history.json"
 

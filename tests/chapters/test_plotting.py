@@ -1,4 +1,4 @@
-"""attnconv.chapters.plotting: the figure-text measurement behind the book's readability check."""
+"""attnconv.chapters.shared.plotting: the figure-text measurement behind the book's readability check."""
 import io
 
 import matplotlib
@@ -7,7 +7,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from attnconv.chapters.plotting import COLUMN_PX, figure_text_sizes, shown_text_px  # noqa: E402
+from attnconv.chapters.shared.plotting import COLUMN_PX, figure_text_sizes, shown_text_px  # noqa: E402
 
 
 def render(fig):

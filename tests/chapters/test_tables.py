@@ -1,6 +1,6 @@
 import pytest
 
-from attnconv.chapters.tables import COLUMN_CHARS, fit_column, markdown_table, pack_items
+from attnconv.chapters.shared.tables import COLUMN_CHARS, fit_column, markdown_table, pack_items
 
 
 def test_markdown_table_parses_back_to_its_cells():

@@ -12,37 +12,30 @@ from conftest import synthetic_cifar
 
 from attnconv.experiments.data import normalize
 from attnconv.core.encodings import GeneralizedQuadraticEncoding, QuadraticEncoding
-from attnconv.chapters.gaussian import head_attention_maps
+from attnconv.chapters.shared.gaussian_maps import head_attention_maps
 from attnconv.experiments.models import SelfAttentionConfig, build_model, parameter_count_table
-from attnconv.chapters.paper_figures import (
-    ATTENTION_MAPS,
-    PAPER_TABLE1,
-    content_variant_module_parameters,
-    content_variant_parameters,
-    learned_model_parameters,
-    active_profile,
-    attention_map_statistics,
-    average_attention_maps,
-    book_run_changes,
-    center_trajectories,
-    format_table1,
-    format_variation,
-    gaussian_head_maps,
-    layer_attention_maps,
-    load_attention_maps,
-    paper_size_parameters,
-    plot_accuracy_curves,
-    plot_center_trajectories,
-    plot_trajectories_per_layer,
-    format_head_summary,
-    head_summary,
-    run_summary,
-    run_caption,
+from attnconv.chapters.shared.attention_maps import (
+    ATTENTION_MAPS, attention_map_statistics, average_attention_maps, format_variation,
+    layer_attention_maps, load_attention_maps, plot_layer_head_maps,
+    run_attention_maps, save_attention_maps,
+)
+from attnconv.experiments.paper_numbers import PAPER_TABLE1
+from attnconv.chapters.shared.parameter_counts import (
+    content_variant_module_parameters, content_variant_parameters,
+    learned_model_parameters, paper_size_parameters,
+)
+from attnconv.experiments.registry import active_profile
+from attnconv.chapters.shared.saved_runs import (
+    book_run_changes, run_summary, run_caption,
+)
+from attnconv.chapters.shared.trained_heads import (
+    center_trajectories, format_head_summary, head_summary,
+)
+from attnconv.chapters.quadratic_training import format_table1, table1_rows
+from attnconv.chapters.shared.gaussian_maps import gaussian_head_maps
+from attnconv.chapters.shared.run_plots import (
+    plot_accuracy_curves, plot_center_trajectories, plot_trajectories_per_layer,
     plot_layer_contours,
-    plot_layer_head_maps,
-    run_attention_maps,
-    save_attention_maps,
-    table1_rows,
 )
 from attnconv.experiments.profiles import get_profile, make_config
 from attnconv.experiments.store import MissingResultError, StaleResultError

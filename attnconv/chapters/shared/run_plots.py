@@ -1,0 +1,167 @@
+"""Figures of a saved training run drawn from its history: the head centres over training (arXiv
+v1 Fig. 2), the 50 % / 90 % probability-mass regions of every head (v1 Figs. 3 and 10) and the
+accuracy curves (v1 Fig. 4 = ICLR Fig. 2).
+"""
+from __future__ import annotations
+
+import math
+from typing import Mapping, Optional, Sequence
+
+import numpy as np
+
+from ...experiments.train import Run
+from .gaussian_maps import draw_mass_ellipses, mass_ellipse
+from .plotting import COLUMN_INCHES
+from .trained_heads import center_trajectories, layer_records
+
+__all__ = [
+    "plot_center_trajectories",
+    "plot_trajectories_per_layer",
+    "plot_layer_contours",
+    "plot_accuracy_curves",
+]
+
+
+def _head_colors(n: int):
+    import matplotlib.pyplot as plt
+
+    cmap = plt.get_cmap("tab10" if n <= 10 else "tab20")
+    return [cmap(i % cmap.N) for i in range(n)]
+
+
+def plot_center_trajectories(history: dict, layer: int, ax=None, kernel_size: int = 3, title: Optional[str] = None,
+                             lim: Optional[float] = None):
+    """Fig. 2: the path of every head centre of ``layer`` over the epochs (circle: initial, cross:
+    final), around the query (red square at 0) and the K×K lattice of shifts of Lemma 1 (grey
+    dots). Axes in token units: column shift right, row shift down, as in an image. Layers are
+    numbered from 1 in titles, as in the paper (``layer`` itself is a 0-based index)."""
+    import matplotlib.pyplot as plt
+
+    traj = center_trajectories(history, layer)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(4.2, 4.2))
+    r = kernel_size // 2
+    lattice = np.array([(i, j) for i in range(-r, r + 1) for j in range(-r, r + 1)])
+    ax.scatter(lattice[:, 1], lattice[:, 0], s=60, color="lightgray", zorder=1, label=f"{kernel_size}×{kernel_size} lattice")
+    ax.add_patch(plt.Rectangle((-0.5, -0.5), 1, 1, fill=False, ec="red", lw=1.5, zorder=2))
+    for h, c in enumerate(_head_colors(traj.shape[1])):
+        ax.plot(traj[:, h, 1], traj[:, h, 0], "-", color=c, lw=1.2, zorder=3)
+        ax.plot(traj[0, h, 1], traj[0, h, 0], "o", color=c, ms=4, mfc="white", zorder=4)
+        ax.plot(traj[-1, h, 1], traj[-1, h, 0], "x", color=c, ms=8, mew=2, zorder=5)
+    lim = lim or max(r + 1.0, float(np.abs(traj).max()) + 0.5)
+    ax.set_xlim(-lim, lim)
+    ax.set_ylim(lim, -lim)
+    ax.set_aspect("equal")
+    ax.set_xlabel("column shift (tokens)")
+    ax.set_ylabel("row shift (tokens)")
+    ax.grid(alpha=0.3)
+    n_layers = len(history["initial_attention"])
+    ax.set_title(title if title is not None else f"layer {layer % n_layers + 1}", fontsize=9)
+    return ax.figure
+
+
+def plot_trajectories_per_layer(history: dict, kernel_size: int = 3, panel_size: float = 3.6,
+                                suptitle: Optional[str] = None):
+    """:func:`plot_center_trajectories` for every layer with heads, side by side, on common axes."""
+    import matplotlib.pyplot as plt
+
+    layers = [i for i, r in enumerate(history["initial_attention"]) if "centers" in r]
+    if not layers:
+        raise ValueError("no layer has head centres")
+    lim = max(kernel_size // 2 + 1.0, max(float(np.abs(center_trajectories(history, i)).max()) for i in layers) + 0.5)
+    ncols = min(len(layers), 3)
+    nrows = math.ceil(len(layers) / ncols)
+    panel = min(panel_size, COLUMN_INCHES / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(panel * ncols, panel * nrows + 0.4), squeeze=False)
+    for ax in axes.flat[len(layers):]:
+        ax.axis("off")
+    for ax, i in zip(axes.flat, layers):
+        plot_center_trajectories(history, i, ax=ax, kernel_size=kernel_size, lim=lim)
+    if suptitle:
+        fig.suptitle(suptitle, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def plot_layer_contours(history: dict, grid: Sequence[int], query: Optional[Sequence[int]] = None,
+                        masses: Sequence[float] = (0.5, 0.9), epoch: int = -1, panel_size: float = 2.5,
+                        suptitle: Optional[str] = None, hide_uniform: bool = True, ncols: int = 3):
+    """Fig. 3 as the paper draws it: one panel per layer; each head (one colour a head, numbered
+    from 1 in the legend) as the ellipses holding 50 % (solid) and 90 % (dashed) of its Gaussian's
+    probability (:func:`attnconv.chapters.gaussian.draw_mass_ellipses`, token units, from the
+    saved Δ_h and Σ_h⁻¹ at ``epoch``: -1 the last, 0 the initialisation), around the query token
+    (red square), with the centre marked (cross). With ``hide_uniform``, heads whose 50 % ellipse
+    is wider than the grid (nearly uniform attention) are not drawn; the panel title counts them.
+    The legend sits below the panels."""
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Rectangle
+
+
+    records = layer_records(history, epoch)
+    h, w = (int(s) for s in grid)
+    query = (h // 2, w // 2) if query is None else tuple(query)
+    n = len(records)
+    ncols = min(n, ncols)
+    nrows = math.ceil(n / ncols)
+    legend_rows = math.ceil((max(len(r.get("centers", [])) for r in records) + 2) / 6)
+    panel_size = min(panel_size, (COLUMN_INCHES - 0.4) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(COLUMN_INCHES - 0.4, panel_size * nrows + 0.3 * legend_rows + 0.5),
+                             squeeze=False, layout="constrained")
+    num_heads = 0
+    for i, ax in enumerate(axes.flat):
+        ax.set_xticks([]), ax.set_yticks([])
+        if i >= n:
+            ax.axis("off")
+            continue
+        rec = records[i]
+        ax.set_xlim(-0.5, w - 0.5)
+        ax.set_ylim(h - 0.5, -0.5)
+        ax.set_aspect("equal")
+        ax.set_title(f"layer {i + 1}", fontsize=8.5)
+        if "centers" not in rec:
+            continue
+        centers = np.asarray(rec["centers"], dtype=np.float64).reshape(-1, 2)
+        inverse = np.asarray(rec["inverse_covariance"], dtype=np.float64).reshape(-1, 2, 2)
+        num_heads = max(num_heads, len(centers))
+        hidden = 0
+        for k, c in enumerate(_head_colors(len(centers))):
+            width, height, _ = mass_ellipse(inverse[k], masses[0])
+            if hide_uniform and not max(width, height) <= max(h, w):
+                hidden += 1
+                continue
+            draw_mass_ellipses(ax, centers[k], inverse[k], query, masses, color=c)
+            ax.plot(query[1] + centers[k, 1], query[0] + centers[k, 0], "x", color=c, ms=5, mew=1.5)
+        if hidden:
+            ax.set_title(f"layer {i + 1}: {hidden} wide head{'s' if hidden > 1 else ''} not drawn", fontsize=8.5)
+        ax.add_patch(Rectangle((query[1] - 0.5, query[0] - 0.5), 1, 1, fill=True, fc="red", alpha=0.35, ec="red"))
+    handles = [Line2D([], [], color=c, marker="x", lw=1.2, label=f"head {k + 1}")
+               for k, c in enumerate(_head_colors(num_heads))]
+    handles += [Line2D([], [], color="gray", ls="-", label=f"{masses[0]:.0%} mass"),
+                Line2D([], [], color="gray", ls="--", label=f"{masses[1]:.0%} mass")]
+    fig.legend(handles=handles, loc="outside lower center", ncol=min(6, len(handles)), fontsize=7.5, frameon=False,
+               columnspacing=1.0, handlelength=1.6)
+    if suptitle:
+        fig.suptitle(suptitle, fontsize=9)
+    return fig
+
+
+def plot_accuracy_curves(runs: Mapping[str, Run], ax=None, key: str = "test_acc", title: Optional[str] = None):
+    """v1 Fig. 4 (ICLR Fig. 2): ``key`` (default the test accuracy) against the epoch for each labelled run."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5.5, 3.6))
+    for label, run in runs.items():
+        values = run.series(key)
+        ax.plot(range(1, len(values) + 1), values, label=label)
+    ax.set_xlabel("epoch")
+    names = {"test_acc": "test accuracy", "train_acc": "training accuracy", "test_loss": "test loss",
+             "train_loss": "training loss"}
+    ax.set_ylabel(names.get(key, key.replace("_", " ")))
+    ax.grid(alpha=0.3)
+    # one legend, below the axes, outside the data
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=min(4, len(runs)), frameon=False)
+    if title:
+        ax.set_title(title, fontsize=9)
+    return ax.figure

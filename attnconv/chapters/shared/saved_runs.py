@@ -1,0 +1,89 @@
+"""The book's saved training runs, read (never made) through the registry of
+:mod:`attnconv.experiments.registry`, where each run's settings are written once.
+
+* :func:`book_run` — the saved run of a model under the active profile; a missing run is an error
+  naming the command that makes it (``python -m attnconv.regenerate``);
+  :func:`book_run_changes` — what that run changes in its profile's training settings;
+* :func:`load_saved_runs` — the saved runs among several, and the labels of those not saved;
+* :func:`run_summary` and :func:`run_caption` — a run described in two lines or in a caption.
+"""
+from __future__ import annotations
+
+from typing import Mapping, Optional
+
+from ...experiments.registry import book_run_name, load_run, run_entry
+from ...experiments.store import MissingResultError, StaleResultError
+from ...experiments.train import Run
+
+__all__ = [
+    "book_run_changes",
+    "book_run",
+    "run_summary",
+    "run_caption",
+    "load_saved_runs",
+]
+
+
+def book_run_changes(model: str, profile: str, tag: Optional[str] = None) -> dict:
+    """What the book's run of ``model`` (``tag="16heads"``: 16 heads) under ``profile`` changes in
+    the profile's :class:`~attnconv.experiments.train.TrainConfig` (its registry entry's
+    :meth:`~attnconv.experiments.registry.RunEntry.changes`, ``epochs`` first)."""
+    if tag == "16heads" and model == "resnet18":
+        raise ValueError("the 16-head variant exists for the self-attention models only")
+    name = book_run_name(model, profile, tag)
+    try:
+        return run_entry(name).changes()
+    except KeyError:
+        raise ValueError(f"unknown book run {name!r}") from None
+
+
+def book_run(model: str, tag: Optional[str] = None, profile: Optional[str] = None) -> Run:
+    """The book's saved run of ``model`` (``tag="16heads"``: 16 heads) under ``profile`` (default
+    :func:`active_profile`), read from the registry (:func:`attnconv.experiments.registry.load_run`):
+    a missing run raises with the command that makes it."""
+    return load_run(book_run_name(model, profile, tag))
+
+
+def run_summary(run: Run, label: Optional[str] = None) -> str:
+    """Two lines describing a saved run: ``label`` (default: the model name), epochs and data;
+    then size and final test accuracy."""
+    h = run.history
+    mc = h.get("model_config", {})
+    if mc.get("kind") == "resnet":
+        arch = f"ResNet18 with widths {tuple(mc['widths'])}"
+    else:
+        g = int(mc["image_size"]) // int(mc["downsample"])
+        arch = (f"{mc['num_layers']} layers × {mc['num_heads']} heads, hidden {mc['hidden_size']}, "
+                f"{g}×{g} tokens")
+    acc = f"{100 * run.epochs[-1]['test_acc']:.1f}%" if run.epochs else "n/a"
+    return (f"{label or run.config.model}: {len(run.epochs)} epochs on the {h['data']} data ({h['train_size']:,} training / "
+            f"{h['test_size']:,} test images)\n    {arch}; {h['num_parameters']:,} parameters; test accuracy {acc}")
+
+
+def run_caption(run: Run, epochs: bool = True) -> str:
+    """A short figure caption naming the run's profile and scale, e.g. ``CPU profile (2 layers,
+    9 heads, 8×8 tokens, sample data, 40 epochs)`` (without the epochs if ``epochs`` is False)."""
+    h = run.history
+    mc = h.get("model_config", {})
+    if mc.get("kind") == "resnet":
+        arch = f"widths {tuple(mc['widths'])}"
+    else:
+        g = int(mc["image_size"]) // int(mc["downsample"])
+        arch = f"{mc['num_layers']} layers, {mc['num_heads']} heads, {g}×{g} tokens"
+    length = f", {len(run.epochs)} epochs" if epochs else ""
+    return f"{run.config.profile.upper()} profile ({arch}, {h['data']} data{length})"
+
+
+def load_saved_runs(specs: Mapping[str, tuple], profile: str):
+    """The complete saved runs among ``specs`` (label → (model, tag)) under ``profile``, read from
+    the registry without training anything: ``(runs, missing)``, a dict label →
+    :class:`~attnconv.experiments.train.Run` and the labels whose run is not saved (or is of other
+    settings)."""
+
+    runs, missing = {}, []
+    for label, (model, tag) in specs.items():
+        try:
+            runs[label] = load_run(book_run_name(model, profile, tag))
+        except (KeyError, MissingResultError, StaleResultError):
+            missing.append(label)
+    return runs, missing

@@ -1,0 +1,124 @@
+"""The heads of a trained run as its history saved them, epoch by epoch (no weights needed).
+
+* :func:`layer_records` — the attention parameters of every layer after an epoch;
+* :func:`center_trajectories` — the centres Δ of a layer's heads over training (arXiv v1 Fig. 2);
+* :func:`head_summary`, :func:`format_head_summary` — how far the centres moved and which points of
+  Lemma 1's K×K lattice they reach, per layer;
+* :func:`format_head_table` — one line per head: centre, spread, distance to the lattice, largest
+  probability (from :func:`attnconv.chapters.shared.gaussian_maps.gaussian_head_maps`).
+"""
+from __future__ import annotations
+
+from typing import List, Mapping, Sequence
+
+import numpy as np
+import torch
+
+from ...core.lattice import covered_lattice_points, lattice_coverage, lattice_distance
+from ...experiments.store import HeadRecord, History
+from .gaussian_maps import gaussian_head_maps
+from .tables import fit_column
+
+__all__ = [
+    "layer_records",
+    "center_trajectories",
+    "head_summary",
+    "format_head_summary",
+    "format_head_table",
+]
+
+
+def layer_records(history: Mapping, epoch: int) -> List[HeadRecord]:
+    """The saved attention parameters of every layer after ``epoch`` (0: the initialisation,
+    -1: the last epoch) of a training history (a :class:`~attnconv.experiments.store.History` or
+    its JSON dict): :meth:`History.layer_records <attnconv.experiments.store.History.layer_records>`."""
+    if not isinstance(history, History):
+        history = History.from_json(history)
+    return history.layer_records(epoch)
+
+
+def center_trajectories(history: dict, layer: int) -> np.ndarray:
+    """The centres Δ of every head of ``layer`` before training and after each epoch (Fig. 2):
+    an ``(E + 1, N_h, 2)`` array of (row, column) shifts in token units, row 0 the initial state.
+
+    For the learned encoding the recorded "centre" is the mean shift E[δ] of the head's
+    position-only attention (:meth:`SelfAttentionClassifier.attention_parameters`)."""
+    records = [history["initial_attention"]] + [e["attention"] for e in history["epochs"]]
+    n_layers = len(records[0])
+    if not -n_layers <= layer < n_layers:
+        raise ValueError(f"layer {layer} out of range: the model has {n_layers} attention layers")
+    if "centers" not in records[0][layer]:
+        raise ValueError(f"layer {layer} has no head centres (pruned or not an attention layer)")
+    return np.stack([np.asarray(r[layer]["centers"], dtype=np.float64).reshape(-1, 2) for r in records])
+
+
+def head_summary(history: dict, kernel_size: int = 3, radius: float = 0.5) -> List[dict]:
+    """Per attention layer, how its head centres moved from the initialisation to the last epoch:
+    ``mean_movement`` (mean ‖Δ_end − Δ_init‖), ``mean_offset`` (mean ‖Δ_end‖, the distance from
+    the query; ``mean_offset_init`` at initialisation), ``coverage_init`` / ``coverage_end`` (lattice points of the K×K kernel with a head
+    within ``radius``, :func:`attnconv.core.lattice.lattice_coverage`), ``covered_end``
+    (those points at the end, (row, column) shifts) and, for the
+    quadratic encoding, ``spread_init`` / ``spread_end`` (median s, Σ⁻¹ = s²·I)."""
+    out = []
+    for layer, rec in enumerate(history["initial_attention"]):
+        if "centers" not in rec:
+            continue
+        t = center_trajectories(history, layer)
+        row = {
+            "layer": layer,
+            "num_heads": t.shape[1],
+            "mean_movement": float(np.linalg.norm(t[-1] - t[0], axis=-1).mean()),
+            "mean_offset_init": float(np.linalg.norm(t[0], axis=-1).mean()),
+            "mean_offset": float(np.linalg.norm(t[-1], axis=-1).mean()),
+            "coverage_init": lattice_coverage(t[0], kernel_size, radius),
+            "coverage_end": lattice_coverage(t[-1], kernel_size, radius),
+            "covered_end": covered_lattice_points(t[-1], kernel_size, radius),
+        }
+        last = layer_records(history, -1)[layer] if history["epochs"] else rec
+        if "spreads" in rec:
+            row["spread_init"] = float(np.median(rec["spreads"]))
+            row["spread_end"] = float(np.median(last["spreads"]))
+        out.append(row)
+    return out
+
+
+def format_head_summary(rows: Sequence[dict], kernel_size: int = 3) -> str:
+    """:func:`head_summary` as text, numbers to 2 decimals, layers numbered from 1 as in the paper;
+    a few short lines per layer, so that it fits the book's column."""
+    k2 = kernel_size * kernel_size
+    lines = []
+    for r in rows:
+        lines.append(f"layer {r['layer'] + 1}: {r['num_heads']} heads, mean centre movement {r['mean_movement']:.2f} tokens")
+        line = f"    mean distance from the query {r['mean_offset_init']:.2f} -> {r['mean_offset']:.2f}"
+        if "spread_end" in r:
+            line += f", median spread s {r['spread_init']:.2f} -> {r['spread_end']:.2f}"
+        lines.append(line)
+        points = " ".join(f"({a:+d},{b:+d})" for a, b in r.get("covered_end", []))
+        lines.append(f"    {kernel_size}×{kernel_size} lattice points covered {r['coverage_init']}/{k2} -> "
+                     f"{r['coverage_end']}/{k2}: {points or 'none'}")
+    return fit_column("\n".join(lines))
+
+
+def format_head_table(history: dict, layer: int, epoch: int = -1, kernel_size: int = 3) -> str:
+    """One line per head of ``layer`` (0-based) after ``epoch``: its centre Δ_h (row, column), its
+    spread s_h (quadratic encoding) or the eigenvalues of Σ_h⁻¹ (generalized), the distance of Δ_h
+    to the nearest point of the K×K lattice and the largest attention probability of the head for
+    the centre query token (1 = one-hot), all to 2 decimals."""
+    rec = layer_records(history, epoch)[layer]
+    if "inverse_covariance" not in rec:
+        raise ValueError(f"layer {layer} has no Gaussian heads")
+    mc = history.get("model_config", {})
+    g = int(mc["image_size"]) // int(mc["downsample"])
+    maps = gaussian_head_maps(rec, (g, g), (g // 2, g // 2))
+    centers = torch.as_tensor(rec["centers"], dtype=torch.float64)
+    dist = lattice_distance(centers, kernel_size)
+    lines = []
+    for h in range(len(centers)):
+        if "spreads" in rec:
+            width = f"s = {abs(float(rec['spreads'][h])):.2f}"
+        else:
+            eig = torch.linalg.eigvalsh(torch.as_tensor(rec["inverse_covariance"][h], dtype=torch.float64))
+            width = f"eig(Σ⁻¹) = ({float(eig[0]):.2f}, {float(eig[1]):.2f})"
+        lines.append(f"head {h + 1}: Δ = ({float(centers[h, 0]):+.2f}, {float(centers[h, 1]):+.2f}), {width}, "
+                     f"to the lattice {float(dist[h]):.2f}, largest probability {float(maps[h].max()):.2f}")
+    return fit_column("\n".join(lines))
