@@ -39,6 +39,7 @@ from ..core.lattice import (
 )
 from .shared.attention_maps import layer_attention_maps
 from .shared.plotting import COLUMN_INCHES
+from .shared.saved_runs import tokens_per_side
 from .shared.tables import fit_column, pack_items
 from .shared.trained_heads import layer_records
 
@@ -149,7 +150,7 @@ def run_measures(run, kernel_size: int = 3, radius: float = 0.5, epoch: int = -1
     mc = run.history.get("model_config", {})
     if mc.get("kind") == "resnet":
         raise ValueError("ResNet18 has no attention heads")
-    g = int(mc["image_size"]) // int(mc["downsample"])
+    g = tokens_per_side(run.history)
     query = (g // 2, g // 2)
     records = layer_records(run.history, epoch)
     maps = layer_attention_maps(run, query, epoch=epoch)

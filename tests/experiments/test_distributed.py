@@ -167,6 +167,26 @@ def wait_for(predicate, timeout: float, what: str):
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def interrupt(cmd, run_dir: Path, after_steps: int, send, timeout: float = TIMEOUT):
+    """Start ``cmd``, wait until the run has logged ``after_steps`` steps, ``send(process)`` a signal,
+    and wait up to ``timeout`` s for the end: ``(return code, output, seconds waited after the signal)``."""
+    p = subprocess.Popen(cmd, cwd=ROOT, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        wait_for(lambda: rows(run_dir) >= after_steps, TIMEOUT, f"{after_steps} steps")
+        send(p)
+        t0 = time.monotonic()
+        out = p.communicate(timeout=timeout)[0]
+        return p.returncode, out, time.monotonic() - t0
+    finally:
+        if p.poll() is None:
+            p.kill()
+
+
+def to_rank_1(signum):
+    """A sender for :func:`interrupt`: ``signum`` to rank 1 of a torchrun launcher."""
+    return lambda launcher: os.kill(workers_of(launcher.pid)[1], signum)
+
+
 def rows(run_dir: Path) -> int:
     try:
         return len((run_dir / STEPS_CSV).read_text().splitlines()) - 1
@@ -283,17 +303,9 @@ def test_stop_signal_mid_epoch_then_resume(tmp_path, two_machines):
     step, rank 0 saves a mid-epoch checkpoint, both exit 75; --resume gives the uninterrupted
     history exactly."""
     config, run_dir = write_config(tmp_path, "quadratic"), tmp_path / "run"
-    launcher = subprocess.Popen(torchrun_args(2, free_port()) + train_args(config, run_dir), cwd=ROOT, env=env(),
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        wait_for(lambda: rows(run_dir) >= 2, TIMEOUT, "the first steps")
-        workers = workers_of(launcher.pid)
-        os.kill(workers[1], signal.SIGTERM)
-        out = launcher.communicate(timeout=TIMEOUT)[0]
-    finally:
-        if launcher.poll() is None:
-            launcher.kill()
-    assert launcher.returncode != 0
+    rc, out, _ = interrupt(torchrun_args(2, free_port()) + train_args(config, run_dir), run_dir, 2,
+                           to_rank_1(signal.SIGTERM))
+    assert rc != 0
     assert f"exitcode  : {EXIT_PREEMPTED}" in out, out
     line = next(l for l in out.splitlines() if l.startswith("preempted:"))
     assert "mid-epoch checkpoint" in line and "--resume" in line
@@ -314,16 +326,9 @@ def test_single_process_stop_signal(tmp_path, single, sample):
     config = write_config(tmp_path, "quadratic")
     run_dir = tmp_path / "run"
     argv = ["--config", str(config), "--run-dir", str(run_dir), "--no-progress", "--csv"]
-    p = subprocess.Popen([PYTHON, "-m", "attnconv.train", *argv], cwd=ROOT, env=env(), stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True)
-    try:
-        wait_for(lambda: rows(run_dir) >= 2, TIMEOUT, "the first steps")
-        p.send_signal(signal.SIGUSR1)
-        out = p.communicate(timeout=TIMEOUT)[0]
-    finally:
-        if p.poll() is None:
-            p.kill()
-    assert p.returncode == EXIT_PREEMPTED, out
+    rc, out, _ = interrupt([PYTHON, "-m", "attnconv.train", *argv], run_dir, 2,
+                           lambda p: p.send_signal(signal.SIGUSR1))
+    assert rc == EXIT_PREEMPTED, out
     assert out.strip().splitlines()[-1].startswith("preempted: stopped by SIGUSR1")
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -339,19 +344,9 @@ def test_dead_rank_stops_the_others(tmp_path, single):
     """kill -9 of rank 1 in epoch 2: rank 0 exits within the timeout with a message, the run
     folder keeps epoch 1, and resuming it with ONE process finishes the run as one process would."""
     config, run_dir = write_config(tmp_path, "quadratic"), tmp_path / "run"
-    launcher = subprocess.Popen(torchrun_args(2, free_port()) + train_args(config, run_dir), cwd=ROOT, env=env(),
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        wait_for(lambda: rows(run_dir) >= 32, TIMEOUT, "epoch 2")
-        workers = workers_of(launcher.pid)
-        os.kill(workers[1], signal.SIGKILL)
-        t0 = time.monotonic()
-        out = launcher.communicate(timeout=float(DIST_TIMEOUT) + 40)[0]
-        waited = time.monotonic() - t0
-    finally:
-        if launcher.poll() is None:
-            launcher.kill()
-    assert launcher.returncode != 0 and waited < float(DIST_TIMEOUT) + 40
+    rc, out, waited = interrupt(torchrun_args(2, free_port()) + train_args(config, run_dir), run_dir, 32,
+                                to_rank_1(signal.SIGKILL), timeout=float(DIST_TIMEOUT) + 40)  # 32 steps: epoch 2
+    assert rc != 0 and waited < float(DIST_TIMEOUT) + 40
     assert "rank 0: another process of the run died or stopped answering" in out, out
     assert "checkpoint of epoch 1" in out and "--resume" in out
     history = json.loads((run_dir / HISTORY).read_text())

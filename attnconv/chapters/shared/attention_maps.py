@@ -23,6 +23,7 @@ from ...experiments.store import ATTENTION_MAPS_FILE, read_keyed, run_result_nam
 from ...experiments.train import Run
 from .gaussian_maps import draw_mass_contours, gaussian_head_maps
 from .plotting import COLUMN_INCHES
+from .saved_runs import tokens_per_side
 from .tables import fit_column, pack_items
 from .trained_heads import layer_records
 
@@ -201,7 +202,7 @@ def layer_attention_maps(run: Run, query: Optional[Sequence[int]] = None, num_im
     mc = run.history.get("model_config", {})
     if mc.get("kind") == "resnet":
         raise ValueError("ResNet18 has no attention maps")
-    g = int(mc["image_size"]) // int(mc["downsample"])
+    g = tokens_per_side(run.history)
     centre = (g // 2, g // 2)
     query = centre if query is None else (int(query[0]), int(query[1]))
     records = layer_records(run.history, epoch) if run.epochs or epoch == 0 else run.history["initial_attention"]

@@ -18,6 +18,7 @@ from ...experiments.train import Run
 __all__ = [
     "book_run_changes",
     "book_run",
+    "tokens_per_side",
     "run_summary",
     "run_caption",
     "load_saved_runs",
@@ -44,6 +45,13 @@ def book_run(model: str, tag: Optional[str] = None, profile: Optional[str] = Non
     return load_run(book_run_name(model, profile, tag))
 
 
+def tokens_per_side(history: Mapping) -> int:
+    """Tokens per side of the grid a saved run's self-attention model attends over (image size
+    over the patch size of the downsampling), read from its history's ``model_config``."""
+    mc = history["model_config"]
+    return int(mc["image_size"]) // int(mc["downsample"])
+
+
 def run_summary(run: Run, label: Optional[str] = None) -> str:
     """Two lines describing a saved run: ``label`` (default: the model name), epochs and data;
     then size and final test accuracy."""
@@ -52,7 +60,7 @@ def run_summary(run: Run, label: Optional[str] = None) -> str:
     if mc.get("kind") == "resnet":
         arch = f"ResNet18 with widths {tuple(mc['widths'])}"
     else:
-        g = int(mc["image_size"]) // int(mc["downsample"])
+        g = tokens_per_side(h)
         arch = (f"{mc['num_layers']} layers × {mc['num_heads']} heads, hidden {mc['hidden_size']}, "
                 f"{g}×{g} tokens")
     acc = f"{100 * run.epochs[-1]['test_acc']:.1f}%" if run.epochs else "n/a"
@@ -68,7 +76,7 @@ def run_caption(run: Run, epochs: bool = True) -> str:
     if mc.get("kind") == "resnet":
         arch = f"widths {tuple(mc['widths'])}"
     else:
-        g = int(mc["image_size"]) // int(mc["downsample"])
+        g = tokens_per_side(h)
         arch = f"{mc['num_layers']} layers, {mc['num_heads']} heads, {g}×{g} tokens"
     length = f", {len(run.epochs)} epochs" if epochs else ""
     return f"{run.config.profile.upper()} profile ({arch}, {h['data']} data{length})"

@@ -17,6 +17,7 @@ import torch
 from ...core.lattice import covered_lattice_points, lattice_coverage, lattice_distance
 from ...experiments.store import HeadRecord, History
 from .gaussian_maps import gaussian_head_maps
+from .saved_runs import tokens_per_side
 from .tables import fit_column
 
 __all__ = [
@@ -107,8 +108,7 @@ def format_head_table(history: dict, layer: int, epoch: int = -1, kernel_size: i
     rec = layer_records(history, epoch)[layer]
     if "inverse_covariance" not in rec:
         raise ValueError(f"layer {layer} has no Gaussian heads")
-    mc = history.get("model_config", {})
-    g = int(mc["image_size"]) // int(mc["downsample"])
+    g = tokens_per_side(history)
     maps = gaussian_head_maps(rec, (g, g), (g // 2, g // 2))
     centers = torch.as_tensor(rec["centers"], dtype=torch.float64)
     dist = lattice_distance(centers, kernel_size)
