@@ -52,17 +52,25 @@ def tokens_per_side(history: Mapping) -> int:
     return int(mc["image_size"]) // int(mc["downsample"])
 
 
+def _architecture(history: Mapping, detailed: bool) -> str:
+    """A saved run's architecture in words, from its history's ``model_config``: the ResNet's
+    widths, or layers, heads and token grid (with the hidden size when ``detailed``)."""
+    mc = history.get("model_config", {})
+    if mc.get("kind") == "resnet":
+        widths = f"widths {tuple(mc['widths'])}"
+        return f"ResNet18 with {widths}" if detailed else widths
+    g = tokens_per_side(history)
+    if detailed:
+        return (f"{mc['num_layers']} layers × {mc['num_heads']} heads, hidden {mc['hidden_size']}, "
+                f"{g}×{g} tokens")
+    return f"{mc['num_layers']} layers, {mc['num_heads']} heads, {g}×{g} tokens"
+
+
 def run_summary(run: Run, label: Optional[str] = None) -> str:
     """Two lines describing a saved run: ``label`` (default: the model name), epochs and data;
     then size and final test accuracy."""
     h = run.history
-    mc = h.get("model_config", {})
-    if mc.get("kind") == "resnet":
-        arch = f"ResNet18 with widths {tuple(mc['widths'])}"
-    else:
-        g = tokens_per_side(h)
-        arch = (f"{mc['num_layers']} layers × {mc['num_heads']} heads, hidden {mc['hidden_size']}, "
-                f"{g}×{g} tokens")
+    arch = _architecture(h, detailed=True)
     acc = f"{100 * run.epochs[-1]['test_acc']:.1f}%" if run.epochs else "n/a"
     return (f"{label or run.config.model}: {len(run.epochs)} epochs on the {h['data']} data ({h['train_size']:,} training / "
             f"{h['test_size']:,} test images)\n    {arch}; {h['num_parameters']:,} parameters; test accuracy {acc}")
@@ -72,12 +80,7 @@ def run_caption(run: Run, epochs: bool = True) -> str:
     """A short figure caption naming the run's profile and scale, e.g. ``CPU profile (2 layers,
     9 heads, 8×8 tokens, sample data, 40 epochs)`` (without the epochs if ``epochs`` is False)."""
     h = run.history
-    mc = h.get("model_config", {})
-    if mc.get("kind") == "resnet":
-        arch = f"widths {tuple(mc['widths'])}"
-    else:
-        g = tokens_per_side(h)
-        arch = f"{mc['num_layers']} layers, {mc['num_heads']} heads, {g}×{g} tokens"
+    arch = _architecture(h, detailed=False)
     length = f", {len(run.epochs)} epochs" if epochs else ""
     return f"{run.config.profile.upper()} profile ({arch}, {h['data']} data{length})"
 
