@@ -11,10 +11,19 @@ STAMP  := $(VENV)/.installed
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 NOTEBOOKS := $(wildcard book/*.ipynb)
 JOBS ?= 2
+# Matplotlib's font cache lives in the venv: it records absolute font paths, and a cache shared by
+# several checkouts is rebuilt (with a warning on stderr, which nbval fails on) when the venv that
+# wrote it is removed. Built once, before any notebook runs.
+export MPLCONFIGDIR := $(CURDIR)/$(VENV)/matplotlib
+FONT_CACHE := $(VENV)/matplotlib/.built
 
 .PHONY: setup book test unit nbval check-book clean
 
-setup: $(STAMP)
+setup: $(STAMP) $(FONT_CACHE)
+
+$(FONT_CACHE): $(STAMP)
+	$(BIN)/python -c "import matplotlib.font_manager" 2>&1 | { grep -v "building the font cache" || true; }
+	touch $(FONT_CACHE)
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -37,13 +46,13 @@ define book_unchanged
 	@rm -f .book-state-before; echo "book/ unchanged by the notebooks"
 endef
 
-test: $(STAMP)
+test: $(STAMP) $(FONT_CACHE)
 	$(call book_unchanged,$(BIN)/python -m pytest -n $(JOBS) --dist loadfile --nbval --nbval-current-env tests $(NOTEBOOKS))
 
-unit: $(STAMP)
+unit: $(STAMP) $(FONT_CACHE)
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile tests
 
-nbval: $(STAMP)
+nbval: $(STAMP) $(FONT_CACHE)
 	$(call book_unchanged,$(BIN)/python -m pytest -n $(JOBS) --dist loadfile --nbval --nbval-current-env $(NOTEBOOKS))
 
 # The book is rebuilt for check-book only when a source is newer than the last build
