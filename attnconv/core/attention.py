@@ -27,7 +27,7 @@ from torch import nn
 
 from .encodings import AbsoluteEncoding, RelativeEncoding
 from .grid import relative_shifts
-from .local import is_axis_aligned, local_attention_matrix, separable_local_factors, sparse_rows
+from .local import is_axis_aligned, local_attention_matrix, separable_heads, separable_local_factors, sparse_rows
 from .softmax import softmax_without_denormals
 
 __all__ = ["ScoreTerms", "MultiHeadSelfAttention", "MultiHeadSelfAttention2d", "MultiHeadSelfAttention1d"]
@@ -74,9 +74,9 @@ class _MergeHeads(torch.autograd.Function):
     @staticmethod
     def forward(ctx, heads, weight, bias):
         blocks = weight.view(weight.shape[0], heads.shape[0], heads.shape[2])
-        y = bias
-        for h in range(heads.shape[0]):
-            y = heads[h] @ blocks[:, h].t() if y is None else torch.addmm(y, heads[h], blocks[:, h].t())
+        y = heads[0] @ blocks[:, 0].t() if bias is None else torch.addmm(bias, heads[0], blocks[:, 0].t())
+        for h in range(1, heads.shape[0]):
+            torch.addmm(y, heads[h], blocks[:, h].t(), out=y)  # in place: no copy of y per head
         ctx.save_for_backward(heads, weight)
         ctx.has_bias = bias is not None
         return y
@@ -269,10 +269,21 @@ class MultiHeadSelfAttention(nn.Module):
 
     def _scores_tokens(self, tokens: torch.Tensor, shape, qk_tokens: torch.Tensor) -> torch.Tensor:
         terms, enc = self.terms, self.encoding
-        delta = relative_shifts(shape, self.key_padding, tokens.device) if isinstance(enc, RelativeEncoding) else None
-        position = enc.position_scores(delta) if terms.position_only else None
+        relative = isinstance(enc, RelativeEncoding)
+        position = enc.grid_position_scores(shape, self.key_padding, tokens.device) if terms.position_only else None
         if not terms.uses_content:
             return position
+        if not (terms.key_bias or terms.content_position):
+            # content-content (+ position): the scale is applied by the matrix product itself
+            # (no pass over the B·N_h·T_q·T_k scores, nor a copy), and the position term is added in
+            # place.
+            q = self._heads_first(self.query(qk_tokens))
+            k = self._heads_first(self.key(self._pad_tokens(qk_tokens, shape)))
+            b, nh, t_q, d = q.shape
+            q3, k3 = q.reshape(b * nh, t_q, d), k.reshape(b * nh, -1, d).transpose(1, 2)
+            scores = torch.baddbmm(q3.new_empty(()), q3, k3, beta=0, alpha=self.scale).view(b, nh, t_q, -1)
+            return scores if position is None else scores.add_(position.to(scores.dtype))
+        delta = relative_shifts(shape, self.key_padding, tokens.device) if relative else None
         q = self._heads_first(self.query(qk_tokens)) if self.query is not None else None
         k = self._heads_first(self.key(self._pad_tokens(qk_tokens, shape))) if self.key is not None else None
         scores = 0.0
@@ -386,6 +397,11 @@ class MultiHeadSelfAttention(nn.Module):
             if drop:  # structured dropout: on the row and on the column factor (expectation unchanged)
                 rows, cols = self.attention_dropout(rows), self.attention_dropout(cols)
             h_k, w_k = rows.shape[2], cols.shape[2]
+            if self.value is None and not return_attention:  # one head at a time, merged as it goes
+                bias = None if self.out.bias is None else self.out.bias.to(keys.dtype)
+                y = separable_heads(keys.view(h_k, w_k, b, -1), rows.to(keys.dtype), cols.to(keys.dtype),
+                                    self.out.weight.to(keys.dtype), bias)
+                return y.view(tokens.shape[0], b, self.out_channels)
             # rows: (N_h, H, H_k) @ (·, H_k, W_k·B·D) → (N_h, H, W_k·B·D)
             u = (rows.to(values.dtype) @ values.reshape(values.shape[0], h_k, -1)) if values.shape[0] > 1 else (
                 rows.to(values.dtype).reshape(-1, h_k) @ values.reshape(h_k, -1)).view(nh, rows.shape[1], -1)

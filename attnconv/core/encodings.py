@@ -19,6 +19,8 @@ from typing import Optional, Sequence
 import torch
 from torch import nn
 
+from .grid import relative_shifts
+
 __all__ = [
     "RelativeEncoding",
     "QuadraticEncoding",
@@ -66,6 +68,12 @@ class RelativeEncoding(nn.Module):
 
     def _position_scores(self, delta: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
+
+    def grid_position_scores(self, shape, padding: int = 0, device=None) -> torch.Tensor:
+        """The position-only scores of every query of a grid for every key of the grid padded by
+        ``padding``: :meth:`position_scores` of :func:`~attnconv.core.grid.relative_shifts`, a
+        ``(N_h, T_q, T_k)`` tensor. Subclasses may compute the same numbers faster."""
+        return self.position_scores(relative_shifts(shape, padding, device))
 
     def _check_delta(self, delta: torch.Tensor) -> None:
         if delta.shape[-1] != self.spatial_dims:
@@ -296,6 +304,28 @@ class LearnedRelativeEncoding(RelativeEncoding):
             s = table[idx[..., a]]  # (..., N_h)
             out = s if out is None else out + s
         return out.movedim(-1, 0)
+
+    def grid_position_scores(self, shape, padding: int = 0, device=None) -> torch.Tensor:
+        """The same numbers as :meth:`position_scores` of the grid's shifts (row score + column
+        score, added in that order), built from one small ``(N_h, H, H + 2p)`` table per axis and a
+        broadcast sum: no gather over the T_q × T_k pairs, and a contiguous result."""
+        shape = tuple(int(s) for s in shape)
+        if len(shape) != self.spatial_dims:
+            return super().grid_position_scores(shape, padding, device)
+        out = None
+        for a, (n, table) in enumerate(zip(shape, self.axis_scores())):
+            q = torch.arange(n, device=table.device)
+            k = torch.arange(-padding, n + padding, device=table.device)
+            idx = k[None, :] - q[:, None]  # (n, n + 2p) shifts on this axis
+            if n - 1 + padding > self.max_shift:
+                raise ValueError(f"shift {n - 1 + padding} exceeds max_shift={self.max_shift} of this "
+                                 f"LearnedRelativeEncoding; use max_shift >= (grid size - 1) + padding")
+            s = table.t()[:, idx + self.max_shift]  # (N_h, n, n + 2p)
+            view = [s.shape[0]] + [1] * (2 * len(shape))
+            view[1 + a], view[1 + len(shape) + a] = s.shape[1], s.shape[2]
+            s = s.view(view)
+            out = s if out is None else out + s
+        return out.reshape(self.num_heads, math.prod(shape), -1)
 
     def extra_repr(self) -> str:
         return f"num_heads={self.num_heads}, dim={self.dim}, max_shift={self.max_shift}"

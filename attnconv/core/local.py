@@ -38,7 +38,7 @@ import torch
 
 from .softmax import softmax_without_denormals
 
-__all__ = ["separable_local_factors", "is_axis_aligned", "sparse_rows", "window_mass_bound", "window_radius", "project_onto_box", "local_attention_matrix"]
+__all__ = ["separable_local_factors", "separable_heads", "is_axis_aligned", "sparse_rows", "window_mass_bound", "window_radius", "project_onto_box", "local_attention_matrix"]
 
 
 def sparse_rows(crow: torch.Tensor, columns: torch.Tensor, values: torch.Tensor, size) -> torch.Tensor:
@@ -218,3 +218,73 @@ def local_attention_matrix(
     n_cols = nh * t_k if stack_heads_in_columns else t_k
     matrix = sparse_rows(crow, torch.cat(columns), torch.cat(values), (nh * h_q * w_q, n_cols))
     return matrix, radii
+
+
+class _SeparableHeads(torch.autograd.Function):
+    """Σ_h (R_h ⊗ C_h) X W_out^hᵀ + b_out, one head at a time (see :func:`separable_heads`)."""
+
+    @staticmethod
+    def forward(ctx, values, rows, cols, weight, bias):
+        h_k, w_k, b, c = values.shape
+        nh, h_q, w_q = rows.shape[0], rows.shape[1], cols.shape[1]
+        d = weight.shape[0]
+        x = values.reshape(-1, c)
+        keep = torch.is_grad_enabled() or any(ctx.needs_input_grad)
+        zs = values.new_empty(nh, h_k, w_k * b * d) if keep else None  # X W_out^hᵀ of every head
+        us = values.new_empty(nh, h_q, w_k * b * d) if keep else None  # and its row factor applied
+        out = values.new_empty(h_q, w_q, b * d)
+        for h in range(nh):
+            z = torch.mm(x, weight[:, h * c:(h + 1) * c].t(), out=zs[h].view(-1, d)) if keep else x @ weight[:, h * c:(h + 1) * c].t()
+            z = z.view(h_k, -1)
+            u = torch.mm(rows[h], z, out=us[h]) if keep else rows[h] @ z
+            u = u.view(h_q, w_k, b * d)
+            col = cols[h].expand(h_q, w_q, w_k).contiguous()  # the same (W, W_k) factor for every row
+            if h == 0:
+                torch.bmm(col, u, out=out)
+            else:
+                out.baddbmm_(col, u)  # columns, summed over the heads
+        out = out.view(-1, d)
+        if bias is not None:
+            out.add_(bias)
+        ctx.save_for_backward(values, rows, cols, weight, zs, us)
+        ctx.has_bias = bias is not None
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        values, rows, cols, weight, zs, us = ctx.saved_tensors
+        h_k, w_k, b, c = values.shape
+        nh, h_q, w_q = rows.shape[0], rows.shape[1], cols.shape[1]
+        d = weight.shape[0]
+        x = values.reshape(-1, c)
+        g = grad.contiguous().view(h_q, w_q, b * d)
+        grad_x = torch.zeros_like(x)
+        grad_w, grad_rows, grad_cols = torch.empty_like(weight), torch.empty_like(rows), torch.empty_like(cols)
+        for h in range(nh):
+            w_h = weight[:, h * c:(h + 1) * c]
+            z, u = zs[h], us[h].view(h_q, w_k, b * d)
+            grad_cols[h] = torch.bmm(g, u.transpose(1, 2)).sum(0)
+            gu = torch.bmm(cols[h].t().expand(h_q, w_k, w_q).contiguous(), g).view(h_q, -1)  # (H, W_k·B·D)
+            grad_rows[h] = gu @ z.t()
+            gz = (rows[h].t() @ gu).view(-1, d)  # (H_k·W_k·B, D)
+            grad_x.addmm_(gz, w_h)
+            grad_w[:, h * c:(h + 1) * c] = gz.t() @ x
+        grad_bias = grad.sum(0) if ctx.has_bias else None
+        return grad_x.view_as(values), grad_rows, grad_cols, grad_w, grad_bias
+
+
+def separable_heads(values: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor, weight: torch.Tensor,
+                    bias=None) -> torch.Tensor:
+    """Eq. (4) for axis-aligned local heads without a value projection, merged:
+    Σ_h (R_h ⊗ C_h) X W_out^hᵀ + b_out.
+
+    ``values`` is the key grid ``(H_k, W_k, B, C)``, ``rows`` ``(N_h, H, H_k)`` and ``cols``
+    ``(N_h, W, W_k)`` are the factors of :func:`separable_local_factors`, ``weight`` is W_out
+    ``(D_out, N_h·C)``. Returns ``(H·W·B, D_out)`` (queries row-major, then images).
+
+    The same products as applying the row and column factors to all heads and then W_out, in
+    another order: each head's values are projected by its block of W_out first and the head's
+    result is added to the output at once, so the working set is one head's (a few MB) instead
+    of all heads' (N_h times that), and the backward pass recomputes the two small intermediates
+    of a head instead of keeping them for all heads. Exact up to float rounding."""
+    return _SeparableHeads.apply(values, rows, cols, weight, bias)

@@ -1,7 +1,10 @@
 """The softmax of eq. (4) with denormal probabilities flushed to zero (shared by dense and local attention)."""
 from __future__ import annotations
 
+from functools import lru_cache
+
 import torch
+import torch.nn.functional as F
 
 __all__ = ["softmax_without_denormals"]
 
@@ -16,5 +19,12 @@ def softmax_without_denormals(scores: torch.Tensor, dim: int = -1) -> torch.Tens
     T·tiny/eps relative (T keys), far below the dtype's precision.
     """
     p = torch.softmax(scores, dim=dim)
-    info = torch.finfo(p.dtype)
-    return p.masked_fill(p < info.tiny / info.eps, 0.0)
+    return F.threshold(p, _below_smallest_kept(p.dtype), 0.0)  # p < tiny/eps → 0, in one pass
+
+
+@lru_cache(maxsize=None)
+def _below_smallest_kept(dtype: torch.dtype) -> float:
+    """The largest number below tiny/eps in ``dtype``: ``x > it`` is ``x >= tiny/eps``."""
+    info = torch.finfo(dtype)
+    smallest = torch.tensor(info.tiny / info.eps, dtype=dtype, device="cpu")
+    return float(torch.nextafter(smallest, torch.zeros((), dtype=dtype, device="cpu")))
