@@ -513,27 +513,77 @@ def _op_breakdown(step, top: int = 8) -> List[dict]:
     return [{"op": e.key, "share": e.self_cpu_time_total / total, "calls": e.count} for e in events[:top]]
 
 
+def _step_worker(conn, reference, profile: str, model: str, overrides: dict, batch_size: int, threads: int,
+                 retain: bool) -> None:
+    """One side of :func:`compare_with_reference`, in a process of its own: builds the case's
+    training step with the ``attnconv`` of ``reference`` (a checkout; ``None``: this one) and
+    answers the parent's requests until told to stop. ``retain``: keep freed memory
+    (:func:`~attnconv.experiments.allocator.retain_freed_memory`), as this code's ``train`` does."""
+    import os
+
+    from .allocator import retain_freed_memory
+
+    torch.set_num_threads(threads)
+    retained = retain_freed_memory() if retain else False
+    package = __package__.rsplit(".", 1)[0]
+    if reference is not None:
+        load_reference(reference)
+        package = "attnconv_reference"
+    step, config = _case_step(package, profile, model, overrides, batch_size)
+    conn.send({"attention_implementation": config.attention_implementation, "num_heads": config.num_heads,
+               "config": asdict(config),
+               "retains_freed_memory": retained, "pid": os.getpid()})
+    while True:
+        request, seed = conn.recv()
+        if request == "stop":
+            conn.close()
+            return
+        torch.manual_seed(seed)
+        if request == "step":
+            start = time.perf_counter()
+            loss = step()
+            conn.send((time.perf_counter() - start, loss))
+        else:  # "breakdown"
+            conn.send(_op_breakdown(step))
+
+
+def _answer(conn, side: str, case: str):
+    """The next answer of a :func:`_step_worker`, or a clear error if it died."""
+    try:
+        return conn.recv()
+    except EOFError:
+        raise RuntimeError(f"the {side!r} process of case {case!r} died (its error is above)") from None
+
+
 def compare_with_reference(reference, cases=BOOK_CASES, threads: Sequence[int] = (1, 2), batch_size: int = 100,
-                           repeats: int = 3, breakdown: bool = True, progress=print) -> dict:
+                           repeats: int = 5, breakdown: bool = True, progress=print) -> dict:
     """Training-step time of this code against the ``attnconv`` of the checkout ``reference``,
-    side by side in one process: for every thread count and case, both models are built from the
-    same seed, warmed up by one step, then timed in ``repeats`` rounds that alternate which one goes
-    first, each round from the same RNG seed (so both draw the same dropout masks and their losses
-    must agree). Reports medians, their ratio, the model's GFLOP per step (3 × the forward's, as
-    :func:`measure_case`), the achieved GFLOP/s, the fraction of the float32 matmul rate measured
-    at the same thread count in the same run, the largest relative difference of the two
-    losses, and (``breakdown``) the per-op shares of one step of this code."""
-    import importlib
+    side by side in one run. Each side runs in a process of its own, so that what this code sets
+    for the whole process — it keeps the memory it frees
+    (:func:`~attnconv.experiments.allocator.retain_freed_memory`), the reference did not — is part
+    of "after". For every thread count and case both processes build the model from the same seed
+    and take one warm-up step; then ``repeats`` rounds alternate which one goes first, one step at
+    a time (the other waits), each round from the same RNG seed, so both draw the same dropout
+    masks and their losses must agree. Reports medians, their ratio, the model's GFLOP per step
+    (3 × the forward's, as :func:`measure_case`), the achieved GFLOP/s, the fraction of the
+    float32 matmul rate measured at the same thread count in the same run, the fraction that 2×
+    the reference's speed would need with the same products (above 1: out of reach), the largest
+    relative difference of the two losses, and (``breakdown``) the per-op shares of one step of
+    this code."""
+    import multiprocessing
     import os
     import statistics
 
-    load_reference(reference)
+    load_reference(reference)  # fails early on a checkout without attnconv
     cpu = torch.device("cpu")
     before_threads = torch.get_num_threads()
+    spawn = multiprocessing.get_context("spawn")
     result = {"machine": {"device": platform.processor() or platform.machine(), "torch": torch.__version__,
                           "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "(unset)"),
                           "load_average_at_start": os.getloadavg()[0]},
-              "reference": str(reference), "batch_size": batch_size, "repeats": repeats, "rows": []}
+              "reference": str(reference), "batch_size": batch_size, "repeats": repeats,
+              "sides": "one process each; after keeps freed memory (retain_freed_memory), before does not",
+              "rows": []}
     try:
         for n_threads in threads:
             torch.set_num_threads(n_threads)
@@ -541,32 +591,53 @@ def compare_with_reference(reference, cases=BOOK_CASES, threads: Sequence[int] =
             rows = []
             for profile, model, overrides in cases:
                 label = model + ("" if not overrides else " " + ",".join(f"{k}={v}" for k, v in overrides.items()))
-                steps = {}
-                for key, package in (("before", "attnconv_reference"), ("after", __package__.rsplit(".", 1)[0])):
-                    steps[key], config = _case_step(package, profile, model, overrides, batch_size)
-                    torch.manual_seed(99)
-                    steps[key]()  # warm-up
-                times, worst = {"before": [], "after": []}, 0.0
-                for r in range(repeats):
-                    losses = {}
-                    for key in (("before", "after") if r % 2 == 0 else ("after", "before")):
-                        torch.manual_seed(1000 + r)
-                        start = time.perf_counter()
-                        losses[key] = steps[key]()
-                        times[key].append(time.perf_counter() - start)
-                    worst = max(worst, abs(losses["after"] - losses["before"]) / abs(losses["before"]))
-                implementation = "local" if config.attention_implementation == "local" else "dense"
+                workers, info = {}, {}
+                try:
+                    for key, checkout, retain in (("before", str(reference), False), ("after", None, True)):
+                        parent, child = spawn.Pipe()
+                        proc = spawn.Process(target=_step_worker, daemon=True,
+                                             args=(child, checkout, profile, model, overrides, batch_size, n_threads, retain))
+                        proc.start()
+                        child.close()  # so that a worker that dies is an EOFError here, not a hang
+                        workers[key] = (proc, parent)
+                        info[key] = _answer(parent, key, label)
+
+                    def ask(key, request, seed):
+                        workers[key][1].send((request, seed))
+                        return _answer(workers[key][1], key, label)
+                    for key in workers:
+                        ask(key, "step", 99)  # warm-up
+                    times, worst = {"before": [], "after": []}, 0.0
+                    for r in range(repeats):
+                        losses = {}
+                        for key in (("before", "after") if r % 2 == 0 else ("after", "before")):
+                            seconds, losses[key] = ask(key, "step", 1000 + r)
+                            times[key].append(seconds)
+                        worst = max(worst, abs(losses["after"] - losses["before"]) / abs(losses["before"]))
+                    ops = ask("after", "breakdown", 7) if breakdown else None
+                finally:
+                    for proc, conn in workers.values():
+                        try:
+                            conn.send(("stop", 0))
+                        except (BrokenPipeError, OSError):
+                            pass
+                        proc.join(timeout=30)
+                        if proc.is_alive():
+                            proc.kill()
+                after_info = info["after"]
+                config = SelfAttentionConfig(**after_info["config"])
+                implementation = after_info["attention_implementation"]
                 flops = 3 * 2 * analytic_macs(config, implementation=implementation).total * batch_size
                 before, after = statistics.median(times["before"]), statistics.median(times["after"])
-                row = {"profile": profile, "model": label, "model_name": model, "num_heads": config.num_heads,
+                row = {"profile": profile, "model": label, "model_name": model, "num_heads": after_info["num_heads"],
                        "implementation": implementation, "threads": n_threads,
                        "before_s": before, "after_s": after, "speedup": before / after,
                        "before_times_s": times["before"], "after_times_s": times["after"],
                        "train_gflops_per_step": flops / 1e9, "achieved_gflop_per_s": flops / after / 1e9,
-                       "max_relative_loss_difference": worst}
-                if breakdown:
-                    torch.manual_seed(7)
-                    row["breakdown"] = _op_breakdown(steps["after"])
+                       "max_relative_loss_difference": worst,
+                       "after_retains_freed_memory": after_info["retains_freed_memory"]}
+                if ops is not None:
+                    row["breakdown"] = ops
                 rows.append(row)
                 rates.append(matmul_rate(cpu, seconds=1.0))
                 progress(f"  {n_threads} thr {profile:5s} {label:22s} before {before:.3f} s  after {after:.3f} s  "
@@ -575,6 +646,7 @@ def compare_with_reference(reference, cases=BOOK_CASES, threads: Sequence[int] =
             for row in rows:
                 row["matmul_gflop_per_s"] = rate
                 row["fraction_of_matmul_rate"] = row["achieved_gflop_per_s"] / rate
+                row["fraction_needed_for_2x"] = row["train_gflops_per_step"] / (row["before_s"] / 2) / rate
             result["rows"] += rows
             result.setdefault("matmul_gflop_per_s", {})[str(n_threads)] = rate
     finally:
@@ -583,7 +655,7 @@ def compare_with_reference(reference, cases=BOOK_CASES, threads: Sequence[int] =
 
 
 COMPARISON_COLUMNS = ("profile", "model", "threads", "before s/step", "after s/step", "after ×", "GFLOP/step",
-                      "GFLOP/s", "% matmul", "losses agree")
+                      "GFLOP/s", "% matmul", "2× needs", "losses agree")
 
 
 def comparison_table(result: dict, columns: Sequence[str] = COMPARISON_COLUMNS) -> List[List[str]]:
@@ -593,7 +665,9 @@ def comparison_table(result: dict, columns: Sequence[str] = COMPARISON_COLUMNS) 
         cells = dict(zip(COMPARISON_COLUMNS, [
             r["profile"], r["model"], str(r["threads"]), f"{r['before_s']:.3f}", f"{r['after_s']:.3f}",
             f"{r['speedup']:.2f}", f"{r['train_gflops_per_step']:.1f}", f"{r['achieved_gflop_per_s']:.1f}",
-            f"{100 * r['fraction_of_matmul_rate']:.0f}%", f"{r['max_relative_loss_difference']:.0e}"]))
+            f"{100 * r['fraction_of_matmul_rate']:.0f}%",
+            f"{100 * r['fraction_needed_for_2x']:.0f}%" if "fraction_needed_for_2x" in r else "",
+            f"{r['max_relative_loss_difference']:.0e}"]))
         out.append([cells[c] for c in columns])
     return out
 
@@ -647,7 +721,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             load_reference(args.compare_with)
         except FileNotFoundError as err:
             parser.exit(2, f"error: {err}\n")
-        result = compare_with_reference(args.compare_with, threads=args.threads, repeats=args.repeats or 3)
+        result = compare_with_reference(args.compare_with, threads=args.threads, repeats=args.repeats or 5)
         print("\n".join(_text_table(COMPARISON_COLUMNS, comparison_table(result), left=2)))
         if args.out:
             with open(args.out, "w") as f:

@@ -53,6 +53,7 @@ from torch import nn
 
 import torch.distributed as dist
 
+from .allocator import retain_freed_memory
 from .data import CifarData, augmentation_draws, crop_flip, iterate_batches, load_cifar10, normalize, random_crop_flip
 from .distributed import (
     DistContext,
@@ -712,7 +713,10 @@ def train(
             run cannot be continued for more epochs: its cosine schedule has reached 0).
         DistributedSetupError: the number of processes does not divide the global batch.
         Nothing in ``run_dir`` is changed when one of these is raised.
+
+    The process keeps the memory it frees from then on (:func:`~attnconv.experiments.allocator.retain_freed_memory`).
     """
+    retain_freed_memory()
     ctx = distributed
     writer = ctx is None or ctx.is_writer
     verbose = verbose and writer

@@ -300,3 +300,51 @@ def test_merge_heads_matches_a_concatenation_and_its_gradients():
     assert torch.allclose(_MergeHeads.apply(heads, weight, bias), oracle)
     assert torch.autograd.gradcheck(_MergeHeads.apply, (heads, weight, bias))
     assert torch.autograd.gradcheck(_MergeHeads.apply, (heads, weight, None))
+
+
+def test_separable_heads_match_the_dense_kronecker_product_and_its_gradients():
+    """separable_heads against its definition: the (R_h ⊗ C_h) attention matrices built densely,
+    applied to the values, heads concatenated and W_out applied; then gradcheck."""
+    from attnconv.core.local import separable_heads
+
+    torch.manual_seed(0)
+    h_k, w_k, b, c, nh, h_q, w_q, d = 5, 6, 3, 4, 3, 4, 5, 2
+    values = torch.randn(h_k, w_k, b, c, dtype=torch.float64, requires_grad=True)
+    rows = torch.rand(nh, h_q, h_k, dtype=torch.float64, requires_grad=True)
+    cols = torch.rand(nh, w_q, w_k, dtype=torch.float64, requires_grad=True)
+    weight = torch.randn(d, nh * c, dtype=torch.float64, requires_grad=True)
+    bias = torch.randn(d, dtype=torch.float64, requires_grad=True)
+    probs = torch.einsum("hik,hjl->hijkl", rows, cols).reshape(nh, h_q * w_q, h_k * w_k)
+    heads = torch.stack([probs[h] @ values.reshape(h_k * w_k, b * c) for h in range(nh)])  # (N_h, T_q, B·C)
+    concat = heads.view(nh, h_q * w_q, b, c).permute(1, 2, 0, 3).reshape(-1, nh * c)
+    oracle = concat @ weight.t() + bias
+    assert torch.allclose(separable_heads(values, rows, cols, weight, bias), oracle, rtol=0, atol=1e-12)
+    assert torch.autograd.gradcheck(separable_heads, (values, rows, cols, weight, bias))
+    assert torch.autograd.gradcheck(separable_heads, (values, rows, cols, weight, None))
+
+
+def test_local_layer_uses_the_merged_separable_path_with_the_same_result():
+    """A position-only quadratic layer without value projection, local: the merged path (used when
+    no attention maps are asked for) equals the unmerged one (used when they are)."""
+    torch.manual_seed(1)
+    layer = MultiHeadSelfAttention2d(6, 4, encoding=QuadraticEncoding(4, alpha=0.7), terms=ScoreTerms.position_only_terms(),
+                                     value_projection=False, implementation="local").double()
+    x = torch.randn(2, 6, 7, 5, dtype=torch.float64)
+    merged = layer(x)
+    unmerged, _ = layer(x, return_attention=True)
+    assert torch.allclose(merged, unmerged, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_denormal_flush_keeps_exactly_the_probabilities_from_tiny_over_eps(dtype):
+    """The flush in one pass (threshold) against its definition p < tiny/eps → 0, at the boundary."""
+    info = torch.finfo(dtype)
+    edge = torch.tensor(info.tiny / info.eps, dtype=dtype)
+    below = torch.nextafter(edge, torch.zeros((), dtype=dtype))
+    # scores whose softmax puts probabilities on both sides of the edge
+    scores = torch.log(torch.stack([edge, below, edge * 3, torch.tensor(0.5, dtype=dtype)]))
+    p = torch.softmax(scores, -1)
+    assert torch.equal(softmax_without_denormals(scores), p.masked_fill(p < edge, 0.0))
+    big = torch.randn(9, 64, 64, dtype=dtype) * 40
+    plain = torch.softmax(big, -1)
+    assert torch.equal(softmax_without_denormals(big), plain.masked_fill(plain < edge, 0.0))

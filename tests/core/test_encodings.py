@@ -136,3 +136,22 @@ def test_absolute_encoding_is_tied_to_one_grid():
     assert torch.equal(enc(x)[0], enc.embedding)
     with pytest.raises(ValueError, match="cannot change image size"):
         enc(torch.zeros(2, 3, 5, 4))
+
+
+@pytest.mark.parametrize("shape, padding", [((16, 16), 0), ((5, 7), 1), ((8, 8), 2)])
+def test_learned_grid_scores_are_the_position_scores_of_every_shift(shape, padding):
+    """LearnedRelativeEncoding.grid_position_scores (two axis tables and a broadcast sum) against
+    position_scores of the full (T_q, T_k, 2) table of shifts: the same numbers bit for bit, and
+    the same gradients (float64)."""
+    from attnconv.core.grid import relative_shifts
+
+    torch.manual_seed(0)
+    enc = LearnedRelativeEncoding(3, 8, max(shape) - 1 + padding).double()
+    fast = enc.grid_position_scores(shape, padding)
+    slow = enc.position_scores(relative_shifts(shape, padding))
+    assert fast.is_contiguous() and torch.equal(fast, slow)
+    for a, b in zip(torch.autograd.grad(fast.sin().sum(), list(enc.parameters())),
+                    torch.autograd.grad(slow.sin().sum(), list(enc.parameters()))):
+        assert torch.allclose(a, b, rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="max_shift"):
+        LearnedRelativeEncoding(3, 8, 2).grid_position_scores((4, 4))

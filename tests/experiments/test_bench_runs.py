@@ -138,7 +138,8 @@ def test_compare_with_reference_times_two_checkouts_side_by_side(tmp_path):
     from the same seed, so the losses agree exactly and every figure is filled in."""
     from pathlib import Path
 
-    from attnconv.experiments.bench import book_run_hours, compare_with_reference, comparison_table, load_reference
+    from attnconv.experiments.bench import (COMPARISON_COLUMNS, book_run_hours, compare_with_reference,
+                                           comparison_table, load_reference)
 
     root = Path(__file__).resolve().parents[2]
     case = ("cpu", "quadratic", dict(TINY, num_heads=2))
@@ -148,7 +149,15 @@ def test_compare_with_reference_times_two_checkouts_side_by_side(tmp_path):
     assert len(row["before_times_s"]) == len(row["after_times_s"]) == 2
     assert row["speedup"] == row["before_s"] / row["after_s"] > 0
     assert 0 < row["fraction_of_matmul_rate"] and row["breakdown"] and row["breakdown"][0]["op"].startswith("aten::")
-    assert len(comparison_table(json.loads(json.dumps(result)))[0]) == 10
+    # 2× the reference at the same products needs this share of the matmul rate
+    assert row["fraction_needed_for_2x"] == pytest.approx(
+        row["train_gflops_per_step"] * 2 / row["before_s"] / row["matmul_gflop_per_s"])
+    assert row["after_retains_freed_memory"] is True  # each side is a process of its own: only "after" sets it
+    assert len(comparison_table(json.loads(json.dumps(result)))[0]) == len(COMPARISON_COLUMNS) == 11
+    # a side whose process dies is an error naming the case, not a hang
+    with pytest.raises(RuntimeError, match="died"):
+        compare_with_reference(root, cases=(("cpu", "no_such_model", {}),), threads=(1,), batch_size=2, repeats=1,
+                               breakdown=False, progress=lambda *_: None)
     with pytest.raises(FileNotFoundError):
         load_reference(tmp_path, name="attnconv_nowhere")
     # a saved run of the measured case gets its hours: epochs × steps × s/step
