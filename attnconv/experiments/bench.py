@@ -23,6 +23,7 @@ import argparse
 import json
 import platform
 import time
+import warnings
 from dataclasses import asdict, dataclass, field, replace
 from typing import Dict, List, Optional, Sequence
 
@@ -36,7 +37,7 @@ from .models import SelfAttentionConfig, build_model, paper_model_config
 __all__ = ["BenchSettings", "PRESETS", "matmul_rate", "set_attention_implementation", "measure_case",
            "run_benchmark", "accuracy_check", "format_table", "model_table", "grid_table", "MODEL_COLUMNS", "GRID_COLUMNS", "load_result", "plot_grid_sweep", "plot_throughput",
            "BOOK_CASES", "load_reference", "compare_with_reference", "comparison_table", "COMPARISON_COLUMNS",
-           "book_run_hours", "main"]
+           "book_run_hours", "sparse_dropout_correction", "main"]
 
 IMPLEMENTATIONS = ("naive", "dense", "local")
 GAUSSIAN_MODELS = ("quadratic", "generalized")
@@ -547,6 +548,53 @@ def _step_worker(conn, reference, profile: str, model: str, overrides: dict, bat
             conn.send(_op_breakdown(step))
 
 
+def sparse_dropout_correction(heads: int = 9, tokens: int = 256, columns: int = 3200, dropout: float = 0.1,
+                              repeats: int = 5, seed: int = 0) -> dict:
+    """What the one exact route to fewer products for dense position-only attention would cost.
+
+    A head's probabilities P factorise over rows and columns (R ⊗ C, what the local path uses),
+    but attention dropout multiplies them by an unstructured mask M; the same masks would need
+    P ⊙ M = P − P ⊙ (1 − M): the cheap factorised product minus a sparse one holding the dropped
+    ``dropout`` share of the entries, in the forward pass and again for the gradients. This times,
+    at the ``deep`` learned model's shapes (``(N_h·T) × T`` probabilities applied to ``T × B·C``
+    values), the dense product against the sparse one with the dropped entries (CSR and COO, torch's
+    sparse kernels), and the sampled product that the gradient of the kept entries would need
+    (``torch.sparse.sampled_addmm``, CSR) against the dense gradient product: medians of
+    ``repeats``, alternating, at the current thread count. A ratio near or above ``1 − dropout``
+    means the sparse correction alone costs about what the whole dense product does."""
+    import statistics
+
+    gen = torch.Generator().manual_seed(seed)
+    probs = torch.rand(heads * tokens, tokens, generator=gen)
+    values = torch.randn(tokens, columns, generator=gen)
+    grad = torch.randn(heads * tokens, columns, generator=gen)
+    dropped = probs * (torch.rand(probs.shape, generator=gen) < dropout)
+    csr, coo = dropped.to_sparse_csr(), dropped.to_sparse_coo()
+    pattern = torch.sparse_csr_tensor(csr.crow_indices(), csr.col_indices(), torch.ones_like(csr.values()), csr.shape)
+    cases = {
+        "dense_product": lambda: probs @ values,
+        "csr_product": lambda: csr @ values,
+        "coo_product": lambda: torch.sparse.mm(coo, values),
+        "dense_gradient": lambda: grad @ values.t(),
+        "sampled_gradient": lambda: torch.sparse.sampled_addmm(pattern, grad, values.t()),
+    }
+    times = {k: [] for k in cases}
+    for fn in cases.values():
+        fn()  # warm-up
+    for r in range(repeats):
+        for key in (list(cases) if r % 2 == 0 else list(reversed(cases))):
+            start = time.perf_counter()
+            cases[key]()
+            times[key].append(time.perf_counter() - start)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    return {"shape": {"heads": heads, "tokens": tokens, "columns": columns, "dropout": dropout,
+                      "stored_entries": int(csr.values().numel())},
+            "seconds": med,
+            "csr_over_dense": med["csr_product"] / med["dense_product"],
+            "coo_over_dense": med["coo_product"] / med["dense_product"],
+            "sampled_over_dense_gradient": med["sampled_gradient"] / med["dense_gradient"]}
+
+
 def _answer(conn, side: str, case: str):
     """The next answer of a :func:`_step_worker`, or a clear error if it died."""
     try:
@@ -556,7 +604,7 @@ def _answer(conn, side: str, case: str):
 
 
 def compare_with_reference(reference, cases=BOOK_CASES, threads: Sequence[int] = (1, 2), batch_size: int = 100,
-                           repeats: int = 5, breakdown: bool = True, progress=print) -> dict:
+                           repeats: int = 7, breakdown: bool = True, progress=print) -> dict:
     """Training-step time of this code against the ``attnconv`` of the checkout ``reference``,
     side by side in one run. Each side runs in a process of its own, so that what this code sets
     for the whole process — it keeps the memory it frees
@@ -648,6 +696,9 @@ def compare_with_reference(reference, cases=BOOK_CASES, threads: Sequence[int] =
                 row["fraction_of_matmul_rate"] = row["achieved_gflop_per_s"] / rate
                 row["fraction_needed_for_2x"] = row["train_gflops_per_step"] / (row["before_s"] / 2) / rate
             result["rows"] += rows
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)  # sparse CSR is a beta feature of torch
+                result.setdefault("sparse_dropout_correction", {})[str(n_threads)] = sparse_dropout_correction()
             result.setdefault("matmul_gflop_per_s", {})[str(n_threads)] = rate
     finally:
         torch.set_num_threads(before_threads)
@@ -721,7 +772,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             load_reference(args.compare_with)
         except FileNotFoundError as err:
             parser.exit(2, f"error: {err}\n")
-        result = compare_with_reference(args.compare_with, threads=args.threads, repeats=args.repeats or 5)
+        result = compare_with_reference(args.compare_with, threads=args.threads, repeats=args.repeats or 7)
         print("\n".join(_text_table(COMPARISON_COLUMNS, comparison_table(result), left=2)))
         if args.out:
             with open(args.out, "w") as f:

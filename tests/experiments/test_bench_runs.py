@@ -168,3 +168,21 @@ def test_compare_with_reference_times_two_checkouts_side_by_side(tmp_path):
     (run / "history.json").write_text(json.dumps(history))
     (hours,) = book_run_hours(result, tmp_path)
     assert hours["after_hours"] == 15 * row["after_s"] / 3600 and hours["recorded_hours"] == 0.03
+
+
+def test_sparse_dropout_correction_times_the_dropped_entries_against_the_dense_product():
+    """Small shapes: the sparse matrix holds the dropped share of the entries (counted against a
+    binomial range), every time is measured and the ratios are the times' quotients."""
+    import warnings
+
+    from attnconv.experiments.bench import sparse_dropout_correction
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        r = sparse_dropout_correction(heads=2, tokens=32, columns=40, dropout=0.25, repeats=1)
+    n = 2 * 32 * 32
+    assert abs(r["shape"]["stored_entries"] - 0.25 * n) < 5 * (n * 0.25 * 0.75) ** 0.5
+    s = r["seconds"]
+    assert all(v > 0 for v in s.values())
+    assert r["csr_over_dense"] == s["csr_product"] / s["dense_product"]
+    assert r["sampled_over_dense_gradient"] == s["sampled_gradient"] / s["dense_gradient"]
