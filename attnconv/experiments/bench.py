@@ -521,6 +521,7 @@ def _step_worker(conn, reference, profile: str, model: str, overrides: dict, bat
     answers the parent's requests until told to stop. ``retain``: keep freed memory
     (:func:`~attnconv.experiments.allocator.retain_freed_memory`), as this code's ``train`` does."""
     import os
+    import resource
 
     from .allocator import retain_freed_memory
 
@@ -541,9 +542,11 @@ def _step_worker(conn, reference, profile: str, model: str, overrides: dict, bat
             return
         torch.manual_seed(seed)
         if request == "step":
+            faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
             start = time.perf_counter()
             loss = step()
-            conn.send((time.perf_counter() - start, loss))
+            seconds = time.perf_counter() - start
+            conn.send((seconds, loss, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults))
         else:  # "breakdown"
             conn.send(_op_breakdown(step))
 
@@ -612,7 +615,8 @@ def compare_with_reference(reference, cases=BOOK_CASES, threads: Sequence[int] =
     of "after". For every thread count and case both processes build the model from the same seed
     and take one warm-up step; then ``repeats`` rounds alternate which one goes first, one step at
     a time (the other waits), each round from the same RNG seed, so both draw the same dropout
-    masks and their losses must agree. Reports medians, their ratio, the model's GFLOP per step
+    masks and their losses must agree. Reports medians, their ratio, the page faults per step of
+    each side (the kernel's minor-fault count), the model's GFLOP per step
     (3 × the forward's, as :func:`measure_case`), the achieved GFLOP/s, the fraction of the
     float32 matmul rate measured at the same thread count in the same run, the fraction that 2×
     the reference's speed would need with the same products (above 1: out of reach), the largest
@@ -655,12 +659,13 @@ def compare_with_reference(reference, cases=BOOK_CASES, threads: Sequence[int] =
                         return _answer(workers[key][1], key, label)
                     for key in workers:
                         ask(key, "step", 99)  # warm-up
-                    times, worst = {"before": [], "after": []}, 0.0
+                    times, faults, worst = {"before": [], "after": []}, {"before": [], "after": []}, 0.0
                     for r in range(repeats):
                         losses = {}
                         for key in (("before", "after") if r % 2 == 0 else ("after", "before")):
-                            seconds, losses[key] = ask(key, "step", 1000 + r)
+                            seconds, losses[key], page_faults = ask(key, "step", 1000 + r)
                             times[key].append(seconds)
+                            faults[key].append(page_faults)
                         worst = max(worst, abs(losses["after"] - losses["before"]) / abs(losses["before"]))
                     ops = ask("after", "breakdown", 7) if breakdown else None
                 finally:
@@ -683,6 +688,8 @@ def compare_with_reference(reference, cases=BOOK_CASES, threads: Sequence[int] =
                        "before_times_s": times["before"], "after_times_s": times["after"],
                        "train_gflops_per_step": flops / 1e9, "achieved_gflop_per_s": flops / after / 1e9,
                        "max_relative_loss_difference": worst,
+                       "before_page_faults_per_step": statistics.median(faults["before"]),
+                       "after_page_faults_per_step": statistics.median(faults["after"]),
                        "after_retains_freed_memory": after_info["retains_freed_memory"]}
                 if ops is not None:
                     row["breakdown"] = ops

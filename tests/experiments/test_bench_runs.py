@@ -152,6 +152,7 @@ def test_compare_with_reference_times_two_checkouts_side_by_side(tmp_path):
     # 2× the reference at the same products needs this share of the matmul rate
     assert row["fraction_needed_for_2x"] == pytest.approx(
         row["train_gflops_per_step"] * 2 / row["before_s"] / row["matmul_gflop_per_s"])
+    assert row["before_page_faults_per_step"] >= 0 and row["after_page_faults_per_step"] >= 0
     assert row["after_retains_freed_memory"] is True  # each side is a process of its own: only "after" sets it
     assert len(comparison_table(json.loads(json.dumps(result)))[0]) == len(COMPARISON_COLUMNS) == 11
     # a side whose process dies is an error naming the case, not a hang
