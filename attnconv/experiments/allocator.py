@@ -4,12 +4,13 @@ are reused by the next step instead of being handed back to the kernel.
 By default glibc serves a block larger than its mmap threshold (128 KiB at start, rising with use
 to at most 32 MiB) with a fresh ``mmap`` and returns it with ``munmap`` when it is freed, and it
 trims the top of its heap back to the kernel. A training step of the book's models allocates and
-frees the same tensors of 3–50 MB every step, so every step faults their pages in again: the
-kernel zeroes each 4 KiB page on first touch. Measured on the ``deep`` profile (batch 100, one
-thread, 2-core AMD EPYC): 7,000–14,000 page faults per step of the quadratic model and 133,000–
-157,000 of the 16-head one, whose 52 MB intermediates are above the 32 MiB ceiling; with the
-setting below, none after the first steps (``python -m attnconv.bench --compare-with`` times the
-difference as part of "after").
+frees the same tensors of 3–50 MB every step, so every step may fault their pages in again: the
+kernel zeroes each 4 KiB page on first touch. How many depends on the model and on the heap's
+history: in the saved before/after benchmark (chapter 13, 1 thread, batch 100) from none to
+18,001 page faults per step for most of the book's models and 221,586 for the ``deep`` 16-head
+one, whose 52 MB intermediates are above the 32 MiB ceiling; with the setting below, at most a
+handful in all but one of them (``python -m attnconv.bench --compare-with`` counts them for
+each side).
 
 :func:`retain_freed_memory` turns ``mmap`` off for ``malloc`` and raises the trim threshold, so
 freed blocks stay in the heap and are reused. It changes no number the model computes, only where

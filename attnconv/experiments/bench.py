@@ -732,7 +732,8 @@ def comparison_table(result: dict, columns: Sequence[str] = COMPARISON_COLUMNS) 
 
 def book_run_hours(result: dict, runs_root, threads: int = 1) -> List[dict]:
     """How long the book's saved training runs take at the step times of a
-    :func:`compare_with_reference` result: per run folder ``runs_root/<profile>/<name>`` whose
+    :func:`compare_with_reference` result: per run folder under ``runs_root`` (at any depth, the
+    seed series included) whose
     history matches a measured case (profile, model, heads), epochs × steps per epoch × s/step
     before and after (training steps only, at ``threads``), beside the hours its history recorded
     (training and evaluation, on whatever the machine was doing then)."""
@@ -740,7 +741,8 @@ def book_run_hours(result: dict, runs_root, threads: int = 1) -> List[dict]:
 
     measured = {(r["profile"], r["model_name"], r["num_heads"]): r for r in result["rows"] if r["threads"] == threads}
     out = []
-    for path in sorted(Path(runs_root).glob("*/*/history.json")):
+    root = Path(runs_root)
+    for path in sorted(root.rglob("history.json")):
         history = json.loads(path.read_text())
         config = history["config"]
         model = config["model"]
@@ -752,7 +754,7 @@ def book_run_hours(result: dict, runs_root, threads: int = 1) -> List[dict]:
             continue
         epochs, steps = config["epochs"], history["steps_per_epoch"]
         recorded = sum(e.get("seconds", 0.0) for e in history["epochs"])
-        out.append({"run": f"{path.parent.parent.name}/{path.parent.name}", "epochs": epochs, "steps_per_epoch": steps,
+        out.append({"run": path.parent.relative_to(root).as_posix(), "epochs": epochs, "steps_per_epoch": steps,
                     "before_hours": epochs * steps * row["before_s"] / 3600,
                     "after_hours": epochs * steps * row["after_s"] / 3600,
                     "recorded_hours": recorded / 3600 if recorded else float("nan")})
