@@ -229,15 +229,14 @@ class _SeparableHeads(torch.autograd.Function):
         nh, h_q, w_q = rows.shape[0], rows.shape[1], cols.shape[1]
         d = weight.shape[0]
         x = values.reshape(-1, c)
-        keep = torch.is_grad_enabled() or any(ctx.needs_input_grad)
+        keep = any(ctx.needs_input_grad)  # keep each head's two intermediates for the backward pass
         zs = values.new_empty(nh, h_k, w_k * b * d) if keep else None  # X W_out^hᵀ of every head
         us = values.new_empty(nh, h_q, w_k * b * d) if keep else None  # and its row factor applied
         out = values.new_empty(h_q, w_q, b * d)
         for h in range(nh):
-            z = torch.mm(x, weight[:, h * c:(h + 1) * c].t(), out=zs[h].view(-1, d)) if keep else x @ weight[:, h * c:(h + 1) * c].t()
-            z = z.view(h_k, -1)
-            u = torch.mm(rows[h], z, out=us[h]) if keep else rows[h] @ z
-            u = u.view(h_q, w_k, b * d)
+            w_h = weight[:, h * c:(h + 1) * c].t()
+            z = (torch.mm(x, w_h, out=zs[h].view(-1, d)) if keep else x @ w_h).view(h_k, -1)
+            u = (torch.mm(rows[h], z, out=us[h]) if keep else rows[h] @ z).view(h_q, w_k, b * d)
             col = cols[h].expand(h_q, w_q, w_k).contiguous()  # the same (W, W_k) factor for every row
             if h == 0:
                 torch.bmm(col, u, out=out)
@@ -283,8 +282,9 @@ def separable_heads(values: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor
     ``(D_out, N_h·C)``. Returns ``(H·W·B, D_out)`` (queries row-major, then images).
 
     The same products as applying the row and column factors to all heads and then W_out, in
-    another order: each head's values are projected by its block of W_out first and the head's
-    result is added to the output at once, so the working set is one head's (a few MB) instead
-    of all heads' (N_h times that), and the backward pass recomputes the two small intermediates
-    of a head instead of keeping them for all heads. Exact up to float rounding."""
+    another order: each head's values are projected by its block of W_out first, its row and
+    column factors are applied, and the head's result is added to the output at once, so the
+    products of one head work on one head's tensors (a few MB) and no (N_h, T, B, C) tensor of all
+    heads is assembled for the merge. The two intermediates of each head are kept for the backward
+    pass, which goes through the heads the same way. Exact up to float rounding."""
     return _SeparableHeads.apply(values, rows, cols, weight, bias)
