@@ -37,7 +37,7 @@ from .models import SelfAttentionConfig, build_model, paper_model_config
 __all__ = ["BenchSettings", "PRESETS", "matmul_rate", "set_attention_implementation", "measure_case",
            "run_benchmark", "accuracy_check", "format_table", "model_table", "grid_table", "MODEL_COLUMNS", "GRID_COLUMNS", "load_result", "plot_grid_sweep", "plot_throughput",
            "BOOK_CASES", "load_reference", "compare_with_reference", "comparison_table", "COMPARISON_COLUMNS",
-           "book_run_hours", "sparse_dropout_correction", "main"]
+           "book_run_hours", "sparse_dropout_correction", "case_label", "main"]
 
 IMPLEMENTATIONS = ("naive", "dense", "local")
 GAUSSIAN_MODELS = ("quadratic", "generalized")
@@ -714,6 +714,13 @@ def compare_with_reference(reference, cases=BOOK_CASES, threads: Sequence[int] =
 
 COMPARISON_COLUMNS = ("profile", "model", "threads", "before s/step", "after s/step", "after ×", "GFLOP/step",
                       "GFLOP/s", "% matmul", "2× needs", "losses agree")
+
+
+def case_label(row: dict) -> str:
+    """A row of :func:`compare_with_reference` as a reader names the case: "deep quadratic",
+    "cpu learned_content", "deep quadratic, 16 heads" (heads named when not the paper's 9)."""
+    heads = row.get("num_heads", 9)
+    return f"{row['profile']} {row['model_name']}" + ("" if heads == 9 else f", {heads} heads")
 
 
 def comparison_table(result: dict, columns: Sequence[str] = COMPARISON_COLUMNS) -> List[List[str]]:

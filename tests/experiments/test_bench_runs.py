@@ -187,3 +187,10 @@ def test_sparse_dropout_correction_times_the_dropped_entries_against_the_dense_p
     assert all(v > 0 for v in s.values())
     assert r["csr_over_dense"] == s["csr_product"] / s["dense_product"]
     assert r["sampled_over_dense_gradient"] == s["sampled_gradient"] / s["dense_gradient"]
+
+
+def test_case_label_names_the_heads_only_when_not_nine():
+    from attnconv.experiments.bench import case_label
+
+    assert case_label({"profile": "deep", "model_name": "quadratic", "num_heads": 9}) == "deep quadratic"
+    assert case_label({"profile": "cpu", "model_name": "quadratic", "num_heads": 16}) == "cpu quadratic, 16 heads"
