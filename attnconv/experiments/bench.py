@@ -520,7 +520,6 @@ def _step_worker(conn, reference, profile: str, model: str, overrides: dict, bat
     training step with the ``attnconv`` of ``reference`` (a checkout; ``None``: this one) and
     answers the parent's requests until told to stop. ``retain``: keep freed memory
     (:func:`~attnconv.experiments.allocator.retain_freed_memory`), as this code's ``train`` does."""
-    import os
     import resource
 
     from .allocator import retain_freed_memory
@@ -532,9 +531,7 @@ def _step_worker(conn, reference, profile: str, model: str, overrides: dict, bat
         load_reference(reference)
         package = "attnconv_reference"
     step, config = _case_step(package, profile, model, overrides, batch_size)
-    conn.send({"attention_implementation": config.attention_implementation, "num_heads": config.num_heads,
-               "config": asdict(config),
-               "retains_freed_memory": retained, "pid": os.getpid()})
+    conn.send({"config": asdict(config), "retains_freed_memory": retained})
     while True:
         request, seed = conn.recv()
         if request == "stop":
@@ -679,10 +676,10 @@ def compare_with_reference(reference, cases=BOOK_CASES, threads: Sequence[int] =
                             proc.kill()
                 after_info = info["after"]
                 config = SelfAttentionConfig(**after_info["config"])
-                implementation = after_info["attention_implementation"]
+                implementation = config.attention_implementation
                 flops = 3 * 2 * analytic_macs(config, implementation=implementation).total * batch_size
                 before, after = statistics.median(times["before"]), statistics.median(times["after"])
-                row = {"profile": profile, "model": label, "model_name": model, "num_heads": after_info["num_heads"],
+                row = {"profile": profile, "model": label, "model_name": model, "num_heads": config.num_heads,
                        "implementation": implementation, "threads": n_threads,
                        "before_s": before, "after_s": after, "speedup": before / after,
                        "before_times_s": times["before"], "after_times_s": times["after"],
