@@ -1,6 +1,6 @@
 # Two self-contained entry points (see README.md):
 #   make book   set up .venv and build the rendered book into _build/html/index.html
-#   make test   set up .venv and run the unit tests plus nbval over every notebook; fails if that changed book/
+#   make test   set up .venv, lint (ruff), run the unit tests plus nbval over every notebook; fails if that changed book/
 #   make check-book  the built book as readers see it (tests/browser/check_book.py; builds it if needed)
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -c
@@ -17,7 +17,7 @@ JOBS ?= 2
 export MPLCONFIGDIR := $(CURDIR)/$(VENV)/matplotlib
 FONT_CACHE := $(VENV)/matplotlib/.built
 
-.PHONY: setup book test unit nbval check-book clean
+.PHONY: setup book test unit nbval lint check-book clean
 
 setup: $(STAMP) $(FONT_CACHE)
 
@@ -46,7 +46,12 @@ define book_unchanged
 	@rm -f .book-state-before; echo "book/ unchanged by the notebooks"
 endef
 
-test: $(STAMP) $(FONT_CACHE)
+# Code and notebook cells formatted to the book's column (ruff, line length 88) and linted.
+lint: $(STAMP)
+	$(BIN)/ruff format --check attnconv tests book
+	$(BIN)/ruff check attnconv tests book
+
+test: $(STAMP) $(FONT_CACHE) lint
 	$(call book_unchanged,$(BIN)/python -m pytest -n $(JOBS) --dist loadfile --nbval --nbval-current-env tests $(NOTEBOOKS))
 
 unit: $(STAMP) $(FONT_CACHE)

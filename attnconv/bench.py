@@ -1,4 +1,5 @@
 """``python -m attnconv.bench``: the attention benchmark (code in :mod:`attnconv.experiments.bench`)."""
+
 import sys
 
 from .experiments.bench import main

@@ -16,6 +16,7 @@ settings the book asks for is left alone unless ``--force``. Results that need a
 weights (pruning, removal, attention maps) use its ``checkpoint.pt`` when it is there; otherwise
 the run is trained again first (its history is then replaced by the new one).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,9 +27,25 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, List, Optional, Sequence
 
-from .experiments.registry import RUNS, RunEntry, load_run, run_entry, run_state, train_entry
-from .experiments.store import (CHECKPOINT, HISTORY, MissingResultError, StaleResultError, book_dir, repo_root,
-                                read_history, regenerate_command, relative_to_book)
+from .experiments.registry import (
+    RUNS,
+    RunEntry,
+    load_run,
+    run_entry,
+    run_state,
+    train_entry,
+)
+from .experiments.store import (
+    CHECKPOINT,
+    HISTORY,
+    MissingResultError,
+    StaleResultError,
+    book_dir,
+    read_history,
+    regenerate_command,
+    relative_to_book,
+    repo_root,
+)
 
 __all__ = ["ResultEntry", "RESULTS", "entries", "main"]
 
@@ -60,7 +77,9 @@ def _trained(name: str):
     entry = run_entry(name)
     if (entry.path / CHECKPOINT).is_file() and run_state(entry) == "present":
         return load_run(name, load_model=True)
-    print(f"{name}: no checkpoint.pt (weights are never committed); training the run again to get the model.")
+    print(
+        f"{name}: no checkpoint.pt (weights are never committed); training the run again to get the model."
+    )
     return train_entry(name, force=run_state(entry) == "present", keep_model=True)
 
 
@@ -78,21 +97,33 @@ def _attention_maps(name: str) -> ResultEntry:
     def make():
         save_attention_maps(_trained(name))
 
-    return ResultEntry(f"{name}/attention_maps", f"runs/{name}/attention_maps.json", (name,), make,
-                       lambda: run_attention_maps(load_run(name)), minutes=None,
-                       description="attention maps of every head for the centre query, mean of 100 test images")
+    return ResultEntry(
+        f"{name}/attention_maps",
+        f"runs/{name}/attention_maps.json",
+        (name,),
+        make,
+        lambda: run_attention_maps(load_run(name)),
+        minutes=None,
+        description="attention maps of every head for the centre query, mean of 100 test images",
+    )
 
 
 #: The pruning studies: run → (random pruning orders (each costs one evaluation per head), retraining
 #: counts besides the degenerate heads' (None: a third and two thirds of the heads; "code": the count the
 #: authors' code's condition threshold 1e3 selects), minutes on 2 cores).
-PRUNING_STUDIES = {"cpu/generalized": (3, None, None), "deep/generalized": (1, "code", None)}
+PRUNING_STUDIES = {
+    "cpu/generalized": (3, None, None),
+    "deep/generalized": (1, "code", None),
+}
 
 
 def _pruning(name: str) -> ResultEntry:
     from .chapters import generalized_pruning as gp
     from .experiments.data import load_cifar10
-    from .experiments.pruning import AUTHORS_CODE_CONDITION_THRESHOLD, PAPER_MAX_EIGENVALUE_THRESHOLD
+    from .experiments.pruning import (
+        AUTHORS_CODE_CONDITION_THRESHOLD,
+        PAPER_MAX_EIGENVALUE_THRESHOLD,
+    )
     from .experiments.train import select_device
 
     random_orders, counts, minutes = PRUNING_STUDIES[name]
@@ -102,11 +133,21 @@ def _pruning(name: str) -> ResultEntry:
         model = trained.model.to(select_device(trained.config.device))
         retrain_counts = None
         if counts == "code":
-            rows = gp.head_table(model, PAPER_MAX_EIGENVALUE_THRESHOLD, AUTHORS_CODE_CONDITION_THRESHOLD)
+            rows = gp.head_table(
+                model, PAPER_MAX_EIGENVALUE_THRESHOLD, AUTHORS_CODE_CONDITION_THRESHOLD
+            )
             retrain_counts = [sum(r["degenerate"] for r in rows)]
-        data = load_cifar10(trained.config.data, root=trained.config.data_root, verbose=True)
-        study = gp.pruning_study(model, trained.config, data, random_orders=random_orders,
-                                 retrain_counts=retrain_counts, verbose=True)
+        data = load_cifar10(
+            trained.config.data, root=trained.config.data_root, verbose=True
+        )
+        study = gp.pruning_study(
+            model,
+            trained.config,
+            data,
+            random_orders=random_orders,
+            retrain_counts=retrain_counts,
+            verbose=True,
+        )
         pruned_history = study.pop("pruned_history")
         _write_json(Path(trained.run_dir) / gp.STUDY_FILE, study)
         if pruned_history is not None:
@@ -116,8 +157,15 @@ def _pruning(name: str) -> ResultEntry:
         run = load_run(name)
         return gp.load_pruning_study(run, verbose=False), gp.load_pruned_run(run)
 
-    return ResultEntry(f"{name}/pruning", f"runs/{name}/pruning.json", (name,), make, read, minutes=minutes,
-                       description=f"App. A.1 pruning study (+ runs/{name}-pruned/history.json)")
+    return ResultEntry(
+        f"{name}/pruning",
+        f"runs/{name}/pruning.json",
+        (name,),
+        make,
+        read,
+        minutes=minutes,
+        description=f"App. A.1 pruning study (+ runs/{name}-pruned/history.json)",
+    )
 
 
 def _removal(name: str) -> ResultEntry:
@@ -131,33 +179,64 @@ def _removal(name: str) -> ResultEntry:
     def read():
         got = load_removal(load_run(name))
         if got is None:
-            raise MissingResultError(f"book/runs/{name}/{REMOVAL_FILE} is missing; make it with: "
-                                     f"{regenerate_command(name + '/removal')}")
+            raise MissingResultError(
+                f"book/runs/{name}/{REMOVAL_FILE} is missing; make it with: "
+                f"{regenerate_command(name + '/removal')}"
+            )
         return got
 
-    return ResultEntry(f"{name}/removal", f"runs/{name}/removal.json", (name,), make, read, minutes=None,
-                       description="test accuracy without each layer's heads and without each head")
+    return ResultEntry(
+        f"{name}/removal",
+        f"runs/{name}/removal.json",
+        (name,),
+        make,
+        read,
+        minutes=None,
+        description="test accuracy without each layer's heads and without each head",
+    )
 
 
 def _sweep(heads: int) -> ResultEntry:
-    from .chapters.learn_to_convolve import ConvolveSetup, saved_seed_sweep, seed_sweep, sweep_key
+    from .chapters.learn_to_convolve import (
+        ConvolveSetup,
+        saved_seed_sweep,
+        seed_sweep,
+        sweep_key,
+    )
 
     setup = ConvolveSetup() if heads == 9 else replace(ConvolveSetup(), heads=heads)
     seeds = range(1, 9)  # the chapter's SWEEP_SEEDS
     file = f"results/learn-to-convolve-{heads}-heads.json"
 
     def make():
-        _write_json(book_dir() / file, {"key": sweep_key(setup, seeds), "rows": seed_sweep(setup, seeds)})
+        _write_json(
+            book_dir() / file,
+            {"key": sweep_key(setup, seeds), "rows": seed_sweep(setup, seeds)},
+        )
 
     def check():
         saved = saved_seed_sweep(file, setup, seeds)[0]
         again = seed_sweep(setup, [seeds[0]])[0]
-        exact = all(saved[k] == again[k] for k in ("seed", "covered", "on_lattice", "shared", "dead", "stray"))
-        return exact and abs(saved["final_error"] - again["final_error"]) <= 1e-3 * abs(saved["final_error"]) + 1e-9
+        exact = all(
+            saved[k] == again[k]
+            for k in ("seed", "covered", "on_lattice", "shared", "dead", "stray")
+        )
+        return (
+            exact
+            and abs(saved["final_error"] - again["final_error"])
+            <= 1e-3 * abs(saved["final_error"]) + 1e-9
+        )
 
-    return ResultEntry(f"results/learn-to-convolve-{heads}-heads", file, (), make,
-                       lambda: saved_seed_sweep(file, setup, seeds), check=check, minutes=7.0,
-                       description=f"learning a 3×3 convolution with {heads} heads, seeds 1-8 (chapter 11)")
+    return ResultEntry(
+        f"results/learn-to-convolve-{heads}-heads",
+        file,
+        (),
+        make,
+        lambda: saved_seed_sweep(file, setup, seeds),
+        check=check,
+        minutes=7.0,
+        description=f"learning a 3×3 convolution with {heads} heads, seeds 1-8 (chapter 11)",
+    )
 
 
 def _kernel_spread() -> ResultEntry:
@@ -167,23 +246,41 @@ def _kernel_spread() -> ResultEntry:
     file = "results/kernel-spread.json"
 
     def make():
-        kernel_spread.main(["--runs", str(book_dir() / "runs" / "cpu"), "--out", str(book_dir() / file)])
+        kernel_spread.main(
+            [
+                "--runs",
+                str(book_dir() / "runs" / "cpu"),
+                "--out",
+                str(book_dir() / file),
+            ]
+        )
 
     def read():
         if not (book_dir() / file).is_file():
-            raise MissingResultError(f"book/{file} is missing; make it with: {regenerate_command('results/kernel-spread')}")
+            raise MissingResultError(
+                f"book/{file} is missing; make it with: {regenerate_command('results/kernel-spread')}"
+            )
         return read_json(book_dir() / file)
 
     runs = tuple(n for n in RUNS if n.startswith("cpu/"))
-    return ResultEntry("results/kernel-spread", file, runs, make, read, minutes=None,
-                       description="epoch 1 of each cpu run under six CPU kernel paths (verify_first_epoch's tolerances)")
+    return ResultEntry(
+        "results/kernel-spread",
+        file,
+        runs,
+        make,
+        read,
+        minutes=None,
+        description="epoch 1 of each cpu run under six CPU kernel paths (verify_first_epoch's tolerances)",
+    )
 
 
 #: The commit the before/after benchmark times against: main before issue 20 (chapter 13).
 BENCHMARK_REFERENCE_COMMIT = "30b81eb"
 
 
-def _benchmark_entry(name: str, make_result: Callable[[str], None], description: str) -> ResultEntry:
+def _benchmark_entry(
+    name: str, make_result: Callable[[str], None], description: str
+) -> ResultEntry:
     """A benchmark result ``results/<name>.json``, made by ``make_result(path)`` and read by
     :func:`attnconv.experiments.bench.load_result`."""
     from .experiments import bench
@@ -192,18 +289,30 @@ def _benchmark_entry(name: str, make_result: Callable[[str], None], description:
 
     def read():
         if not (book_dir() / file).is_file():
-            raise MissingResultError(f"book/{file} is missing; make it with: {regenerate_command('results/' + name)}")
+            raise MissingResultError(
+                f"book/{file} is missing; make it with: {regenerate_command('results/' + name)}"
+            )
         return bench.load_result(str(book_dir() / file))
 
-    return ResultEntry(f"results/{name}", file, (), lambda: make_result(str(book_dir() / file)), read,
-                       minutes=None, description=description)
+    return ResultEntry(
+        f"results/{name}",
+        file,
+        (),
+        lambda: make_result(str(book_dir() / file)),
+        read,
+        minutes=None,
+        description=description,
+    )
 
 
 def _benchmark() -> ResultEntry:
     from .experiments import bench
 
-    return _benchmark_entry("benchmark-cpu", lambda out: bench.main(["--device", "cpu", "--out", out]),
-                            "dense / naive / local attention benchmark (chapter 13)")
+    return _benchmark_entry(
+        "benchmark-cpu",
+        lambda out: bench.main(["--device", "cpu", "--out", out]),
+        "dense / naive / local attention benchmark (chapter 13)",
+    )
 
 
 def _bench_against_reference(out: str) -> None:
@@ -211,30 +320,67 @@ def _bench_against_reference(out: str) -> None:
     :data:`BENCHMARK_REFERENCE_COMMIT` (removed after), written to ``out``."""
     import subprocess
     import tempfile
+
     from .experiments import bench
 
     with tempfile.TemporaryDirectory() as tmp:
         checkout = str(Path(tmp) / "reference")
-        subprocess.run(["git", "-C", str(repo_root()), "worktree", "add", "--detach", checkout,
-                        BENCHMARK_REFERENCE_COMMIT], check=True, capture_output=True)
+        subprocess.run(
+            [
+                "git",
+                "-C",
+                str(repo_root()),
+                "worktree",
+                "add",
+                "--detach",
+                checkout,
+                BENCHMARK_REFERENCE_COMMIT,
+            ],
+            check=True,
+            capture_output=True,
+        )
         try:
             bench.main(["--compare-with", checkout, "--out", out])
         finally:
-            subprocess.run(["git", "-C", str(repo_root()), "worktree", "remove", "--force", checkout],
-                           capture_output=True)
+            subprocess.run(
+                [
+                    "git",
+                    "-C",
+                    str(repo_root()),
+                    "worktree",
+                    "remove",
+                    "--force",
+                    checkout,
+                ],
+                capture_output=True,
+            )
 
 
 def _benchmark_before_after() -> ResultEntry:
-    return _benchmark_entry("benchmark-before-after", _bench_against_reference,
-                            f"the book's training steps now vs commit {BENCHMARK_REFERENCE_COMMIT}, side by side "
-                            "(chapter 13)")
+    return _benchmark_entry(
+        "benchmark-before-after",
+        _bench_against_reference,
+        f"the book's training steps now vs commit {BENCHMARK_REFERENCE_COMMIT}, side by side "
+        "(chapter 13)",
+    )
 
 
 def _results() -> List[ResultEntry]:
-    return ([_attention_maps(n) for n in ("cpu/learned", "cpu/learned_content", "deep/learned")]
-            + [_pruning(n) for n in PRUNING_STUDIES]
-            + [_removal(n) for n in ("deep/quadratic", "deep/generalized", "deep/learned")]
-            + [_sweep(9), _sweep(16), _kernel_spread(), _benchmark(), _benchmark_before_after()])
+    return (
+        [
+            _attention_maps(n)
+            for n in ("cpu/learned", "cpu/learned_content", "deep/learned")
+        ]
+        + [_pruning(n) for n in PRUNING_STUDIES]
+        + [_removal(n) for n in ("deep/quadratic", "deep/generalized", "deep/learned")]
+        + [
+            _sweep(9),
+            _sweep(16),
+            _kernel_spread(),
+            _benchmark(),
+            _benchmark_before_after(),
+        ]
+    )
 
 
 RESULTS: List[ResultEntry] = _results()
@@ -245,12 +391,22 @@ def entries(patterns: Sequence[str] = (), everything: bool = False) -> List[obje
     """Runs (registry order) then results, those whose name matches one of ``patterns`` (a glob,
     or a folder prefix such as ``seeds/deep``); all committed ones when none is given (every
     registered one with ``everything``)."""
+
     def matches(name):
         if not patterns:
             return True
-        return any(fnmatch.fnmatch(name, p) or name.startswith(p.rstrip("/") + "/") or name == p for p in patterns)
+        return any(
+            fnmatch.fnmatch(name, p)
+            or name.startswith(p.rstrip("/") + "/")
+            or name == p
+            for p in patterns
+        )
 
-    runs = [e for e in RUNS.values() if (e.committed or everything or patterns) and matches(e.name)]
+    runs = [
+        e
+        for e in RUNS.values()
+        if (e.committed or everything or patterns) and matches(e.name)
+    ]
     return runs + [r for r in RESULTS if matches(r.name)]
 
 
@@ -264,10 +420,16 @@ def _describe(entry) -> str:
         took = ""
         if state in ("present", "incomplete"):
             h = read_history(entry.path)
-            took = f"; recorded {_minutes(h.seconds)} for {len(h.epochs)} epochs" if h.seconds else ""
+            took = (
+                f"; recorded {_minutes(h.seconds)} for {len(h.epochs)} epochs"
+                if h.seconds
+                else ""
+            )
         what = "settings match" if state == "present" else state
-        return (f"{entry.name:<36} run     {relative_to_book(entry.path / HISTORY):<58} "
-                f"{'present, ' + what if state == 'present' else what}{took}")
+        return (
+            f"{entry.name:<36} run     {relative_to_book(entry.path / HISTORY):<58} "
+            f"{'present, ' + what if state == 'present' else what}{took}"
+        )
     try:
         entry.read()
         state = "present, settings match"
@@ -309,7 +471,9 @@ def _check(entry) -> bool:
             print(f"{entry.name}: {run_state(entry)}; nothing to check")
             return run_state(entry) == "missing" and not entry.committed
         check = verify_first_epoch(load_run(entry.name))
-        print(f"{entry.name}: epoch 1 re-trained matches the saved run: {check['match']} {check['checks']}")
+        print(
+            f"{entry.name}: epoch 1 re-trained matches the saved run: {check['match']} {check['checks']}"
+        )
         return check["match"]
     try:
         entry.read()
@@ -317,7 +481,9 @@ def _check(entry) -> bool:
         print(f"{entry.name}: {e}")
         return False
     if entry.check is None:
-        print(f"{entry.name}: present, settings match (needs the runs' weights to re-compute; not re-computed)")
+        print(
+            f"{entry.name}: present, settings match (needs the runs' weights to re-compute; not re-computed)"
+        )
         return True
     ok = entry.check()
     print(f"{entry.name}: re-computed (first seed) matches the saved result: {ok}")
@@ -325,18 +491,41 @@ def _check(entry) -> bool:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m attnconv.regenerate", description=__doc__.split("\n")[0])
-    parser.add_argument("--list", action="store_true", help="list the entries, their files and whether they are there")
-    parser.add_argument("--only", nargs="+", default=[], metavar="PATTERN",
-                        help="entries whose name matches (glob, or a folder prefix such as seeds/cpu)")
-    parser.add_argument("--check", action="store_true",
-                        help="re-train epoch 1 of each run and compare; re-compute what is cheap and compare")
-    parser.add_argument("--force", action="store_true", help="make entries again even when present")
-    parser.add_argument("--all", action="store_true", help="include the runs of the gpu and paper profiles")
+    parser = argparse.ArgumentParser(
+        prog="python -m attnconv.regenerate", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument(
+        "--list",
+        action="store_true",
+        help="list the entries, their files and whether they are there",
+    )
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        default=[],
+        metavar="PATTERN",
+        help="entries whose name matches (glob, or a folder prefix such as seeds/cpu)",
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="re-train epoch 1 of each run and compare; re-compute what is cheap and compare",
+    )
+    parser.add_argument(
+        "--force", action="store_true", help="make entries again even when present"
+    )
+    parser.add_argument(
+        "--all",
+        action="store_true",
+        help="include the runs of the gpu and paper profiles",
+    )
     args = parser.parse_args(argv)
     chosen = entries(args.only, args.all)
     if not chosen:
-        print(f"error: no entry matches {' '.join(args.only)}; see --list", file=sys.stderr)
+        print(
+            f"error: no entry matches {' '.join(args.only)}; see --list",
+            file=sys.stderr,
+        )
         return 2
     if args.list:
         for e in chosen:
@@ -345,13 +534,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         if args.check:
             bad = [e.name for e in chosen if not _check(e)]
-            print("all checked entries match" if not bad else f"did not match: {', '.join(bad)}")
+            print(
+                "all checked entries match"
+                if not bad
+                else f"did not match: {', '.join(bad)}"
+            )
             return 0 if not bad else 1
         for e in chosen:
             _make(e, args.force)
     except KeyboardInterrupt:
-        print("\ninterrupted; run the same command again to resume (runs continue from their last epoch)",
-              file=sys.stderr)
+        print(
+            "\ninterrupted; run the same command again to resume (runs continue from their last epoch)",
+            file=sys.stderr,
+        )
         return 130
     except (MissingResultError, StaleResultError) as e:
         print(f"error: {e}", file=sys.stderr)

@@ -3,6 +3,7 @@
 The command line lives in :mod:`attnconv.experiments.train_cli`, the training loop in
 :mod:`attnconv.experiments.train`; this module is only the entry point.
 """
+
 import sys
 
 from .experiments.train_cli import main

@@ -4,6 +4,7 @@
 changed: executing a chapter must never write, overwrite or delete a file of the book (chapters
 only read; ``python -m attnconv.regenerate`` makes the runs and results). Works without git.
 """
+
 import hashlib
 import sys
 from pathlib import Path
@@ -16,12 +17,16 @@ def book_state(book: Path) -> dict:
     out = {}
     for p in sorted(book.rglob("*")):
         if p.is_file() and not SKIP.intersection(p.relative_to(book).parts):
-            out[p.relative_to(book).as_posix()] = hashlib.sha256(p.read_bytes()).hexdigest()
+            out[p.relative_to(book).as_posix()] = hashlib.sha256(
+                p.read_bytes()
+            ).hexdigest()
     return out
 
 
 def main(argv):
-    book = Path(argv[1]) if len(argv) > 1 else Path(__file__).resolve().parents[1] / "book"
+    book = (
+        Path(argv[1]) if len(argv) > 1 else Path(__file__).resolve().parents[1] / "book"
+    )
     for path, digest in book_state(book).items():
         print(digest, path)
 

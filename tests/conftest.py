@@ -9,7 +9,10 @@ def synthetic_cifar(n_train: int, n_test: int, seed: int = 0):
 
     g = torch.Generator().manual_seed(seed)
     return CifarData(
-        torch.randint(0, 256, (n_train, 3, 32, 32), dtype=torch.uint8, generator=g), torch.randint(0, 10, (n_train,), generator=g),
-        torch.randint(0, 256, (n_test, 3, 32, 32), dtype=torch.uint8, generator=g), torch.randint(0, 10, (n_test,), generator=g),
-        source="synthetic", note="Data: synthetic test images.",
+        torch.randint(0, 256, (n_train, 3, 32, 32), dtype=torch.uint8, generator=g),
+        torch.randint(0, 10, (n_train,), generator=g),
+        torch.randint(0, 256, (n_test, 3, 32, 32), dtype=torch.uint8, generator=g),
+        torch.randint(0, 10, (n_test,), generator=g),
+        source="synthetic",
+        note="Data: synthetic test images.",
     )

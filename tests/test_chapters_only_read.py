@@ -7,12 +7,12 @@ The full check — every notebook executed by nbval, then the book's files compa
 ``make test`` / ``make nbval`` (``tests/book_state.py`` before and after); this file is its fast
 part, run with the unit tests.
 """
+
 import json
 import shutil
 from pathlib import Path
 
 import pytest
-
 from book_state import book_state
 
 from attnconv.experiments import registry
@@ -43,7 +43,10 @@ def test_reading_every_result_leaves_the_book_unchanged(book_copy):
     for entry in results():
         entry.read()
     for name in registry.RUNS:
-        if registry.RUNS[name].committed and (registry.RUNS[name].path / "history.json").is_file():
+        if (
+            registry.RUNS[name].committed
+            and (registry.RUNS[name].path / "history.json").is_file()
+        ):
             registry.load_run(name)
     assert book_state(book_copy) == before
 
@@ -53,7 +56,11 @@ def _spoil(path: Path, how: str) -> None:
         path.unlink()
         return
     d = json.loads(path.read_text())
-    for key in ("key", "base_config", "epoch"):  # whatever the file records its settings under
+    for key in (
+        "key",
+        "base_config",
+        "epoch",
+    ):  # whatever the file records its settings under
         if key in d:
             d[key] = {"made with": "other settings"}
             break
@@ -69,10 +76,16 @@ def test_missing_or_stale_result_is_an_error_not_a_write(book_copy, name, how):
     if not entry.path.is_file():
         pytest.skip(f"book/{entry.file} is not committed")
     _spoil(entry.path, how)
-    for run in entry.runs:  # with the weights at hand the old readers re-computed and wrote
-        (registry.run_entry(run).path / "checkpoint.pt").write_bytes(b"not a checkpoint")
+    for (
+        run
+    ) in entry.runs:  # with the weights at hand the old readers re-computed and wrote
+        (registry.run_entry(run).path / "checkpoint.pt").write_bytes(
+            b"not a checkpoint"
+        )
     before = book_state(book_copy)
-    with pytest.raises((MissingResultError, StaleResultError), match="python -m attnconv.regenerate") as e:
+    with pytest.raises(
+        (MissingResultError, StaleResultError), match="python -m attnconv.regenerate"
+    ) as e:
         entry.read()
     assert name in str(e.value) or how == "missing"
     assert book_state(book_copy) == before
@@ -85,24 +98,39 @@ def test_missing_or_stale_run_is_an_error_not_a_training(book_copy, name):
     d["config"]["lr"] *= 2
     path.write_text(json.dumps(d))
     before = book_state(book_copy)
-    with pytest.raises(StaleResultError, match=f"python -m attnconv.regenerate --only {name} --force"):
+    with pytest.raises(
+        StaleResultError, match=f"python -m attnconv.regenerate --only {name} --force"
+    ):
         registry.load_run(name)
     path.unlink()
-    with pytest.raises(MissingResultError, match=f"python -m attnconv.regenerate --only {name}$"):
+    with pytest.raises(
+        MissingResultError, match=f"python -m attnconv.regenerate --only {name}$"
+    ):
         registry.load_run(name)
     with pytest.raises(MissingResultError):
         registry.load_run(name, load_model=True)
-    assert set(book_state(book_copy)) == set(before) - {path.relative_to(book_copy).as_posix()}
+    assert set(book_state(book_copy)) == set(before) - {
+        path.relative_to(book_copy).as_posix()
+    }
 
 
 def test_a_chapter_executed_on_a_copy_changes_nothing(book_copy, tmp_path):
     """Chapter 14 (it reads the registry) executed from another working directory."""
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
-    shutil.copy(BOOK / "14_hyperparameters.ipynb", book_copy / "14_hyperparameters.ipynb")
+    shutil.copy(
+        BOOK / "14_hyperparameters.ipynb", book_copy / "14_hyperparameters.ipynb"
+    )
     before = book_state(book_copy)
     nb = nbformat.read(book_copy / "14_hyperparameters.ipynb", as_version=4)
-    nbclient.NotebookClient(nb, timeout=300, resources={"metadata": {"path": str(tmp_path)}}).execute()
-    printed = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    nbclient.NotebookClient(
+        nb, timeout=300, resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
+    printed = "".join(
+        o.get("text", "")
+        for c in nb.cells
+        if c.cell_type == "code"
+        for o in c.get("outputs", [])
+    )
     assert "cpu profile, saved run quadratic: {'epochs': 40}" in printed
     assert book_state(book_copy) == before

@@ -5,6 +5,7 @@ Every import inside ``attnconv`` (module level or inside a function) is read wit
 checked: imports point down the layers, there is no import loop, and no private name
 (``_name``) is imported from another module.
 """
+
 import ast
 from pathlib import Path
 
@@ -44,7 +45,11 @@ def graph():
     mods = {module_name(p, PACKAGE.parent): p for p in PACKAGE.rglob("*.py")}
     edges = {}
     for name, path in mods.items():
-        edges[name] = [(t, n) for t, n in imports(path, PACKAGE.parent) if t.split(".")[0] == "attnconv"]
+        edges[name] = [
+            (t, n)
+            for t, n in imports(path, PACKAGE.parent)
+            if t.split(".")[0] == "attnconv"
+        ]
     return mods, edges
 
 
@@ -73,24 +78,42 @@ def test_layers_exist_and_hold_the_modules():
 
 def test_imports_point_down():
     _, edges = graph()
-    bad = [(src, dst) for src, targets in edges.items() for dst, _ in targets
-           if layer(src) is not None and layer(dst) is not None and layer(dst) > layer(src)]
+    bad = [
+        (src, dst)
+        for src, targets in edges.items()
+        for dst, _ in targets
+        if layer(src) is not None and layer(dst) is not None and layer(dst) > layer(src)
+    ]
     assert bad == []
 
 
 def test_no_private_names_across_modules():
     _, edges = graph()
-    bad = [(src, dst, n) for src, targets in edges.items() for dst, names in targets
-           for n in names if n.startswith("_") and dst != src]
+    bad = [
+        (src, dst, n)
+        for src, targets in edges.items()
+        for dst, names in targets
+        for n in names
+        if n.startswith("_") and dst != src
+    ]
     assert bad == []
 
 
 def test_no_import_loops():
     mods, edges = graph()
-    adj = {m: {d for d, _ in edges[m] if d in mods and d != m and not m.startswith(d + ".")} for m in mods}
+    adj = {
+        m: {
+            d for d, _ in edges[m] if d in mods and d != m and not m.startswith(d + ".")
+        }
+        for m in mods
+    }
     # a package imports its own submodules (facade); that is not a loop through the package
     for m in mods:
-        adj[m] = {d for d in adj[m] if not (mods[m].name == "__init__.py" and d.startswith(m + "."))}
+        adj[m] = {
+            d
+            for d in adj[m]
+            if not (mods[m].name == "__init__.py" and d.startswith(m + "."))
+        }
     state, stack, loops = {}, [], []
 
     def visit(m):
@@ -98,7 +121,7 @@ def test_no_import_loops():
         stack.append(m)
         for d in sorted(adj[m]):
             if state.get(d) == 1:
-                loops.append(stack[stack.index(d):] + [d])
+                loops.append(stack[stack.index(d) :] + [d])
             elif d not in state:
                 visit(d)
         stack.pop()
@@ -110,8 +133,17 @@ def test_no_import_loops():
     assert loops == []
 
 
-@pytest.mark.parametrize("name", ["conv_to_mhsa", "MultiHeadSelfAttention2d", "QuadraticEncoding",
-                                  "one_hot_alpha", "softmax_without_denormals", "relative_shifts"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "conv_to_mhsa",
+        "MultiHeadSelfAttention2d",
+        "QuadraticEncoding",
+        "one_hot_alpha",
+        "softmax_without_denormals",
+        "relative_shifts",
+    ],
+)
 def test_public_surface(name):
     import attnconv
 
@@ -124,9 +156,16 @@ def test_chapter_modules_never_import_one_another():
     test_imports_point_down)."""
     mods, edges = graph()
     chapters = sorted(m for m in mods if is_chapter_module(m))
-    assert "attnconv.chapters.depth" in chapters and "attnconv.chapters.shared.tables" not in chapters
-    bad = [(src, dst) for src in chapters for dst, _ in edges[src]
-           if is_chapter_module(dst) and dst != src]
+    assert (
+        "attnconv.chapters.depth" in chapters
+        and "attnconv.chapters.shared.tables" not in chapters
+    )
+    bad = [
+        (src, dst)
+        for src in chapters
+        for dst, _ in edges[src]
+        if is_chapter_module(dst) and dst != src
+    ]
     assert bad == []
 
 
@@ -135,7 +174,9 @@ def test_chapter_layer_check_catches_a_cross_import(tmp_path):
     function) is found; an import from the shared floor is not."""
     fake = tmp_path / "attnconv" / "chapters" / "a.py"
     fake.parent.mkdir(parents=True)
-    fake.write_text("from .shared.tables import fit_column\n\n\ndef f():\n    from .b import g\n")
+    fake.write_text(
+        "from .shared.tables import fit_column\n\n\ndef f():\n    from .b import g\n"
+    )
     targets = [t for t, _ in imports(fake, tmp_path)]
     assert targets == ["attnconv.chapters.shared.tables", "attnconv.chapters.b"]
     assert [t for t in targets if is_chapter_module(t)] == ["attnconv.chapters.b"]
@@ -145,9 +186,15 @@ def test_module_map_lists_every_module():
     """attnconv/README.md's table names every module of the three layers, and no module that is gone."""
     import re
 
-    listed = set(re.findall(r"^\| `([a-z0-9_.]+)` \|", (PACKAGE / "README.md").read_text(), re.M))
+    listed = set(
+        re.findall(r"^\| `([a-z0-9_.]+)` \|", (PACKAGE / "README.md").read_text(), re.M)
+    )
     all_mods = graph()[0]
-    mods = {m.split(".", 1)[1] for m, path in all_mods.items() if layer(m) is not None and path.name != "__init__.py"}
+    mods = {
+        m.split(".", 1)[1]
+        for m, path in all_mods.items()
+        if layer(m) is not None and path.name != "__init__.py"
+    }
     assert mods - listed == set(), "modules missing from attnconv/README.md"
     assert listed - mods == set(), "attnconv/README.md lists modules that do not exist"
 
@@ -156,7 +203,11 @@ def test_import_attnconv_does_not_load_the_book_layer():
     import subprocess
     import sys
 
-    code = ("import sys, attnconv; loaded = sorted(m for m in sys.modules if m.startswith('attnconv.chapters'));"
-            "print(loaded); assert not loaded and callable(attnconv.plot_attention_heads)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=PACKAGE.parent)
+    code = (
+        "import sys, attnconv; loaded = sorted(m for m in sys.modules if m.startswith('attnconv.chapters'));"
+        "print(loaded); assert not loaded and callable(attnconv.plot_attention_heads)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=PACKAGE.parent
+    )
     assert out.returncode == 0, out.stdout + out.stderr

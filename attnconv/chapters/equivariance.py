@@ -12,6 +12,7 @@
   where the equivariance holds; :func:`local_learned_encoding` builds a learned relative encoding
   that decays with distance, as trained ones do.
 """
+
 from __future__ import annotations
 
 from typing import Dict, Optional, Sequence, Tuple
@@ -47,44 +48,73 @@ TERM_NAMES = ("content_content", "content_position", "key_bias", "position_only"
 
 
 # --------------------------------------------------------------------------- nn.MultiheadAttention
-def _check_mha_compatible(layer: MultiHeadSelfAttention, mha: nn.MultiheadAttention) -> None:
+def _check_mha_compatible(
+    layer: MultiHeadSelfAttention, mha: nn.MultiheadAttention
+) -> None:
     problems = []
     if not isinstance(mha, nn.MultiheadAttention):
         raise ValueError(f"expected an nn.MultiheadAttention, got {type(mha).__name__}")
     if not isinstance(layer, MultiHeadSelfAttention):
-        raise ValueError(f"expected a MultiHeadSelfAttention layer, got {type(layer).__name__}")
+        raise ValueError(
+            f"expected a MultiHeadSelfAttention layer, got {type(layer).__name__}"
+        )
     e = mha.embed_dim
     if not mha._qkv_same_embed_dim:
         problems.append("kdim/vdim differ from embed_dim")
     if mha.bias_k is not None or mha.add_zero_attn:
         problems.append("add_bias_kv / add_zero_attn are not part of eq. (4)")
-    if layer.terms.content_position or layer.terms.key_bias or layer.terms.position_only:
-        problems.append(f"the layer must use the content-content term only, has {layer.terms}")
+    if (
+        layer.terms.content_position
+        or layer.terms.key_bias
+        or layer.terms.position_only
+    ):
+        problems.append(
+            f"the layer must use the content-content term only, has {layer.terms}"
+        )
     if layer.encoding is not None:
         problems.append("the layer must have no positional encoding")
     if layer.in_channels != e or layer.out_channels != e:
-        problems.append(f"layer channels {layer.in_channels}->{layer.out_channels}, embed_dim {e}")
+        problems.append(
+            f"layer channels {layer.in_channels}->{layer.out_channels}, embed_dim {e}"
+        )
     if layer.num_heads != mha.num_heads or layer.head_dim != mha.head_dim:
         problems.append(
             f"layer has {layer.num_heads} heads of {layer.head_dim}, nn.MultiheadAttention "
             f"{mha.num_heads} of {mha.head_dim}"
         )
-    if abs(layer.scale - layer.head_dim ** -0.5) > 1e-12 * layer.scale:
+    if abs(layer.scale - layer.head_dim**-0.5) > 1e-12 * layer.scale:
         problems.append(f"layer scale {layer.scale} is not 1/sqrt(head_dim)")
-    has_in_bias, has_out_bias = mha.in_proj_bias is not None, mha.out_proj.bias is not None
-    if (layer.query is None or layer.key is None or layer.value is None) and not problems:
+    has_in_bias, has_out_bias = (
+        mha.in_proj_bias is not None,
+        mha.out_proj.bias is not None,
+    )
+    if (
+        layer.query is None or layer.key is None or layer.value is None
+    ) and not problems:
         problems.append("the layer lacks a query, key or value projection")
     if not problems:
-        for name, lin in (("query", layer.query), ("key", layer.key), ("value", layer.value)):
+        for name, lin in (
+            ("query", layer.query),
+            ("key", layer.key),
+            ("value", layer.value),
+        ):
             if (lin.bias is not None) != has_in_bias:
-                problems.append(f"layer.{name} bias is {lin.bias is not None}, in_proj_bias {has_in_bias}")
+                problems.append(
+                    f"layer.{name} bias is {lin.bias is not None}, in_proj_bias {has_in_bias}"
+                )
         if (layer.out.bias is not None) != has_out_bias:
-            problems.append(f"layer.out bias is {layer.out.bias is not None}, out_proj bias {has_out_bias}")
+            problems.append(
+                f"layer.out bias is {layer.out.bias is not None}, out_proj bias {has_out_bias}"
+            )
     if problems:
-        raise ValueError("cannot copy nn.MultiheadAttention weights: " + "; ".join(problems))
+        raise ValueError(
+            "cannot copy nn.MultiheadAttention weights: " + "; ".join(problems)
+        )
 
 
-def copy_weights_from_torch_mha(layer: MultiHeadSelfAttention, mha: nn.MultiheadAttention) -> MultiHeadSelfAttention:
+def copy_weights_from_torch_mha(
+    layer: MultiHeadSelfAttention, mha: nn.MultiheadAttention
+) -> MultiHeadSelfAttention:
     """Give ``layer`` the weights of ``mha`` so that both compute the same eq. (4), in place.
 
     ``torch.nn.MultiheadAttention`` stacks W_qry, W_key, W_val (each E × E) into ``in_proj_weight``
@@ -99,9 +129,9 @@ def copy_weights_from_torch_mha(layer: MultiHeadSelfAttention, mha: nn.Multihead
     with torch.no_grad():
         w = mha.in_proj_weight
         for i, lin in enumerate((layer.query, layer.key, layer.value)):
-            lin.weight.copy_(w[i * e:(i + 1) * e])
+            lin.weight.copy_(w[i * e : (i + 1) * e])
             if lin.bias is not None:
-                lin.bias.copy_(mha.in_proj_bias[i * e:(i + 1) * e])
+                lin.bias.copy_(mha.in_proj_bias[i * e : (i + 1) * e])
         layer.out.weight.copy_(mha.out_proj.weight)
         if layer.out.bias is not None:
             layer.out.bias.copy_(mha.out_proj.bias)
@@ -115,7 +145,9 @@ def apply_torch_mha(mha: nn.MultiheadAttention, x: torch.Tensor) -> torch.Tensor
     with query = key = value, and the result is folded back into ``(B, C, H, W)``.
     """
     if x.ndim != 4:
-        raise ValueError(f"expected an image batch (B, C, H, W), got shape {tuple(x.shape)}")
+        raise ValueError(
+            f"expected an image batch (B, C, H, W), got shape {tuple(x.shape)}"
+        )
     b, c, h, w = x.shape
     tokens = x.flatten(2).transpose(1, 2)  # (B, T, C)
     if not mha.batch_first:
@@ -132,10 +164,14 @@ def _permute_pixels(x: torch.Tensor, perm: torch.Tensor) -> torch.Tensor:
     return x.reshape(b, c, -1)[:, :, perm].reshape(x.shape)
 
 
-def _outputs_on_permuted_pixels(layer: nn.Module, x: torch.Tensor, generator: torch.Generator):
+def _outputs_on_permuted_pixels(
+    layer: nn.Module, x: torch.Tensor, generator: torch.Generator
+):
     """``(layer(x), layer(πx), π)`` for a random permutation π of the H·W pixels drawn with ``generator``."""
     if x.ndim != 4:
-        raise ValueError(f"expected an image batch (B, C, H, W), got shape {tuple(x.shape)}")
+        raise ValueError(
+            f"expected an image batch (B, C, H, W), got shape {tuple(x.shape)}"
+        )
     perm = torch.randperm(x.shape[2] * x.shape[3], generator=generator)
     with torch.no_grad():
         return layer(x), layer(_permute_pixels(x, perm)), perm
@@ -149,7 +185,9 @@ def _output_scale(y: torch.Tensor) -> torch.Tensor:
     return scale
 
 
-def permutation_equivariance_error(layer: nn.Module, x: torch.Tensor, generator: torch.Generator) -> float:
+def permutation_equivariance_error(
+    layer: nn.Module, x: torch.Tensor, generator: torch.Generator
+) -> float:
     """max |f(πx) − π f(x)| / max |f(x)| for a random permutation π of the pixels (Sec. 2.1).
 
     π is drawn with ``generator`` and reorders the H·W pixel positions of every image and channel
@@ -163,7 +201,9 @@ def permutation_equivariance_error(layer: nn.Module, x: torch.Tensor, generator:
     return float((y_perm - _permute_pixels(y, perm)).abs().max() / _output_scale(y))
 
 
-def permutation_invariance_error(layer: nn.Module, x: torch.Tensor, generator: torch.Generator) -> float:
+def permutation_invariance_error(
+    layer: nn.Module, x: torch.Tensor, generator: torch.Generator
+) -> float:
     """max |f(πx) − f(x)| / max |f(x)| for a random permutation π of the pixels: what Sec. 2.1's gloss
     "it gives the same output independently of how the T input tokens are shuffled" would make 0.
     Self-attention is equivariant (:func:`permutation_equivariance_error` is 0), not invariant: this
@@ -175,9 +215,13 @@ def permutation_invariance_error(layer: nn.Module, x: torch.Tensor, generator: t
 # --------------------------------------------------------------------------- eq. (8), term by term
 def _shifts(h: int, w: int, p: int, device) -> torch.Tensor:
     """δ = k − q for every query of the H×W image and every key of the grid padded by p: (T_q, T_k, 2)."""
-    qi, qj = torch.meshgrid(torch.arange(h, device=device), torch.arange(w, device=device), indexing="ij")
+    qi, qj = torch.meshgrid(
+        torch.arange(h, device=device), torch.arange(w, device=device), indexing="ij"
+    )
     ki, kj = torch.meshgrid(
-        torch.arange(-p, h + p, device=device), torch.arange(-p, w + p, device=device), indexing="ij"
+        torch.arange(-p, h + p, device=device),
+        torch.arange(-p, w + p, device=device),
+        indexing="ij",
     )
     q = torch.stack([qi.reshape(-1), qj.reshape(-1)], -1)
     k = torch.stack([ki.reshape(-1), kj.reshape(-1)], -1)
@@ -194,13 +238,17 @@ def _relative_features(enc: nn.Module, delta: torch.Tensor, dtype) -> torch.Tens
         return torch.stack([d1, d2, d1 * d1, d2 * d2, d1 * d2], -1)
     m = enc.max_shift
     if int(delta.abs().max()) > m:
-        raise ValueError(f"shifts up to {int(delta.abs().max())} exceed the encoding's max_shift={m}")
+        raise ValueError(
+            f"shifts up to {int(delta.abs().max())} exceed the encoding's max_shift={m}"
+        )
     rows = enc.axis_embeddings[0].weight[delta[..., 0] + m]
     cols = enc.axis_embeddings[1].weight[delta[..., 1] + m]
     return torch.cat([rows, cols], -1).to(dtype)
 
 
-def _position_only(enc: nn.Module, delta: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
+def _position_only(
+    enc: nn.Module, delta: torch.Tensor, r: torch.Tensor
+) -> torch.Tensor:
     """v_hᵀ Ŵ_key r_δ per head, (N_h, T_q, T_k), built from v of eq. (9) / (16) or the learned keys.
 
     For the quadratic encodings the layer uses the centred form, which differs from v_hᵀ r_δ by
@@ -212,18 +260,24 @@ def _position_only(enc: nn.Module, delta: torch.Tensor, r: torch.Tensor) -> torc
     c = enc.centers.to(r.dtype)
     if isinstance(enc, QuadraticEncoding):
         a = enc.width().to(r.dtype)  # α (s²/2 with the spread parametrization)
-        v = -a[:, None] * torch.cat([torch.ones_like(a)[:, None], -2 * c], -1)  # eq. (9)
+        v = -a[:, None] * torch.cat(
+            [torch.ones_like(a)[:, None], -2 * c], -1
+        )  # eq. (9)
         const = a * (c * c).sum(-1)
     else:
         m = enc.inv_sqrt_sigma.to(r.dtype)
         s = m @ m.transpose(-1, -2)  # Σ⁻¹
         sd = (s @ c[..., None])[..., 0]
-        v = -0.5 * torch.stack([-2 * sd[:, 0], -2 * sd[:, 1], s[:, 0, 0], s[:, 1, 1], 2 * s[:, 0, 1]], -1)  # eq. (16)
+        v = -0.5 * torch.stack(
+            [-2 * sd[:, 0], -2 * sd[:, 1], s[:, 0, 0], s[:, 1, 1], 2 * s[:, 0, 1]], -1
+        )  # eq. (16)
         const = 0.5 * (c * sd).sum(-1)
     return torch.einsum("qkp,hp->hqk", r, v) - const[:, None, None]
 
 
-def score_terms(layer: MultiHeadSelfAttention, x: torch.Tensor) -> Dict[str, torch.Tensor]:
+def score_terms(
+    layer: MultiHeadSelfAttention, x: torch.Tensor
+) -> Dict[str, torch.Tensor]:
     """The four terms of eq. (8), each computed on its own from the parameters of ``layer``.
 
     For query pixel q, key pixel k (on the grid zero-padded by ``layer.key_padding``), δ = k − q and
@@ -244,17 +298,27 @@ def score_terms(layer: MultiHeadSelfAttention, x: torch.Tensor) -> Dict[str, tor
     """
     if not isinstance(layer, MultiHeadSelfAttention) or layer.spatial_dims != 2:
         raise ValueError("score_terms needs a 2-D MultiHeadSelfAttention layer")
-    enc, terms = layer.encoding, layer.terms
-    supported = (type(None), AbsoluteEncoding, QuadraticEncoding, GeneralizedQuadraticEncoding, LearnedRelativeEncoding)
+    enc = layer.encoding
+    supported = (
+        type(None),
+        AbsoluteEncoding,
+        QuadraticEncoding,
+        GeneralizedQuadraticEncoding,
+        LearnedRelativeEncoding,
+    )
     if not isinstance(enc, supported):
         raise ValueError(f"score_terms does not support {type(enc).__name__}")
     if x.ndim != 4 or x.shape[1] != layer.in_channels:
-        raise ValueError(f"expected (B, {layer.in_channels}, H, W), got shape {tuple(x.shape)}")
+        raise ValueError(
+            f"expected (B, {layer.in_channels}, H, W), got shape {tuple(x.shape)}"
+        )
     with torch.no_grad():
         return _score_terms(layer, x)
 
 
-def _score_terms(layer: MultiHeadSelfAttention, x: torch.Tensor) -> Dict[str, torch.Tensor]:
+def _score_terms(
+    layer: MultiHeadSelfAttention, x: torch.Tensor
+) -> Dict[str, torch.Tensor]:
     enc, terms = layer.encoding, layer.terms
     b, _, h, w = x.shape
     p, nh, dh, s = layer.key_padding, layer.num_heads, layer.head_dim, layer.scale
@@ -265,7 +329,9 @@ def _score_terms(layer: MultiHeadSelfAttention, x: torch.Tensor) -> Dict[str, to
 
     def project(lin, tokens):
         out = tokens @ lin.weight.T + (lin.bias if lin.bias is not None else 0)
-        return out.reshape(b, tokens.shape[1], nh, dh).permute(0, 2, 1, 3)  # (B, N_h, T, D_h)
+        return out.reshape(b, tokens.shape[1], nh, dh).permute(
+            0, 2, 1, 3
+        )  # (B, N_h, T, D_h)
 
     zero = x.new_zeros(b, nh, t_q, t_k)
     out = {name: zero for name in TERM_NAMES}
@@ -275,19 +341,32 @@ def _score_terms(layer: MultiHeadSelfAttention, x: torch.Tensor) -> Dict[str, to
         out["content_content"] = s * torch.einsum("bhqd,bhkd->bhqk", q, k)
     if terms.key_bias:
         u = layer.key_bias_query.to(x.dtype)
-        out["key_bias"] = s * torch.einsum("hd,bhkd->bhk", u, k)[:, :, None, :].expand(b, nh, t_q, t_k)
+        out["key_bias"] = s * torch.einsum("hd,bhkd->bhk", u, k)[:, :, None, :].expand(
+            b, nh, t_q, t_k
+        )
     if terms.uses_position:
         delta = _shifts(h, w, p, x.device)
         r = _relative_features(enc, delta, x.dtype)  # (T_q, T_k, D_p)
         if terms.content_position:
-            out["content_position"] = s * torch.einsum("bhqd,hdp,qkp->bhqk", q, layer.relative_key.to(x.dtype), r)
+            out["content_position"] = s * torch.einsum(
+                "bhqd,hdp,qkp->bhqk", q, layer.relative_key.to(x.dtype), r
+            )
         if terms.position_only:
-            out["position_only"] = _position_only(enc, delta, r).unsqueeze(0).expand(b, nh, t_q, t_k)
+            out["position_only"] = (
+                _position_only(enc, delta, r).unsqueeze(0).expand(b, nh, t_q, t_k)
+            )
     return out
 
 
-def plot_score_terms(terms: Dict[str, torch.Tensor], shape: Sequence[int], query: Tuple[int, int], head: int = 0,
-                     key_padding: int = 0, image: int = 0, axes=None):
+def plot_score_terms(
+    terms: Dict[str, torch.Tensor],
+    shape: Sequence[int],
+    query: Tuple[int, int],
+    head: int = 0,
+    key_padding: int = 0,
+    image: int = 0,
+    axes=None,
+):
     """One panel per term of eq. (8) plus their sum: the scores of ``head`` for one query pixel
     over the (padded) key grid. ``terms`` is what :func:`score_terms` returns."""
     import matplotlib.pyplot as plt
@@ -302,14 +381,32 @@ def plot_score_terms(terms: Dict[str, torch.Tensor], shape: Sequence[int], query
     panels = [(name.replace("_", "-"), terms[name]) for name in TERM_NAMES]
     panels.append(("sum = score A", sum(terms[name] for name in TERM_NAMES)))
     if axes is None:
-        fig, axes = plt.subplots(1, len(panels), figsize=(min(COLUMN_INCHES, 2.6 * len(panels)), 2.3))
+        fig, axes = plt.subplots(
+            1, len(panels), figsize=(min(COLUMN_INCHES, 2.6 * len(panels)), 2.3)
+        )
     else:
         fig = axes[0].figure
     for ax, (title, t) in zip(axes, panels):
-        m = t[image, head, qi].detach().double().cpu().numpy().reshape(h + 2 * p, w + 2 * p)
+        m = (
+            t[image, head, qi]
+            .detach()
+            .double()
+            .cpu()
+            .numpy()
+            .reshape(h + 2 * p, w + 2 * p)
+        )
         lim = max(abs(m.min()), abs(m.max()), 1e-12)
         im = ax.imshow(m, cmap="RdBu_r", norm=TwoSlopeNorm(0.0, -lim, lim))
-        ax.add_patch(Rectangle((query[1] + p - 0.5, query[0] + p - 0.5), 1, 1, fill=False, ec="black", lw=1.5))
+        ax.add_patch(
+            Rectangle(
+                (query[1] + p - 0.5, query[0] + p - 0.5),
+                1,
+                1,
+                fill=False,
+                ec="black",
+                lw=1.5,
+            )
+        )
         fig.colorbar(im, ax=ax, fraction=0.046)
         ax.set_title(title, fontsize=8)
         ax.set_xticks([]), ax.set_yticks([])
@@ -323,7 +420,9 @@ def _check_shift(shape: Sequence[int], shift: Sequence[int]) -> Tuple[int, int]:
         raise ValueError(f"shift must be two integers (rows, columns), got {shift}")
     dy, dx = int(shift[0]), int(shift[1])
     if abs(dy) >= shape[0] or abs(dx) >= shape[1]:
-        raise ValueError(f"shift {shift} moves the whole {shape[0]}×{shape[1]} image out of the frame")
+        raise ValueError(
+            f"shift {shift} moves the whole {shape[0]}×{shape[1]} image out of the frame"
+        )
     return dy, dx
 
 
@@ -338,12 +437,15 @@ def shift_image(x: torch.Tensor, shift: Sequence[int]) -> torch.Tensor:
     h, w = x.shape[-2:]
     dy, dx = _check_shift((h, w), shift)
     out = torch.zeros_like(x)
-    out[..., max(dy, 0):h + min(dy, 0), max(dx, 0):w + min(dx, 0)] = x[..., max(-dy, 0):h - max(dy, 0),
-                                                                       max(-dx, 0):w - max(dx, 0)]
+    out[..., max(dy, 0) : h + min(dy, 0), max(dx, 0) : w + min(dx, 0)] = x[
+        ..., max(-dy, 0) : h - max(dy, 0), max(-dx, 0) : w - max(dx, 0)
+    ]
     return out
 
 
-def translation_error_map(layer: nn.Module, x: torch.Tensor, shift: Sequence[int]) -> torch.Tensor:
+def translation_error_map(
+    layer: nn.Module, x: torch.Tensor, shift: Sequence[int]
+) -> torch.Tensor:
     """Per-pixel |f(shift(x)) − shift(f(x))|, maximised over images and channels: an ``(H, W)`` map.
 
     A relative encoding (eq. 8) depends on δ = k − q only, so f commutes with translations
@@ -351,7 +453,9 @@ def translation_error_map(layer: nn.Module, x: torch.Tensor, shift: Sequence[int
     no value of shift(f(x)) (it is zero fill there) and are NaN in the map.
     """
     if x.ndim != 4:
-        raise ValueError(f"expected an image batch (B, C, H, W), got shape {tuple(x.shape)}")
+        raise ValueError(
+            f"expected an image batch (B, C, H, W), got shape {tuple(x.shape)}"
+        )
     h, w = x.shape[-2:]
     dy, dx = _check_shift((h, w), shift)
     with torch.no_grad():
@@ -361,7 +465,7 @@ def translation_error_map(layer: nn.Module, x: torch.Tensor, shift: Sequence[int
         raise ValueError("layer must keep the spatial size of its input")
     err = (a - b).abs().amax(dim=(0, 1))
     valid = torch.zeros(h, w, dtype=torch.bool, device=x.device)
-    valid[max(dy, 0):h + min(dy, 0), max(dx, 0):w + min(dx, 0)] = True
+    valid[max(dy, 0) : h + min(dy, 0), max(dx, 0) : w + min(dx, 0)] = True
     return err.masked_fill(~valid, float("nan"))
 
 
@@ -384,7 +488,9 @@ def region_error_stats(error: torch.Tensor, width: int) -> Dict[str, float]:
     defined pixels raises ``ValueError``.
     """
     if error.ndim != 2:
-        raise ValueError(f"expected an (H, W) error map, got shape {tuple(error.shape)}")
+        raise ValueError(
+            f"expected an (H, W) error map, got shape {tuple(error.shape)}"
+        )
     if width < 0:
         raise ValueError("width must be >= 0")
     border = border_distance(error.shape).to(error.device) < width
@@ -392,14 +498,28 @@ def region_error_stats(error: torch.Tensor, width: int) -> Dict[str, float]:
     stats = {}
     for name, mask in (("interior", ~border & defined), ("border", border & defined)):
         if not bool(mask.any()):
-            raise ValueError(f"the {name} region has no defined pixel (width={width}, shape {tuple(error.shape)})")
+            raise ValueError(
+                f"the {name} region has no defined pixel (width={width}, shape {tuple(error.shape)})"
+            )
         vals = error[mask].double()
-        stats[f"{name}_max"], stats[f"{name}_mean"] = float(vals.max()), float(vals.mean())
-    return {k: stats[k] for k in ("interior_max", "interior_mean", "border_max", "border_mean")}
+        stats[f"{name}_max"], stats[f"{name}_mean"] = (
+            float(vals.max()),
+            float(vals.mean()),
+        )
+    return {
+        k: stats[k]
+        for k in ("interior_max", "interior_mean", "border_max", "border_mean")
+    }
 
 
-def local_learned_encoding(num_heads: int, dim: int, max_shift: int, width: Optional[float],
-                           noise_std: float, generator: torch.Generator) -> LearnedRelativeEncoding:
+def local_learned_encoding(
+    num_heads: int,
+    dim: int,
+    max_shift: int,
+    width: Optional[float],
+    noise_std: float,
+    generator: torch.Generator,
+) -> LearnedRelativeEncoding:
     """A :class:`~attnconv.core.encodings.LearnedRelativeEncoding` (eq. 8) set to a *local* pattern, like
     the attention of early layers in the paper's trained models (Sec. 4): every head's position-only
     score is
@@ -413,7 +533,9 @@ def local_learned_encoding(num_heads: int, dim: int, max_shift: int, width: Opti
     The table covers every shift |δ_a| ≤ ``max_shift``, so the layer attends over the whole image.
     """
     if dim % 2 or dim < 4:
-        raise ValueError(f"dim must be even and >= 4 (a decay coordinate plus noise per axis), got {dim}")
+        raise ValueError(
+            f"dim must be even and >= 4 (a decay coordinate plus noise per axis), got {dim}"
+        )
     if width is not None and width <= 0:
         raise ValueError("width must be > 0 or None")
     if noise_std < 0:
@@ -421,10 +543,17 @@ def local_learned_encoding(num_heads: int, dim: int, max_shift: int, width: Opti
     enc = LearnedRelativeEncoding(num_heads, dim, max_shift)
     half = dim // 2
     shifts = torch.arange(-max_shift, max_shift + 1, dtype=torch.float64)
-    decay = -shifts ** 2 / (2 * width ** 2) if width is not None else torch.zeros_like(shifts)
+    decay = (
+        -(shifts**2) / (2 * width**2) if width is not None else torch.zeros_like(shifts)
+    )
     with torch.no_grad():
         for table in enc.axis_embeddings:
-            noise = torch.randn(table.weight.shape, generator=generator, dtype=torch.float64) * noise_std
+            noise = (
+                torch.randn(
+                    table.weight.shape, generator=generator, dtype=torch.float64
+                )
+                * noise_std
+            )
             noise[:, 0] = decay
             table.weight.copy_(noise)
         keys = torch.randn(num_heads, dim, generator=generator, dtype=torch.float64)

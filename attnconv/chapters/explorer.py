@@ -11,6 +11,7 @@ The drawing is pure (:func:`head_state_probabilities`, :func:`head_state_kernel`
 :func:`draw_head_state`, :func:`head_state_figure` take a plain :class:`HeadState`); the widget of
 :func:`head_explorer` only maps sliders to a :class:`HeadState` and redraws.
 """
+
 from __future__ import annotations
 
 import math
@@ -47,7 +48,11 @@ def draw_head_state(ax_attention, ax_kernel, state: HeadState) -> None:
     ax = ax_attention
     ax.imshow(probs.numpy(), cmap="Blues", vmin=0, vmax=max(float(probs.max()), 0.02))
     draw_mass_contours(ax, probs, (0.5, 0.9), linewidth=0.9)
-    ax.add_patch(Rectangle((q1 - r - 0.5, q0 - r - 0.5), k, k, fill=False, ec="green", ls="--", lw=1.5))
+    ax.add_patch(
+        Rectangle(
+            (q1 - r - 0.5, q0 - r - 0.5), k, k, fill=False, ec="green", ls="--", lw=1.5
+        )
+    )
     ax.add_patch(Rectangle((q1 - 0.5, q0 - 0.5), 1, 1, fill=False, ec="red", lw=1.5))
     cy, cx = q0 + state.delta[0], q1 + state.delta[1]
     ax.plot([cx], [cy], marker="x", color="darkorange", markersize=9, mew=2)
@@ -56,8 +61,15 @@ def draw_head_state(ax_attention, ax_kernel, state: HeadState) -> None:
     ax.set_xlim(min(-0.5, q1 - r - 0.5, cx - 0.5), max(w - 0.5, q1 + r + 0.5, cx + 0.5))
     ax.set_ylim(max(h - 0.5, q0 + r + 0.5, cy + 0.5), min(-0.5, q0 - r - 0.5, cy - 0.5))
     ax.set_xticks([]), ax.set_yticks([])
-    kind = "generalized (eq. 16)" if state.generalized else f"quadratic, α = {state.alpha:.3g}"
-    ax.set_title(f"attention, Δ = ({state.delta[0]:.2g}, {state.delta[1]:.2g}), {kind}", fontsize=9)
+    kind = (
+        "generalized (eq. 16)"
+        if state.generalized
+        else f"quadratic, α = {state.alpha:.3g}"
+    )
+    ax.set_title(
+        f"attention, Δ = ({state.delta[0]:.2g}, {state.delta[1]:.2g}), {kind}",
+        fontsize=9,
+    )
 
     ax = ax_kernel
     top = max(float(kernel.max()), 1e-12)
@@ -66,12 +78,21 @@ def draw_head_state(ax_attention, ax_kernel, state: HeadState) -> None:
         for j in range(k):
             v = float(kernel[i, j])
             on_grid = 0 <= q0 + i - r < h and 0 <= q1 + j - r < w
-            ax.text(j, i, f"{v:.2f}" if on_grid else "off grid", ha="center", va="center",
-                    fontsize=(9 if on_grid else 7) if k <= 3 else (7 if on_grid else 5),
-                    color="white" if v > 0.6 * top else ("black" if on_grid else "gray"))
+            ax.text(
+                j,
+                i,
+                f"{v:.2f}" if on_grid else "off grid",
+                ha="center",
+                va="center",
+                fontsize=(9 if on_grid else 7) if k <= 3 else (7 if on_grid else 5),
+                color="white" if v > 0.6 * top else ("black" if on_grid else "gray"),
+            )
     ticks = list(range(k))
     ax.set_xticks(ticks), ax.set_yticks(ticks)
-    ax.set_xticklabels([str(t - r) for t in ticks]), ax.set_yticklabels([str(t - r) for t in ticks])
+    (
+        ax.set_xticklabels([str(t - r) for t in ticks]),
+        ax.set_yticklabels([str(t - r) for t in ticks]),
+    )
     ax.set_xlabel("δ₂ (column shift)", fontsize=8)
     ax.set_ylabel("δ₁ (row shift)", fontsize=8)
     ax.set_title(f"{k}×{k} kernel, window mass {float(kernel.sum()):.2f}", fontsize=9)
@@ -81,8 +102,13 @@ def head_state_figure(state: HeadState):
     """A two-panel matplotlib figure of :func:`draw_head_state` (what the explorer shows)."""
     import matplotlib.pyplot as plt
 
-    fig, (a, b) = plt.subplots(1, 2, figsize=(7.6, 3.8), gridspec_kw={"width_ratios": [1.25, 1]},
-                               layout="constrained")
+    fig, (a, b) = plt.subplots(
+        1,
+        2,
+        figsize=(7.6, 3.8),
+        gridspec_kw={"width_ratios": [1.25, 1]},
+        layout="constrained",
+    )
     draw_head_state(a, b, state)
     return fig
 
@@ -102,42 +128,92 @@ class HeadExplorer(widgets.HBox):
         if not isinstance(state, HeadState):
             raise ValueError("state must be a HeadState")
         if state.kernel_size not in (3, 5):
-            raise ValueError(f"the explorer offers kernel sizes 3 and 5, got {state.kernel_size}")
+            raise ValueError(
+                f"the explorer offers kernel sizes 3 and 5, got {state.kernel_size}"
+            )
         self._draw, self._suspended, self.redraws = draw, False, 0
         h, w = state.grid
         style, layout = {"description_width": "90px"}, widgets.Layout(width="330px")
         fs = lambda desc, v, lo, hi, step: widgets.FloatSlider(  # noqa: E731
-            value=v, min=lo, max=hi, step=step, description=desc, style=style, layout=layout,
-            continuous_update=False)
+            value=v,
+            min=lo,
+            max=hi,
+            step=step,
+            description=desc,
+            style=style,
+            layout=layout,
+            continuous_update=False,
+        )
         m = state.inv_sqrt_sigma or ((1.0, 0.0), (0.0, 1.0))
         lim = max(h, w)
         self.sliders = {
             "delta1": fs("Δ₁ (row)", state.delta[0], -lim, lim, 0.1),
             "delta2": fs("Δ₂ (column)", state.delta[1], -lim, lim, 0.1),
-            "alpha": widgets.FloatLogSlider(value=max(state.alpha, 1e-2), base=10, min=-2, max=1.6, step=0.05,
-                                            description="α", style=style, layout=layout,
-                                            continuous_update=False),
-            "generalized": widgets.Checkbox(value=state.generalized, description="generalized encoding (M = Σ^-1/2)",
-                                            indent=False),
+            "alpha": widgets.FloatLogSlider(
+                value=max(state.alpha, 1e-2),
+                base=10,
+                min=-2,
+                max=1.6,
+                step=0.05,
+                description="α",
+                style=style,
+                layout=layout,
+                continuous_update=False,
+            ),
+            "generalized": widgets.Checkbox(
+                value=state.generalized,
+                description="generalized encoding (M = Σ^-1/2)",
+                indent=False,
+            ),
             "m11": fs("M₁₁", m[0][0], -self.M_RANGE, self.M_RANGE, 0.05),
             "m12": fs("M₁₂", m[0][1], -self.M_RANGE, self.M_RANGE, 0.05),
             "m21": fs("M₂₁", m[1][0], -self.M_RANGE, self.M_RANGE, 0.05),
             "m22": fs("M₂₂", m[1][1], -self.M_RANGE, self.M_RANGE, 0.05),
-            "query_row": widgets.IntSlider(value=state.query[0], min=0, max=h - 1, description="query row",
-                                           style=style, layout=layout, continuous_update=False),
-            "query_col": widgets.IntSlider(value=state.query[1], min=0, max=w - 1, description="query column",
-                                           style=style, layout=layout, continuous_update=False),
-            "kernel_size": widgets.ToggleButtons(options=[3, 5], value=state.kernel_size,
-                                                 description="kernel K", style={"button_width": "48px"}),
+            "query_row": widgets.IntSlider(
+                value=state.query[0],
+                min=0,
+                max=h - 1,
+                description="query row",
+                style=style,
+                layout=layout,
+                continuous_update=False,
+            ),
+            "query_col": widgets.IntSlider(
+                value=state.query[1],
+                min=0,
+                max=w - 1,
+                description="query column",
+                style=style,
+                layout=layout,
+                continuous_update=False,
+            ),
+            "kernel_size": widgets.ToggleButtons(
+                options=[3, 5],
+                value=state.kernel_size,
+                description="kernel K",
+                style={"button_width": "48px"},
+            ),
         }
         self._grid = state.grid
         self.output = widgets.Output()
         s = self.sliders
-        controls = widgets.VBox([
-            widgets.HTML("<b>head</b>"), s["delta1"], s["delta2"], s["alpha"], s["generalized"],
-            s["m11"], s["m12"], s["m21"], s["m22"],
-            widgets.HTML("<b>query and window</b>"), s["query_row"], s["query_col"], s["kernel_size"],
-        ])
+        controls = widgets.VBox(
+            [
+                widgets.HTML("<b>head</b>"),
+                s["delta1"],
+                s["delta2"],
+                s["alpha"],
+                s["generalized"],
+                s["m11"],
+                s["m12"],
+                s["m21"],
+                s["m22"],
+                widgets.HTML("<b>query and window</b>"),
+                s["query_row"],
+                s["query_col"],
+                s["kernel_size"],
+            ]
+        )
         super().__init__([controls, self.output])
         for name, control in s.items():
             control.observe(self._on_change, names="value")
@@ -151,9 +227,14 @@ class HeadExplorer(widgets.HBox):
         m = None
         if s["generalized"].value:
             m = ((s["m11"].value, s["m12"].value), (s["m21"].value, s["m22"].value))
-        return HeadState(delta=(s["delta1"].value, s["delta2"].value), alpha=s["alpha"].value, inv_sqrt_sigma=m,
-                         query=(s["query_row"].value, s["query_col"].value), grid=self._grid,
-                         kernel_size=s["kernel_size"].value)
+        return HeadState(
+            delta=(s["delta1"].value, s["delta2"].value),
+            alpha=s["alpha"].value,
+            inv_sqrt_sigma=m,
+            query=(s["query_row"].value, s["query_col"].value),
+            grid=self._grid,
+            kernel_size=s["kernel_size"].value,
+        )
 
     def _sync_enabled(self) -> None:
         gen = self.sliders["generalized"].value
@@ -171,7 +252,12 @@ class HeadExplorer(widgets.HBox):
                 root = min(math.sqrt(2 * self.sliders["alpha"].value), self.M_RANGE)
                 self._suspended = True
                 try:
-                    for name, v in (("m11", root), ("m12", 0.0), ("m21", 0.0), ("m22", root)):
+                    for name, v in (
+                        ("m11", root),
+                        ("m12", 0.0),
+                        ("m21", 0.0),
+                        ("m22", root),
+                    ):
                         self.sliders[name].value = v
                 finally:
                     self._suspended = False

@@ -14,6 +14,7 @@ Gaussian. This module holds
   and 90 % probability-mass regions, as in the paper's Fig. 3), :func:`draw_mass_contours` and
   :func:`plot_gaussian_heads`.
 """
+
 from __future__ import annotations
 
 import math
@@ -21,9 +22,16 @@ from typing import Optional, Sequence, Tuple
 
 import torch
 
-from ..core.encodings import GeneralizedQuadraticEncoding, QuadraticEncoding, RelativeEncoding
+from ..core.encodings import (
+    GeneralizedQuadraticEncoding,
+    QuadraticEncoding,
+    RelativeEncoding,
+)
 from ..experiments import pruning
-from ..experiments.paper_numbers import PAPER_CONDITION_THRESHOLD, PAPER_MAX_EIGENVALUE_THRESHOLD
+from ..experiments.paper_numbers import (
+    PAPER_CONDITION_THRESHOLD,
+    PAPER_MAX_EIGENVALUE_THRESHOLD,
+)
 from .shared.gaussian_maps import draw_mass_contours, head_attention_maps
 from .shared.plotting import COLUMN_INCHES
 
@@ -61,7 +69,9 @@ def gaussian_log_density(delta: torch.Tensor, center, covariance) -> torch.Tenso
             f"expected delta (..., d), center (d,) and covariance (d, d); got {tuple(x.shape)}, "
             f"{tuple(mu.shape)}, {tuple(cov.shape)}"
         )
-    if not torch.allclose(cov, cov.T, rtol=1e-10, atol=1e-12 * float(cov.abs().max().clamp_min(1e-300))):
+    if not torch.allclose(
+        cov, cov.T, rtol=1e-10, atol=1e-12 * float(cov.abs().max().clamp_min(1e-300))
+    ):
         raise ValueError("covariance must be symmetric")
     chol, info = torch.linalg.cholesky_ex(cov)
     if int(info) != 0:
@@ -80,7 +90,9 @@ def encoding_scores(encoding: RelativeEncoding, delta: torch.Tensor) -> torch.Te
     of the paper, including the per-head constant. Returns ``(N_h, ...)`` for ``delta (..., d)``.
     """
     if not hasattr(encoding, "v"):
-        raise ValueError(f"{type(encoding).__name__} has no vector v (only the quadratic encodings do)")
+        raise ValueError(
+            f"{type(encoding).__name__} has no vector v (only the quadratic encodings do)"
+        )
     r = encoding.features(delta)  # (..., D_p)
     return torch.einsum("...p,hp->h...", r, encoding.v())
 
@@ -92,7 +104,9 @@ def inv_sqrt_sigma_from_axes(stds: Sequence[float], angle: float = 0.0) -> torch
     eigenvalues 1/σ_a², 1/σ_b². Returns a ``(2, 2)`` tensor in the default dtype."""
     sa, sb = (float(x) for x in stds)
     if not (sa > 0 and sb > 0) or not (math.isfinite(sa) and math.isfinite(sb)):
-        raise ValueError(f"standard deviations must be positive and finite, got {tuple(stds)}")
+        raise ValueError(
+            f"standard deviations must be positive and finite, got {tuple(stds)}"
+        )
     c, s_ = math.cos(angle), math.sin(angle)
     rot = torch.tensor([[c, -s_], [s_, c]], dtype=torch.get_default_dtype())
     return rot @ torch.diag(torch.tensor([1 / sa, 1 / sb], dtype=rot.dtype)) @ rot.T
@@ -111,7 +125,9 @@ def score_constant(encoding: RelativeEncoding) -> torch.Tensor:
     with torch.no_grad():
         c = encoding.centers
         if isinstance(encoding, GeneralizedQuadraticEncoding):
-            return 0.5 * torch.einsum("hi,hij,hj->h", c, encoding.inverse_covariance(), c)
+            return 0.5 * torch.einsum(
+                "hi,hij,hj->h", c, encoding.inverse_covariance(), c
+            )
         return _alpha(encoding) * (c * c).sum(-1)
 
 
@@ -136,12 +152,16 @@ def covariance_of_heads(encoding: GeneralizedQuadraticEncoding) -> torch.Tensor:
     a = encoding.inverse_covariance().detach()
     det = a[:, 0, 0] * a[:, 1, 1] - a[:, 0, 1] * a[:, 1, 0]
     if bool((det <= 0).any()):
-        raise ValueError("some head has a singular Σ⁻¹ = M Mᵀ (M is not invertible): it has no covariance")
+        raise ValueError(
+            "some head has a singular Σ⁻¹ = M Mᵀ (M is not invertible): it has no covariance"
+        )
     cov = torch.linalg.inv(a)
     return 0.5 * (cov + cov.transpose(-1, -2))
 
 
-def log_density_gap_spread(encoding: GeneralizedQuadraticEncoding, delta: torch.Tensor) -> torch.Tensor:
+def log_density_gap_spread(
+    encoding: GeneralizedQuadraticEncoding, delta: torch.Tensor
+) -> torch.Tensor:
     """Per head, max − min over the shifts ``delta`` of vᵀ r_δ − log N(δ; Δ_h, Σ_h) (App. A.1, eq. 16).
 
     Eq. (16) says vᵀ r_δ is the Gaussian log-density up to a constant per head, so this spread is 0
@@ -155,12 +175,16 @@ def log_density_gap_spread(encoding: GeneralizedQuadraticEncoding, delta: torch.
         covs = covariance_of_heads(encoding)
         spreads = []
         for h in range(encoding.num_heads):
-            gap = scores[h] - gaussian_log_density(delta.to(scores.dtype), encoding.centers[h], covs[h])
+            gap = scores[h] - gaussian_log_density(
+                delta.to(scores.dtype), encoding.centers[h], covs[h]
+            )
             spreads.append(gap.max() - gap.min())
     return torch.stack(spreads)
 
 
-def inverse_covariance_spectrum(encoding: GeneralizedQuadraticEncoding) -> Tuple[torch.Tensor, torch.Tensor]:
+def inverse_covariance_spectrum(
+    encoding: GeneralizedQuadraticEncoding,
+) -> Tuple[torch.Tensor, torch.Tensor]:
     """Eigenvalues of Σ_h⁻¹ = M_h M_hᵀ (ascending, ``(N_h, 2)``) and condition numbers λ_max/λ_min.
 
     A small λ_max means a head that is nearly uniform over the image; a huge condition number a
@@ -168,12 +192,19 @@ def inverse_covariance_spectrum(encoding: GeneralizedQuadraticEncoding) -> Tuple
     λ_min ≤ 0 (exactly singular, up to rounding).
     """
     if not isinstance(encoding, GeneralizedQuadraticEncoding):
-        raise ValueError("inverse_covariance_spectrum needs a GeneralizedQuadraticEncoding")
-    return pruning.inverse_covariance_spectrum(encoding.inv_sqrt_sigma)  # float64, closed form
+        raise ValueError(
+            "inverse_covariance_spectrum needs a GeneralizedQuadraticEncoding"
+        )
+    return pruning.inverse_covariance_spectrum(
+        encoding.inv_sqrt_sigma
+    )  # float64, closed form
 
 
-def pruned_heads(encoding: GeneralizedQuadraticEncoding, min_eigenvalue: float = PAPER_MAX_EIGENVALUE_THRESHOLD,
-                 max_condition: float = PAPER_CONDITION_THRESHOLD) -> torch.Tensor:
+def pruned_heads(
+    encoding: GeneralizedQuadraticEncoding,
+    min_eigenvalue: float = PAPER_MAX_EIGENVALUE_THRESHOLD,
+    max_condition: float = PAPER_CONDITION_THRESHOLD,
+) -> torch.Tensor:
     """Boolean ``(N_h,)``: the heads the paper prunes from the model as degenerate (App. A.1),
     i.e. with largest eigenvalue of Σ⁻¹ below ``min_eigenvalue`` (attends almost uniformly) or
     condition number above ``max_condition`` (attends along a line)."""
@@ -182,9 +213,12 @@ def pruned_heads(encoding: GeneralizedQuadraticEncoding, min_eigenvalue: float =
     return pruning.is_degenerate(eig[:, 1], cond, min_eigenvalue, max_condition)
 
 
-def describe_heads(encoding: GeneralizedQuadraticEncoding, names: Sequence[str],
-                   min_eigenvalue: float = PAPER_MAX_EIGENVALUE_THRESHOLD,
-                   max_condition: float = PAPER_CONDITION_THRESHOLD) -> str:
+def describe_heads(
+    encoding: GeneralizedQuadraticEncoding,
+    names: Sequence[str],
+    min_eigenvalue: float = PAPER_MAX_EIGENVALUE_THRESHOLD,
+    max_condition: float = PAPER_CONDITION_THRESHOLD,
+) -> str:
     """A text table, one line per head: its name, the eigenvalues of Σ⁻¹ and the condition number
     (3 significant digits) and whether :func:`pruned_heads` drops it."""
     if len(names) != encoding.num_heads:
@@ -192,16 +226,27 @@ def describe_heads(encoding: GeneralizedQuadraticEncoding, names: Sequence[str],
     eig, cond = inverse_covariance_spectrum(encoding)
     pruned = pruned_heads(encoding, min_eigenvalue, max_condition)
     width = max(len(n) for n in names)
-    lines = [f"{'head':<{width}}  {'λ_min(Σ⁻¹)':>10}  {'λ_max(Σ⁻¹)':>10}  {'condition':>9}  pruned"]
+    lines = [
+        f"{'head':<{width}}  {'λ_min(Σ⁻¹)':>10}  {'λ_max(Σ⁻¹)':>10}  {'condition':>9}  pruned"
+    ]
     for n, (lo, hi), c, p in zip(names, eig.tolist(), cond.tolist(), pruned.tolist()):
-        lines.append(f"{n:<{width}}  {lo:>10.3g}  {hi:>10.3g}  {c:>9.3g}  {'yes' if p else 'no'}")
+        lines.append(
+            f"{n:<{width}}  {lo:>10.3g}  {hi:>10.3g}  {c:>9.3g}  {'yes' if p else 'no'}"
+        )
     return "\n".join(lines)
 
 
-def plot_gaussian_heads(encoding: RelativeEncoding, grid_shape: Sequence[int], query: Sequence[int],
-                        masses: Sequence[float] = (0.5, 0.9), titles: Optional[Sequence[str]] = None,
-                        ncols: Optional[int] = None, cmap: str = "Blues", panel_size: float = 2.4,
-                        vmax_floor: float = 0.02):
+def plot_gaussian_heads(
+    encoding: RelativeEncoding,
+    grid_shape: Sequence[int],
+    query: Sequence[int],
+    masses: Sequence[float] = (0.5, 0.9),
+    titles: Optional[Sequence[str]] = None,
+    ncols: Optional[int] = None,
+    cmap: str = "Blues",
+    panel_size: float = 2.4,
+    vmax_floor: float = 0.02,
+):
     """One panel per head: its attention map (:func:`head_attention_maps`) around ``query`` (red
     square), the head centre q + Δ_h (orange cross) and the outlines of the 50 % (solid) and 90 %
     (dashed) probability-mass regions (:func:`draw_mass_contours`). Each panel's colour scale
@@ -217,7 +262,9 @@ def plot_gaussian_heads(encoding: RelativeEncoding, grid_shape: Sequence[int], q
     ncols = ncols or min(n, 3)
     nrows = int(math.ceil(n / ncols))
     panel = min(panel_size, COLUMN_INCHES / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(panel * ncols, panel * nrows + 0.3), squeeze=False)
+    fig, axes = plt.subplots(
+        nrows, ncols, figsize=(panel * ncols, panel * nrows + 0.3), squeeze=False
+    )
     centers = encoding.centers.detach().cpu().double()
     for i, ax in enumerate(axes.flat):
         ax.set_xticks([]), ax.set_yticks([])
@@ -225,9 +272,15 @@ def plot_gaussian_heads(encoding: RelativeEncoding, grid_shape: Sequence[int], q
             ax.axis("off")
             continue
         m = maps[i].double()
-        ax.imshow(m.numpy(), cmap=cmap, vmin=0, vmax=max(float(m.max()), vmax_floor, 1e-300))
+        ax.imshow(
+            m.numpy(), cmap=cmap, vmin=0, vmax=max(float(m.max()), vmax_floor, 1e-300)
+        )
         draw_mass_contours(ax, m, masses)
-        ax.add_patch(Rectangle((query[1] - 0.5, query[0] - 0.5), 1, 1, fill=False, ec="red", lw=1.5))
+        ax.add_patch(
+            Rectangle(
+                (query[1] - 0.5, query[0] - 0.5), 1, 1, fill=False, ec="red", lw=1.5
+            )
+        )
         cy, cx = query[0] + float(centers[i, 0]), query[1] + float(centers[i, 1])
         ax.plot([cx], [cy], marker="x", color="darkorange", markersize=8, mew=2)
         ax.set_xlim(-0.5, grid_shape[1] - 0.5)

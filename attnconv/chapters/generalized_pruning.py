@@ -21,6 +21,7 @@ unpruned value). This module holds what the chapter needs:
 * :func:`plot_heads_by_layer` (Fig. 7), :func:`plot_pruning` (Fig. 8), :func:`pruning_table`
   (Fig. 9's table).
 """
+
 from __future__ import annotations
 
 import copy
@@ -33,10 +34,20 @@ import torch
 
 from ..core.encodings import GeneralizedQuadraticEncoding
 from ..experiments.flops import analytic_macs
-from .shared.gaussian_maps import draw_mass_contours, head_attention_maps
-from ..experiments.models import build_model, count_parameters, parameter_count_table, paper_model_config
-from ..experiments.paper_numbers import (PAPER_CONDITION_THRESHOLD, PAPER_FIG9, PAPER_MAX_EIGENVALUE_THRESHOLD,
-                                         PAPER_PRUNED_HEADS, PAPER_PRUNED_PER_LAYER, PAPER_TOTAL_HEADS)
+from ..experiments.models import (
+    build_model,
+    count_parameters,
+    paper_model_config,
+    parameter_count_table,
+)
+from ..experiments.paper_numbers import (
+    PAPER_CONDITION_THRESHOLD,
+    PAPER_FIG9,
+    PAPER_MAX_EIGENVALUE_THRESHOLD,
+    PAPER_PRUNED_HEADS,
+    PAPER_PRUNED_PER_LAYER,
+    PAPER_TOTAL_HEADS,
+)
 from ..experiments.pruning import (
     check_thresholds,
     degenerate_heads,
@@ -44,8 +55,15 @@ from ..experiments.pruning import (
     is_degenerate,
     prune_heads,
 )
-from ..experiments.store import (HISTORY, PRUNING_FILE, MissingResultError, read_keyed, regenerate_command,
-                                relative_to_book, run_result_name)
+from ..experiments.store import (
+    HISTORY,
+    PRUNING_FILE,
+    MissingResultError,
+    read_keyed,
+    regenerate_command,
+    relative_to_book,
+    run_result_name,
+)
 from ..experiments.train import (
     Run,
     TrainConfig,
@@ -55,6 +73,7 @@ from ..experiments.train import (
     make_scheduler,
     train_epoch,
 )
+from .shared.gaussian_maps import draw_mass_contours, head_attention_maps
 from .shared.plotting import COLUMN_INCHES
 
 __all__ = [
@@ -84,18 +103,21 @@ __all__ = [
 ]
 
 
-
 def paper_pruning_reduction() -> Dict[str, float]:
     """The reductions implied by the paper's own numbers (v1 Fig. 9), as fractions: parameters
     12.1M → 9.7M, FLOPS 6.2B → 4.9B, and heads 15 of 54. App. A.1 calls it "a fourth"."""
+
     def value(text: str) -> float:
         return float(text[:-1])
 
     params = PAPER_FIG9["parameters"]
     flops = PAPER_FIG9["flops"]
-    return {"parameters": 1 - value(params[1]) / value(params[0]),
-            "flops": 1 - value(flops[1]) / value(flops[0]),
-            "heads": PAPER_PRUNED_HEADS / PAPER_TOTAL_HEADS}
+    return {
+        "parameters": 1 - value(params[1]) / value(params[0]),
+        "flops": 1 - value(flops[1]) / value(flops[0]),
+        "heads": PAPER_PRUNED_HEADS / PAPER_TOTAL_HEADS,
+    }
+
 
 #: The chapter's changes to each profile's generalized run. The cpu profile trains 40 epochs
 #: instead of 16, so that the heads have time to change shape (the paper trains 300).
@@ -126,25 +148,36 @@ def attention_only_model(history: dict, epoch: int = -1):
     cfg = model_config_from_dict(history["model_config"])
     if getattr(cfg, "encoding", None) != "generalized":
         raise ValueError("attention_only_model needs a run of the generalized model")
-    record = history["initial_attention"] if epoch is None else history["epochs"][epoch]["attention"]
+    record = (
+        history["initial_attention"]
+        if epoch is None
+        else history["epochs"][epoch]["attention"]
+    )
     with torch.random.fork_rng(devices=[]):
         model = build_model(cfg).eval()
     if len(record) != len(model.layers):
-        raise ValueError(f"the record has {len(record)} layers, the model {len(model.layers)}")
+        raise ValueError(
+            f"the record has {len(record)} layers, the model {len(model.layers)}"
+        )
     with torch.no_grad():
         for layer, rec in zip(model.layers, record):
             enc = layer.attention.encoding
             c = torch.tensor(rec["centers"], dtype=enc.centers.dtype)
             m = torch.tensor(rec["inv_sqrt_sigma"], dtype=enc.inv_sqrt_sigma.dtype)
             if c.shape != enc.centers.shape or m.shape != enc.inv_sqrt_sigma.shape:
-                raise ValueError("the record's heads do not match the model's (pruned run?)")
+                raise ValueError(
+                    "the record's heads do not match the model's (pruned run?)"
+                )
             enc.centers.copy_(c)
             enc.inv_sqrt_sigma.copy_(m)
     return model
 
 
-def head_table(model, max_eigenvalue_threshold: float = PAPER_MAX_EIGENVALUE_THRESHOLD,
-               condition_threshold: float = PAPER_CONDITION_THRESHOLD) -> List[dict]:
+def head_table(
+    model,
+    max_eigenvalue_threshold: float = PAPER_MAX_EIGENVALUE_THRESHOLD,
+    condition_threshold: float = PAPER_CONDITION_THRESHOLD,
+) -> List[dict]:
     """One row per head of a generalized model: ``layer``, ``head``, eigenvalues ``lambda_min``,
     ``lambda_max`` of Σ⁻¹ = M Mᵀ, ``condition`` λ_max/λ_min (closed form, :func:`~attnconv.experiments.pruning.inverse_covariance_spectrum`)
     and ``degenerate``: λ_max below ``max_eigenvalue_threshold`` or condition above
@@ -156,25 +189,45 @@ def head_table(model, max_eigenvalue_threshold: float = PAPER_MAX_EIGENVALUE_THR
             continue
         enc = layer.attention.encoding
         if not isinstance(enc, GeneralizedQuadraticEncoding):
-            raise ValueError(f"layer {li} has a {type(enc).__name__}, not a GeneralizedQuadraticEncoding")
+            raise ValueError(
+                f"layer {li} has a {type(enc).__name__}, not a GeneralizedQuadraticEncoding"
+            )
         eig, cond = inverse_covariance_spectrum(enc.inv_sqrt_sigma)
         for h, ((lo, hi), c) in enumerate(zip(eig.tolist(), cond.tolist())):
-            rows.append({"layer": li, "head": h, "lambda_min": lo, "lambda_max": hi, "condition": c,
-                         "degenerate": bool(is_degenerate(hi, c, max_eigenvalue_threshold, condition_threshold))})
+            rows.append(
+                {
+                    "layer": li,
+                    "head": h,
+                    "lambda_min": lo,
+                    "lambda_max": hi,
+                    "condition": c,
+                    "degenerate": bool(
+                        is_degenerate(
+                            hi, c, max_eigenvalue_threshold, condition_threshold
+                        )
+                    ),
+                }
+            )
     return rows
 
 
-def degeneracy_order(model, max_eigenvalue_threshold: float = PAPER_MAX_EIGENVALUE_THRESHOLD) -> List[Head]:
+def degeneracy_order(
+    model, max_eigenvalue_threshold: float = PAPER_MAX_EIGENVALUE_THRESHOLD
+) -> List[Head]:
     """Every head ``(layer, head)``, most degenerate first: the non-localised heads (λ_max of Σ⁻¹
     below the threshold) by increasing λ_max, then all others by decreasing condition number.
     Whatever the condition threshold, the heads that :func:`~attnconv.experiments.pruning.degenerate_heads`
     selects are a prefix of this order."""
     rows = head_table(model, max_eigenvalue_threshold, math.inf)
     flat = [r for r in rows]
-    wide = sorted((r for r in flat if r["lambda_max"] < max_eigenvalue_threshold),
-                  key=lambda r: (r["lambda_max"], r["layer"], r["head"]))
-    rest = sorted((r for r in flat if not r["lambda_max"] < max_eigenvalue_threshold),
-                  key=lambda r: (-r["condition"], r["layer"], r["head"]))
+    wide = sorted(
+        (r for r in flat if r["lambda_max"] < max_eigenvalue_threshold),
+        key=lambda r: (r["lambda_max"], r["layer"], r["head"]),
+    )
+    rest = sorted(
+        (r for r in flat if not r["lambda_max"] < max_eigenvalue_threshold),
+        key=lambda r: (-r["condition"], r["layer"], r["head"]),
+    )
     return [(r["layer"], r["head"]) for r in wide + rest]
 
 
@@ -213,8 +266,14 @@ def per_head_outputs(model, images: torch.Tensor) -> List[Optional[torch.Tensor]
             if layer.attention is None:
                 outs.append(None)
             else:
-                _, probs = layer.attention.forward_tokens(x, grid, return_attention=True)  # (1|B, N_h, T, T)
-                p = probs.expand(x.shape[1], *probs.shape[1:]) if probs.shape[0] == 1 else probs
+                _, probs = layer.attention.forward_tokens(
+                    x, grid, return_attention=True
+                )  # (1|B, N_h, T, T)
+                p = (
+                    probs.expand(x.shape[1], *probs.shape[1:])
+                    if probs.shape[0] == 1
+                    else probs
+                )
                 outs.append(torch.einsum("bhqk,kbd->hqbd", p.to(x.dtype), x))
             x = layer(x, grid)
     finally:
@@ -223,7 +282,9 @@ def per_head_outputs(model, images: torch.Tensor) -> List[Optional[torch.Tensor]
 
 
 @torch.no_grad()
-def pruning_check(model, selection: Dict[int, Sequence[int]], images: torch.Tensor, atol: float = 1e-6) -> Dict[str, bool]:
+def pruning_check(
+    model, selection: Dict[int, Sequence[int]], images: torch.Tensor, atol: float = 1e-6
+) -> Dict[str, bool]:
     """Prune ``selection`` from a copy of ``model`` and check, on ``images``:
 
     * ``heads_removed`` — every layer lost exactly the chosen heads;
@@ -236,18 +297,25 @@ def pruning_check(model, selection: Dict[int, Sequence[int]], images: torch.Tens
     model = copy.deepcopy(model).eval()
     sel = {int(k): sorted(int(h) for h in v) for k, v in selection.items() if len(v)}
     before_heads = model.heads_per_layer
-    before_params = [{n: p.detach().clone() for n, p in layer.attention.encoding.named_parameters()}
-                     for layer in model.layers]
+    before_params = [
+        {n: p.detach().clone() for n, p in layer.attention.encoding.named_parameters()}
+        for layer in model.layers
+    ]
     zeroed = copy.deepcopy(model)
     for li, heads in sel.items():
         att = zeroed.layers[li].attention
         d = att.head_dim
         for h in heads:
-            att.out.weight[:, h * d:(h + 1) * d] = 0
+            att.out.weight[:, h * d : (h + 1) * d] = 0
     before_outputs = per_head_outputs(model, images)
     pruned = prune_heads(copy.deepcopy(model), sel)
-    keep = {li: [h for h in range(n) if h not in sel.get(li, [])] for li, n in enumerate(before_heads)}
-    heads_ok = pruned.heads_per_layer == [len(keep[li]) for li in range(len(before_heads))]
+    keep = {
+        li: [h for h in range(n) if h not in sel.get(li, [])]
+        for li, n in enumerate(before_heads)
+    }
+    heads_ok = pruned.heads_per_layer == [
+        len(keep[li]) for li in range(len(before_heads))
+    ]
     params_ok = True
     for li, layer in enumerate(pruned.layers):
         if layer.attention is None:
@@ -262,13 +330,26 @@ def pruning_check(model, selection: Dict[int, Sequence[int]], images: torch.Tens
         outputs_ok = bool((a - b).abs().max() <= atol * max(1.0, float(b.abs().max())))
     else:
         outputs_ok = after_outputs[first] is None
-    logits_ok = bool(torch.allclose(pruned(images), zeroed(images), atol=1e-5, rtol=1e-4))
-    return {"heads_removed": bool(heads_ok), "kept_parameters_equal": bool(params_ok),
-            "kept_head_outputs_equal": outputs_ok, "matches_zeroed_model": logits_ok}
+    logits_ok = bool(
+        torch.allclose(pruned(images), zeroed(images), atol=1e-5, rtol=1e-4)
+    )
+    return {
+        "heads_removed": bool(heads_ok),
+        "kept_parameters_equal": bool(params_ok),
+        "kept_head_outputs_equal": outputs_ok,
+        "matches_zeroed_model": logits_ok,
+    }
 
 
 # --------------------------------------------------------------------------- retraining
-def retrain(model, config: TrainConfig, data, epochs: int, lr_divisor: float = 10.0, verbose: bool = False) -> dict:
+def retrain(
+    model,
+    config: TrainConfig,
+    data,
+    epochs: int,
+    lr_divisor: float = 10.0,
+    verbose: bool = False,
+) -> dict:
     """Continue training ``model`` (in place, e.g. after pruning) as :func:`attnconv.experiments.train.train`
     does — same optimiser, batches, augmentation and learning-rate multipliers — with the learning
     rate divided by ``lr_divisor`` (paper: 10) and a cosine decay over ``epochs`` without warm-up.
@@ -278,7 +359,9 @@ def retrain(model, config: TrainConfig, data, epochs: int, lr_divisor: float = 1
     retraining and ``heads_per_layer``."""
     if epochs < 1 or lr_divisor <= 0:
         raise ValueError("epochs must be >= 1 and lr_divisor > 0")
-    cfg = replace(config, epochs=int(epochs), lr=config.lr / lr_divisor, warmup_fraction=0.0)
+    cfg = replace(
+        config, epochs=int(epochs), lr=config.lr / lr_divisor, warmup_fraction=0.0
+    )
     device = next(model.parameters()).device
     torch.manual_seed(cfg.seed)
     data = data.subset(cfg.train_subset, cfg.test_subset).to(device)
@@ -286,18 +369,40 @@ def retrain(model, config: TrainConfig, data, epochs: int, lr_divisor: float = 1
     steps = math.ceil(n / cfg.batch_size)
     optimizer = make_optimizer(model, cfg)
     scheduler = make_scheduler(optimizer, cfg, steps)
-    test_loss, test_acc = evaluate(model, data.x_test, data.y_test, cfg.eval_batch_size, device, cfg.bf16)
-    history = {"config": cfg.to_dict(), "heads_per_layer": list(model.heads_per_layer),
-               "num_parameters": count_parameters(model), "data": data.source, "train_size": n,
-               "test_size": len(data.x_test), "steps_per_epoch": steps,
-               "initial": {"test_loss": test_loss, "test_acc": test_acc},
-               "initial_attention": attention_record(model), "epochs": [], "status": "running"}
+    test_loss, test_acc = evaluate(
+        model, data.x_test, data.y_test, cfg.eval_batch_size, device, cfg.bf16
+    )
+    history = {
+        "config": cfg.to_dict(),
+        "heads_per_layer": list(model.heads_per_layer),
+        "num_parameters": count_parameters(model),
+        "data": data.source,
+        "train_size": n,
+        "test_size": len(data.x_test),
+        "steps_per_epoch": steps,
+        "initial": {"test_loss": test_loss, "test_acc": test_acc},
+        "initial_attention": attention_record(model),
+        "epochs": [],
+        "status": "running",
+    }
     for epoch in range(1, cfg.epochs + 1):
-        train_loss, train_acc = train_epoch(model, data, cfg, optimizer, scheduler, epoch, device)
-        test_loss, test_acc = evaluate(model, data.x_test, data.y_test, cfg.eval_batch_size, device, cfg.bf16)
-        history["epochs"].append({"epoch": epoch, "train_loss": train_loss, "train_acc": train_acc,
-                                  "test_loss": test_loss, "test_acc": test_acc,
-                                  "lr": optimizer.param_groups[0]["lr"], "attention": attention_record(model)})
+        train_loss, train_acc = train_epoch(
+            model, data, cfg, optimizer, scheduler, epoch, device
+        )
+        test_loss, test_acc = evaluate(
+            model, data.x_test, data.y_test, cfg.eval_batch_size, device, cfg.bf16
+        )
+        history["epochs"].append(
+            {
+                "epoch": epoch,
+                "train_loss": train_loss,
+                "train_acc": train_acc,
+                "test_loss": test_loss,
+                "test_acc": test_acc,
+                "lr": optimizer.param_groups[0]["lr"],
+                "attention": attention_record(model),
+            }
+        )
         if verbose:
             print(f"retraining epoch {epoch}/{cfg.epochs}: test acc {test_acc:.4f}")
     history["status"] = "complete"
@@ -309,9 +414,18 @@ def _prune_copy(model, heads: Sequence[Head]):
     return prune_heads(copy.deepcopy(model), selection_of(heads))
 
 
-def pruning_study(model, config: TrainConfig, data, max_eigenvalue_threshold: float = PAPER_MAX_EIGENVALUE_THRESHOLD,
-                  condition_threshold: float = PAPER_CONDITION_THRESHOLD, retrain_counts: Optional[Sequence[int]] = None,
-                  epochs: Optional[int] = None, random_orders: int = 3, seed: int = 0, verbose: bool = False) -> dict:
+def pruning_study(
+    model,
+    config: TrainConfig,
+    data,
+    max_eigenvalue_threshold: float = PAPER_MAX_EIGENVALUE_THRESHOLD,
+    condition_threshold: float = PAPER_CONDITION_THRESHOLD,
+    retrain_counts: Optional[Sequence[int]] = None,
+    epochs: Optional[int] = None,
+    random_orders: int = 3,
+    seed: int = 0,
+    verbose: bool = False,
+) -> dict:
     """Everything Figs. 8 and 9 need, from a trained generalized ``model`` (its run's ``config``):
 
     * ``heads``: :func:`head_table` of the trained model; ``selected``: the degenerate heads under
@@ -336,52 +450,86 @@ def pruning_study(model, config: TrainConfig, data, max_eigenvalue_threshold: fl
     selected = degenerate_heads(model, max_eigenvalue_threshold, condition_threshold)
     k_sel = count_selected(selected)
     if selection_of(order[:k_sel]) != selected:
-        raise RuntimeError("the degenerate heads are not a prefix of the degeneracy order")
+        raise RuntimeError(
+            "the degenerate heads are not a prefix of the degeneracy order"
+        )
     x_test, y_test = data.x_test.to(device), data.y_test.to(device)
 
     def acc(m):
-        return evaluate(m, x_test, y_test, config.eval_batch_size, device, config.bf16)[1]
+        return evaluate(m, x_test, y_test, config.eval_batch_size, device, config.bf16)[
+            1
+        ]
 
-    curve = {"k": list(range(total + 1)), "degenerate_first": [acc(_prune_copy(model, order[:k])) for k in range(total + 1)]}
+    curve = {
+        "k": list(range(total + 1)),
+        "degenerate_first": [
+            acc(_prune_copy(model, order[:k])) for k in range(total + 1)
+        ],
+    }
     rand = []
     for i in range(random_orders):
-        perm = torch.randperm(total, generator=torch.Generator().manual_seed(seed + i)).tolist()
+        perm = torch.randperm(
+            total, generator=torch.Generator().manual_seed(seed + i)
+        ).tolist()
         rorder = [order[j] for j in perm]
         rand.append([acc(_prune_copy(model, rorder[:k])) for k in range(total + 1)])
     curve["random"] = rand
     if verbose:
         print(f"pruning curves done ({total} heads, {k_sel} degenerate)")
-    counts = [round(total / 3), round(2 * total / 3)] if retrain_counts is None else [int(c) for c in retrain_counts]
+    counts = (
+        [round(total / 3), round(2 * total / 3)]
+        if retrain_counts is None
+        else [int(c) for c in retrain_counts]
+    )
     counts = sorted({c for c in counts + ([k_sel] if k_sel else []) if 0 < c <= total})
     retrained, pruned_history = [], None
     for k in counts:
         m = _prune_copy(model, order[:k])
         hist = retrain(m, config, data, epochs, verbose=verbose)
-        retrained.append({"k": k, "heads": [list(h) for h in order[:k]], "test_acc_before": hist["initial"]["test_acc"],
-                          "test_acc": [e["test_acc"] for e in hist["epochs"]],
-                          "train_loss": [e["train_loss"] for e in hist["epochs"]]})
+        retrained.append(
+            {
+                "k": k,
+                "heads": [list(h) for h in order[:k]],
+                "test_acc_before": hist["initial"]["test_acc"],
+                "test_acc": [e["test_acc"] for e in hist["epochs"]],
+                "train_loss": [e["train_loss"] for e in hist["epochs"]],
+            }
+        )
         if k == k_sel:
             pruned_history = hist
     cfg = model.config
-    pruned_cfg_heads = [cfg.num_heads - len(selected.get(i, [])) for i in range(cfg.num_layers)]
+    pruned_cfg_heads = [
+        cfg.num_heads - len(selected.get(i, [])) for i in range(cfg.num_layers)
+    ]
     macs_before, macs_after = analytic_macs(cfg), analytic_macs(cfg, pruned_cfg_heads)
     return {
         "format": 1,
         "base_config": config.to_dict(),
         "base_epochs": config.epochs,
-        "thresholds": {"max_eigenvalue": max_eigenvalue_threshold, "condition": condition_threshold},
+        "thresholds": {
+            "max_eigenvalue": max_eigenvalue_threshold,
+            "condition": condition_threshold,
+        },
         "heads": head_table(model, max_eigenvalue_threshold, condition_threshold),
         "selected": {str(k): v for k, v in selected.items()},
-        "selected_paper_thresholds": {str(k): v for k, v in degenerate_heads(
-            model, PAPER_MAX_EIGENVALUE_THRESHOLD, PAPER_CONDITION_THRESHOLD).items()},
+        "selected_paper_thresholds": {
+            str(k): v
+            for k, v in degenerate_heads(
+                model, PAPER_MAX_EIGENVALUE_THRESHOLD, PAPER_CONDITION_THRESHOLD
+            ).items()
+        },
         "order": [list(h) for h in order],
         "curve": curve,
         "retrain_epochs": epochs,
         "retrained": retrained,
-        "parameters": {"before": count_parameters(model),
-                       "after": count_parameters(_prune_copy(model, order[:k_sel]))},
-        "macs": {"before": {"dense": macs_before.dense, "total": macs_before.total},
-                 "after": {"dense": macs_after.dense, "total": macs_after.total}},
+        "parameters": {
+            "before": count_parameters(model),
+            "after": count_parameters(_prune_copy(model, order[:k_sel])),
+        },
+        "macs": {
+            "before": {"dense": macs_before.dense, "total": macs_before.total},
+            "after": {"dense": macs_after.dense, "total": macs_after.total},
+        },
         "pruned_history": pruned_history,
     }
 
@@ -392,22 +540,36 @@ def pruning_study_name(run) -> str:
 
 
 def _study_key(study: dict) -> dict:
-    return {"base_config": study.get("base_config"), "thresholds": study.get("thresholds")}
+    return {
+        "base_config": study.get("base_config"),
+        "thresholds": study.get("thresholds"),
+    }
 
 
-def load_pruning_study(run, max_eigenvalue_threshold: float = PAPER_MAX_EIGENVALUE_THRESHOLD,
-                       condition_threshold: float = PAPER_CONDITION_THRESHOLD, verbose: bool = True) -> dict:
+def load_pruning_study(
+    run,
+    max_eigenvalue_threshold: float = PAPER_MAX_EIGENVALUE_THRESHOLD,
+    condition_threshold: float = PAPER_CONDITION_THRESHOLD,
+    verbose: bool = True,
+) -> dict:
     """The pruning study of a generalized run, read from ``run.run_dir / pruning.json``: it must
     have been made from this run's configuration with these thresholds. Reads only: missing or
     made otherwise, the error names the command that makes it (it needs the trained weights).
     ``verbose``: say which file was read (relative to the book's folder)."""
     path = Path(run.run_dir) / STUDY_FILE
-    wanted = {"base_config": run.config.to_dict(),
-              "thresholds": {"max_eigenvalue": max_eigenvalue_threshold, "condition": condition_threshold}}
+    wanted = {
+        "base_config": run.config.to_dict(),
+        "thresholds": {
+            "max_eigenvalue": max_eigenvalue_threshold,
+            "condition": condition_threshold,
+        },
+    }
     study = read_keyed(path, wanted, pruning_study_name(run), key_of=_study_key)
     if verbose:
         where = relative_to_book(path)
-        print(f"Using the saved pruning study in {where[len('book/'):] if where.startswith('book/') else where}.")
+        print(
+            f"Using the saved pruning study in {where[len('book/') :] if where.startswith('book/') else where}."
+        )
     return study
 
 
@@ -424,14 +586,21 @@ def load_pruned_run(run) -> Run:
 
     folder = pruned_folder(run)
     if not (folder / HISTORY).is_file():
-        raise MissingResultError(f"{folder} holds no retraining; make it with: "
-                                 f"{regenerate_command(pruning_study_name(run))}")
+        raise MissingResultError(
+            f"{folder} holds no retraining; make it with: "
+            f"{regenerate_command(pruning_study_name(run))}"
+        )
     return load_run(folder)
 
 
 # --------------------------------------------------------------------------- figures and table
-def plot_heads_by_layer(model, query: Optional[Tuple[int, int]] = None, degenerate: Optional[Dict[int, Sequence[int]]] = None,
-                        masses: Sequence[float] = (0.5, 0.9), panel_size: float = 3.2):
+def plot_heads_by_layer(
+    model,
+    query: Optional[Tuple[int, int]] = None,
+    degenerate: Optional[Dict[int, Sequence[int]]] = None,
+    masses: Sequence[float] = (0.5, 0.9),
+    panel_size: float = 3.2,
+):
     """Fig. 7: per layer one panel with every head's attention around ``query`` (default: the centre
     token) drawn as its 50 % (solid) and 90 % (dashed) probability-mass outline, one colour per
     head, its centre q + Δ_h as a dot; heads in ``degenerate`` ({layer: [heads]}) are drawn in
@@ -445,7 +614,9 @@ def plot_heads_by_layer(model, query: Optional[Tuple[int, int]] = None, degenera
     ncols = min(len(layers), 3)
     nrows = math.ceil(len(layers) / ncols)
     panel = min(panel_size, (COLUMN_INCHES - 0.4) / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(panel * ncols + 0.4, panel * nrows + 0.4), squeeze=False)
+    fig, axes = plt.subplots(
+        nrows, ncols, figsize=(panel * ncols + 0.4, panel * nrows + 0.4), squeeze=False
+    )
     for ax in axes.flat:
         ax.axis("off")
     for ax, li in zip(axes.flat, layers):
@@ -458,10 +629,16 @@ def plot_heads_by_layer(model, query: Optional[Tuple[int, int]] = None, degenera
             bad = h in degenerate.get(li, [])
             color = "0.55" if bad else colors[h]
             styles = ("dotted", "dotted") if bad else ("solid", "dashed")
-            draw_mass_contours(ax, maps[h], masses, color=color, linestyles=styles, linewidth=1.3)
+            draw_mass_contours(
+                ax, maps[h], masses, color=color, linestyles=styles, linewidth=1.3
+            )
             c = enc.centers[h].detach()
             ax.plot(q[1] + float(c[1]), q[0] + float(c[0]), "o", color=color, ms=4)
-        ax.add_patch(plt.Rectangle((q[1] - 0.5, q[0] - 0.5), 1, 1, fill=False, ec="red", lw=1.5, zorder=10))
+        ax.add_patch(
+            plt.Rectangle(
+                (q[1] - 0.5, q[0] - 0.5), 1, 1, fill=False, ec="red", lw=1.5, zorder=10
+            )
+        )
         ax.set_xlim(-0.5, g - 0.5), ax.set_ylim(g - 0.5, -0.5)
         ax.set_xticks([]), ax.set_yticks([])
         ax.set_title(f"layer {li + 1}", fontsize=9)
@@ -479,30 +656,67 @@ def plot_pruning(study: dict, title: str = ""):
     curve = study["curve"]
     k = curve["k"]
     fig, (a, b) = plt.subplots(1, 2, figsize=(COLUMN_INCHES, 4.2))
-    a.plot(k, curve["degenerate_first"], "o-", color="C0", ms=4, label="most degenerate first, no retraining")
+    a.plot(
+        k,
+        curve["degenerate_first"],
+        "o-",
+        color="C0",
+        ms=4,
+        label="most degenerate first, no retraining",
+    )
     rnd = torch.tensor(curve["random"], dtype=torch.float64)
     if len(rnd):
-        a.plot(k, rnd.mean(0).tolist(), "s-", color="C7", ms=3, label=f"random heads, no retraining (mean of {len(rnd)})")
-        a.fill_between(k, rnd.min(0).values.tolist(), rnd.max(0).values.tolist(), color="C7", alpha=0.2)
+        a.plot(
+            k,
+            rnd.mean(0).tolist(),
+            "s-",
+            color="C7",
+            ms=3,
+            label=f"random heads, no retraining (mean of {len(rnd)})",
+        )
+        a.fill_between(
+            k,
+            rnd.min(0).values.tolist(),
+            rnd.max(0).values.tolist(),
+            color="C7",
+            alpha=0.2,
+        )
     if study["retrained"]:
-        a.plot([r["k"] for r in study["retrained"]], [r["test_acc"][-1] for r in study["retrained"]], "*",
-               color="C3", ms=13, label=f"most degenerate first, after {study['retrain_epochs']} epochs of retraining")
+        a.plot(
+            [r["k"] for r in study["retrained"]],
+            [r["test_acc"][-1] for r in study["retrained"]],
+            "*",
+            color="C3",
+            ms=13,
+            label=f"most degenerate first, after {study['retrain_epochs']} epochs of retraining",
+        )
     k_sel = count_selected(study["selected"])
     a.axhline(curve["degenerate_first"][0], color="k", lw=0.8, ls=":", label="unpruned")
     if k_sel:
-        a.axvline(k_sel, color="C3", lw=0.8, ls="--", label=f"degenerate heads ({k_sel})")
+        a.axvline(
+            k_sel, color="C3", lw=0.8, ls="--", label=f"degenerate heads ({k_sel})"
+        )
     a.set_xlabel("number of heads pruned"), a.set_ylabel("test accuracy")
     handles, labels = a.get_legend_handles_labels()
     for i, r in enumerate(study["retrained"]):
         acc = [r["test_acc_before"]] + r["test_acc"]
-        b.plot(range(len(acc)), acc, "o-", ms=3, color=f"C{(i + 1) % 10}", label=f"{r['k']} heads pruned")
+        b.plot(
+            range(len(acc)),
+            acc,
+            "o-",
+            ms=3,
+            color=f"C{(i + 1) % 10}",
+            label=f"{r['k']} heads pruned",
+        )
     b.axhline(curve["degenerate_first"][0], color="k", lw=0.8, ls=":", label="unpruned")
     b.set_xlabel("retraining epoch (learning rate ÷ 10)"), b.set_ylabel("test accuracy")
     for handle, label in zip(*b.get_legend_handles_labels()):
         if label not in labels:  # one legend for the figure, below both panels
             handles.append(handle)
             labels.append(label)
-    fig.legend(handles, labels, fontsize=7.5, loc="outside lower center", ncol=2, frameon=False)
+    fig.legend(
+        handles, labels, fontsize=7.5, loc="outside lower center", ncol=2, frameon=False
+    )
     if title:
         fig.suptitle(title, fontsize=9)
     fig.set_layout_engine("constrained")
@@ -529,22 +743,28 @@ def pruning_table(study: dict, profile: str) -> str:
     p0, p1 = study["parameters"]["before"], study["parameters"]["after"]
     f0, f1 = 2 * study["macs"]["before"]["dense"], 2 * study["macs"]["after"]["dense"]
     n_heads = len(study["order"])
-    lines = [f"{profile} profile, {study['base_epochs']} epochs ({n_heads} heads; {k_sel} degenerate):",
-             f"  {'model':<44} {'test acc':>8} {'params':>12} {'MFLOPs':>9}",
-             f"  {'generalized, before pruning':<44} {acc0:>8.3f} {p0:>12,} {f0 / 1e6:>9.1f}",
-             f"  {f'pruned ({k_sel} heads), no retraining':<44} {acc1:>8.3f} {p1:>12,} {f1 / 1e6:>9.1f}"]
+    lines = [
+        f"{profile} profile, {study['base_epochs']} epochs ({n_heads} heads; {k_sel} degenerate):",
+        f"  {'model':<44} {'test acc':>8} {'params':>12} {'MFLOPs':>9}",
+        f"  {'generalized, before pruning':<44} {acc0:>8.3f} {p0:>12,} {f0 / 1e6:>9.1f}",
+        f"  {f'pruned ({k_sel} heads), no retraining':<44} {acc1:>8.3f} {p1:>12,} {f1 / 1e6:>9.1f}",
+    ]
     if ret is not None:
         label = f"pruned + {study['retrain_epochs']} epochs of retraining (lr ÷ 10)"
-        lines.append(f"  {label:<44} {ret['test_acc'][-1]:>8.3f} {p1:>12,} {f1 / 1e6:>9.1f}")
+        lines.append(
+            f"  {label:<44} {ret['test_acc'][-1]:>8.3f} {p1:>12,} {f1 / 1e6:>9.1f}"
+        )
     rows = {r["model"]: r for r in parameter_count_table(15)}
     d0, d1 = _paper_size_pruned_macs(15)
     n0, n1 = rows["generalized"]["ours"], rows["generalized_pruned"]["ours"]
-    lines += ["paper-size model (6 layers × 9 heads, 16×16 tokens, hidden 400), our exact counts:",
-              f"  {'generalized':<44} {'':>8} {n0:>12,} {2 * d0 / 1e6:>9.0f}",
-              f"  {'15 heads pruned':<44} {'':>8} {n1:>12,} {2 * d1 / 1e6:>9.0f}",
-              f"  reduction: parameters {100 * (1 - n1 / n0):.1f}%, FLOPs {100 * (1 - d1 / d0):.1f}%",
-              f"the paper's Fig. 9: {rows['generalized']['paper']} → {rows['generalized_pruned']['paper']} parameters, "
-              f"{PAPER_FIG9['flops'][0]} → {PAPER_FIG9['flops'][1]} FLOPS, 15 of 54 heads pruned,",
-              f"  accuracy {PAPER_FIG9['accuracy'][0]} → {PAPER_FIG9['accuracy'][1]} "
-              "(after retraining with lr ÷ 10)."]
+    lines += [
+        "paper-size model (6 layers × 9 heads, 16×16 tokens, hidden 400), our exact counts:",
+        f"  {'generalized':<44} {'':>8} {n0:>12,} {2 * d0 / 1e6:>9.0f}",
+        f"  {'15 heads pruned':<44} {'':>8} {n1:>12,} {2 * d1 / 1e6:>9.0f}",
+        f"  reduction: parameters {100 * (1 - n1 / n0):.1f}%, FLOPs {100 * (1 - d1 / d0):.1f}%",
+        f"the paper's Fig. 9: {rows['generalized']['paper']} → {rows['generalized_pruned']['paper']} parameters, "
+        f"{PAPER_FIG9['flops'][0]} → {PAPER_FIG9['flops'][1]} FLOPS, 15 of 54 heads pruned,",
+        f"  accuracy {PAPER_FIG9['accuracy'][0]} → {PAPER_FIG9['accuracy'][1]} "
+        "(after retraining with lr ÷ 10).",
+    ]
     return "\n".join(lines)

@@ -22,6 +22,7 @@ each centre to the nearest shift of Z²) and the count of heads whose largest pr
 :func:`layer_measures` combines them for one layer and :func:`run_measures` for every layer of a
 saved training run (centres from its history, maps from :mod:`attnconv.chapters.shared.attention_maps`).
 """
+
 from __future__ import annotations
 
 from typing import List, Mapping, Optional, Sequence
@@ -56,7 +57,9 @@ __all__ = [
 ]
 
 
-def locality_summary(layers: Sequence, query: Sequence[int], kernel_size: int = 3, threshold: float = 0.5) -> List[Optional[dict]]:
+def locality_summary(
+    layers: Sequence, query: Sequence[int], kernel_size: int = 3, threshold: float = 0.5
+) -> List[Optional[dict]]:
     """Per layer (maps ``(N_h, H, W)`` or ``None``): ``num_heads``, ``peaked`` (heads that give more
     than ``threshold`` of their attention to a single key, as a one-hot head of Lemma 1 does),
     ``mass_above`` (heads with more than ``threshold`` of their attention inside the K×K window,
@@ -72,22 +75,41 @@ def locality_summary(layers: Sequence, query: Sequence[int], kernel_size: int = 
             continue
         mass = neighbourhood_mass(m, query, kernel_size)
         peaks = peak_shifts(m, query)
-        peaked = int((torch.as_tensor(m, dtype=torch.float64).flatten(1).max(dim=1).values > threshold).sum())
-        out.append({"num_heads": int(mass.numel()), "peaked": peaked, "mass_above": int((mass > threshold).sum()),
-                    "peak_inside": int((peaks.abs().max(dim=1).values <= r).sum()), "mean_mass": float(mass.mean())})
+        peaked = int(
+            (
+                torch.as_tensor(m, dtype=torch.float64).flatten(1).max(dim=1).values
+                > threshold
+            ).sum()
+        )
+        out.append(
+            {
+                "num_heads": int(mass.numel()),
+                "peaked": peaked,
+                "mass_above": int((mass > threshold).sum()),
+                "peak_inside": int((peaks.abs().max(dim=1).values <= r).sum()),
+                "mean_mass": float(mass.mean()),
+            }
+        )
     return out
 
 
-def format_locality(name: str, summary: Sequence[Optional[dict]], kernel_size: int = 3, threshold: float = 0.5) -> str:
+def format_locality(
+    name: str,
+    summary: Sequence[Optional[dict]],
+    kernel_size: int = 3,
+    threshold: float = 0.5,
+) -> str:
     """:func:`locality_summary` as one line per layer (layers numbered from 1)."""
     k = f"{kernel_size}×{kernel_size}"
     lines = []
     for i, s in enumerate(summary):
         if s is None:
             continue
-        lines.append(f"{name}, layer {i + 1} ({s['num_heads']} heads): {s['peaked']} give > {threshold:.0%} to a single key; "
-                     f"{s['mass_above']} put > {threshold:.0%} in the {k} window; "
-                     f"{s['peak_inside']} have their most probable key in it")
+        lines.append(
+            f"{name}, layer {i + 1} ({s['num_heads']} heads): {s['peaked']} give > {threshold:.0%} to a single key; "
+            f"{s['mass_above']} put > {threshold:.0%} in the {k} window; "
+            f"{s['peak_inside']} have their most probable key in it"
+        )
     return fit_column("\n".join(lines))
 
 
@@ -101,13 +123,26 @@ def format_peaks(name: str, layers: Sequence, query: Sequence[int]) -> str:
         m = torch.as_tensor(m, dtype=torch.float64)
         shifts = peak_shifts(m, query)
         top = m.flatten(1).max(dim=1).values
-        heads = [f"{h + 1}: ({int(a):+d},{int(b):+d}) {float(p):.2f}" for h, ((a, b), p) in enumerate(zip(shifts.tolist(), top))]
-        lines.append(pack_items(f"{name}, layer {i + 1}, head: (peak shift) probability — ", heads))
+        heads = [
+            f"{h + 1}: ({int(a):+d},{int(b):+d}) {float(p):.2f}"
+            for h, ((a, b), p) in enumerate(zip(shifts.tolist(), top))
+        ]
+        lines.append(
+            pack_items(
+                f"{name}, layer {i + 1}, head: (peak shift) probability — ", heads
+            )
+        )
     return fit_column("\n".join(lines))
 
 
-def layer_measures(centers, maps=None, query: Optional[Sequence[int]] = None, kernel_size: int = 3,
-                   radius: float = 0.5, one_hot_threshold: float = 0.9) -> dict:
+def layer_measures(
+    centers,
+    maps=None,
+    query: Optional[Sequence[int]] = None,
+    kernel_size: int = 3,
+    radius: float = 0.5,
+    one_hot_threshold: float = 0.9,
+) -> dict:
     """The measures of one layer: ``distances`` (per head, to the K×K lattice), ``mean_distance``,
     ``mean_integer_distance`` (to the nearest integer shift, any shift), ``coverage`` (of the K²
     lattice points) and, when ``maps`` ``(N_h, H, W)`` and ``query`` are given, ``masses`` (per
@@ -140,7 +175,9 @@ def layer_measures(centers, maps=None, query: Optional[Sequence[int]] = None, ke
     return out
 
 
-def run_measures(run, kernel_size: int = 3, radius: float = 0.5, epoch: int = -1) -> List[Optional[dict]]:
+def run_measures(
+    run, kernel_size: int = 3, radius: float = 0.5, epoch: int = -1
+) -> List[Optional[dict]]:
     """:func:`layer_measures` of every layer of a saved run after ``epoch`` (-1: the last, 0: the
     initialisation), for the centre query token: centres from the history (Gaussian centres Δ_h;
     for the learned encoding the mean shift of each head's position-only attention), maps from
@@ -160,12 +197,24 @@ def run_measures(run, kernel_size: int = 3, radius: float = 0.5, epoch: int = -1
             out.append(None)
             continue
         layer_maps = None if maps is None else maps[i]
-        out.append(layer_measures(rec["centers"], layer_maps, query if layer_maps is not None else None,
-                                  kernel_size, radius))
+        out.append(
+            layer_measures(
+                rec["centers"],
+                layer_maps,
+                query if layer_maps is not None else None,
+                kernel_size,
+                radius,
+            )
+        )
     return out
 
 
-def measures_rows(runs: Mapping[str, object], kernel_size: int = 3, radius: float = 0.5, epoch: int = -1) -> List[dict]:
+def measures_rows(
+    runs: Mapping[str, object],
+    kernel_size: int = 3,
+    radius: float = 0.5,
+    epoch: int = -1,
+) -> List[dict]:
     """One row per (model, layer) of the labelled runs after ``epoch``: ``model``, ``layer``
     (0-based), ``num_heads``, ``mean_distance``, ``mean_integer_distance``, ``coverage``,
     ``mean_mass`` (NaN when no maps), ``one_hot`` and ``one_hot_in_window`` (None when no maps)."""
@@ -174,14 +223,25 @@ def measures_rows(runs: Mapping[str, object], kernel_size: int = 3, radius: floa
         for i, m in enumerate(run_measures(run, kernel_size, radius, epoch)):
             if m is None:
                 continue
-            rows.append({"model": label, "layer": i, "num_heads": m["num_heads"], "mean_distance": m["mean_distance"],
-                         "mean_integer_distance": m["mean_integer_distance"],
-                         "coverage": m["coverage"], "mean_mass": m.get("mean_mass", float("nan")),
-                         "one_hot": m.get("one_hot"), "one_hot_in_window": m.get("one_hot_in_window")})
+            rows.append(
+                {
+                    "model": label,
+                    "layer": i,
+                    "num_heads": m["num_heads"],
+                    "mean_distance": m["mean_distance"],
+                    "mean_integer_distance": m["mean_integer_distance"],
+                    "coverage": m["coverage"],
+                    "mean_mass": m.get("mean_mass", float("nan")),
+                    "one_hot": m.get("one_hot"),
+                    "one_hot_in_window": m.get("one_hot_in_window"),
+                }
+            )
     return rows
 
 
-def reference_measures(grid: Sequence[int], kernel_size: int = 3, alpha: float = 10.0, radius: float = 0.5) -> dict:
+def reference_measures(
+    grid: Sequence[int], kernel_size: int = 3, alpha: float = 10.0, radius: float = 0.5
+) -> dict:
     """The measures of two reference layers on a ``grid`` of tokens, for the centre query:
     ``"theorem1"``, K² quadratic heads (eq. 9) centred on the lattice with width ``alpha`` (the
     layer of Theorem 1, one-hot as α → ∞), and ``"uniform"``, K² heads with α = 0 at the query
@@ -193,9 +253,14 @@ def reference_measures(grid: Sequence[int], kernel_size: int = 3, alpha: float =
     query = (h // 2, w // 2)
     lattice = kernel_shifts(kernel_size, 2).to(torch.float64)
     out = {}
-    for name, centers, a in (("theorem1", lattice, alpha), ("uniform", torch.zeros_like(lattice), 0.0)):
+    for name, centers, a in (
+        ("theorem1", lattice, alpha),
+        ("uniform", torch.zeros_like(lattice), 0.0),
+    ):
         enc = QuadraticEncoding(len(lattice), centers=centers, alpha=a).double()
-        out[name] = layer_measures(centers, head_attention_maps(enc, (h, w), query), query, kernel_size, radius)
+        out[name] = layer_measures(
+            centers, head_attention_maps(enc, (h, w), query), query, kernel_size, radius
+        )
     return out
 
 
@@ -206,21 +271,27 @@ def format_measures(rows: Sequence[dict], kernel_size: int = 3) -> str:
     (distance to Z², one-hot heads anywhere), since Lemma 1 holds for any set of shifts."""
     k = f"{kernel_size}×{kernel_size}"
     k2 = kernel_size * kernel_size
-    lines = [f"| model | layer | heads | dist. to {k} lattice | dist. to any integer shift | lattice points "
-             f"covered | mass in {k} window | one-hot heads (any shift) | one-hot heads in {k} |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines = [
+        f"| model | layer | heads | dist. to {k} lattice | dist. to any integer shift | lattice points "
+        f"covered | mass in {k} window | one-hot heads (any shift) | one-hot heads in {k} |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
 
     def count(v):
         return "–" if v is None else str(v)
 
     for r in rows:
-        lines.append(f"| {r['model']} | {r['layer'] + 1} | {r['num_heads']} | {r['mean_distance']:.2f} "
-                     f"| {r['mean_integer_distance']:.2f} | {r['coverage']} / {k2} | {r['mean_mass']:.2f} "
-                     f"| {count(r['one_hot'])} | {count(r['one_hot_in_window'])} |")
+        lines.append(
+            f"| {r['model']} | {r['layer'] + 1} | {r['num_heads']} | {r['mean_distance']:.2f} "
+            f"| {r['mean_integer_distance']:.2f} | {r['coverage']} / {k2} | {r['mean_mass']:.2f} "
+            f"| {count(r['one_hot'])} | {count(r['one_hot_in_window'])} |"
+        )
     return "\n".join(lines)
 
 
-def plot_measures(rows: Sequence[dict], kernel_size: int = 3, title: Optional[str] = None):
+def plot_measures(
+    rows: Sequence[dict], kernel_size: int = 3, title: Optional[str] = None
+):
     """Three panels against the layer (numbered from 1), one line per model: mean distance to the lattice,
     lattice points covered, mean attention mass in the K×K window. Dotted lines: the values of
     the Lemma-1 convolution layer (0, K², 1)."""
@@ -229,9 +300,15 @@ def plot_measures(rows: Sequence[dict], kernel_size: int = 3, title: Optional[st
     models = list(dict.fromkeys(r["model"] for r in rows))
     fig, axes = plt.subplots(1, 3, figsize=(COLUMN_INCHES, 2.9), layout="constrained")
     k2 = kernel_size * kernel_size
-    specs = [("mean_distance", "mean distance to the lattice (tokens)", 0.0),
-             ("coverage", f"lattice points covered (of {k2})", k2),
-             ("mean_mass", f"mean attention mass in {kernel_size}×{kernel_size} window", 1.0)]
+    specs = [
+        ("mean_distance", "mean distance to the lattice (tokens)", 0.0),
+        ("coverage", f"lattice points covered (of {k2})", k2),
+        (
+            "mean_mass",
+            f"mean attention mass in {kernel_size}×{kernel_size} window",
+            1.0,
+        ),
+    ]
     for ax, (key, label, ideal) in zip(axes, specs):
         for name in models:
             pts = [(r["layer"], r[key]) for r in rows if r["model"] == name]
@@ -245,7 +322,14 @@ def plot_measures(rows: Sequence[dict], kernel_size: int = 3, title: Optional[st
         layers = sorted({r["layer"] + 1 for r in rows})
         ax.set_xticks(layers)
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, fontsize=7.5, loc="outside lower center", ncol=min(4, len(labels)), frameon=False)
+    fig.legend(
+        handles,
+        labels,
+        fontsize=7.5,
+        loc="outside lower center",
+        ncol=min(4, len(labels)),
+        frameon=False,
+    )
     if title:
         fig.suptitle(title, fontsize=9)
     return fig

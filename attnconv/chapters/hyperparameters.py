@@ -7,6 +7,7 @@ Chapter 14 ("Hyper-parameters"). :data:`PAPER_TABLE2` holds the table as printed
 and :func:`table2_markdown` puts them side by side, marking every deviation (✗) and the reason
 for it (:data:`REASONS`).
 """
+
 from __future__ import annotations
 
 from typing import Dict, List, Sequence
@@ -18,7 +19,14 @@ from ..experiments.paper_numbers import PAPER_PARAMETERS, PAPER_TABLE2
 from ..experiments.profiles import get_profile
 from ..experiments.train import parameter_groups
 
-__all__ = ["PAPER_TABLE2", "EXTRA_ROWS", "REASONS", "profile_values", "table2_rows", "table2_markdown"]
+__all__ = [
+    "PAPER_TABLE2",
+    "EXTRA_ROWS",
+    "REASONS",
+    "profile_values",
+    "table2_rows",
+    "table2_markdown",
+]
 
 
 #: Settings that are not in Table 2 but that a reader needs to reproduce it: what the paper says
@@ -35,25 +43,51 @@ EXTRA_ROWS: Dict[str, object] = {
 #: Why a profile deviates, per (row, profile).
 REASONS: Dict[tuple, str] = {
     ("number of layers", "cpu"): "2 layers train in minutes on 2 CPU cores",
-    ("hidden dimension", "cpu"): f"CPU budget (~120k parameters instead of {PAPER_PARAMETERS['quadratic']})",
+    (
+        "hidden dimension",
+        "cpu",
+    ): f"CPU budget (~120k parameters instead of {PAPER_PARAMETERS['quadratic']})",
     ("intermediate dimension", "cpu"): "CPU budget",
-    ("invertible pooling width", "cpu"): "8×8 tokens of 4×4 pixels instead of 16×16: 16× fewer pairs",
+    (
+        "invertible pooling width",
+        "cpu",
+    ): "8×8 tokens of 4×4 pixels instead of 16×16: 16× fewer pairs",
     ("number of epochs", "gpu"): "about 15 minutes per model on one GPU",
-    ("number of epochs", "cpu"): "CPU budget; the book's saved runs train longer (chapters 7-10)",
-    ("learning rate on positional parameters", "cpu"): "×10, so that the heads move in 16-40 epochs "
-                                                        "(centres moved ~7× further in 8 epochs)",
-    ("weight decay on Gaussian Δ, s, M", "paper"): "none, as in the authors' code (not stated in the paper)",
+    (
+        "number of epochs",
+        "cpu",
+    ): "CPU budget; the book's saved runs train longer (chapters 7-10)",
+    (
+        "learning rate on positional parameters",
+        "cpu",
+    ): "×10, so that the heads move in 16-40 epochs "
+    "(centres moved ~7× further in 8 epochs)",
+    (
+        "weight decay on Gaussian Δ, s, M",
+        "paper",
+    ): "none, as in the authors' code (not stated in the paper)",
     ("weight decay on Gaussian Δ, s, M", "gpu"): "as the paper profile",
     ("weight decay on Gaussian Δ, s, M", "cpu"): "as the paper profile",
     ("training data", "cpu"): "no download: the bundled sample",
-    ("Δ init, std per coordinate", "paper"): "std 2 as in the authors' code (normal_(0, 2))",
+    (
+        "Δ init, std per coordinate",
+        "paper",
+    ): "std 2 as in the authors' code (normal_(0, 2))",
     ("Δ init, std per coordinate", "gpu"): "as the paper profile",
     ("Δ init, std per coordinate", "cpu"): "as the paper profile",
-    ("learned encoding: dims per axis, tables", "paper"): "the authors' code; only it gives the "
-                                                           "paper's 12.3M (chapter 7)",
+    (
+        "learned encoding: dims per axis, tables",
+        "paper",
+    ): "the authors' code; only it gives the paper's 12.3M (chapter 7)",
     ("learned encoding: dims per axis, tables", "gpu"): "as the paper profile",
-    ("learned encoding: dims per axis, tables", "cpu"): "2 × hidden, as the paper profile",
-    ("ResNet18 lr ÷ 10 at epochs", "paper"): "the authors' run scripts; scaled to the epochs",
+    (
+        "learned encoding: dims per axis, tables",
+        "cpu",
+    ): "2 × hidden, as the paper profile",
+    (
+        "ResNet18 lr ÷ 10 at epochs",
+        "paper",
+    ): "the authors' run scripts; scaled to the epochs",
 }
 
 
@@ -65,23 +99,37 @@ def profile_values(profile: str) -> Dict[str, object]:
     with torch.device("meta"):
         model = build_model(mc)
     groups = parameter_groups(model, tc)
-    gaussian_wd = {g["weight_decay"] for g in groups if any(".encoding." in f".{n}" for n in g["names"])}
-    positional_lr = {g["lr"] for g in groups if any(".encoding." in f".{n}" for n in g["names"])}
+    gaussian_wd = {
+        g["weight_decay"]
+        for g in groups
+        if any(".encoding." in f".{n}" for n in g["names"])
+    }
+    positional_lr = {
+        g["lr"] for g in groups if any(".encoding." in f".{n}" for n in g["names"])
+    }
     learned = get_profile(profile).config("learned").model_config()
     with torch.device("meta"):
         learned_model = build_model(learned)
     encodings = [layer.attention.encoding for layer in learned_model.layers]
     per_axis = encodings[0].dim // 2
-    tables = "one shared" if all(e is encodings[0] for e in encodings) else "one per layer"
+    tables = (
+        "one shared" if all(e is encodings[0] for e in encodings) else "one per layer"
+    )
     milestones = get_profile(profile).config("resnet18").milestones
-    data = {"auto": "CIFAR-10 (50,000)", "full": "CIFAR-10 (50,000)", "sample": "sample (5,085)"}[tc.data]
+    data = {
+        "auto": "CIFAR-10 (50,000)",
+        "full": "CIFAR-10 (50,000)",
+        "sample": "sample (5,085)",
+    }[tc.data]
     return {
         "number of layers": mc.num_layers,
         "number of heads": mc.num_heads,
         "hidden dimension": mc.hidden_size,
         "intermediate dimension": mc.intermediate_size,
         "invertible pooling width": mc.downsample,
-        "dropout probability": mc.hidden_dropout if mc.hidden_dropout == mc.attention_dropout else None,
+        "dropout probability": mc.hidden_dropout
+        if mc.hidden_dropout == mc.attention_dropout
+        else None,
         "layer normalization epsilon": mc.layer_norm_eps,
         "number of epochs": tc.epochs,
         "batch size": tc.batch_size,
@@ -90,8 +138,12 @@ def profile_values(profile: str) -> Dict[str, object]:
         "momentum": tc.momentum,
         "cosine decay": "yes" if tc.schedule == "warmup_cosine" else "no",
         "linear warm up ratio": tc.warmup_fraction,
-        "learning rate on positional parameters": positional_lr.pop() if len(positional_lr) == 1 else None,
-        "weight decay on Gaussian Δ, s, M": gaussian_wd.pop() if len(gaussian_wd) == 1 else None,
+        "learning rate on positional parameters": positional_lr.pop()
+        if len(positional_lr) == 1
+        else None,
+        "weight decay on Gaussian Δ, s, M": gaussian_wd.pop()
+        if len(gaussian_wd) == 1
+        else None,
         "training data": data,
         "Δ init, std per coordinate": mc.center_init_std,
         "learned encoding: dims per axis, tables": f"{per_axis}, {tables}",
@@ -112,11 +164,20 @@ def table2_rows(profiles: Sequence[str] = ("paper", "gpu", "cpu")) -> List[dict]
     values = {p: profile_values(p) for p in profiles}
     rows = []
     for name, paper in list(PAPER_TABLE2.items()) + list(EXTRA_ROWS.items()):
-        row = {"name": name, "paper": paper, "in_table2": name in PAPER_TABLE2, "profiles": {}}
+        row = {
+            "name": name,
+            "paper": paper,
+            "in_table2": name in PAPER_TABLE2,
+            "profiles": {},
+        }
         for p in profiles:
             v = values[p][name]
             matches = None if paper == "not stated" else _same(v, paper)
-            row["profiles"][p] = {"value": v, "matches": matches, "reason": REASONS.get((name, p), "")}
+            row["profiles"][p] = {
+                "value": v,
+                "matches": matches,
+                "reason": REASONS.get((name, p), ""),
+            }
         rows.append(row)
     return rows
 
@@ -131,8 +192,12 @@ def table2_markdown(rows: Sequence[dict]) -> str:
     """A Markdown table of :func:`table2_rows`: ✗ marks a deviation from the paper, with its reason
     in the last column; settings outside Table 2 are in italics."""
     profiles = list(rows[0]["profiles"])
-    lines = ["| setting | paper | " + " | ".join(f"`{p}`" for p in profiles) + " | why the profiles deviate |",
-             "| --- | --- | " + " | ".join("---" for _ in profiles) + " | --- |"]
+    lines = [
+        "| setting | paper | "
+        + " | ".join(f"`{p}`" for p in profiles)
+        + " | why the profiles deviate |",
+        "| --- | --- | " + " | ".join("---" for _ in profiles) + " | --- |",
+    ]
     for r in rows:
         name = r["name"] if r["in_table2"] else f"*{r['name']}*"
         cells, reasons = [], []
@@ -141,5 +206,11 @@ def table2_markdown(rows: Sequence[dict]) -> str:
             cells.append(_fmt(c["value"]) + (" ✗" if c["matches"] is False else ""))
             if c["reason"] and (not c["matches"] or not reasons):
                 reasons.append(f"{p}: {c['reason']}")
-        lines.append(f"| {name} | {_fmt(r['paper'])} | " + " | ".join(cells) + " | " + "; ".join(reasons) + " |")
+        lines.append(
+            f"| {name} | {_fmt(r['paper'])} | "
+            + " | ".join(cells)
+            + " | "
+            + "; ".join(reasons)
+            + " |"
+        )
     return "\n".join(lines)

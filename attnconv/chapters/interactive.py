@@ -18,6 +18,7 @@ output is the same on every run.
 
 Layers, heads and tokens are numbered from 1 in every label, as in the paper.
 """
+
 from __future__ import annotations
 
 import json
@@ -48,12 +49,33 @@ __all__ = [
 
 FIGURE_WIDTH = 760  # px: the book's content column holds about 790 px
 FONT_SIZE = 13  # px, every text of the figures (at least 12)
-EXPLORER_DELTAS = tuple(x / 2 for x in range(-4, 5))  # −2, −1.5, …, 2 (rows and columns)
+EXPLORER_DELTAS = tuple(
+    x / 2 for x in range(-4, 5)
+)  # −2, −1.5, …, 2 (rows and columns)
 EXPLORER_ALPHAS = (0.1, 0.3, 1.0, 3.0, 10.0, 30.0)
-HEAD_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
-               "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39",
-               "#7b4173", "#3182bd")
-_IMMEDIATE = {"mode": "immediate", "frame": {"duration": 0, "redraw": True}, "transition": {"duration": 0}}
+HEAD_COLORS = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+    "#393b79",
+    "#637939",
+    "#8c6d31",
+    "#843c39",
+    "#7b4173",
+    "#3182bd",
+)
+_IMMEDIATE = {
+    "mode": "immediate",
+    "frame": {"duration": 0, "redraw": True},
+    "transition": {"duration": 0},
+}
 
 
 def _go():
@@ -118,15 +140,22 @@ def _explorer_state_data(state: HeadState):
     p = head_state_probabilities(state)
     kernel = head_state_kernel(state, p)
     err = one_tap_error(state)
-    title = (f"Δ = ({_fmt(state.delta[0])}, {_fmt(state.delta[1])}), α = {_fmt(state.alpha)}: "
-             f"window mass {float(kernel.sum()):.2f}, distance to a one-tap convolution {_fmt_small(err)}")
+    title = (
+        f"Δ = ({_fmt(state.delta[0])}, {_fmt(state.delta[1])}), α = {_fmt(state.alpha)}: "
+        f"window mass {float(kernel.sum()):.2f}, distance to a one-tap convolution {_fmt_small(err)}"
+    )
     centre = (state.query[1] + state.delta[1], state.query[0] + state.delta[0])
     return p, kernel, centre, title
 
 
-def explorer_figure(deltas: Sequence[float] = EXPLORER_DELTAS, alphas: Sequence[float] = EXPLORER_ALPHAS,
-                    query: Tuple[int, int] = (4, 4), grid: Tuple[int, int] = (9, 9), kernel_size: int = 3,
-                    initial: Tuple[float, float, float] = (1.0, -1.0, 10.0)):
+def explorer_figure(
+    deltas: Sequence[float] = EXPLORER_DELTAS,
+    alphas: Sequence[float] = EXPLORER_ALPHAS,
+    query: Tuple[int, int] = (4, 4),
+    grid: Tuple[int, int] = (9, 9),
+    kernel_size: int = 3,
+    initial: Tuple[float, float, float] = (1.0, -1.0, 10.0),
+):
     """The head explorer of chapter 6 without a kernel: a Plotly figure with (left) the head's
     attention probabilities over the key grid for the query (red square), its centre q + Δ
     (orange cross) and the K×K window (green dashed), (right) the K×K kernel the head implements
@@ -143,9 +172,15 @@ def explorer_figure(deltas: Sequence[float] = EXPLORER_DELTAS, alphas: Sequence[
 
     deltas, alphas = [float(d) for d in deltas], [float(a) for a in alphas]
     try:
-        start = (deltas.index(float(initial[0])), deltas.index(float(initial[1])), alphas.index(float(initial[2])))
+        start = (
+            deltas.index(float(initial[0])),
+            deltas.index(float(initial[1])),
+            alphas.index(float(initial[2])),
+        )
     except ValueError:
-        raise ValueError(f"initial {initial} is not on the grid of slider values") from None
+        raise ValueError(
+            f"initial {initial} is not on the grid of slider values"
+        ) from None
     h, w = grid
     q0, q1 = query
     r = (kernel_size - 1) // 2
@@ -153,23 +188,61 @@ def explorer_figure(deltas: Sequence[float] = EXPLORER_DELTAS, alphas: Sequence[
     for i, d1 in enumerate(deltas):
         for j, d2 in enumerate(deltas):
             for k, a in enumerate(alphas):
-                s = HeadState(delta=(d1, d2), alpha=a, query=query, grid=grid, kernel_size=kernel_size)
+                s = HeadState(
+                    delta=(d1, d2),
+                    alpha=a,
+                    query=query,
+                    grid=grid,
+                    kernel_size=kernel_size,
+                )
                 states[i, j, k] = _explorer_state_data(s)
 
-    fig = make_subplots(rows=1, cols=2, column_widths=[0.56, 0.44], horizontal_spacing=0.12,
-                        subplot_titles=(f"attention over the {h}×{w} keys", f"{kernel_size}×{kernel_size} kernel"))
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        column_widths=[0.56, 0.44],
+        horizontal_spacing=0.12,
+        subplot_titles=(
+            f"attention over the {h}×{w} keys",
+            f"{kernel_size}×{kernel_size} kernel",
+        ),
+    )
 
     def dynamic(key):
         p, kernel, (cx, cy), _ = states[key]
         return [
-            go.Heatmap(z=_round(p), zmin=0, zmax=max(float(p.max()), 0.02), colorscale="Blues", showscale=False,
-                       hovertemplate="row %{y}, column %{x}: %{z:.3f}<extra></extra>"),
-            go.Heatmap(z=_round(kernel), x=list(range(-r, r + 1)), y=list(range(-r, r + 1)), zmin=0,
-                       zmax=max(float(kernel.max()), 1e-12), colorscale="Greens", showscale=False,
-                       texttemplate="%{z:.2f}", textfont={"size": FONT_SIZE},
-                       hovertemplate="shift (%{y}, %{x}): %{z:.4f}<extra></extra>"),
-            go.Scatter(x=[cx], y=[cy], mode="markers", name="head centre q + Δ",
-                       marker={"symbol": "x", "size": 13, "color": "darkorange", "line": {"width": 1}}),
+            go.Heatmap(
+                z=_round(p),
+                zmin=0,
+                zmax=max(float(p.max()), 0.02),
+                colorscale="Blues",
+                showscale=False,
+                hovertemplate="row %{y}, column %{x}: %{z:.3f}<extra></extra>",
+            ),
+            go.Heatmap(
+                z=_round(kernel),
+                x=list(range(-r, r + 1)),
+                y=list(range(-r, r + 1)),
+                zmin=0,
+                zmax=max(float(kernel.max()), 1e-12),
+                colorscale="Greens",
+                showscale=False,
+                texttemplate="%{z:.2f}",
+                textfont={"size": FONT_SIZE},
+                hovertemplate="shift (%{y}, %{x}): %{z:.4f}<extra></extra>",
+            ),
+            go.Scatter(
+                x=[cx],
+                y=[cy],
+                mode="markers",
+                name="head centre q + Δ",
+                marker={
+                    "symbol": "x",
+                    "size": 13,
+                    "color": "darkorange",
+                    "line": {"width": 1},
+                },
+            ),
         ]
 
     d0 = dynamic(start)
@@ -177,52 +250,150 @@ def explorer_figure(deltas: Sequence[float] = EXPLORER_DELTAS, alphas: Sequence[
     fig.add_trace(d0[1], 1, 2)
     fig.add_trace(d0[2], 1, 1)
     x, y = _square(q1 - 0.5, q0 - 0.5, 1)
-    fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name="query q", line={"color": "red", "width": 2},
-                             hoverinfo="skip"), 1, 1)
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=y,
+            mode="lines",
+            name="query q",
+            line={"color": "red", "width": 2},
+            hoverinfo="skip",
+        ),
+        1,
+        1,
+    )
     x, y = _square(q1 - r - 0.5, q0 - r - 0.5, kernel_size)
-    fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name=f"{kernel_size}×{kernel_size} window",
-                             line={"color": "green", "width": 2, "dash": "dash"}, hoverinfo="skip"), 1, 1)
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=y,
+            mode="lines",
+            name=f"{kernel_size}×{kernel_size} window",
+            line={"color": "green", "width": 2, "dash": "dash"},
+            hoverinfo="skip",
+        ),
+        1,
+        1,
+    )
 
-    def changes(key):  # a frame holds only what changes (Plotly merges it into the traces)
+    def changes(
+        key,
+    ):  # a frame holds only what changes (Plotly merges it into the traces)
         p, kernel, (cx, cy), _ = states[key]
-        return [go.Heatmap(z=_round(p), zmax=max(float(p.max()), 0.02)),
-                go.Heatmap(z=_round(kernel), zmax=max(float(kernel.max()), 1e-12)),
-                go.Scatter(x=[cx], y=[cy])]
+        return [
+            go.Heatmap(z=_round(p), zmax=max(float(p.max()), 0.02)),
+            go.Heatmap(z=_round(kernel), zmax=max(float(kernel.max()), 1e-12)),
+            go.Scatter(x=[cx], y=[cy]),
+        ]
 
-    fig.frames = [go.Frame(name=explorer_frame_name(*key), data=changes(key), traces=[0, 1, 2],
-                           layout={"title": {"text": states[key][3]}}) for key in sorted(states)]
+    fig.frames = [
+        go.Frame(
+            name=explorer_frame_name(*key),
+            data=changes(key),
+            traces=[0, 1, 2],
+            layout={"title": {"text": states[key][3]}},
+        )
+        for key in sorted(states)
+    ]
 
     def slider(name, label, values, active, y):
         return {
-            "name": name, "active": active, "y": y, "x": 0.0, "len": 1.0, "yanchor": "top",
-            "pad": {"t": 0, "b": 0}, "ticklen": 3,
-            "currentvalue": {"prefix": f"{label} = ", "xanchor": "left", "font": {"size": FONT_SIZE}},
+            "name": name,
+            "active": active,
+            "y": y,
+            "x": 0.0,
+            "len": 1.0,
+            "yanchor": "top",
+            "pad": {"t": 0, "b": 0},
+            "ticklen": 3,
+            "currentvalue": {
+                "prefix": f"{label} = ",
+                "xanchor": "left",
+                "font": {"size": FONT_SIZE},
+            },
             "font": {"size": 12},
-            "steps": [{"label": _fmt(v), "value": str(n), "method": "skip", "args": []} for n, v in enumerate(values)],
+            "steps": [
+                {"label": _fmt(v), "value": str(n), "method": "skip", "args": []}
+                for n, v in enumerate(values)
+            ],
         }
 
     fig.update_layout(
-        width=FIGURE_WIDTH, height=700, font={"size": FONT_SIZE}, template="plotly_white",
-        title={"text": states[start][3], "font": {"size": FONT_SIZE}, "x": 0.01, "xanchor": "left",
-               "y": 0.985, "yanchor": "top"},
+        width=FIGURE_WIDTH,
+        height=700,
+        font={"size": FONT_SIZE},
+        template="plotly_white",
+        title={
+            "text": states[start][3],
+            "font": {"size": FONT_SIZE},
+            "x": 0.01,
+            "xanchor": "left",
+            "y": 0.985,
+            "yanchor": "top",
+        },
         margin={"l": 50, "r": 20, "t": 100, "b": 240},
-        legend={"orientation": "h", "x": 0, "y": 1.1, "xanchor": "left", "yanchor": "bottom",
-                "font": {"size": FONT_SIZE}},
-        sliders=[slider("delta1", "Δ₁ (row shift)", deltas, start[0], -0.2),
-                 slider("delta2", "Δ₂ (column shift)", deltas, start[1], -0.42),
-                 slider("alpha", "α (width)", alphas, start[2], -0.64)],
+        legend={
+            "orientation": "h",
+            "x": 0,
+            "y": 1.1,
+            "xanchor": "left",
+            "yanchor": "bottom",
+            "font": {"size": FONT_SIZE},
+        },
+        sliders=[
+            slider("delta1", "Δ₁ (row shift)", deltas, start[0], -0.2),
+            slider("delta2", "Δ₂ (column shift)", deltas, start[1], -0.42),
+            slider("alpha", "α (width)", alphas, start[2], -0.64),
+        ],
     )
     fig.update_annotations(font_size=FONT_SIZE)
-    fig.update_xaxes(range=[-0.5, w - 0.5], constrain="domain", showgrid=False, zeroline=False,
-                     title_text="key column", row=1, col=1)
-    fig.update_yaxes(range=[h - 0.5, -0.5], scaleanchor="x", showgrid=False, zeroline=False,
-                     title_text="key row", row=1, col=1)
-    fig.update_xaxes(range=[-r - 0.5, r + 0.5], constrain="domain", tickvals=list(range(-r, r + 1)),
-                     showgrid=False, zeroline=False, ticks="outside", title_text="δ₂ (column shift)", row=1, col=2)
-    fig.update_yaxes(range=[r + 0.5, -r - 0.5], scaleanchor="x2", tickvals=list(range(-r, r + 1)),
-                     showgrid=False, zeroline=False, ticks="outside", title_text="δ₁ (row shift)", row=1, col=2)
-    fig.layout.meta = {"deltas": deltas, "alphas": alphas, "query": list(query), "grid": list(grid),
-                       "kernel_size": kernel_size}
+    fig.update_xaxes(
+        range=[-0.5, w - 0.5],
+        constrain="domain",
+        showgrid=False,
+        zeroline=False,
+        title_text="key column",
+        row=1,
+        col=1,
+    )
+    fig.update_yaxes(
+        range=[h - 0.5, -0.5],
+        scaleanchor="x",
+        showgrid=False,
+        zeroline=False,
+        title_text="key row",
+        row=1,
+        col=1,
+    )
+    fig.update_xaxes(
+        range=[-r - 0.5, r + 0.5],
+        constrain="domain",
+        tickvals=list(range(-r, r + 1)),
+        showgrid=False,
+        zeroline=False,
+        ticks="outside",
+        title_text="δ₂ (column shift)",
+        row=1,
+        col=2,
+    )
+    fig.update_yaxes(
+        range=[r + 0.5, -r - 0.5],
+        scaleanchor="x2",
+        tickvals=list(range(-r, r + 1)),
+        showgrid=False,
+        zeroline=False,
+        ticks="outside",
+        title_text="δ₁ (row shift)",
+        row=1,
+        col=2,
+    )
+    fig.layout.meta = {
+        "deltas": deltas,
+        "alphas": alphas,
+        "query": list(query),
+        "grid": list(grid),
+        "kernel_size": kernel_size,
+    }
     return fig
 
 
@@ -253,7 +424,9 @@ def _gaussian_layers(history: dict):
     return layers
 
 
-def trajectory_figure(history: dict, kernel_size: int = 3, tail: Optional[int] = None, ncols: int = 3):
+def trajectory_figure(
+    history: dict, kernel_size: int = 3, tail: Optional[int] = None, ncols: int = 3
+):
     """The paper's Fig. 2 as an animation: one panel per attention layer with every head's centre
     Δ_h (row shift down, column shift right, in tokens, around the query at 0) after each epoch,
     the path it took so far (all of it, or the last ``tail`` epochs), the query (red square) and
@@ -270,12 +443,19 @@ def trajectory_figure(history: dict, kernel_size: int = 3, tail: Optional[int] =
     traj = {i: center_trajectories(history, i) for i in layers}
     n_frames = next(iter(traj.values())).shape[0]
     n_heads = max(t.shape[1] for t in traj.values())
-    lim = max(kernel_size // 2 + 1.0, max(float(np.abs(t).max()) for t in traj.values()) + 0.5)
+    lim = max(
+        kernel_size // 2 + 1.0, max(float(np.abs(t).max()) for t in traj.values()) + 0.5
+    )
     lim = math.ceil(lim * 2) / 2
     cols = min(len(layers), ncols)
     rows = math.ceil(len(layers) / cols)
-    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[f"layer {i + 1}" for i in layers],
-                        horizontal_spacing=0.08, vertical_spacing=0.1)
+    fig = make_subplots(
+        rows=rows,
+        cols=cols,
+        subplot_titles=[f"layer {i + 1}" for i in layers],
+        horizontal_spacing=0.08,
+        vertical_spacing=0.1,
+    )
 
     def cell(k: int):  # panel k (from 1) → (row, col)
         return (k - 1) // cols + 1, (k - 1) % cols + 1
@@ -283,12 +463,33 @@ def trajectory_figure(history: dict, kernel_size: int = 3, tail: Optional[int] =
     r = kernel_size // 2
     lat = [(a, b) for a in range(-r, r + 1) for b in range(-r, r + 1)]
     for c, _ in enumerate(layers, start=1):
-        fig.add_trace(go.Scatter(x=[b for a, b in lat], y=[a for a, b in lat], mode="markers",
-                                 marker={"size": 9, "color": "lightgray"}, name=f"{kernel_size}×{kernel_size} lattice",
-                                 legendgroup="lattice", showlegend=c == 1, hoverinfo="skip"), *cell(c))
+        fig.add_trace(
+            go.Scatter(
+                x=[b for a, b in lat],
+                y=[a for a, b in lat],
+                mode="markers",
+                marker={"size": 9, "color": "lightgray"},
+                name=f"{kernel_size}×{kernel_size} lattice",
+                legendgroup="lattice",
+                showlegend=c == 1,
+                hoverinfo="skip",
+            ),
+            *cell(c),
+        )
         x, y = _square(-0.5, -0.5, 1)
-        fig.add_trace(go.Scatter(x=x, y=y, mode="lines", line={"color": "red", "width": 2}, name="query",
-                                 legendgroup="query", showlegend=c == 1, hoverinfo="skip"), *cell(c))
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=y,
+                mode="lines",
+                line={"color": "red", "width": 2},
+                name="query",
+                legendgroup="query",
+                showlegend=c == 1,
+                hoverinfo="skip",
+            ),
+            *cell(c),
+        )
     n_static = len(fig.data)
 
     def dynamic(e: int):
@@ -298,17 +499,38 @@ def trajectory_figure(history: dict, kernel_size: int = 3, tail: Optional[int] =
             t = traj[i]
             for h in range(t.shape[1]):
                 color = HEAD_COLORS[h % len(HEAD_COLORS)]
-                out.append(go.Scatter(x=_round(t[lo:e + 1, h, 1], 3), y=_round(t[lo:e + 1, h, 0], 3),
-                                      mode="lines", line={"color": color, "width": 1.5}, showlegend=False,
-                                      legendgroup=f"head{h}", hoverinfo="skip", xaxis=f"x{c if c > 1 else ''}",
-                                      yaxis=f"y{c if c > 1 else ''}"))
-                out.append(go.Scatter(x=_round(t[e:e + 1, h, 1], 3), y=_round(t[e:e + 1, h, 0], 3),
-                                      mode="markers", marker={"size": 11, "color": color, "line": {"width": 1,
-                                                                                                   "color": "white"}},
-                                      name=f"head {h + 1}", legendgroup=f"head{h}", showlegend=c == 1,
-                                      xaxis=f"x{c if c > 1 else ''}", yaxis=f"y{c if c > 1 else ''}",
-                                      hovertemplate=f"layer {i + 1}, head {h + 1}: Δ = (%{{y:.2f}}, %{{x:.2f}})"
-                                                    "<extra></extra>"))
+                out.append(
+                    go.Scatter(
+                        x=_round(t[lo : e + 1, h, 1], 3),
+                        y=_round(t[lo : e + 1, h, 0], 3),
+                        mode="lines",
+                        line={"color": color, "width": 1.5},
+                        showlegend=False,
+                        legendgroup=f"head{h}",
+                        hoverinfo="skip",
+                        xaxis=f"x{c if c > 1 else ''}",
+                        yaxis=f"y{c if c > 1 else ''}",
+                    )
+                )
+                out.append(
+                    go.Scatter(
+                        x=_round(t[e : e + 1, h, 1], 3),
+                        y=_round(t[e : e + 1, h, 0], 3),
+                        mode="markers",
+                        marker={
+                            "size": 11,
+                            "color": color,
+                            "line": {"width": 1, "color": "white"},
+                        },
+                        name=f"head {h + 1}",
+                        legendgroup=f"head{h}",
+                        showlegend=c == 1,
+                        xaxis=f"x{c if c > 1 else ''}",
+                        yaxis=f"y{c if c > 1 else ''}",
+                        hovertemplate=f"layer {i + 1}, head {h + 1}: Δ = (%{{y:.2f}}, %{{x:.2f}})"
+                        "<extra></extra>",
+                    )
+                )
         return out
 
     for tr in dynamic(0):
@@ -318,38 +540,112 @@ def trajectory_figure(history: dict, kernel_size: int = 3, tail: Optional[int] =
     def changes(e: int):  # only the coordinates change from frame to frame
         return [go.Scatter(x=tr.x, y=tr.y) for tr in dynamic(e)]
 
-    fig.frames = [go.Frame(name=str(e), data=changes(e), traces=dyn) for e in range(n_frames)]
+    fig.frames = [
+        go.Frame(name=str(e), data=changes(e), traces=dyn) for e in range(n_frames)
+    ]
     height = 520 if rows == 1 else 360 * rows + 120
-    below = height - 170  # the plotting area's height in px (margins t 40, b 130): controls sit below it
+    below = (
+        height - 170
+    )  # the plotting area's height in px (margins t 40, b 130): controls sit below it
     fig.update_layout(
-        width=FIGURE_WIDTH, height=height, font={"size": FONT_SIZE}, template="plotly_white",
+        width=FIGURE_WIDTH,
+        height=height,
+        font={"size": FONT_SIZE},
+        template="plotly_white",
         margin={"l": 60, "r": 10, "t": 40, "b": 130},
-        legend={"x": 1.02, "y": 1, "xanchor": "left", "yanchor": "top", "font": {"size": FONT_SIZE},
-                "tracegroupgap": 2},
-        updatemenus=[{"type": "buttons", "direction": "left", "x": 0, "y": -95 / below, "xanchor": "left", "yanchor": "top",
-                      "pad": {"t": 0, "r": 10}, "showactive": False, "font": {"size": FONT_SIZE},
-                      "buttons": [
-                          {"label": "▶ play", "method": "animate",
-                           "args": [None, {"mode": "immediate", "fromcurrent": True,
-                                           "frame": {"duration": 150, "redraw": False},
-                                           "transition": {"duration": 0}}]},
-                          {"label": "❚❚ pause", "method": "animate",
-                           "args": [[None], {"mode": "immediate", "frame": {"duration": 0, "redraw": False},
-                                             "transition": {"duration": 0}}]}]}],
-        sliders=[{"active": 0, "x": 0.3, "len": 0.7, "y": -77 / below, "yanchor": "top", "pad": {"t": 0},
-                  "currentvalue": {"prefix": "after epoch ", "font": {"size": FONT_SIZE}},
-                  "font": {"size": 12},
-                  "steps": [{"label": str(e), "method": "animate", "args": [[str(e)], _IMMEDIATE]}
-                            for e in range(n_frames)]}],
+        legend={
+            "x": 1.02,
+            "y": 1,
+            "xanchor": "left",
+            "yanchor": "top",
+            "font": {"size": FONT_SIZE},
+            "tracegroupgap": 2,
+        },
+        updatemenus=[
+            {
+                "type": "buttons",
+                "direction": "left",
+                "x": 0,
+                "y": -95 / below,
+                "xanchor": "left",
+                "yanchor": "top",
+                "pad": {"t": 0, "r": 10},
+                "showactive": False,
+                "font": {"size": FONT_SIZE},
+                "buttons": [
+                    {
+                        "label": "▶ play",
+                        "method": "animate",
+                        "args": [
+                            None,
+                            {
+                                "mode": "immediate",
+                                "fromcurrent": True,
+                                "frame": {"duration": 150, "redraw": False},
+                                "transition": {"duration": 0},
+                            },
+                        ],
+                    },
+                    {
+                        "label": "❚❚ pause",
+                        "method": "animate",
+                        "args": [
+                            [None],
+                            {
+                                "mode": "immediate",
+                                "frame": {"duration": 0, "redraw": False},
+                                "transition": {"duration": 0},
+                            },
+                        ],
+                    },
+                ],
+            }
+        ],
+        sliders=[
+            {
+                "active": 0,
+                "x": 0.3,
+                "len": 0.7,
+                "y": -77 / below,
+                "yanchor": "top",
+                "pad": {"t": 0},
+                "currentvalue": {"prefix": "after epoch ", "font": {"size": FONT_SIZE}},
+                "font": {"size": 12},
+                "steps": [
+                    {
+                        "label": str(e),
+                        "method": "animate",
+                        "args": [[str(e)], _IMMEDIATE],
+                    }
+                    for e in range(n_frames)
+                ],
+            }
+        ],
     )
     fig.update_annotations(font_size=FONT_SIZE)
     for k in range(1, len(layers) + 1):
         row, col = cell(k)
-        fig.update_xaxes(range=[-lim, lim], zeroline=False, row=row, col=col, constrain="domain",
-                         title_text="column shift (tokens)" if k + cols > len(layers) else None)
-        fig.update_yaxes(range=[lim, -lim], zeroline=False, row=row, col=col,
-                         scaleanchor=f"x{k if k > 1 else ''}", title_text="row shift (tokens)" if col == 1 else None)
-    fig.layout.meta = {"layers": [i + 1 for i in layers], "epochs": n_frames - 1, "heads": n_heads}
+        fig.update_xaxes(
+            range=[-lim, lim],
+            zeroline=False,
+            row=row,
+            col=col,
+            constrain="domain",
+            title_text="column shift (tokens)" if k + cols > len(layers) else None,
+        )
+        fig.update_yaxes(
+            range=[lim, -lim],
+            zeroline=False,
+            row=row,
+            col=col,
+            scaleanchor=f"x{k if k > 1 else ''}",
+            title_text="row shift (tokens)" if col == 1 else None,
+        )
+    fig.layout.meta = {
+        "layers": [i + 1 for i in layers],
+        "epochs": n_frames - 1,
+        "heads": n_heads,
+    }
     return fig
 
 
@@ -363,8 +659,14 @@ def _sqrt_colorscale(n: int = 16):
     return [[(i / n) ** 2, c] for i, c in enumerate(colors)]
 
 
-def query_heads_figure(history: dict, image, epoch: int = -1, grid: Optional[Tuple[int, int]] = None,
-                       initial: Optional[Tuple[int, int]] = None, ncols: int = 3):
+def query_heads_figure(
+    history: dict,
+    image,
+    epoch: int = -1,
+    grid: Optional[Tuple[int, int]] = None,
+    initial: Optional[Tuple[int, int]] = None,
+    ncols: int = 3,
+):
     """A CIFAR image and, for every attention layer, each Gaussian head's attention map over the
     token grid for one query token (:func:`~attnconv.chapters.shared.gaussian_maps.gaussian_head_maps`
     of the heads saved after ``epoch``, -1 the last), with the query token outlined in red on the
@@ -387,12 +689,17 @@ def query_heads_figure(history: dict, image, epoch: int = -1, grid: Optional[Tup
         grid = (ih // ds, iw // ds)
     gh, gw = (int(g) for g in grid)
     if ih % gh or iw % gw:
-        raise ValueError(f"the {ih}×{iw} image does not split into a {gh}×{gw} token grid")
+        raise ValueError(
+            f"the {ih}×{iw} image does not split into a {gh}×{gw} token grid"
+        )
     ph, pw = ih // gh, iw // gw
     layers = _gaussian_layers(history)
     records = layer_records(history, epoch)
     queries = [(a, b) for a in range(gh) for b in range(gw)]
-    maps = {q: [gaussian_head_maps(records[i], (gh, gw), q) for i in layers] for q in queries}
+    maps = {
+        q: [gaussian_head_maps(records[i], (gh, gw), q) for i in layers]
+        for q in queries
+    }
     n_heads = [len(maps[queries[0]][k]) for k in range(len(layers))]
     zmax = max(float(torch.stack([m.max() for m in maps[q]]).max()) for q in queries)
     initial = (gh // 2, gw // 2) if initial is None else tuple(int(v) for v in initial)
@@ -422,28 +729,68 @@ def query_heads_figure(history: dict, image, epoch: int = -1, grid: Optional[Tup
                 h = rr * ncols + cc
                 titles.append(f"head {h + 1}" if h < n_heads[k] else "")
     # make_subplots orders titles by row, then column, over the cells that hold a subplot
-    order = ["image"] + titles[: len(layers) * ncols] + titles[len(layers) * ncols:]
-    fig = make_subplots(rows=nrows, cols=total_cols, specs=specs, column_widths=widths,
-                        horizontal_spacing=0.008, vertical_spacing=0.045, subplot_titles=order)
-    fig.add_trace(go.Image(z=img.tolist(), hovertemplate="pixel (%{y}, %{x})<extra></extra>"), 1, 1)
+    order = ["image"] + titles[: len(layers) * ncols] + titles[len(layers) * ncols :]
+    fig = make_subplots(
+        rows=nrows,
+        cols=total_cols,
+        specs=specs,
+        column_widths=widths,
+        horizontal_spacing=0.008,
+        vertical_spacing=0.045,
+        subplot_titles=order,
+    )
+    fig.add_trace(
+        go.Image(z=img.tolist(), hovertemplate="pixel (%{y}, %{x})<extra></extra>"),
+        1,
+        1,
+    )
 
-    def cell(k: int, h: int):  # (row, column) of head h of the k-th layer, after its spacer column
+    def cell(
+        k: int, h: int
+    ):  # (row, column) of head h of the k-th layer, after its spacer column
         return 1 + h // ncols, 3 + k * (ncols + 1) + h % ncols
 
     def dynamic(q):
         out = []
         x, y = _square(q[1] * pw - 0.5, q[0] * ph - 0.5, pw)
-        out.append(go.Scatter(x=x, y=y, mode="lines", line={"color": "red", "width": 3}, name="query token",
-                              hoverinfo="skip", showlegend=True))
+        out.append(
+            go.Scatter(
+                x=x,
+                y=y,
+                mode="lines",
+                line={"color": "red", "width": 3},
+                name="query token",
+                hoverinfo="skip",
+                showlegend=True,
+            )
+        )
         for k, i in enumerate(layers):
             for h in range(n_heads[k]):
-                out.append(go.Heatmap(z=_round(maps[q][k][h], 3), coloraxis="coloraxis",
-                                      hovertemplate=f"layer {i + 1}, head {h + 1}, token (%{{y}}, %{{x}}): "
-                                                    "%{z:.3f}<extra></extra>",
-                                      x=list(range(1, gw + 1)), y=list(range(1, gh + 1))))
-                out.append(go.Scatter(x=[q[1] + 1], y=[q[0] + 1], mode="markers", showlegend=False,
-                                      marker={"symbol": "square-open", "size": 8, "color": "red",
-                                              "line": {"width": 2}}, hoverinfo="skip"))
+                out.append(
+                    go.Heatmap(
+                        z=_round(maps[q][k][h], 3),
+                        coloraxis="coloraxis",
+                        hovertemplate=f"layer {i + 1}, head {h + 1}, token (%{{y}}, %{{x}}): "
+                        "%{z:.3f}<extra></extra>",
+                        x=list(range(1, gw + 1)),
+                        y=list(range(1, gh + 1)),
+                    )
+                )
+                out.append(
+                    go.Scatter(
+                        x=[q[1] + 1],
+                        y=[q[0] + 1],
+                        mode="markers",
+                        showlegend=False,
+                        marker={
+                            "symbol": "square-open",
+                            "size": 8,
+                            "color": "red",
+                            "line": {"width": 2},
+                        },
+                        hoverinfo="skip",
+                    )
+                )
         return out
 
     first = dynamic(initial)
@@ -461,34 +808,93 @@ def query_heads_figure(history: dict, image, epoch: int = -1, grid: Optional[Tup
         return f"{q[0]}_{q[1]}"
 
     def changes(q):  # only the query outline, the maps and the query markers change
-        return [go.Scatter(x=t.x, y=t.y) if t.type == "scatter" else go.Heatmap(z=t.z) for t in dynamic(q)]
+        return [
+            go.Scatter(x=t.x, y=t.y) if t.type == "scatter" else go.Heatmap(z=t.z)
+            for t in dynamic(q)
+        ]
 
     fig.frames = [go.Frame(name=fname(q), data=changes(q), traces=dyn) for q in queries]
     height = 520
     fig.update_layout(
-        width=FIGURE_WIDTH, height=height, font={"size": FONT_SIZE}, template="plotly_white",
+        width=FIGURE_WIDTH,
+        height=height,
+        font={"size": FONT_SIZE},
+        template="plotly_white",
         margin={"l": 10, "r": 10, "t": 60, "b": 10},
-        coloraxis={"colorscale": _sqrt_colorscale(), "cmin": 0, "cmax": round(zmax, 4),
-                   "colorbar": {"title": {"text": "attention", "side": "right"}, "orientation": "h",
-                                "x": 0.0, "xanchor": "left", "y": -0.03, "yanchor": "top", "len": img_w,
-                                "thickness": 12, "tickfont": {"size": 12}}},
-        legend={"x": 0, "y": 1.09, "xanchor": "left", "yanchor": "bottom", "orientation": "h"},
-        sliders=[{"active": queries.index(initial), "x": 0.0, "len": 1.0, "y": -0.16, "yanchor": "top",
-                  "pad": {"t": 0}, "ticklen": 0, "minorticklen": 0,
-                  "currentvalue": {"prefix": "query token (row, column), from 1: ",
-                                   "font": {"size": FONT_SIZE, "color": "#2a3f5f"}},
-                  "font": {"size": 12, "color": "rgba(0,0,0,0)"},  # 64 labels: shown above instead
-                  "steps": [{"label": f"({q[0] + 1}, {q[1] + 1})", "value": fname(q), "method": "animate",
-                             "args": [[fname(q)], _IMMEDIATE]} for q in queries]}],
+        coloraxis={
+            "colorscale": _sqrt_colorscale(),
+            "cmin": 0,
+            "cmax": round(zmax, 4),
+            "colorbar": {
+                "title": {"text": "attention", "side": "right"},
+                "orientation": "h",
+                "x": 0.0,
+                "xanchor": "left",
+                "y": -0.03,
+                "yanchor": "top",
+                "len": img_w,
+                "thickness": 12,
+                "tickfont": {"size": 12},
+            },
+        },
+        legend={
+            "x": 0,
+            "y": 1.09,
+            "xanchor": "left",
+            "yanchor": "bottom",
+            "orientation": "h",
+        },
+        sliders=[
+            {
+                "active": queries.index(initial),
+                "x": 0.0,
+                "len": 1.0,
+                "y": -0.16,
+                "yanchor": "top",
+                "pad": {"t": 0},
+                "ticklen": 0,
+                "minorticklen": 0,
+                "currentvalue": {
+                    "prefix": "query token (row, column), from 1: ",
+                    "font": {"size": FONT_SIZE, "color": "#2a3f5f"},
+                },
+                "font": {
+                    "size": 12,
+                    "color": "rgba(0,0,0,0)",
+                },  # 64 labels: shown above instead
+                "steps": [
+                    {
+                        "label": f"({q[0] + 1}, {q[1] + 1})",
+                        "value": fname(q),
+                        "method": "animate",
+                        "args": [[fname(q)], _IMMEDIATE],
+                    }
+                    for q in queries
+                ],
+            }
+        ],
     )
     fig.update_annotations(font_size=12)
     # layer captions above each block of heads
     for k, i in enumerate(layers):
         x0 = img_w + spacer * (k + 1) + block * k
-        fig.add_annotation(text=f"<b>layer {i + 1}</b>", x=x0 + block / 2, y=1.07, xref="paper", yref="paper",
-                           showarrow=False, font={"size": FONT_SIZE}, xanchor="center", yanchor="bottom")
-    fig.update_xaxes(showticklabels=False, showgrid=False, zeroline=False, constrain="domain")
-    fig.update_yaxes(showticklabels=False, showgrid=False, zeroline=False, autorange=False)
+        fig.add_annotation(
+            text=f"<b>layer {i + 1}</b>",
+            x=x0 + block / 2,
+            y=1.07,
+            xref="paper",
+            yref="paper",
+            showarrow=False,
+            font={"size": FONT_SIZE},
+            xanchor="center",
+            yanchor="bottom",
+        )
+    fig.update_xaxes(
+        showticklabels=False, showgrid=False, zeroline=False, constrain="domain"
+    )
+    fig.update_yaxes(
+        showticklabels=False, showgrid=False, zeroline=False, autorange=False
+    )
     for k in range(len(layers)):
         for h in range(n_heads[k]):
             rr, cc = cell(k, h)
@@ -498,8 +904,14 @@ def query_heads_figure(history: dict, image, epoch: int = -1, grid: Optional[Tup
             fig.update_yaxes(range=[gh + 0.5, 0.5], scaleanchor=xa, row=rr, col=cc)
     fig.update_xaxes(range=[-0.5, iw - 0.5], row=1, col=1)
     fig.update_yaxes(range=[ih - 0.5, -0.5], scaleanchor="x", row=1, col=1)
-    fig.layout.meta = {"clickable": True, "grid": [gh, gw], "patch": [ph, pw], "layers": [i + 1 for i in layers],
-                       "heads": n_heads, "epoch": epoch}
+    fig.layout.meta = {
+        "clickable": True,
+        "grid": [gh, gw],
+        "patch": [ph, pw],
+        "layers": [i + 1 for i in layers],
+        "heads": n_heads,
+        "epoch": epoch,
+    }
     return fig
 
 
@@ -532,10 +944,18 @@ def figure_html(fig, div_id: str, post_script: Optional[str] = None):
     ``fig.show()`` draws the figure with Plotly's own renderer."""
     from IPython.display import HTML
 
-    html = fig.to_html(include_plotlyjs=False, full_html=False, div_id=div_id, post_script=post_script,
-                       auto_play=False, config={"displayModeBar": False, "responsive": False})
-    note = (f'<p id="{div_id}-note" style="font-style:italic">Interactive figure: plotly.js is not loaded here '
-            f'(it is in the built book); in Jupyter, <code>fig.show()</code> draws it.</p>'
-            f'<script>if (window.Plotly) {{ var n = document.getElementById({json.dumps(div_id + "-note")});'
-            f' if (n) n.remove(); }}</script>')
+    html = fig.to_html(
+        include_plotlyjs=False,
+        full_html=False,
+        div_id=div_id,
+        post_script=post_script,
+        auto_play=False,
+        config={"displayModeBar": False, "responsive": False},
+    )
+    note = (
+        f'<p id="{div_id}-note" style="font-style:italic">Interactive figure: plotly.js is not loaded here '
+        f"(it is in the built book); in Jupyter, <code>fig.show()</code> draws it.</p>"
+        f"<script>if (window.Plotly) {{ var n = document.getElementById({json.dumps(div_id + '-note')});"
+        f" if (n) n.remove(); }}</script>"
+    )
     return HTML(note + html)

@@ -23,6 +23,7 @@ where the centres go.
 Loss: mean squared error between the layer's output and the convolution's, divided by the mean
 square of the convolution's output (a relative error: 1 for the zero map).
 """
+
 from __future__ import annotations
 
 import math
@@ -34,10 +35,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..core.attention import MultiHeadSelfAttention2d, ScoreTerms
-from ..experiments.data import load_cifar10_sample, normalize
 from ..core.conv import head_weights_from_kernel
 from ..core.encodings import QuadraticEncoding, kernel_shifts
 from ..core.lattice import lattice_coverage
+from ..experiments.data import load_cifar10_sample, normalize
 from .shared.plotting import COLUMN_INCHES
 
 __all__ = [
@@ -93,8 +94,17 @@ class ConvolveSetup:
 
     def __post_init__(self):
         if self.kernel_size < 1 or self.kernel_size % 2 == 0:
-            raise ValueError(f"kernel_size must be a positive odd integer, got {self.kernel_size}")
-        for name in ("num_images", "image_size", "in_channels", "out_channels", "steps", "batch_size"):
+            raise ValueError(
+                f"kernel_size must be a positive odd integer, got {self.kernel_size}"
+            )
+        for name in (
+            "num_images",
+            "image_size",
+            "in_channels",
+            "out_channels",
+            "steps",
+            "batch_size",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if 32 % self.image_size:
@@ -106,18 +116,24 @@ class ConvolveSetup:
         if self.heads is not None and self.heads < 1:
             raise ValueError("heads must be >= 1")
         if self.parametrization not in ("alpha", "spread"):
-            raise ValueError(f"parametrization must be 'alpha' or 'spread', got {self.parametrization!r}")
+            raise ValueError(
+                f"parametrization must be 'alpha' or 'spread', got {self.parametrization!r}"
+            )
         if not (self.lr > 0 and self.alpha_init > 0 and self.center_init_std >= 0):
             raise ValueError("lr and alpha_init must be > 0, center_init_std >= 0")
 
     @property
     def num_heads(self) -> int:
         """N_h: ``heads``, by default K² (Theorem 1's number)."""
-        return self.kernel_size ** 2 if self.heads is None else self.heads
+        return self.kernel_size**2 if self.heads is None else self.heads
 
     @property
     def resolved_head_dim(self) -> int:
-        return min(self.in_channels, self.out_channels) if self.head_dim is None else self.head_dim
+        return (
+            min(self.in_channels, self.out_channels)
+            if self.head_dim is None
+            else self.head_dim
+        )
 
 
 @dataclass
@@ -148,7 +164,9 @@ def convolution_images(setup: ConvolveSetup) -> torch.Tensor:
     if key not in _IMAGE_CACHE:
         data = load_cifar10_sample()
         if setup.num_images > len(data.x_train):
-            raise ValueError(f"the sample has {len(data.x_train)} training images, asked for {setup.num_images}")
+            raise ValueError(
+                f"the sample has {len(data.x_train)} training images, asked for {setup.num_images}"
+            )
         x = normalize(data.x_train[: setup.num_images])
         x = F.avg_pool2d(x, 32 // setup.image_size) if setup.image_size < 32 else x
         if setup.in_channels != 3:
@@ -166,40 +184,61 @@ def target_convolution(setup: ConvolveSetup) -> nn.Conv2d:
     g = torch.Generator().manual_seed(setup.kernel_seed)
     conv = nn.Conv2d(setup.in_channels, setup.out_channels, k, padding=(k - 1) // 2)
     with torch.no_grad():
-        conv.weight.copy_(torch.randn(conv.weight.shape, generator=g) / math.sqrt(setup.in_channels * k * k))
+        conv.weight.copy_(
+            torch.randn(conv.weight.shape, generator=g)
+            / math.sqrt(setup.in_channels * k * k)
+        )
         conv.bias.copy_(0.1 * torch.randn(conv.bias.shape, generator=g))
     conv.requires_grad_(False)
     return conv
 
 
-def make_attention_layer(setup: ConvolveSetup, centers=None) -> MultiHeadSelfAttention2d:
+def make_attention_layer(
+    setup: ConvolveSetup, centers=None
+) -> MultiHeadSelfAttention2d:
     """The layer to train: K² quadratic heads (eq. 9, α per head learned directly) with value
     projection, position-only scores and keys zero-padded by (K−1)/2, initialised from
     ``setup.seed``. ``centers`` ``(K², 2)`` replaces the random centres."""
     g = torch.Generator().manual_seed(setup.seed)
     n = setup.num_heads
-    c = torch.randn(n, 2, generator=g) * setup.center_init_std if centers is None else torch.as_tensor(centers, dtype=torch.float32)
+    c = (
+        torch.randn(n, 2, generator=g) * setup.center_init_std
+        if centers is None
+        else torch.as_tensor(centers, dtype=torch.float32)
+    )
     if c.shape != (n, 2):
         raise ValueError(f"centers must have shape ({n}, 2), got {tuple(c.shape)}")
-    enc = QuadraticEncoding(n, centers=c.clone(), alpha=setup.alpha_init, parametrization=setup.parametrization)
+    enc = QuadraticEncoding(
+        n,
+        centers=c.clone(),
+        alpha=setup.alpha_init,
+        parametrization=setup.parametrization,
+    )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(setup.seed)
         layer = MultiHeadSelfAttention2d(
-            setup.in_channels, n, setup.resolved_head_dim, setup.out_channels, encoding=enc,
-            terms=ScoreTerms.position_only_terms(), key_padding=(setup.kernel_size - 1) // 2,
+            setup.in_channels,
+            n,
+            setup.resolved_head_dim,
+            setup.out_channels,
+            encoding=enc,
+            terms=ScoreTerms.position_only_terms(),
+            key_padding=(setup.kernel_size - 1) // 2,
         )
     return layer
 
 
-def relative_error(layer: nn.Module, conv: nn.Module, images: torch.Tensor, batch_size: int = 500) -> float:
+def relative_error(
+    layer: nn.Module, conv: nn.Module, images: torch.Tensor, batch_size: int = 500
+) -> float:
     """Σ ‖layer(x) − conv(x)‖² / Σ ‖conv(x)‖² over ``images`` (the loss of this module)."""
     num = den = 0.0
     with torch.no_grad():
         for i in range(0, len(images), batch_size):
-            x = images[i:i + batch_size]
+            x = images[i : i + batch_size]
             y = conv(x)
             num += float(((layer(x) - y) ** 2).sum())
-            den += float((y ** 2).sum())
+            den += float((y**2).sum())
     return num / den
 
 
@@ -209,14 +248,18 @@ def output_error(relative_squared_error: float) -> float:
     return math.sqrt(relative_squared_error)
 
 
-def set_kernel_values(layer: MultiHeadSelfAttention2d, conv: nn.Conv2d) -> MultiHeadSelfAttention2d:
+def set_kernel_values(
+    layer: MultiHeadSelfAttention2d, conv: nn.Conv2d
+) -> MultiHeadSelfAttention2d:
     """Lemma 1's value weights, in place: W_out^h W_val^h = W[:, :, Δ] for the lattice point Δ
     nearest to head h's centre (:func:`attnconv.core.conv.head_weights_from_kernel`), and b_out = the
     convolution's bias. With every head on its own lattice point and α large, ``layer`` equals
     ``conv`` (Theorem 1). Returns ``layer``."""
     k = conv.kernel_size[0]
     if layer.num_heads != k * k:
-        raise ValueError(f"the layer has {layer.num_heads} heads, a {k}×{k} kernel needs {k * k}")
+        raise ValueError(
+            f"the layer has {layer.num_heads} heads, a {k}×{k} kernel needs {k * k}"
+        )
     nearest = lattice_distances(layer.encoding.centers.detach(), k)["nearest_point"]
     r, d = (k - 1) // 2, layer.head_dim
     shifts = kernel_shifts(k)
@@ -224,13 +267,15 @@ def set_kernel_values(layer: MultiHeadSelfAttention2d, conv: nn.Conv2d) -> Multi
         for h in range(layer.num_heads):
             i, j = (int(v) + r for v in shifts[int(nearest[h])])
             w_out, w_val = head_weights_from_kernel(conv.weight.detach()[:, :, i, j], d)
-            layer.value.weight[h * d:(h + 1) * d] = w_val
-            layer.out.weight[:, h * d:(h + 1) * d] = w_out
+            layer.value.weight[h * d : (h + 1) * d] = w_val
+            layer.out.weight[:, h * d : (h + 1) * d] = w_out
         layer.out.bias.copy_(conv.bias.detach())
     return layer
 
 
-def learn_to_convolve(setup: ConvolveSetup, centers=None, kernel_values: bool = False) -> ConvolveResult:
+def learn_to_convolve(
+    setup: ConvolveSetup, centers=None, kernel_values: bool = False
+) -> ConvolveResult:
     """Train :func:`make_attention_layer` to reproduce :func:`target_convolution` on
     :func:`convolution_images` (Adam, mini-batches drawn from ``setup.seed``) and record the
     heads' centres Δ_h and widths α_h at every step. ``centers`` replaces the random initial
@@ -254,7 +299,7 @@ def learn_to_convolve(setup: ConvolveSetup, centers=None, kernel_values: bool = 
     for step in range(setup.steps):
         if pos + setup.batch_size > len(images):
             order, pos = torch.randperm(len(images), generator=g), 0
-        idx = order[pos:pos + setup.batch_size]
+        idx = order[pos : pos + setup.batch_size]
         pos += setup.batch_size
         x = images[idx]
         with torch.no_grad():
@@ -270,8 +315,16 @@ def learn_to_convolve(setup: ConvolveSetup, centers=None, kernel_values: bool = 
         centres.append(enc.centers.detach().clone())
         alphas.append(enc.width().detach().clone())
     layer.eval()
-    return ConvolveResult(setup, torch.stack(centres), torch.stack(alphas), torch.tensor(losses),
-                          relative_error(layer, conv, images), layer, conv, initial)
+    return ConvolveResult(
+        setup,
+        torch.stack(centres),
+        torch.stack(alphas),
+        torch.tensor(losses),
+        relative_error(layer, conv, images),
+        layer,
+        conv,
+        initial,
+    )
 
 
 # --------------------------------------------------------------------------- the lattice
@@ -292,8 +345,12 @@ def lattice_distances(centers, kernel_size: int = 3) -> Dict[str, torch.Tensor]:
     c = _centers(centers)
     pts = kernel_shifts(kernel_size).to(torch.float64)
     d = torch.cdist(c, pts)  # (N_h, K²)
-    return {"head_to_lattice": d.min(1).values, "nearest_point": d.argmin(1),
-            "lattice_to_head": d.min(0).values, "points": pts}
+    return {
+        "head_to_lattice": d.min(1).values,
+        "nearest_point": d.argmin(1),
+        "lattice_to_head": d.min(0).values,
+        "points": pts,
+    }
 
 
 def stray_heads(centers, kernel_size: int = 3, radius: float = 0.5) -> List[int]:
@@ -304,7 +361,9 @@ def stray_heads(centers, kernel_size: int = 3, radius: float = 0.5) -> List[int]
     return [int(h) for h in torch.nonzero(d > radius).flatten()]
 
 
-def head_diagnostics(result: ConvolveResult, num_images: int = 500) -> Dict[str, torch.Tensor]:
+def head_diagnostics(
+    result: ConvolveResult, num_images: int = 500
+) -> Dict[str, torch.Tensor]:
     """Per head of a trained layer: ``center_grad`` ‖∂loss/∂Δ_h‖ on the first ``num_images``
     images, ``value_norm`` ‖W_out^h W_val^h‖_F (the head's D_out × D_in kernel slice, Lemma 1),
     ``alpha`` α_h, ``distance`` to the nearest lattice point and ``nearest_point``; and
@@ -313,7 +372,7 @@ def head_diagnostics(result: ConvolveResult, num_images: int = 500) -> Dict[str,
     images = convolution_images(setup)[:num_images]
     with torch.no_grad():
         y = conv(images)
-        scale = float((y ** 2).mean())
+        scale = float((y**2).mean())
     layer.zero_grad(set_to_none=True)
     loss = ((layer(images) - y) ** 2).mean() / scale
     loss.backward()
@@ -326,15 +385,24 @@ def head_diagnostics(result: ConvolveResult, num_images: int = 500) -> Dict[str,
         slices = torch.einsum("ohd,hdi->hoi", w_out, w_val)
     dist = lattice_distances(layer.encoding.centers.detach(), setup.kernel_size)
     k = setup.kernel_size
-    kernel = conv.weight.detach().permute(2, 3, 0, 1).reshape(k * k, conv.out_channels, conv.in_channels)
+    kernel = (
+        conv.weight.detach()
+        .permute(2, 3, 0, 1)
+        .reshape(k * k, conv.out_channels, conv.in_channels)
+    )
     return {
-        "center_grad": grad, "value_norm": slices.flatten(1).norm(dim=1),
-        "alpha": layer.encoding.width().detach().clone(), "distance": dist["head_to_lattice"],
-        "nearest_point": dist["nearest_point"], "kernel_norms": kernel.flatten(1).norm(dim=1),
+        "center_grad": grad,
+        "value_norm": slices.flatten(1).norm(dim=1),
+        "alpha": layer.encoding.width().detach().clone(),
+        "distance": dist["head_to_lattice"],
+        "nearest_point": dist["nearest_point"],
+        "kernel_norms": kernel.flatten(1).norm(dim=1),
     }
 
 
-def run_summary(result: ConvolveResult, radius: float = 0.5, dead_alpha: float = 0.5) -> dict:
+def run_summary(
+    result: ConvolveResult, radius: float = 0.5, dead_alpha: float = 0.5
+) -> dict:
     """Where the heads of a trained layer ended: ``covered`` lattice points (a head within
     ``radius``), ``on_lattice`` heads (within ``radius`` of a lattice point), ``shared`` heads (on a
     lattice point that another, closer head already takes), ``dead`` heads (α < ``dead_alpha``:
@@ -351,13 +419,25 @@ def run_summary(result: ConvolveResult, radius: float = 0.5, dead_alpha: float =
             if p in taken:
                 shared.append(h)
             taken.add(p)
-    return {"covered": lattice_coverage(c, k, radius), "on_lattice": int(near.sum()), "shared": sorted(shared),
-            "dead": [int(h) for h in torch.nonzero(result.alphas[-1] < dead_alpha).flatten()],
-            "stray": stray_heads(c, k, radius), "final_error": result.final_error,
-            "output_error": output_error(result.final_error)}
+    return {
+        "covered": lattice_coverage(c, k, radius),
+        "on_lattice": int(near.sum()),
+        "shared": sorted(shared),
+        "dead": [
+            int(h) for h in torch.nonzero(result.alphas[-1] < dead_alpha).flatten()
+        ],
+        "stray": stray_heads(c, k, radius),
+        "final_error": result.final_error,
+        "output_error": output_error(result.final_error),
+    }
 
 
-def seed_sweep(setup: ConvolveSetup, seeds: Sequence[int], radius: float = 0.5, keep_results: bool = False):
+def seed_sweep(
+    setup: ConvolveSetup,
+    seeds: Sequence[int],
+    radius: float = 0.5,
+    keep_results: bool = False,
+):
     """:func:`learn_to_convolve` for each seed (the kernel stays that of ``setup``): per seed the
     :func:`run_summary` with its ``seed``. With ``keep_results`` also returns the
     :class:`ConvolveResult` of each seed: ``(rows, results)``."""
@@ -377,7 +457,9 @@ def sweep_key(setup: ConvolveSetup, seeds: Sequence[int], radius: float = 0.5) -
     return {"setup": asdict(setup), "seeds": [int(s) for s in seeds], "radius": radius}
 
 
-def saved_seed_sweep(path, setup: ConvolveSetup, seeds: Sequence[int], radius: float = 0.5) -> List[dict]:
+def saved_seed_sweep(
+    path, setup: ConvolveSetup, seeds: Sequence[int], radius: float = 0.5
+) -> List[dict]:
     """:func:`seed_sweep` as saved in a JSON file (the chapter's spread over many seeds, too slow to
     re-run in CI), ``path`` relative to the book's folder: read when it holds a sweep of the same
     setup, seeds and radius; otherwise the error names the command that makes it
@@ -388,19 +470,22 @@ def saved_seed_sweep(path, setup: ConvolveSetup, seeds: Sequence[int], radius: f
 
     path = Path(path)
     full = path if path.is_absolute() else book_dir() / path
-    return read_keyed(full, sweep_key(setup, seeds, radius), f"results/{full.stem}")["rows"]
+    return read_keyed(full, sweep_key(setup, seeds, radius), f"results/{full.stem}")[
+        "rows"
+    ]
 
 
 # --------------------------------------------------------------------------- figures
-def plot_convolve_run(result: ConvolveResult, title: str = "", radius: float = 0.5, view: float = 4.5):
+def plot_convolve_run(
+    result: ConvolveResult, title: str = "", radius: float = 0.5, view: float = 4.5
+):
     """Three panels: the centre trajectories over the optimisation steps (circle: start, cross:
     end) on the K×K lattice (grey squares; circles of ``radius`` around each point), α_h over the
     steps, and the loss. Heads outside the ±``view`` window are drawn at its edge (arrow marker)
     with their final position in the legend. Returns the figure."""
     import matplotlib.pyplot as plt
-    from matplotlib.patches import Circle
-
     import numpy as np
+    from matplotlib.patches import Circle
 
     k = result.setup.kernel_size
     pts = kernel_shifts(k).double().numpy()
@@ -414,7 +499,15 @@ def plot_convolve_run(result: ConvolveResult, title: str = "", radius: float = 0
     ax = axes[0]
     for p in pts:
         ax.add_patch(Circle((p[1], p[0]), radius, fill=False, ec="0.6", lw=0.8, ls=":"))
-    ax.scatter(pts[:, 1], pts[:, 0], marker="s", s=60, color="0.75", zorder=1, label="lattice (Thm. 1)")
+    ax.scatter(
+        pts[:, 1],
+        pts[:, 0],
+        marker="s",
+        s=60,
+        color="0.75",
+        zorder=1,
+        label="lattice (Thm. 1)",
+    )
     for h in range(n):
         t = np.clip(traj[:, h], -view, view)
         end = traj[-1, h]
@@ -422,12 +515,20 @@ def plot_convolve_run(result: ConvolveResult, title: str = "", radius: float = 0
         lab = f"head {h + 1}" + (f" → ({end[0]:.1f}, {end[1]:.1f})" if outside else "")
         ax.plot(t[:, 1], t[:, 0], color=colors[h], lw=1.2, alpha=0.85, label=lab)
         ax.plot(t[0, 1], t[0, 0], "o", color=colors[h], ms=5, mfc="white")
-        ax.plot(t[-1, 1], t[-1, 0], "^" if outside else "x", color=colors[h], ms=8, mew=2)
+        ax.plot(
+            t[-1, 1], t[-1, 0], "^" if outside else "x", color=colors[h], ms=8, mew=2
+        )
     ax.set_xlim(-view, view), ax.set_ylim(view, -view)
     ax.set_aspect("equal")
     ax.set_xlabel("column shift Δ₂"), ax.set_ylabel("row shift Δ₁")
     ax.set_title("head centres during training", fontsize=8.5)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False, ncol=2 if n > 9 else 1)
+    ax.legend(
+        fontsize=7,
+        loc="upper left",
+        bbox_to_anchor=(1.02, 1.0),
+        frameon=False,
+        ncol=2 if n > 9 else 1,
+    )
     steps = np.arange(traj.shape[0])
     alphas = result.alphas.double().numpy()
     for h in range(n):
@@ -435,7 +536,12 @@ def plot_convolve_run(result: ConvolveResult, title: str = "", radius: float = 0
     axes[1].set_yscale("log")
     axes[1].set_xlabel("step"), axes[1].set_ylabel("α_h")
     axes[1].set_title("width α of each head", fontsize=8.5)
-    axes[2].plot(np.arange(1, len(result.losses) + 1), result.losses.double().numpy(), color="k", lw=1)
+    axes[2].plot(
+        np.arange(1, len(result.losses) + 1),
+        result.losses.double().numpy(),
+        color="k",
+        lw=1,
+    )
     axes[2].set_yscale("log")
     axes[2].set_xlabel("step"), axes[2].set_ylabel("relative squared error")
     axes[2].set_title("loss (mini-batch)", fontsize=8.5)

@@ -11,6 +11,7 @@ W^(h) = W_out^(h) W_val^(h) off the layer, :func:`plot_heads_and_matrices` draws
 attention around the query next to its W^(h), and :func:`plot_outputs` the image, the
 convolution's output and the attention layer's output.
 """
+
 from __future__ import annotations
 
 from typing import Sequence, Tuple
@@ -21,7 +22,13 @@ from torch import nn
 
 from ..core.encodings import kernel_shifts
 
-__all__ = ["OUTPUT_NAMES", "edge_blur_conv", "head_matrices", "plot_heads_and_matrices", "plot_outputs"]
+__all__ = [
+    "OUTPUT_NAMES",
+    "edge_blur_conv",
+    "head_matrices",
+    "plot_heads_and_matrices",
+    "plot_outputs",
+]
 
 #: The three output channels of :func:`edge_blur_conv`.
 OUTPUT_NAMES = ("∂/∂col", "∂/∂row", "blur")
@@ -31,8 +38,18 @@ def edge_blur_conv(dtype: torch.dtype = torch.float32) -> nn.Conv2d:
     """A 3×3 'same' convolution RGB → 3 channels: Sobel derivative along columns, along rows,
     and a binomial blur, each of the luminance 0.299 R + 0.587 G + 0.114 B. No bias."""
     luminance = torch.tensor([0.299, 0.587, 0.114], dtype=torch.float64)
-    sobel_col = torch.tensor([[-1.0, 0.0, 1.0], [-2.0, 0.0, 2.0], [-1.0, 0.0, 1.0]], dtype=torch.float64) / 4
-    blur = torch.tensor([[1.0, 2.0, 1.0], [2.0, 4.0, 2.0], [1.0, 2.0, 1.0]], dtype=torch.float64) / 16
+    sobel_col = (
+        torch.tensor(
+            [[-1.0, 0.0, 1.0], [-2.0, 0.0, 2.0], [-1.0, 0.0, 1.0]], dtype=torch.float64
+        )
+        / 4
+    )
+    blur = (
+        torch.tensor(
+            [[1.0, 2.0, 1.0], [2.0, 4.0, 2.0], [1.0, 2.0, 1.0]], dtype=torch.float64
+        )
+        / 16
+    )
     spatial = torch.stack([sobel_col, sobel_col.t(), blur])  # (3, 3, 3)
     conv = nn.Conv2d(3, 3, 3, padding=1, bias=False, dtype=dtype)
     with torch.no_grad():
@@ -47,12 +64,24 @@ def head_matrices(mhsa) -> torch.Tensor:
     d = mhsa.head_dim
     w_val = mhsa.value.weight.detach()
     w_out = mhsa.out.weight.detach()
-    return torch.stack([(w_out[:, h * d:(h + 1) * d] @ w_val[h * d:(h + 1) * d]).t() for h in range(mhsa.num_heads)])
+    return torch.stack(
+        [
+            (w_out[:, h * d : (h + 1) * d] @ w_val[h * d : (h + 1) * d]).t()
+            for h in range(mhsa.num_heads)
+        ]
+    )
 
 
-def plot_heads_and_matrices(probs: torch.Tensor, shape: Sequence[int], query: Tuple[int, int],
-                            matrices: torch.Tensor, key_padding: int = 1, zoom: int = 2,
-                            in_names: Sequence[str] = ("R", "G", "B"), out_names: Sequence[str] = ("∂col", "∂row", "blur")):
+def plot_heads_and_matrices(
+    probs: torch.Tensor,
+    shape: Sequence[int],
+    query: Tuple[int, int],
+    matrices: torch.Tensor,
+    key_padding: int = 1,
+    zoom: int = 2,
+    in_names: Sequence[str] = ("R", "G", "B"),
+    out_names: Sequence[str] = ("∂col", "∂row", "blur"),
+):
     """For each of the 9 heads (3×3 layout by shift): its attention probabilities over the keys
     within ``zoom`` of the query (red square), and its matrix W^(h) ``(D_in, D_out)`` (rows:
     inputs, columns: outputs) on a common diverging colour scale."""
@@ -65,43 +94,77 @@ def plot_heads_and_matrices(probs: torch.Tensor, shape: Sequence[int], query: Tu
     p = key_padding
     for h, (d1, d2) in enumerate(shifts):
         ax_a, ax_w = axes[h // 3, 2 * (h % 3)], axes[h // 3, 2 * (h % 3) + 1]
-        row = probs[0, h, query[0] * w_img + query[1]].detach().double().reshape(h_img + 2 * p, w_img + 2 * p)
+        row = (
+            probs[0, h, query[0] * w_img + query[1]]
+            .detach()
+            .double()
+            .reshape(h_img + 2 * p, w_img + 2 * p)
+        )
         qi, qj = query[0] + p, query[1] + p
-        crop = row[qi - zoom:qi + zoom + 1, qj - zoom:qj + zoom + 1].numpy()
+        crop = row[qi - zoom : qi + zoom + 1, qj - zoom : qj + zoom + 1].numpy()
         ax_a.imshow(crop, cmap="Blues", vmin=0, vmax=1)
-        ax_a.add_patch(plt.Rectangle((zoom - 0.5, zoom - 0.5), 1, 1, fill=False, ec="red", lw=1.2))
+        ax_a.add_patch(
+            plt.Rectangle((zoom - 0.5, zoom - 0.5), 1, 1, fill=False, ec="red", lw=1.2)
+        )
         ax_a.set_title(f"head {h + 1}, Δ = ({d1:+d}, {d2:+d})", fontsize=8)
-        im = ax_w.imshow(matrices[h].double().numpy(), cmap="RdBu_r", vmin=-vmax, vmax=vmax)
+        im = ax_w.imshow(
+            matrices[h].double().numpy(), cmap="RdBu_r", vmin=-vmax, vmax=vmax
+        )
         ax_w.set_title(f"$W^{{({h + 1})}}$", fontsize=8)
-        ax_w.set_yticks(range(len(in_names)), in_names if h % 3 == 0 else [""] * len(in_names), fontsize=7)
-        ax_w.set_xticks(range(len(out_names)), out_names if h // 3 == 2 else [""] * len(out_names),
-                        fontsize=7, rotation=90)
+        ax_w.set_yticks(
+            range(len(in_names)),
+            in_names if h % 3 == 0 else [""] * len(in_names),
+            fontsize=7,
+        )
+        ax_w.set_xticks(
+            range(len(out_names)),
+            out_names if h // 3 == 2 else [""] * len(out_names),
+            fontsize=7,
+            rotation=90,
+        )
         ax_a.set_xticks([]), ax_a.set_yticks([])
     fig.colorbar(im, ax=axes, fraction=0.02, pad=0.02)
-    fig.suptitle(f"query q = {tuple(query)} (red), keys within {zoom} pixels; each head's $W^{{(h)}}$ (rows: inputs, columns: outputs)",
-                 fontsize=9)
+    fig.suptitle(
+        f"query q = {tuple(query)} (red), keys within {zoom} pixels; each head's $W^{{(h)}}$ (rows: inputs, columns: outputs)",
+        fontsize=9,
+    )
     return fig
 
 
-def plot_outputs(image: torch.Tensor, conv_out: torch.Tensor, mhsa_out: torch.Tensor, query: Tuple[int, int],
-                 names: Sequence[str] = OUTPUT_NAMES):
+def plot_outputs(
+    image: torch.Tensor,
+    conv_out: torch.Tensor,
+    mhsa_out: torch.Tensor,
+    query: Tuple[int, int],
+    names: Sequence[str] = OUTPUT_NAMES,
+):
     """Top: the image (query in red) and, per output channel, the convolution's output; bottom:
     the attention layer's output on the same colour scale, and |MHSA − conv| over all channels."""
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(2, 4, figsize=(7.8, 4.1))
     axes[0, 0].imshow(image.permute(1, 2, 0).double().numpy())
-    axes[0, 0].add_patch(plt.Rectangle((query[1] - 0.5, query[0] - 0.5), 1, 1, fill=False, ec="red", lw=1.2))
+    axes[0, 0].add_patch(
+        plt.Rectangle(
+            (query[1] - 0.5, query[0] - 0.5), 1, 1, fill=False, ec="red", lw=1.2
+        )
+    )
     axes[0, 0].set_title("image, query q", fontsize=9)
     for c, name in enumerate(names):
         lim = float(conv_out[c].abs().max())
         cmap, lo = ("gray", 0.0) if name == "blur" else ("RdBu_r", -lim)
-        axes[0, c + 1].imshow(conv_out[c].double().numpy(), cmap=cmap, vmin=lo, vmax=lim)
+        axes[0, c + 1].imshow(
+            conv_out[c].double().numpy(), cmap=cmap, vmin=lo, vmax=lim
+        )
         axes[0, c + 1].set_title(f"conv: {name}", fontsize=9)
-        axes[1, c + 1].imshow(mhsa_out[c].double().numpy(), cmap=cmap, vmin=lo, vmax=lim)
+        axes[1, c + 1].imshow(
+            mhsa_out[c].double().numpy(), cmap=cmap, vmin=lo, vmax=lim
+        )
         axes[1, c + 1].set_title(f"MHSA: {name}", fontsize=9)
     diff = (mhsa_out - conv_out).abs().amax(0).double().numpy()
-    im = axes[1, 0].imshow(diff, cmap="magma", vmin=0, vmax=max(float(np.max(diff)), 1e-30))
+    im = axes[1, 0].imshow(
+        diff, cmap="magma", vmin=0, vmax=max(float(np.max(diff)), 1e-30)
+    )
     axes[1, 0].set_title("|MHSA − conv|", fontsize=9)
     fig.colorbar(im, ax=axes[1, 0], fraction=0.046, format="%.0e")
     for ax in axes.flat:

@@ -19,6 +19,7 @@ gap that shrinks with the window, not with one α for every image size. A non-po
 encoding does serve every image size with one α (:mod:`attnconv.chapters.low_dim_encodings`), which
 refutes the paper's conjecture D_p ≥ 3 (Sec. 3) as stated.
 """
+
 from __future__ import annotations
 
 import math
@@ -67,7 +68,9 @@ def window_corners(window: torch.Tensor) -> torch.Tensor:
 
 def _check_window(window: torch.Tensor) -> None:
     if window.ndim != 2 or window.shape[1] != 2 or window.shape[0] == 0:
-        raise ValueError(f"window must be a non-empty (T, 2) tensor of shifts, got shape {tuple(window.shape)}")
+        raise ValueError(
+            f"window must be a non-empty (T, 2) tensor of shifts, got shape {tuple(window.shape)}"
+        )
 
 
 def _target_index(window: torch.Tensor, target: Sequence[int]) -> int:
@@ -77,7 +80,9 @@ def _target_index(window: torch.Tensor, target: Sequence[int]) -> int:
         raise ValueError("target must have two coordinates")
     hit = (window == t).all(-1).nonzero().flatten()
     if hit.numel() != 1:
-        raise ValueError(f"target {tuple(t.tolist())} is not (exactly once) in the window")
+        raise ValueError(
+            f"target {tuple(t.tolist())} is not (exactly once) in the window"
+        )
     return int(hit[0])
 
 
@@ -93,7 +98,9 @@ def linear_encoding_attention(v: torch.Tensor, window: torch.Tensor) -> torch.Te
     return torch.softmax(v @ window.to(v.dtype).T, dim=-1)
 
 
-def linear_encoding_target_mass(v: torch.Tensor, window: torch.Tensor, target: Sequence[int]) -> torch.Tensor:
+def linear_encoding_target_mass(
+    v: torch.Tensor, window: torch.Tensor, target: Sequence[int]
+) -> torch.Tensor:
     """The softmax mass a linear-encoding head with vector ``v`` puts on ``target``; shape ``v.shape[:-1]``.
 
     Computed as 1 / Σ_δ e^{vᵀ(δ − Δ)} (the form used in the pairing argument)."""
@@ -113,7 +120,9 @@ def symmetric_mass_bound(window: torch.Tensor, target: Sequence[int]) -> float:
     idx = _target_index(window, target)
     mirrored = 2 * window[idx] - window
     if set(map(tuple, mirrored.tolist())) != set(map(tuple, window.tolist())):
-        raise ValueError(f"the window is not symmetric about {tuple(window[idx].tolist())}; the 1/T bound does not apply")
+        raise ValueError(
+            f"the window is not symmetric about {tuple(window[idx].tolist())}; the 1/T bound does not apply"
+        )
     return 1.0 / window.shape[0]
 
 
@@ -121,7 +130,7 @@ def _gradient_ascent(rel: torch.Tensor, v: torch.Tensor, steps: int) -> torch.Te
     """Gradient ascent on log p_target(v) = −logsumexp_δ vᵀ(δ − Δ), batched: ``rel`` is
     ``(N, T, 2)`` (shifts relative to N targets), ``v`` is ``(N, S, 2)`` (S starts per target).
     The step is 1/L with L = max_δ ‖δ − Δ‖², which bounds the Hessian of the log-sum-exp."""
-    lipschitz = (rel ** 2).sum(-1).amax(-1).clamp_min(1.0)[:, None, None]
+    lipschitz = (rel**2).sum(-1).amax(-1).clamp_min(1.0)[:, None, None]
     for _ in range(steps):
         p = torch.softmax(v @ rel.transpose(-1, -2), dim=-1)  # (N, S, T)
         v = v - (p @ rel) / lipschitz  # ∇ log p_target = −E_p[δ − Δ]
@@ -144,24 +153,31 @@ def max_target_mass_linear(
     if starts < 1 or steps < 0:
         raise ValueError("starts must be >= 1 and steps >= 0")
     rel = (window - window[idx]).double()
-    v0 = torch.randn(1, starts, 2, generator=generator, dtype=torch.float64) * init_scale
+    v0 = (
+        torch.randn(1, starts, 2, generator=generator, dtype=torch.float64) * init_scale
+    )
     v = _gradient_ascent(rel[None], v0, steps)[0]
     mass = linear_encoding_target_mass(v, window, target)
     best = int(mass.argmax())
     return float(mass[best]), v[best]
 
 
-def grid_search_target_mass_linear(window: torch.Tensor, target: Sequence[int], limit: float = 10.0,
-                                   points: int = 401) -> Tuple[float, torch.Tensor]:
+def grid_search_target_mass_linear(
+    window: torch.Tensor, target: Sequence[int], limit: float = 10.0, points: int = 401
+) -> Tuple[float, torch.Tensor]:
     """Best target mass over v on the grid [−limit, limit]² with ``points`` (odd, so v = 0 is on it)
     values per axis. Returns the best mass and its v."""
     _target_index(window, target)
     if points < 1 or points % 2 == 0:
-        raise ValueError("points must be a positive odd integer (so that v = 0 is on the grid)")
+        raise ValueError(
+            "points must be a positive odd integer (so that v = 0 is on the grid)"
+        )
     if limit <= 0:
         raise ValueError("limit must be > 0")
     half = points // 2
-    axis = torch.arange(-half, half + 1, dtype=torch.float64) * (limit / max(half, 1))  # 0 exactly
+    axis = torch.arange(-half, half + 1, dtype=torch.float64) * (
+        limit / max(half, 1)
+    )  # 0 exactly
     a, b = torch.meshgrid(axis, axis, indexing="ij")
     v = torch.stack([a.reshape(-1), b.reshape(-1)], dim=-1)
     mass = linear_encoding_target_mass(v, window, target)
@@ -178,8 +194,13 @@ def linear_argmax(v: torch.Tensor, window: torch.Tensor) -> torch.Tensor:
     return (v.double() @ window.double().T).argmax(dim=-1)
 
 
-def best_linear_mass_map(radius: int, steps: int = 2000, starts: int = 8, init_scale: float = 5.0,
-                         generator: Optional[torch.Generator] = None) -> torch.Tensor:
+def best_linear_mass_map(
+    radius: int,
+    steps: int = 2000,
+    starts: int = 8,
+    init_scale: float = 5.0,
+    generator: Optional[torch.Generator] = None,
+) -> torch.Tensor:
     """For every target Δ of the window of radius m around 0, the best mass a linear-encoding head
     reaches on Δ by the gradient ascent of :func:`max_target_mass_linear` (all targets at once): a
     ``(2m+1, 2m+1)`` map. The centre stays at 1/T; on the corners the supremum 1 is approached only
@@ -188,26 +209,41 @@ def best_linear_mass_map(radius: int, steps: int = 2000, starts: int = 8, init_s
     if starts < 1 or steps < 0:
         raise ValueError("starts must be >= 1 and steps >= 0")
     rel = window[None, :, :] - window[:, None, :]  # (T targets, T shifts, 2)
-    v0 = torch.randn(window.shape[0], starts, 2, generator=generator, dtype=torch.float64) * init_scale
+    v0 = (
+        torch.randn(
+            window.shape[0], starts, 2, generator=generator, dtype=torch.float64
+        )
+        * init_scale
+    )
     v = _gradient_ascent(rel, v0, steps)
     mass = torch.exp(-torch.logsumexp(v @ rel.transpose(-1, -2), dim=-1))  # (T, S)
     return mass.amax(-1).view(2 * radius + 1, 2 * radius + 1)
 
 
-def quadratic_encoding_attention(alpha: float, window: torch.Tensor, target: Sequence[int],
-                                 dtype: torch.dtype = torch.float64) -> torch.Tensor:
+def quadratic_encoding_attention(
+    alpha: float,
+    window: torch.Tensor,
+    target: Sequence[int],
+    dtype: torch.dtype = torch.float64,
+) -> torch.Tensor:
     """softmax over the window of a quadratic head (eq. 9) of width α centred on ``target``: ``(T,)``."""
     _target_index(window, target)
     if alpha <= 0:
         raise ValueError("alpha must be > 0")
     enc = QuadraticEncoding(1, 2, centers=[list(target)], alpha=alpha).to(dtype)
     with torch.no_grad():
-        enc.alpha.fill_(float(alpha))  # built in the default dtype: restore α exactly in ``dtype``
+        enc.alpha.fill_(
+            float(alpha)
+        )  # built in the default dtype: restore α exactly in ``dtype``
         return torch.softmax(enc.position_scores(window)[0], dim=-1)
 
 
-def quadratic_encoding_target_mass(alpha: float, window: torch.Tensor, target: Sequence[int],
-                                   dtype: torch.dtype = torch.float64) -> Tuple[float, float]:
+def quadratic_encoding_target_mass(
+    alpha: float,
+    window: torch.Tensor,
+    target: Sequence[int],
+    dtype: torch.dtype = torch.float64,
+) -> Tuple[float, float]:
     """(target mass, off-target mass) of a quadratic head of width α on ``target``; the off-target
     mass is summed directly, not computed as 1 − target."""
     idx = _target_index(window, target)
@@ -217,7 +253,9 @@ def quadratic_encoding_target_mass(alpha: float, window: torch.Tensor, target: S
     return float(p[idx]), float(p[mask].sum())
 
 
-def circle_encoding_target_mass(window: torch.Tensor, target: Sequence[int], norm: float) -> float:
+def circle_encoding_target_mass(
+    window: torch.Tensor, target: Sequence[int], norm: float
+) -> float:
     """A 2-dimensional encoding that *can* concentrate on a finite window: r_δ = (cos θ_i, sin θ_i)
     with θ_i = 2πi/T for the i-th shift (every r_δ an extreme point). With v = norm · r_Δ the
     target's score beats every other by at least norm · (1 − cos 2π/T); returns its mass."""

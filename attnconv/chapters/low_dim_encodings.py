@@ -28,6 +28,7 @@ is a polynomial D_p = 2 encoding (degree 8) with the same gap ≥ α on every im
 is the conjecture under the criterion of eq. (9) itself: a D_p = 2 encoding whose coordinates are
 polynomials of degree ≤ 2 in δ and whose score gap is at least α on every image size.
 """
+
 from __future__ import annotations
 
 from typing import Callable, Dict, Optional, Sequence
@@ -94,11 +95,17 @@ def polynomial_shift_index(delta: torch.Tensor) -> torch.Tensor:
     :func:`polynomial_code` of the two coordinates of ``delta`` ``(..., 2)``,
     ι′(δ) = π(p(δ_1), p(δ_2)). Returns a ``(...)`` long tensor (exact integers)."""
     delta = _shifts(delta)
-    return cantor_pairing(polynomial_code(delta[..., 0]), polynomial_code(delta[..., 1]))
+    return cantor_pairing(
+        polynomial_code(delta[..., 0]), polynomial_code(delta[..., 1])
+    )
 
 
-def degree_on_lines(index: "ShiftIndex", radius: int = 8, max_degree: int = 10,
-                    directions: Sequence[Sequence[int]] = ((1, 0), (0, 1), (1, 1), (1, -1), (1, 2))) -> Optional[int]:
+def degree_on_lines(
+    index: "ShiftIndex",
+    radius: int = 8,
+    max_degree: int = 10,
+    directions: Sequence[Sequence[int]] = ((1, 0), (0, 1), (1, 1), (1, -1), (1, 2)),
+) -> Optional[int]:
     """The degree of ``index`` as a polynomial, read from exact finite differences: the smallest d
     such that, along every line t ↦ δ + t·u through the box [−radius, radius]² in every direction
     u of ``directions`` (over 2·radius + max_degree + 2 integer steps), the (d + 1)-th differences
@@ -108,8 +115,15 @@ def degree_on_lines(index: "ShiftIndex", radius: int = 8, max_degree: int = 10,
     base = torch.stack(torch.meshgrid(r, r, indexing="ij"), -1).reshape(-1, 1, 2)
     t = torch.arange(2 * radius + max_degree + 2).view(1, -1, 1)
     for d in range(max_degree + 1):
-        if all(bool((torch.diff(index(base + t * torch.tensor(list(u))), n=d + 1, dim=-1) == 0).all())
-               for u in directions):
+        if all(
+            bool(
+                (
+                    torch.diff(index(base + t * torch.tensor(list(u))), n=d + 1, dim=-1)
+                    == 0
+                ).all()
+            )
+            for u in directions
+        ):
             return d
     return None
 
@@ -118,14 +132,18 @@ def degree_on_lines(index: "ShiftIndex", radius: int = 8, max_degree: int = 10,
 ShiftIndex = Callable[[torch.Tensor], torch.Tensor]
 
 
-def paired_encoding_features(delta: torch.Tensor, index: ShiftIndex = shift_index) -> torch.Tensor:
+def paired_encoding_features(
+    delta: torch.Tensor, index: ShiftIndex = shift_index
+) -> torch.Tensor:
     """r_δ = (ι(δ)², ι(δ)) ∈ Z², D_p = 2 (exact, long), for the injection ``index`` ι
     (:func:`shift_index`, or :func:`polynomial_shift_index` for a polynomial encoding)."""
     n = index(delta)
     return torch.stack([n * n, n], dim=-1)
 
 
-def paired_encoding_v(target: Sequence[int], alpha: int = 1, index: ShiftIndex = shift_index) -> torch.Tensor:
+def paired_encoding_v(
+    target: Sequence[int], alpha: int = 1, index: ShiftIndex = shift_index
+) -> torch.Tensor:
     """v = −α (1, −2 ι(Δ)) for the head centred on ``target`` Δ (exact, long; ``alpha`` an integer)."""
     n = int(index(torch.tensor(list(target))))
     return -int(alpha) * torch.tensor([1, -2 * n])
@@ -153,12 +171,19 @@ class PairedQuadraticEncoding(RelativeEncoding):
 
     def _position_scores(self, delta: torch.Tensor) -> torch.Tensor:
         self._check_delta(delta)
-        diff = self.index(delta).unsqueeze(0) - self.index(self.centers).view(-1, *([1] * (delta.ndim - 1)))
+        diff = self.index(delta).unsqueeze(0) - self.index(self.centers).view(
+            -1, *([1] * (delta.ndim - 1))
+        )
         return -self.alpha * diff.to(torch.float64) ** 2
 
 
-def paired_scores_check(shape: Sequence[int], padding: int = 1, kernel_size: int = 3, alpha: int = 1,
-                        index: ShiftIndex = shift_index) -> Dict[str, object]:
+def paired_scores_check(
+    shape: Sequence[int],
+    padding: int = 1,
+    kernel_size: int = 3,
+    alpha: int = 1,
+    index: ShiftIndex = shift_index,
+) -> Dict[str, object]:
     """For every query of a ``shape`` image whose keys are the image zero-padded by ``padding``,
     and every head Δ of a ``kernel_size``² kernel, the exact integer scores v_Δᵀ r_δ over all keys
     (the literal inner product, no closed form). Returns ``argmax_is_target`` (the unique maximum
@@ -174,23 +199,36 @@ def paired_scores_check(shape: Sequence[int], padding: int = 1, kernel_size: int
     for name, rows in picks.items():
         ok, gap = True, None
         for target in kernel_shifts(kernel_size).tolist():
-            scores = feats[rows] @ paired_encoding_v(target, alpha, index)  # (Q, T_k), exact
+            scores = feats[rows] @ paired_encoding_v(
+                target, alpha, index
+            )  # (Q, T_k), exact
             hit = (delta[rows] == torch.tensor(target)).all(-1)  # the key q + Δ
             if not bool((hit.sum(-1) == 1).all()):
-                raise ValueError(f"the target q + {target} is not a key for every query; increase padding")
+                raise ValueError(
+                    f"the target q + {target} is not a key for every query; increase padding"
+                )
             best = scores.max(-1)
             on_target = hit.gather(-1, best.indices[:, None]).squeeze(-1)
-            others = scores.masked_fill(hit, torch.iinfo(scores.dtype).min).max(-1).values
+            others = (
+                scores.masked_fill(hit, torch.iinfo(scores.dtype).min).max(-1).values
+            )
             g = int((best.values - others).min())
-            ok = ok and bool(on_target.all()) and bool((scores.eq(best.values[:, None]).sum(-1) == 1).all())
+            ok = (
+                ok
+                and bool(on_target.all())
+                and bool((scores.eq(best.values[:, None]).sum(-1) == 1).all())
+            )
             gap = g if gap is None else min(gap, g)
         out[f"{name}_argmax_is_target" if name != "all" else "argmax_is_target"] = ok
         out[f"{name}_min_gap" if name != "all" else "min_gap"] = gap
     return out
 
 
-def conv_to_paired_mhsa(conv: torch.nn.Conv2d, alpha: Optional[float] = None,
-                        index: ShiftIndex = shift_index) -> torch.nn.Module:
+def conv_to_paired_mhsa(
+    conv: torch.nn.Conv2d,
+    alpha: Optional[float] = None,
+    index: ShiftIndex = shift_index,
+) -> torch.nn.Module:
     """Theorem 1 with D_p = 2: :func:`~attnconv.core.conv.conv_to_mhsa` (same heads, value and
     output weights, keys on the zero-padded image) with the quadratic encoding replaced by
     :class:`PairedQuadraticEncoding` (injection ``index``). Default ``alpha``: the 1D ``one_hot_alpha``
@@ -201,11 +239,15 @@ def conv_to_paired_mhsa(conv: torch.nn.Conv2d, alpha: Optional[float] = None,
     if alpha is None:
         alpha = one_hot_alpha(conv.weight.dtype, spatial_dims=1)
     k = conv.kernel_size[0]
-    mhsa.encoding = PairedQuadraticEncoding(kernel_shifts(k), alpha, index).to(conv.weight.device)
+    mhsa.encoding = PairedQuadraticEncoding(kernel_shifts(k), alpha, index).to(
+        conv.weight.device
+    )
     return mhsa
 
 
-def scalar_encoding_reachable_targets(values: torch.Tensor, directions: torch.Tensor) -> torch.Tensor:
+def scalar_encoding_reachable_targets(
+    values: torch.Tensor, directions: torch.Tensor
+) -> torch.Tensor:
     """D_p = 1: for a scalar encoding (``values`` r_δ, one per key) and scalars v (``directions``),
     the set of keys that are the argmax of v·r_δ for some v. It is always within
     {argmin r, argmax r} (plus ties): returns the sorted unique key indices reached."""

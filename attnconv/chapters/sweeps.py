@@ -12,6 +12,7 @@ independent oracle (``torch.nn.functional.conv2d`` / ``conv1d``, a truncated SVD
 * :func:`alpha_sweep`, :func:`smallest_exact_alpha`, :func:`head_off_target_mass` — Lemma 2: how the
   error falls with the width α of the quadratic encoding (eq. 9).
 """
+
 from __future__ import annotations
 
 import copy
@@ -99,17 +100,28 @@ def random_conv(
     if spatial_dims not in (1, 2):
         raise ValueError(f"spatial_dims must be 1 or 2, got {spatial_dims}")
     if kernel_size < 1 or kernel_size % 2 == 0:
-        raise ValueError(f"kernel_size must be a positive odd integer, got {kernel_size}")
+        raise ValueError(
+            f"kernel_size must be a positive odd integer, got {kernel_size}"
+        )
     if in_channels < 1 or out_channels < 1:
         raise ValueError("in_channels and out_channels must be >= 1")
     cls = nn.Conv2d if spatial_dims == 2 else nn.Conv1d
-    conv = cls(in_channels, out_channels, kernel_size, padding=kernel_size // 2, bias=bias).to(dtype)
-    bound = (in_channels * kernel_size ** spatial_dims) ** -0.5
+    conv = cls(
+        in_channels, out_channels, kernel_size, padding=kernel_size // 2, bias=bias
+    ).to(dtype)
+    bound = (in_channels * kernel_size**spatial_dims) ** -0.5
     with torch.no_grad():
-        w = torch.rand(conv.weight.shape, generator=generator, dtype=torch.float64) * 2 - 1
+        w = (
+            torch.rand(conv.weight.shape, generator=generator, dtype=torch.float64) * 2
+            - 1
+        )
         conv.weight.copy_(w * bound)
         if bias:
-            b = torch.rand(conv.bias.shape, generator=generator, dtype=torch.float64) * 2 - 1
+            b = (
+                torch.rand(conv.bias.shape, generator=generator, dtype=torch.float64)
+                * 2
+                - 1
+            )
             conv.bias.copy_(b * bound)
     return conv
 
@@ -132,8 +144,13 @@ def _convert(conv: nn.Module, **kwargs) -> MultiHeadSelfAttention:
 _MEASURES = {"max": max_relative_error, "fro": relative_frobenius_error}
 
 
-def conversion_error(conv: nn.Module, x: torch.Tensor, measure: str = "max",
-                     dtype: Optional[torch.dtype] = None, **kwargs) -> float:
+def conversion_error(
+    conv: nn.Module,
+    x: torch.Tensor,
+    measure: str = "max",
+    dtype: Optional[torch.dtype] = None,
+    **kwargs,
+) -> float:
     """Error of the attention layer that Theorem 1 builds from ``conv`` against the convolution on
     ``x``: ``measure='max'`` gives max |MHSA(x) − conv(x)| / max |conv(x)|, ``'fro'`` the
     :func:`relative_frobenius_error`. With ``dtype``, a copy of ``conv`` and ``x`` cast to it are
@@ -159,15 +176,32 @@ def conversion_errors(
         raise ValueError("no cases given")
     rows = []
     for case in cases:
-        conv = random_conv(case.kernel_size, case.in_channels, case.out_channels, case.bias,
-                           len(case.shape), torch.float64, generator)
-        x = torch.randn(case.batch, case.in_channels, *case.shape, generator=generator, dtype=torch.float64)
-        rows.append({dt: conversion_error(conv, x, dtype=dt, **kwargs) for dt in dtypes})
+        conv = random_conv(
+            case.kernel_size,
+            case.in_channels,
+            case.out_channels,
+            case.bias,
+            len(case.shape),
+            torch.float64,
+            generator,
+        )
+        x = torch.randn(
+            case.batch,
+            case.in_channels,
+            *case.shape,
+            generator=generator,
+            dtype=torch.float64,
+        )
+        rows.append(
+            {dt: conversion_error(conv, x, dtype=dt, **kwargs) for dt in dtypes}
+        )
     return rows
 
 
 # --------------------------------------------------------------------------- the border
-def unpadded_mhsa(conv: nn.Conv2d, alpha: Optional[float] = None, hard: bool = True) -> MultiHeadSelfAttention2d:
+def unpadded_mhsa(
+    conv: nn.Conv2d, alpha: Optional[float] = None, hard: bool = True
+) -> MultiHeadSelfAttention2d:
     """The layer of :func:`~attnconv.conv_to_mhsa` (same heads, same weights) but with keys on the
     image only (``key_padding=0``), i.e. *without* the zero padding a 'same' convolution reads.
 
@@ -177,9 +211,15 @@ def unpadded_mhsa(conv: nn.Conv2d, alpha: Optional[float] = None, hard: bool = T
     """
     padded = conv_to_mhsa(conv, alpha=alpha, hard=hard)
     layer = MultiHeadSelfAttention2d(
-        padded.in_channels, padded.num_heads, padded.head_dim, padded.out_channels,
-        encoding=copy.deepcopy(padded.encoding), terms=padded.terms, qkv_bias=False,
-        out_bias=conv.bias is not None, key_padding=0,
+        padded.in_channels,
+        padded.num_heads,
+        padded.head_dim,
+        padded.out_channels,
+        encoding=copy.deepcopy(padded.encoding),
+        terms=padded.terms,
+        qkv_bias=False,
+        out_bias=conv.bias is not None,
+        key_padding=0,
     ).to(dtype=conv.weight.dtype, device=conv.weight.device)
     layer.load_state_dict(padded.state_dict())
     return layer
@@ -190,9 +230,13 @@ def pixel_errors(actual: torch.Tensor, expected: torch.Tensor) -> torch.Tensor:
 
     NaN outputs stay NaN (so ``~(err <= tol)`` counts them as wrong)."""
     if actual.shape != expected.shape:
-        raise ValueError(f"shapes differ: {tuple(actual.shape)} vs {tuple(expected.shape)}")
+        raise ValueError(
+            f"shapes differ: {tuple(actual.shape)} vs {tuple(expected.shape)}"
+        )
     if actual.ndim != 4:
-        raise ValueError(f"expected (B, C, H, W) tensors, got shape {tuple(actual.shape)}")
+        raise ValueError(
+            f"expected (B, C, H, W) tensors, got shape {tuple(actual.shape)}"
+        )
     scale = expected.abs().max()
     if scale == 0:
         raise ValueError("expected is all zeros; the relative error is undefined")
@@ -212,16 +256,23 @@ def border_mask(shape: Sequence[int], width: int) -> torch.Tensor:
     return (rows < width) | (rows >= h - width) | (cols < width) | (cols >= w - width)
 
 
-def attention_is_one_hot_on_shifts(probs: torch.Tensor, shape: Sequence[int], shifts: torch.Tensor,
-                                   padding: int) -> bool:
+def attention_is_one_hot_on_shifts(
+    probs: torch.Tensor, shape: Sequence[int], shifts: torch.Tensor, padding: int
+) -> bool:
     """True if every head h puts probability exactly 1 on the key q + Δ_h for every query q
     (Lemma 1), on a key grid padded by ``padding``. ``probs`` is ``(B, N_h, T_q, T_k)``."""
     h, w = (int(s) for s in shape)
     wp = w + 2 * padding
-    if probs.ndim != 4 or probs.shape[1] != len(shifts) or probs.shape[2] != h * w \
-            or probs.shape[3] != (h + 2 * padding) * wp:
-        raise ValueError(f"probs of shape {tuple(probs.shape)} do not match {len(shifts)} heads on a "
-                         f"{h}×{w} grid padded by {padding}")
+    if (
+        probs.ndim != 4
+        or probs.shape[1] != len(shifts)
+        or probs.shape[2] != h * w
+        or probs.shape[3] != (h + 2 * padding) * wp
+    ):
+        raise ValueError(
+            f"probs of shape {tuple(probs.shape)} do not match {len(shifts)} heads on a "
+            f"{h}×{w} grid padded by {padding}"
+        )
     expected = torch.zeros(probs.shape[1:], dtype=probs.dtype)
     for head, (d1, d2) in enumerate(shifts.tolist()):
         for i in range(h):
@@ -241,28 +292,40 @@ def _head_shifts(mhsa: MultiHeadSelfAttention) -> torch.Tensor:
     if isinstance(enc, QuadraticEncoding):
         c = enc.centers.detach()
         if not torch.equal(c, c.round()):
-            raise ValueError("the heads' centres are not lattice points; no kernel to read off")
+            raise ValueError(
+                "the heads' centres are not lattice points; no kernel to read off"
+            )
         return c.round().long()
-    raise ValueError("effective_kernel needs a HardShiftEncoding or QuadraticEncoding layer")
+    raise ValueError(
+        "effective_kernel needs a HardShiftEncoding or QuadraticEncoding layer"
+    )
 
 
 def effective_kernel(mhsa: MultiHeadSelfAttention2d, kernel_size: int) -> torch.Tensor:
     """The K×K kernel a one-hot attention layer implements (Lemma 1): slice W[:, :, Δ_h] =
     W_out^h W_val^h, read off the layer's weights; ``(D_out, D_in, K, K)``."""
     if kernel_size < 1 or kernel_size % 2 == 0:
-        raise ValueError(f"kernel_size must be a positive odd integer, got {kernel_size}")
+        raise ValueError(
+            f"kernel_size must be a positive odd integer, got {kernel_size}"
+        )
     shifts = _head_shifts(mhsa)
     r = kernel_size // 2
     if shifts.shape[1] != 2:
         raise ValueError("effective_kernel is for 2D layers")
     if int(shifts.abs().max()) > r:
-        raise ValueError(f"a head's shift lies outside a {kernel_size}×{kernel_size} kernel")
+        raise ValueError(
+            f"a head's shift lies outside a {kernel_size}×{kernel_size} kernel"
+        )
     d = mhsa.head_dim
     w_val = mhsa.value.weight.detach()
     w_out = mhsa.out.weight.detach()
-    kernel = w_val.new_zeros(mhsa.out_channels, mhsa.in_channels, kernel_size, kernel_size)
+    kernel = w_val.new_zeros(
+        mhsa.out_channels, mhsa.in_channels, kernel_size, kernel_size
+    )
     for h, (d1, d2) in enumerate(shifts.tolist()):
-        kernel[:, :, d1 + r, d2 + r] += w_out[:, h * d:(h + 1) * d] @ w_val[h * d:(h + 1) * d]
+        kernel[:, :, d1 + r, d2 + r] += (
+            w_out[:, h * d : (h + 1) * d] @ w_val[h * d : (h + 1) * d]
+        )
     return kernel
 
 
@@ -276,19 +339,23 @@ def predicted_rank_error(weight: torch.Tensor, rank: int) -> float:
     has rank ≤ ``rank``, i.e. sqrt(Σ_Δ Σ_{i > rank} σ_i(W[:, :, Δ])²) / ‖W‖_F — what heads of
     dimension D_h = ``rank`` can at best achieve (the paper's remark on D_h < D_out)."""
     if weight.ndim < 3:
-        raise ValueError(f"expected a (D_out, D_in, K, ...) kernel, got shape {tuple(weight.shape)}")
+        raise ValueError(
+            f"expected a (D_out, D_in, K, ...) kernel, got shape {tuple(weight.shape)}"
+        )
     if rank < 0:
         raise ValueError("rank must be >= 0")
     slices = weight.flatten(2).permute(2, 0, 1)  # (K^d, D_out, D_in)
     s = torch.linalg.svdvals(slices)
     tail = (s[:, rank:] ** 2).sum()
-    norm2 = (weight ** 2).sum()
+    norm2 = (weight**2).sum()
     if norm2 == 0:
         raise ValueError("weight is zero; the relative error is undefined")
     return float(torch.sqrt(tail / norm2))
 
 
-def rank_sweep(conv: nn.Conv2d, x: torch.Tensor, ranks: Sequence[int]) -> Dict[str, List[float]]:
+def rank_sweep(
+    conv: nn.Conv2d, x: torch.Tensor, ranks: Sequence[int]
+) -> Dict[str, List[float]]:
     """For each head dimension r in ``ranks``: convert ``conv`` with ``conv_to_mhsa(conv, head_dim=r,
     hard=True)`` and return lists ``output`` (max relative error of MHSA(x) vs the convolution),
     ``measured`` (:func:`relative_kernel_error` of :func:`effective_kernel`) and ``predicted``
@@ -303,14 +370,21 @@ def rank_sweep(conv: nn.Conv2d, x: torch.Tensor, ranks: Sequence[int]) -> Dict[s
         for r in ranks:
             mhsa = conv_to_mhsa(conv, head_dim=int(r), hard=True)
             out["output"].append(max_relative_error(mhsa(x), y))
-            out["measured"].append(relative_kernel_error(effective_kernel(mhsa, k), weight))
+            out["measured"].append(
+                relative_kernel_error(effective_kernel(mhsa, k), weight)
+            )
             out["predicted"].append(predicted_rank_error(weight, int(r)))
     return out
 
 
 # --------------------------------------------------------------------------- alpha (Lemma 2)
-def alpha_sweep(conv: nn.Conv2d, x: torch.Tensor, alphas: Sequence[float], measure: str = "fro",
-                dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+def alpha_sweep(
+    conv: nn.Conv2d,
+    x: torch.Tensor,
+    alphas: Sequence[float],
+    measure: str = "fro",
+    dtype: Optional[torch.dtype] = None,
+) -> torch.Tensor:
     """The error (:func:`conversion_error`, by default the smooth relative Frobenius error) of
     ``conv_to_mhsa(conv, alpha=α)`` against the convolution for each α (Lemma 2), computed in
     ``dtype`` (default: the convolution's); a float64 tensor of ``len(alphas)``."""
@@ -320,27 +394,40 @@ def alpha_sweep(conv: nn.Conv2d, x: torch.Tensor, alphas: Sequence[float], measu
         raise ValueError("every alpha must be > 0")
     if dtype is not None:
         conv, x = copy.deepcopy(conv).to(dtype), x.to(dtype)
-    return torch.tensor([conversion_error(conv, x, measure, alpha=float(a)) for a in alphas], dtype=torch.float64)
+    return torch.tensor(
+        [conversion_error(conv, x, measure, alpha=float(a)) for a in alphas],
+        dtype=torch.float64,
+    )
 
 
-def hard_error(conv: nn.Module, x: torch.Tensor, measure: str = "fro", dtype: Optional[torch.dtype] = None) -> float:
+def hard_error(
+    conv: nn.Module,
+    x: torch.Tensor,
+    measure: str = "fro",
+    dtype: Optional[torch.dtype] = None,
+) -> float:
     """The error floor of the α = ∞ limit: :func:`conversion_error` with exactly one-hot heads."""
     return conversion_error(conv, x, measure, dtype, hard=True)
 
 
-def smallest_exact_alpha(alphas: Sequence[float], errors: Sequence[float], floor: float,
-                         factor: float = 2.0) -> Optional[float]:
+def smallest_exact_alpha(
+    alphas: Sequence[float], errors: Sequence[float], floor: float, factor: float = 2.0
+) -> Optional[float]:
     """The smallest α of an increasing grid from which on *every* error is ≤ ``factor`` · ``floor``
     (the error of the α = ∞ layer, :func:`hard_error`): where the quadratic heads become as exact as
     Lemma 1's hard heads in that dtype. ``None`` if even the last α misses."""
     a = torch.as_tensor(alphas, dtype=torch.float64)
     e = torch.as_tensor(errors, dtype=torch.float64)
     if a.ndim != 1 or a.shape != e.shape or a.numel() == 0:
-        raise ValueError("alphas and errors must be non-empty 1-d sequences of the same length")
+        raise ValueError(
+            "alphas and errors must be non-empty 1-d sequences of the same length"
+        )
     if not bool((a[1:] > a[:-1]).all()):
         raise ValueError("alphas must be strictly increasing")
     if not floor > 0:
-        raise ValueError("floor must be > 0 (an exact zero error leaves 'factor × floor' meaningless)")
+        raise ValueError(
+            "floor must be > 0 (an exact zero error leaves 'factor × floor' meaningless)"
+        )
     if factor < 1:
         raise ValueError("factor must be >= 1")
     ok = e <= factor * floor
@@ -351,8 +438,14 @@ def smallest_exact_alpha(alphas: Sequence[float], errors: Sequence[float], floor
     return float(a[first])
 
 
-def head_off_target_mass(alpha: float, shape: Sequence[int], query: Sequence[int], center: Sequence[int],
-                         padding: int = 0, dtype: torch.dtype = torch.float64) -> float:
+def head_off_target_mass(
+    alpha: float,
+    shape: Sequence[int],
+    query: Sequence[int],
+    center: Sequence[int],
+    padding: int = 0,
+    dtype: torch.dtype = torch.float64,
+) -> float:
     """The attention mass that one quadratic head (eq. 9) of width α centred on Δ = ``center`` puts
     on keys other than q + Δ, for query pixel ``query`` of a grid padded by ``padding``: the
     quantity :func:`~attnconv.off_target_mass_bound` bounds. Summed over the off-target keys (not
@@ -362,11 +455,15 @@ def head_off_target_mass(alpha: float, shape: Sequence[int], query: Sequence[int
         raise ValueError(f"query {tuple(query)} is outside the {h}×{w} grid")
     enc = QuadraticEncoding(1, 2, centers=[list(center)], alpha=alpha).to(dtype)
     with torch.no_grad():
-        enc.alpha.fill_(float(alpha))  # built in the default dtype: restore α exactly in ``dtype``
+        enc.alpha.fill_(
+            float(alpha)
+        )  # built in the default dtype: restore α exactly in ``dtype``
     delta = relative_shifts((h, w), padding)[query[0] * w + query[1]]  # (T_k, 2)
     target = (delta == torch.as_tensor(center, dtype=delta.dtype)).all(-1)
     if not bool(target.any()):
-        raise ValueError(f"the key q + Δ = {tuple(query)} + {tuple(center)} is not on the key grid")
+        raise ValueError(
+            f"the key q + Δ = {tuple(query)} + {tuple(center)} is not on the key grid"
+        )
     with torch.no_grad():
         p = torch.softmax(enc.position_scores(delta)[0], dim=-1)
     return float(p[~target].sum())

@@ -23,6 +23,7 @@ Both can be asked of the scores a = S and of the probabilities a = P. What is tr
 This module computes the layer, checks the claims on given matrices, measures how often they fail
 on random inputs and returns the small counterexamples.
 """
+
 from __future__ import annotations
 
 import math
@@ -59,9 +60,13 @@ def weightless_attention(x: torch.Tensor) -> WeightlessAttention:
     :class:`WeightlessAttention` with S and P of shape ``(..., T, T)`` and Y of shape ``(..., T, C)``.
     """
     if x.ndim < 2:
-        raise ValueError(f"x must have shape (..., T, C) with one token per row, got {tuple(x.shape)}")
+        raise ValueError(
+            f"x must have shape (..., T, C) with one token per row, got {tuple(x.shape)}"
+        )
     if x.shape[-1] < 1 or x.shape[-2] < 1:
-        raise ValueError(f"x needs at least one token and one channel, got {tuple(x.shape)}")
+        raise ValueError(
+            f"x needs at least one token and one channel, got {tuple(x.shape)}"
+        )
     if not x.is_floating_point():
         raise ValueError(f"x must be a floating-point tensor, got {x.dtype}")
     scores = x @ x.transpose(-1, -2) / math.sqrt(x.shape[-1])
@@ -71,7 +76,9 @@ def weightless_attention(x: torch.Tensor) -> WeightlessAttention:
 
 def _check_square(a: torch.Tensor) -> None:
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
-        raise ValueError(f"expected a square matrix (..., T, T), got shape {tuple(a.shape)}")
+        raise ValueError(
+            f"expected a square matrix (..., T, T), got shape {tuple(a.shape)}"
+        )
 
 
 def diagonal_is_row_max(a: torch.Tensor) -> torch.Tensor:
@@ -107,7 +114,9 @@ def pairwise_bound_violations(a: torch.Tensor) -> List[Tuple[int, int]]:
     _check_square(a)
     if a.ndim != 2:
         raise ValueError(f"expected a single (T, T) matrix, got shape {tuple(a.shape)}")
-    return [tuple(int(v) for v in ij) for ij in (_pairwise_excess(a) > 0).nonzero().tolist()]
+    return [
+        tuple(int(v) for v in ij) for ij in (_pairwise_excess(a) > 0).nonzero().tolist()
+    ]
 
 
 def diagonal_counterexample() -> torch.Tensor:
@@ -144,8 +153,13 @@ def violation_rates(
         raise ValueError("num_tokens, channels and draws must be >= 1")
     if norm_spread < 0:
         raise ValueError("norm_spread must be >= 0")
-    z = torch.randn(draws, num_tokens, channels, generator=generator, dtype=torch.float64)
-    g = torch.exp(norm_spread * torch.randn(draws, num_tokens, 1, generator=generator, dtype=torch.float64))
+    z = torch.randn(
+        draws, num_tokens, channels, generator=generator, dtype=torch.float64
+    )
+    g = torch.exp(
+        norm_spread
+        * torch.randn(draws, num_tokens, 1, generator=generator, dtype=torch.float64)
+    )
     att = weightless_attention(g * z)
     rates = {}
     for name, a in (("scores", att.scores), ("probs", att.probs)):
@@ -168,7 +182,14 @@ def plot_weightless_example(x: torch.Tensor, ax=None, title: Optional[str] = Non
     ax.imshow(m, cmap="Blues", vmin=0, vmax=1)
     for i in range(m.shape[0]):
         for j in range(m.shape[1]):
-            ax.text(j, i, f"{m[i, j]:.3f}", ha="center", va="center", color="white" if m[i, j] > 0.5 else "black")
+            ax.text(
+                j,
+                i,
+                f"{m[i, j]:.3f}",
+                ha="center",
+                va="center",
+                color="white" if m[i, j] > 0.5 else "black",
+            )
     ax.set_xticks(range(m.shape[1])), ax.set_yticks(range(m.shape[0]))
     ax.set_xlabel("key j"), ax.set_ylabel("query i")
     ax.set_title(title or "P = softmax(X Xᵀ/√C)", fontsize=9)
@@ -190,7 +211,12 @@ def plot_violation_rates(rates: Dict[str, Dict[str, float]], ax=None):
     width = 0.8 / len(claims)
     pos = np.arange(len(settings))
     for c, claim in enumerate(claims):
-        ax.bar(pos + c * width - 0.4 + width / 2, [rates[s][claim] for s in settings], width, label=claim)
+        ax.bar(
+            pos + c * width - 0.4 + width / 2,
+            [rates[s][claim] for s in settings],
+            width,
+            label=claim,
+        )
     ax.set_xticks(pos, [label.replace(", ", "\n") for label in settings], fontsize=8)
     ax.set_ylabel("fraction of inputs violating")
     ax.set_ylim(0, 1.25)

@@ -15,6 +15,7 @@ Which terms are on is a :class:`ScoreTerms`. Keys may live on a zero-padded grid
 (``key_padding``): queries stay on the image, keys also cover p cells of zeros around it, which is
 what a convolution with 'same' zero padding sees (Theorem 1 at the border).
 """
+
 from __future__ import annotations
 
 import math
@@ -22,15 +23,25 @@ from dataclasses import dataclass
 from typing import Optional
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from .encodings import AbsoluteEncoding, RelativeEncoding
 from .grid import relative_shifts
-from .local import is_axis_aligned, local_attention_matrix, separable_heads, separable_local_factors, sparse_rows
+from .local import (
+    is_axis_aligned,
+    local_attention_matrix,
+    separable_heads,
+    separable_local_factors,
+    sparse_rows,
+)
 from .softmax import softmax_without_denormals
 
-__all__ = ["ScoreTerms", "MultiHeadSelfAttention", "MultiHeadSelfAttention2d", "MultiHeadSelfAttention1d"]
+__all__ = [
+    "ScoreTerms",
+    "MultiHeadSelfAttention",
+    "MultiHeadSelfAttention2d",
+    "MultiHeadSelfAttention1d",
+]
 
 
 @dataclass(frozen=True)
@@ -74,9 +85,15 @@ class _MergeHeads(torch.autograd.Function):
     @staticmethod
     def forward(ctx, heads, weight, bias):
         blocks = weight.view(weight.shape[0], heads.shape[0], heads.shape[2])
-        y = heads[0] @ blocks[:, 0].t() if bias is None else torch.addmm(bias, heads[0], blocks[:, 0].t())
+        y = (
+            heads[0] @ blocks[:, 0].t()
+            if bias is None
+            else torch.addmm(bias, heads[0], blocks[:, 0].t())
+        )
         for h in range(1, heads.shape[0]):
-            torch.addmm(y, heads[h], blocks[:, h].t(), out=y)  # in place: no copy of y per head
+            torch.addmm(
+                y, heads[h], blocks[:, h].t(), out=y
+            )  # in place: no copy of y per head
         ctx.save_for_backward(heads, weight)
         ctx.has_bias = bias is not None
         return y
@@ -162,43 +179,79 @@ class MultiHeadSelfAttention(nn.Module):
         if head_dim is None:
             head_dim = in_channels // num_heads if value_projection else in_channels
         if not value_projection and head_dim != in_channels:
-            raise ValueError(f"without a value projection each head has D_h = in_channels = {in_channels}, got {head_dim}")
+            raise ValueError(
+                f"without a value projection each head has D_h = in_channels = {in_channels}, got {head_dim}"
+            )
         if head_dim < 1:
-            raise ValueError(f"head_dim must be >= 1 (in_channels={in_channels}, num_heads={num_heads})")
+            raise ValueError(
+                f"head_dim must be >= 1 (in_channels={in_channels}, num_heads={num_heads})"
+            )
         out_channels = in_channels if out_channels is None else out_channels
         if key_padding < 0:
             raise ValueError("key_padding must be >= 0")
         relative = isinstance(encoding, RelativeEncoding)
-        if encoding is not None and not relative and not isinstance(encoding, AbsoluteEncoding):
-            raise TypeError("encoding must be None, an AbsoluteEncoding or a RelativeEncoding")
+        if (
+            encoding is not None
+            and not relative
+            and not isinstance(encoding, AbsoluteEncoding)
+        ):
+            raise TypeError(
+                "encoding must be None, an AbsoluteEncoding or a RelativeEncoding"
+            )
         if terms is None:
             terms = ScoreTerms.all_terms() if relative else ScoreTerms.content_only()
         if terms.uses_position and not relative:
-            raise ValueError("the content-position and position-only terms of eq. (8) need a RelativeEncoding")
+            raise ValueError(
+                "the content-position and position-only terms of eq. (8) need a RelativeEncoding"
+            )
         if not (terms.uses_content or terms.position_only):
             raise ValueError("at least one term of eq. (8) must be switched on")
         if relative:
             if encoding.spatial_dims != self.spatial_dims:
-                raise ValueError(f"a {encoding.spatial_dims}-d encoding cannot serve a {self.spatial_dims}-d layer")
+                raise ValueError(
+                    f"a {encoding.spatial_dims}-d encoding cannot serve a {self.spatial_dims}-d layer"
+                )
             if terms.position_only and encoding.num_heads != num_heads:
-                raise ValueError(f"encoding has {encoding.num_heads} heads, the layer {num_heads}")
+                raise ValueError(
+                    f"encoding has {encoding.num_heads} heads, the layer {num_heads}"
+                )
         if isinstance(encoding, AbsoluteEncoding) and key_padding:
-            raise ValueError("an AbsoluteEncoding is defined on the image grid only; use key_padding=0")
+            raise ValueError(
+                "an AbsoluteEncoding is defined on the image grid only; use key_padding=0"
+            )
 
-        self.in_channels, self.num_heads, self.head_dim = in_channels, num_heads, head_dim
-        self.out_channels, self.key_padding, self.terms = out_channels, key_padding, terms
-        self.scale = head_dim ** -0.5 if scale is None else scale
+        self.in_channels, self.num_heads, self.head_dim = (
+            in_channels,
+            num_heads,
+            head_dim,
+        )
+        self.out_channels, self.key_padding, self.terms = (
+            out_channels,
+            key_padding,
+            terms,
+        )
+        self.scale = head_dim**-0.5 if scale is None else scale
         self.encoding = encoding
         inner = num_heads * head_dim
         needs_query = terms.content_content or terms.content_position
         needs_key = terms.content_content or terms.key_bias
-        self.query = nn.Linear(in_channels, inner, bias=qkv_bias) if needs_query else None
+        self.query = (
+            nn.Linear(in_channels, inner, bias=qkv_bias) if needs_query else None
+        )
         self.key = nn.Linear(in_channels, inner, bias=qkv_bias) if needs_key else None
-        self.value = nn.Linear(in_channels, inner, bias=qkv_bias) if value_projection else None
+        self.value = (
+            nn.Linear(in_channels, inner, bias=qkv_bias) if value_projection else None
+        )
         self.out = nn.Linear(inner, out_channels, bias=out_bias)
-        self.key_bias_query = nn.Parameter(torch.randn(num_heads, head_dim) * 0.02) if terms.key_bias else None
+        self.key_bias_query = (
+            nn.Parameter(torch.randn(num_heads, head_dim) * 0.02)
+            if terms.key_bias
+            else None
+        )
         self.relative_key = (
-            nn.Parameter(torch.randn(num_heads, head_dim, encoding.dim) * encoding.dim ** -0.5)
+            nn.Parameter(
+                torch.randn(num_heads, head_dim, encoding.dim) * encoding.dim**-0.5
+            )
             if terms.content_position
             else None
         )
@@ -214,19 +267,27 @@ class MultiHeadSelfAttention(nn.Module):
     @implementation.setter
     def implementation(self, value: str) -> None:
         if value not in ("dense", "naive", "local"):
-            raise ValueError(f"implementation must be 'dense', 'naive' or 'local', got {value!r}")
+            raise ValueError(
+                f"implementation must be 'dense', 'naive' or 'local', got {value!r}"
+            )
         if value == "local":
             problems = []
             if self.terms != ScoreTerms.position_only_terms():
-                problems.append("it needs position-only scores (ScoreTerms.position_only_terms())")
+                problems.append(
+                    "it needs position-only scores (ScoreTerms.position_only_terms())"
+                )
             if not hasattr(self.encoding, "precision"):
-                problems.append("it needs a Gaussian encoding (QuadraticEncoding or GeneralizedQuadraticEncoding)")
+                problems.append(
+                    "it needs a Gaussian encoding (QuadraticEncoding or GeneralizedQuadraticEncoding)"
+                )
             if self.spatial_dims != 2:
                 problems.append("it is implemented for 2D grids only")
             if not self.local_tolerance > 0:
                 problems.append("local_tolerance must be > 0")
             if problems:
-                raise ValueError("local attention is not available here: " + "; ".join(problems))
+                raise ValueError(
+                    "local attention is not available here: " + "; ".join(problems)
+                )
         self._implementation = value
 
     # ------------------------------------------------------------------ helpers
@@ -239,14 +300,24 @@ class MultiHeadSelfAttention(nn.Module):
         want = 2 + self.spatial_dims
         if x.ndim != want:
             names = "(B, C, H, W)" if self.spatial_dims == 2 else "(B, C, L)"
-            raise ValueError(f"{type(self).__name__} expects a {want}-d input {names}, got shape {tuple(x.shape)}")
+            raise ValueError(
+                f"{type(self).__name__} expects a {want}-d input {names}, got shape {tuple(x.shape)}"
+            )
         if x.shape[1] != self.in_channels:
-            raise ValueError(f"expected {self.in_channels} input channels, got {x.shape[1]} (shape {tuple(x.shape)})")
+            raise ValueError(
+                f"expected {self.in_channels} input channels, got {x.shape[1]} (shape {tuple(x.shape)})"
+            )
 
     def _check_tokens(self, tokens: torch.Tensor, shape) -> None:
         if len(shape) != self.spatial_dims:
-            raise ValueError(f"grid shape {tuple(shape)} is not {self.spatial_dims}-dimensional")
-        if tokens.ndim != 3 or tokens.shape[0] != math.prod(shape) or tokens.shape[2] != self.in_channels:
+            raise ValueError(
+                f"grid shape {tuple(shape)} is not {self.spatial_dims}-dimensional"
+            )
+        if (
+            tokens.ndim != 3
+            or tokens.shape[0] != math.prod(shape)
+            or tokens.shape[2] != self.in_channels
+        ):
             raise ValueError(
                 f"expected tokens of shape (T={math.prod(shape)}, B, C={self.in_channels}) for grid "
                 f"{tuple(shape)}, got {tuple(tokens.shape)}"
@@ -267,10 +338,16 @@ class MultiHeadSelfAttention(nn.Module):
         n, b, _ = t.shape
         return t.view(n, b, self.num_heads, -1).permute(1, 2, 0, 3)
 
-    def _scores_tokens(self, tokens: torch.Tensor, shape, qk_tokens: torch.Tensor) -> torch.Tensor:
+    def _scores_tokens(
+        self, tokens: torch.Tensor, shape, qk_tokens: torch.Tensor
+    ) -> torch.Tensor:
         terms, enc = self.terms, self.encoding
         relative = isinstance(enc, RelativeEncoding)
-        position = enc.grid_position_scores(shape, self.key_padding, tokens.device) if terms.position_only else None
+        position = (
+            enc.grid_position_scores(shape, self.key_padding, tokens.device)
+            if terms.position_only
+            else None
+        )
         if not terms.uses_content:
             return position
         if not (terms.key_bias or terms.content_position):
@@ -281,16 +358,30 @@ class MultiHeadSelfAttention(nn.Module):
             k = self._heads_first(self.key(self._pad_tokens(qk_tokens, shape)))
             b, nh, t_q, d = q.shape
             q3, k3 = q.reshape(b * nh, t_q, d), k.reshape(b * nh, -1, d).transpose(1, 2)
-            scores = torch.baddbmm(q3.new_empty(()), q3, k3, beta=0, alpha=self.scale).view(b, nh, t_q, -1)
-            return scores if position is None else scores.add_(position.to(scores.dtype))
-        delta = relative_shifts(shape, self.key_padding, tokens.device) if relative else None
+            scores = torch.baddbmm(
+                q3.new_empty(()), q3, k3, beta=0, alpha=self.scale
+            ).view(b, nh, t_q, -1)
+            return (
+                scores if position is None else scores.add_(position.to(scores.dtype))
+            )
+        delta = (
+            relative_shifts(shape, self.key_padding, tokens.device)
+            if relative
+            else None
+        )
         q = self._heads_first(self.query(qk_tokens)) if self.query is not None else None
-        k = self._heads_first(self.key(self._pad_tokens(qk_tokens, shape))) if self.key is not None else None
+        k = (
+            self._heads_first(self.key(self._pad_tokens(qk_tokens, shape)))
+            if self.key is not None
+            else None
+        )
         scores = 0.0
         if terms.content_content:
             scores = scores + q @ k.transpose(-1, -2)
         if terms.key_bias:
-            scores = scores + torch.einsum("hd,bhkd->bhk", self.key_bias_query.to(k.dtype), k).unsqueeze(2)
+            scores = scores + torch.einsum(
+                "hd,bhkd->bhk", self.key_bias_query.to(k.dtype), k
+            ).unsqueeze(2)
         if terms.content_position:
             r = enc.features(delta).to(q.dtype)  # (T_q, T_k, D_p)
             qr = torch.einsum("bhqd,hdp->bhqp", q, self.relative_key.to(q.dtype))
@@ -305,9 +396,15 @@ class MultiHeadSelfAttention(nn.Module):
         self._check_input(x)
         enc = self.encoding
         qk_input = enc(x) if isinstance(enc, AbsoluteEncoding) else x
-        return self._scores_tokens(x.flatten(2).permute(2, 0, 1), tuple(x.shape[2:]), qk_input.flatten(2).permute(2, 0, 1))
+        return self._scores_tokens(
+            x.flatten(2).permute(2, 0, 1),
+            tuple(x.shape[2:]),
+            qk_input.flatten(2).permute(2, 0, 1),
+        )
 
-    def _apply_probabilities(self, probs: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+    def _apply_probabilities(
+        self, probs: torch.Tensor, keys: torch.Tensor
+    ) -> torch.Tensor:
         """softmax(A_h) X W_val^h of eq. (4) for every head: ``(N_h, T_q·B, D_h)``.
 
         ``keys`` is ``(T_k, B, C)``. Shared probabilities ``(N_h, T_q, T_k)`` are applied to all
@@ -319,9 +416,13 @@ class MultiHeadSelfAttention(nn.Module):
         if self.value is None:
             values = keys  # every head averages the raw input
             if probs.ndim == 3:
-                out = probs.to(values.dtype).reshape(-1, t_k) @ values.reshape(t_k, -1)  # (N_h·T_q, B·C)
+                out = probs.to(values.dtype).reshape(-1, t_k) @ values.reshape(
+                    t_k, -1
+                )  # (N_h·T_q, B·C)
                 return out.view(nh, -1, self.head_dim)
-            out = probs.to(values.dtype) @ values.permute(1, 0, 2).unsqueeze(1)  # (B, N_h, T_q, C)
+            out = probs.to(values.dtype) @ values.permute(1, 0, 2).unsqueeze(
+                1
+            )  # (B, N_h, T_q, C)
             return out.permute(1, 2, 0, 3).reshape(nh, -1, self.head_dim)
         v = self.value(keys).view(t_k, b, nh, self.head_dim)
         if probs.ndim == 3:
@@ -333,10 +434,15 @@ class MultiHeadSelfAttention(nn.Module):
     def _merge_heads(self, heads: torch.Tensor) -> torch.Tensor:
         """concat_h(heads) W_out + b_out of eq. (4), as Σ_h heads_h W_out^h (no concatenation copy,
         forward or backward: :class:`_MergeHeads`)."""
-        return _MergeHeads.apply(heads, self.out.weight.to(heads.dtype),
-                                 None if self.out.bias is None else self.out.bias.to(heads.dtype))
+        return _MergeHeads.apply(
+            heads,
+            self.out.weight.to(heads.dtype),
+            None if self.out.bias is None else self.out.bias.to(heads.dtype),
+        )
 
-    def forward_tokens(self, tokens: torch.Tensor, shape, return_attention: bool = False):
+    def forward_tokens(
+        self, tokens: torch.Tensor, shape, return_attention: bool = False
+    ):
         """Eq. (4) on tokens laid out as ``(T, B, C)`` (T = H·W, row-major) for a grid ``shape``.
 
         Returns ``(T, B, D_out)`` (and the probabilities if asked). This layout lets the batch share
@@ -359,16 +465,24 @@ class MultiHeadSelfAttention(nn.Module):
             scores = scores.float()  # half-precision scores are soft-maxed in float32
         probs = self.attention_dropout(softmax_without_denormals(scores))
         heads = self._apply_probabilities(probs, self._pad_tokens(tokens, shape))
-        y = self._merge_heads(heads).view(tokens.shape[0], tokens.shape[1], self.out_channels)
+        y = self._merge_heads(heads).view(
+            tokens.shape[0], tokens.shape[1], self.out_channels
+        )
         if return_attention:
             return y, (probs.unsqueeze(0) if probs.ndim == 3 else probs)
         return y
 
-    def _forward_naive(self, tokens: torch.Tensor, shape, scores: torch.Tensor, return_attention: bool):
+    def _forward_naive(
+        self, tokens: torch.Tensor, shape, scores: torch.Tensor, return_attention: bool
+    ):
         """Reference: softmax, an einsum per image and head, concatenation, W_out (no tricks)."""
         keys = self._pad_tokens(tokens, shape).transpose(0, 1)  # (B, T_k, C)
         b, t_k, _ = keys.shape
-        probs = self.attention_dropout(torch.softmax(scores if scores.dtype == torch.float64 else scores.float(), dim=-1))
+        probs = self.attention_dropout(
+            torch.softmax(
+                scores if scores.dtype == torch.float64 else scores.float(), dim=-1
+            )
+        )
         lead = "bhqk" if probs.ndim == 4 else "hqk"
         if self.value is None:
             heads = torch.einsum(f"{lead},bkc->bqhc", probs.to(keys.dtype), keys)
@@ -387,43 +501,82 @@ class MultiHeadSelfAttention(nn.Module):
         t_k, b, _ = keys.shape
         nh, d = self.num_heads, self.head_dim
         if self.value is not None:
-            values = self.value(keys).view(t_k, b, nh, d).permute(2, 0, 1, 3).reshape(nh, t_k, -1)
+            values = (
+                self.value(keys)
+                .view(t_k, b, nh, d)
+                .permute(2, 0, 1, 3)
+                .reshape(nh, t_k, -1)
+            )
         else:
             values = keys.reshape(1, t_k, -1)  # shared by all heads
         precision = enc.precision()
         drop = self.training and self.attention_dropout.p > 0
         if is_axis_aligned(precision):
-            rows, cols, _ = separable_local_factors(enc.centers, precision, shape, self.key_padding, self.local_tolerance)
+            rows, cols, _ = separable_local_factors(
+                enc.centers, precision, shape, self.key_padding, self.local_tolerance
+            )
             if drop:  # structured dropout: on the row and on the column factor (expectation unchanged)
                 rows, cols = self.attention_dropout(rows), self.attention_dropout(cols)
             h_k, w_k = rows.shape[2], cols.shape[2]
-            if self.value is None and not return_attention:  # one head at a time, merged as it goes
+            if (
+                self.value is None and not return_attention
+            ):  # one head at a time, merged as it goes
                 bias = None if self.out.bias is None else self.out.bias.to(keys.dtype)
-                y = separable_heads(keys.view(h_k, w_k, b, -1), rows.to(keys.dtype), cols.to(keys.dtype),
-                                    self.out.weight.to(keys.dtype), bias)
+                y = separable_heads(
+                    keys.view(h_k, w_k, b, -1),
+                    rows.to(keys.dtype),
+                    cols.to(keys.dtype),
+                    self.out.weight.to(keys.dtype),
+                    bias,
+                )
                 return y.view(tokens.shape[0], b, self.out_channels)
             # rows: (N_h, H, H_k) @ (·, H_k, W_k·B·D) → (N_h, H, W_k·B·D)
-            u = (rows.to(values.dtype) @ values.reshape(values.shape[0], h_k, -1)) if values.shape[0] > 1 else (
-                rows.to(values.dtype).reshape(-1, h_k) @ values.reshape(h_k, -1)).view(nh, rows.shape[1], -1)
+            u = (
+                (rows.to(values.dtype) @ values.reshape(values.shape[0], h_k, -1))
+                if values.shape[0] > 1
+                else (
+                    rows.to(values.dtype).reshape(-1, h_k) @ values.reshape(h_k, -1)
+                ).view(nh, rows.shape[1], -1)
+            )
             u = u.view(nh, rows.shape[1], w_k, -1)  # (N_h, H, W_k, B·D)
-            heads = (cols.to(values.dtype).unsqueeze(1) @ u).view(nh, -1, d)  # (N_h, H·W·B, D)
-            probs = (rows[:, :, None, :, None] * cols[:, None, :, None, :]) if return_attention else None
+            heads = (cols.to(values.dtype).unsqueeze(1) @ u).view(
+                nh, -1, d
+            )  # (N_h, H·W·B, D)
+            probs = (
+                (rows[:, :, None, :, None] * cols[:, None, :, None, :])
+                if return_attention
+                else None
+            )
         else:
             matrix, _ = local_attention_matrix(
-                enc.centers, precision, shape, self.key_padding, self.local_tolerance,
+                enc.centers,
+                precision,
+                shape,
+                self.key_padding,
+                self.local_tolerance,
                 stack_heads_in_columns=self.value is not None,
             )
             if drop:
-                matrix = sparse_rows(matrix.crow_indices(), matrix.col_indices(),
-                                     self.attention_dropout(matrix.values()), matrix.shape)
-            heads = (matrix.to(values.dtype) @ values.reshape(-1, values.shape[-1])).view(nh, -1, d)
+                matrix = sparse_rows(
+                    matrix.crow_indices(),
+                    matrix.col_indices(),
+                    self.attention_dropout(matrix.values()),
+                    matrix.shape,
+                )
+            heads = (
+                matrix.to(values.dtype) @ values.reshape(-1, values.shape[-1])
+            ).view(nh, -1, d)
             probs = None
             if return_attention:
                 dense = matrix.detach().to_dense().view(nh, tokens.shape[0], -1)
                 if self.value is not None:  # keep each head's own block of columns
-                    dense = torch.stack([dense[h, :, h * t_k:(h + 1) * t_k] for h in range(nh)])
+                    dense = torch.stack(
+                        [dense[h, :, h * t_k : (h + 1) * t_k] for h in range(nh)]
+                    )
                 probs = dense
-        y = self._merge_heads(heads).view(tokens.shape[0], tokens.shape[1], self.out_channels)
+        y = self._merge_heads(heads).view(
+            tokens.shape[0], tokens.shape[1], self.out_channels
+        )
         if not return_attention:
             return y
         return y, probs.reshape(nh, tokens.shape[0], t_k).unsqueeze(0)
@@ -434,7 +587,9 @@ class MultiHeadSelfAttention(nn.Module):
         ``(B, N_h, T_q, T_k)``)."""
         self._check_input(x)
         b, shape = x.shape[0], tuple(x.shape[2:])
-        out = self.forward_tokens(x.flatten(2).permute(2, 0, 1), shape, return_attention)
+        out = self.forward_tokens(
+            x.flatten(2).permute(2, 0, 1), shape, return_attention
+        )
         y, probs = out if return_attention else (out, None)
         y = y.permute(1, 2, 0).reshape(b, self.out_channels, *shape)
         return (y, probs) if return_attention else y

@@ -10,6 +10,7 @@ so the off-target mass is ε = S/(1+S) ≤ S ≈ 2d·e^{−α}. Once S(α) is be
 a floating-point type, the target's probability 1/(1+S) rounds to 1 and every other probability is
 below u: the softmax is one-hot to within that dtype's precision, whatever the image size.
 """
+
 from __future__ import annotations
 
 import math

@@ -13,6 +13,7 @@ head cannot attend to a pixel that does not exist, so the returned layer attends
 zero-padded by (K−1)/2 (``key_padding``). Its value projection has no bias, so a padded key
 contributes exactly 0, as in the convolution.
 """
+
 from __future__ import annotations
 
 from typing import List, Optional
@@ -20,11 +21,20 @@ from typing import List, Optional
 import torch
 from torch import nn
 
-from .attention import MultiHeadSelfAttention, MultiHeadSelfAttention1d, MultiHeadSelfAttention2d, ScoreTerms
+from .attention import (
+    MultiHeadSelfAttention1d,
+    MultiHeadSelfAttention2d,
+    ScoreTerms,
+)
 from .bounds import one_hot_alpha
 from .encodings import HardShiftEncoding, QuadraticEncoding, kernel_shifts
 
-__all__ = ["conv_to_mhsa", "conv1d_to_mhsa", "check_supported_conv", "head_weights_from_kernel"]
+__all__ = [
+    "conv_to_mhsa",
+    "conv1d_to_mhsa",
+    "check_supported_conv",
+    "head_weights_from_kernel",
+]
 
 
 def _as_tuple(v, d):
@@ -60,8 +70,13 @@ def check_supported_conv(conv: nn.Module, spatial_dims: int = 2) -> int:
     if isinstance(conv.padding, str):
         if conv.padding != "same":
             problems.append(f"padding='{conv.padding}'")
-    elif len(set(k)) == 1 and _as_tuple(conv.padding, spatial_dims) != ((k[0] - 1) // 2,) * spatial_dims:
-        problems.append(f"padding {conv.padding} (only 'same' zero padding, i.e. {(k[0] - 1) // 2}, is supported)")
+    elif (
+        len(set(k)) == 1
+        and _as_tuple(conv.padding, spatial_dims) != ((k[0] - 1) // 2,) * spatial_dims
+    ):
+        problems.append(
+            f"padding {conv.padding} (only 'same' zero padding, i.e. {(k[0] - 1) // 2}, is supported)"
+        )
     if problems:
         raise ValueError(
             "Theorem 1 covers convolutions with an odd square kernel, stride 1, dilation 1, groups 1 "
@@ -83,10 +98,14 @@ def head_weights_from_kernel(kernel_slice: torch.Tensor, head_dim: int):
     w_out = kernel_slice.new_zeros(d_out, head_dim)
     w_val = kernel_slice.new_zeros(head_dim, d_in)
     if head_dim >= d_in and d_in <= d_out:
-        w_val[:d_in] = torch.eye(d_in, dtype=kernel_slice.dtype, device=kernel_slice.device)
+        w_val[:d_in] = torch.eye(
+            d_in, dtype=kernel_slice.dtype, device=kernel_slice.device
+        )
         w_out[:, :d_in] = kernel_slice
     elif head_dim >= d_out:
-        w_out[:, :d_out] = torch.eye(d_out, dtype=kernel_slice.dtype, device=kernel_slice.device)
+        w_out[:, :d_out] = torch.eye(
+            d_out, dtype=kernel_slice.dtype, device=kernel_slice.device
+        )
         w_val[:d_out] = kernel_slice
     else:
         u, s, vh = torch.linalg.svd(kernel_slice, full_matrices=False)
@@ -96,7 +115,9 @@ def head_weights_from_kernel(kernel_slice: torch.Tensor, head_dim: int):
     return w_out, w_val
 
 
-def _conv_to_attention(conv, spatial_dims: int, alpha: Optional[float], head_dim: Optional[int], hard: bool):
+def _conv_to_attention(
+    conv, spatial_dims: int, alpha: Optional[float], head_dim: Optional[int], hard: bool
+):
     k = check_supported_conv(conv, spatial_dims)
     weight = conv.weight.detach()
     d_out, d_in = weight.shape[:2]
@@ -108,28 +129,44 @@ def _conv_to_attention(conv, spatial_dims: int, alpha: Optional[float], head_dim
     if hard:
         encoding = HardShiftEncoding(shifts)
     else:
-        alpha = one_hot_alpha(weight.dtype, spatial_dims) if alpha is None else float(alpha)
-        encoding = QuadraticEncoding(num_heads, spatial_dims, centers=shifts.to(weight.dtype),
-                                     alpha=torch.tensor(alpha, dtype=weight.dtype))
+        alpha = (
+            one_hot_alpha(weight.dtype, spatial_dims) if alpha is None else float(alpha)
+        )
+        encoding = QuadraticEncoding(
+            num_heads,
+            spatial_dims,
+            centers=shifts.to(weight.dtype),
+            alpha=torch.tensor(alpha, dtype=weight.dtype),
+        )
     cls = MultiHeadSelfAttention2d if spatial_dims == 2 else MultiHeadSelfAttention1d
     mhsa = cls(
-        d_in, num_heads, head_dim, d_out, encoding=encoding, terms=ScoreTerms.position_only_terms(),
-        qkv_bias=False, out_bias=conv.bias is not None, key_padding=(k - 1) // 2,
+        d_in,
+        num_heads,
+        head_dim,
+        d_out,
+        encoding=encoding,
+        terms=ScoreTerms.position_only_terms(),
+        qkv_bias=False,
+        out_bias=conv.bias is not None,
+        key_padding=(k - 1) // 2,
     ).to(device=weight.device, dtype=weight.dtype)
     r = (k - 1) // 2
     with torch.no_grad():
         for h, shift in enumerate(shifts.tolist()):
             index = (slice(None), slice(None)) + tuple(s + r for s in shift)
             w_out, w_val = head_weights_from_kernel(weight[index], head_dim)
-            mhsa.value.weight[h * head_dim:(h + 1) * head_dim] = w_val
-            mhsa.out.weight[:, h * head_dim:(h + 1) * head_dim] = w_out
+            mhsa.value.weight[h * head_dim : (h + 1) * head_dim] = w_val
+            mhsa.out.weight[:, h * head_dim : (h + 1) * head_dim] = w_out
         if conv.bias is not None:
             mhsa.out.bias.copy_(conv.bias.detach())
     return mhsa
 
 
 def conv_to_mhsa(
-    conv: nn.Conv2d, alpha: Optional[float] = None, head_dim: Optional[int] = None, hard: bool = False
+    conv: nn.Conv2d,
+    alpha: Optional[float] = None,
+    head_dim: Optional[int] = None,
+    hard: bool = False,
 ) -> MultiHeadSelfAttention2d:
     """Theorem 1: a :class:`MultiHeadSelfAttention2d` with N_h = K² quadratic heads equal to ``conv``.
 
@@ -151,7 +188,10 @@ def conv_to_mhsa(
 
 
 def conv1d_to_mhsa(
-    conv: nn.Conv1d, alpha: Optional[float] = None, head_dim: Optional[int] = None, hard: bool = False
+    conv: nn.Conv1d,
+    alpha: Optional[float] = None,
+    head_dim: Optional[int] = None,
+    hard: bool = False,
 ) -> MultiHeadSelfAttention1d:
     """The 1D remark of Sec. 3: :func:`conv_to_mhsa` for ``nn.Conv1d``, with N_h = K heads and the
     D_p = 2 quadratic encoding r_δ = (δ², δ)."""

@@ -11,10 +11,11 @@ eq. (8):
 The absolute encoding of eq. (3) is different in kind: it adds a learned P to the input of the
 query and key projections, and :class:`attnconv.core.attention.MultiHeadSelfAttention2d` applies it.
 """
+
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence
+from typing import Sequence
 
 import torch
 from torch import nn
@@ -38,7 +39,9 @@ def kernel_shifts(kernel_size: int, spatial_dims: int = 2) -> torch.Tensor:
     For K = 3 in 2D these are (−1,−1), (−1,0), …, (1,1): the N_h = K² head centres of Lemma 1.
     """
     if kernel_size < 1 or kernel_size % 2 == 0:
-        raise ValueError(f"kernel_size must be a positive odd integer, got {kernel_size}")
+        raise ValueError(
+            f"kernel_size must be a positive odd integer, got {kernel_size}"
+        )
     r = (kernel_size - 1) // 2
     axes = [torch.arange(-r, r + 1)] * spatial_dims
     mesh = torch.meshgrid(*axes, indexing="ij")
@@ -69,7 +72,9 @@ class RelativeEncoding(nn.Module):
     def _position_scores(self, delta: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
 
-    def grid_position_scores(self, shape, padding: int = 0, device=None) -> torch.Tensor:
+    def grid_position_scores(
+        self, shape, padding: int = 0, device=None
+    ) -> torch.Tensor:
         """The position-only scores of every query of a grid for every key of the grid padded by
         ``padding``: :meth:`position_scores` of :func:`~attnconv.core.grid.relative_shifts`, a
         ``(N_h, T_q, T_k)`` tensor. Subclasses may compute the same numbers faster."""
@@ -89,12 +94,16 @@ def _float_tensor(value) -> torch.Tensor:
     return (t if t.is_floating_point() else t.to(torch.get_default_dtype())).clone()
 
 
-def _centers_tensor(centers, num_heads: int, spatial_dims: int, init_std: float) -> torch.Tensor:
+def _centers_tensor(
+    centers, num_heads: int, spatial_dims: int, init_std: float
+) -> torch.Tensor:
     if centers is None:
         return torch.randn(num_heads, spatial_dims) * init_std
     c = _float_tensor(centers)
     if c.shape != (num_heads, spatial_dims):
-        raise ValueError(f"centers must have shape {(num_heads, spatial_dims)}, got {tuple(c.shape)}")
+        raise ValueError(
+            f"centers must have shape {(num_heads, spatial_dims)}, got {tuple(c.shape)}"
+        )
     return c
 
 
@@ -133,8 +142,14 @@ class QuadraticEncoding(RelativeEncoding):
             raise ValueError(f"num_heads must be >= 1, got {num_heads}")
         if spatial_dims not in (1, 2):
             raise ValueError(f"spatial_dims must be 1 or 2, got {spatial_dims}")
-        self.num_heads, self.spatial_dims, self.dim = num_heads, spatial_dims, spatial_dims + 1
-        self.centers = nn.Parameter(_centers_tensor(centers, num_heads, spatial_dims, center_init_std))
+        self.num_heads, self.spatial_dims, self.dim = (
+            num_heads,
+            spatial_dims,
+            spatial_dims + 1,
+        )
+        self.centers = nn.Parameter(
+            _centers_tensor(centers, num_heads, spatial_dims, center_init_std)
+        )
         a = _float_tensor(alpha).to(self.centers.dtype)
         a = a.expand(num_heads).clone() if a.ndim == 0 else a
         if a.shape != (num_heads,):
@@ -144,15 +159,24 @@ class QuadraticEncoding(RelativeEncoding):
         elif parametrization == "spread":
             if spread is None and a.device.type != "meta" and (a <= 0).any():
                 raise ValueError("alpha must be > 0 with parametrization='spread'")
-            s0 = (2 * a).sqrt() if spread is None else _float_tensor(spread).to(self.centers.dtype).expand(num_heads).clone()
+            s0 = (
+                (2 * a).sqrt()
+                if spread is None
+                else _float_tensor(spread)
+                .to(self.centers.dtype)
+                .expand(num_heads)
+                .clone()
+            )
             self.spread = nn.Parameter(s0)
         else:
-            raise ValueError(f"parametrization must be 'alpha' or 'spread', got {parametrization!r}")
+            raise ValueError(
+                f"parametrization must be 'alpha' or 'spread', got {parametrization!r}"
+            )
         self.parametrization = parametrization
 
     def width(self) -> torch.Tensor:
         """α per head, ``(N_h,)`` (s²/2 with the spread parametrization)."""
-        return self.alpha if self.parametrization == "alpha" else 0.5 * self.spread ** 2
+        return self.alpha if self.parametrization == "alpha" else 0.5 * self.spread**2
 
     def features(self, delta: torch.Tensor) -> torch.Tensor:
         """r_δ = (‖δ‖², δ) of eq. (9)."""
@@ -162,13 +186,17 @@ class QuadraticEncoding(RelativeEncoding):
 
     def precision(self) -> torch.Tensor:
         """Σ⁻¹ = 2α_h·I of the Gaussian −½(δ−Δ)ᵀΣ⁻¹(δ−Δ) = −α‖δ−Δ‖² that each head is: ``(N_h, d, d)``."""
-        eye = torch.eye(self.spatial_dims, dtype=self.centers.dtype, device=self.centers.device)
+        eye = torch.eye(
+            self.spatial_dims, dtype=self.centers.dtype, device=self.centers.device
+        )
         return 2 * self.width()[:, None, None] * eye
 
     def v(self) -> torch.Tensor:
         """v_h = −α_h (1, −2Δ_h) of eq. (9), one row per head: ``(N_h, D_p)``."""
         alpha = self.width()
-        return -alpha[:, None] * torch.cat([torch.ones_like(alpha)[:, None], -2 * self.centers], dim=-1)
+        return -alpha[:, None] * torch.cat(
+            [torch.ones_like(alpha)[:, None], -2 * self.centers], dim=-1
+        )
 
     def _position_scores(self, delta: torch.Tensor) -> torch.Tensor:
         """−α_h ‖δ − Δ_h‖², i.e. v_hᵀ r_δ of eq. (9) minus the constant α_h‖Δ_h‖²."""
@@ -195,12 +223,20 @@ class GeneralizedQuadraticEncoding(RelativeEncoding):
     form −½ (δ − Δ)ᵀ Σ⁻¹ (δ − Δ).
     """
 
-    def __init__(self, num_heads: int, centers=None, inv_sqrt_sigma=None, center_init_std: float = 2.0):
+    def __init__(
+        self,
+        num_heads: int,
+        centers=None,
+        inv_sqrt_sigma=None,
+        center_init_std: float = 2.0,
+    ):
         super().__init__()
         if num_heads < 1:
             raise ValueError(f"num_heads must be >= 1, got {num_heads}")
         self.num_heads, self.spatial_dims, self.dim = num_heads, 2, 5
-        self.centers = nn.Parameter(_centers_tensor(centers, num_heads, 2, center_init_std))
+        self.centers = nn.Parameter(
+            _centers_tensor(centers, num_heads, 2, center_init_std)
+        )
         if inv_sqrt_sigma is None:
             m = torch.eye(2).expand(num_heads, 2, 2).clone()
         else:
@@ -208,7 +244,9 @@ class GeneralizedQuadraticEncoding(RelativeEncoding):
             if m.shape == (2, 2):
                 m = m.expand(num_heads, 2, 2).clone()
         if m.shape != (num_heads, 2, 2):
-            raise ValueError(f"inv_sqrt_sigma must have shape (2, 2) or ({num_heads}, 2, 2)")
+            raise ValueError(
+                f"inv_sqrt_sigma must have shape (2, 2) or ({num_heads}, 2, 2)"
+            )
         self.inv_sqrt_sigma = nn.Parameter(m)
 
     def inverse_covariance(self) -> torch.Tensor:
@@ -232,7 +270,14 @@ class GeneralizedQuadraticEncoding(RelativeEncoding):
         a = self.inverse_covariance()
         a_delta = (a @ self.centers.unsqueeze(-1)).squeeze(-1)
         return -0.5 * torch.stack(
-            [-2 * a_delta[:, 0], -2 * a_delta[:, 1], a[:, 0, 0], a[:, 1, 1], 2 * a[:, 0, 1]], dim=-1
+            [
+                -2 * a_delta[:, 0],
+                -2 * a_delta[:, 1],
+                a[:, 0, 0],
+                a[:, 1, 1],
+                2 * a[:, 0, 1],
+            ],
+            dim=-1,
         )
 
     def _position_scores(self, delta: torch.Tensor) -> torch.Tensor:
@@ -268,14 +313,25 @@ class LearnedRelativeEncoding(RelativeEncoding):
     def __init__(self, num_heads: int, dim: int, max_shift: int, spatial_dims: int = 2):
         super().__init__()
         if dim % spatial_dims:
-            raise ValueError(f"dim (D_p={dim}) must be divisible by spatial_dims={spatial_dims}")
+            raise ValueError(
+                f"dim (D_p={dim}) must be divisible by spatial_dims={spatial_dims}"
+            )
         if max_shift < 0:
             raise ValueError("max_shift must be >= 0")
-        self.num_heads, self.spatial_dims, self.dim, self.max_shift = num_heads, spatial_dims, dim, max_shift
+        self.num_heads, self.spatial_dims, self.dim, self.max_shift = (
+            num_heads,
+            spatial_dims,
+            dim,
+            max_shift,
+        )
         half = dim // spatial_dims
-        self.axis_embeddings = nn.ModuleList(nn.Embedding(2 * max_shift + 1, half) for _ in range(spatial_dims))
+        self.axis_embeddings = nn.ModuleList(
+            nn.Embedding(2 * max_shift + 1, half) for _ in range(spatial_dims)
+        )
         bound = 1.0 / math.sqrt(half)
-        self.head_keys = nn.Parameter(torch.empty(num_heads, dim).uniform_(-bound, bound))
+        self.head_keys = nn.Parameter(
+            torch.empty(num_heads, dim).uniform_(-bound, bound)
+        )
 
     def _indices(self, delta: torch.Tensor) -> torch.Tensor:
         self._check_delta(delta)
@@ -290,12 +346,17 @@ class LearnedRelativeEncoding(RelativeEncoding):
 
     def features(self, delta: torch.Tensor) -> torch.Tensor:
         idx = self._indices(delta)
-        return torch.cat([emb(idx[..., a]) for a, emb in enumerate(self.axis_embeddings)], dim=-1)
+        return torch.cat(
+            [emb(idx[..., a]) for a, emb in enumerate(self.axis_embeddings)], dim=-1
+        )
 
     def axis_scores(self):
         """Per axis a ``(2·max_shift+1, N_h)`` table: each head's score for each shift on that axis."""
         half = self.dim // self.spatial_dims
-        return [emb.weight @ self.head_keys[:, a * half:(a + 1) * half].t() for a, emb in enumerate(self.axis_embeddings)]
+        return [
+            emb.weight @ self.head_keys[:, a * half : (a + 1) * half].t()
+            for a, emb in enumerate(self.axis_embeddings)
+        ]
 
     def _position_scores(self, delta: torch.Tensor) -> torch.Tensor:
         idx = self._indices(delta)
@@ -305,7 +366,9 @@ class LearnedRelativeEncoding(RelativeEncoding):
             out = s if out is None else out + s
         return out.movedim(-1, 0)
 
-    def grid_position_scores(self, shape, padding: int = 0, device=None) -> torch.Tensor:
+    def grid_position_scores(
+        self, shape, padding: int = 0, device=None
+    ) -> torch.Tensor:
         """The same numbers as :meth:`position_scores` of the grid's shifts (row score + column
         score, added in that order), built from one small ``(N_h, H, H + 2p)`` table per axis and a
         broadcast sum: no gather over the T_q × T_k pairs, and a contiguous result."""
@@ -318,8 +381,10 @@ class LearnedRelativeEncoding(RelativeEncoding):
             k = torch.arange(-padding, n + padding, device=table.device)
             idx = k[None, :] - q[:, None]  # (n, n + 2p) shifts on this axis
             if n - 1 + padding > self.max_shift:
-                raise ValueError(f"shift {n - 1 + padding} exceeds max_shift={self.max_shift} of this "
-                                 f"LearnedRelativeEncoding; use max_shift >= (grid size - 1) + padding")
+                raise ValueError(
+                    f"shift {n - 1 + padding} exceeds max_shift={self.max_shift} of this "
+                    f"LearnedRelativeEncoding; use max_shift >= (grid size - 1) + padding"
+                )
             s = table.t()[:, idx + self.max_shift]  # (N_h, n, n + 2p)
             view = [s.shape[0]] + [1] * (2 * len(shape))
             view[1 + a], view[1 + len(shape) + a] = s.shape[1], s.shape[2]
@@ -348,11 +413,16 @@ class HardShiftEncoding(RelativeEncoding):
         self.register_buffer("shifts", s)
 
     def features(self, delta):
-        raise TypeError("HardShiftEncoding has no vectors r_δ; use it only with the position-only term")
+        raise TypeError(
+            "HardShiftEncoding has no vectors r_δ; use it only with the position-only term"
+        )
 
     def _position_scores(self, delta: torch.Tensor) -> torch.Tensor:
         self._check_delta(delta)
-        hit = (delta.unsqueeze(0) == self.shifts.view(self.num_heads, *([1] * (delta.ndim - 1)), -1)).all(-1)
+        hit = (
+            delta.unsqueeze(0)
+            == self.shifts.view(self.num_heads, *([1] * (delta.ndim - 1)), -1)
+        ).all(-1)
         zero = torch.zeros((), dtype=torch.get_default_dtype(), device=delta.device)
         return torch.where(hit, zero, zero - math.inf)
 

@@ -5,6 +5,7 @@ and a query q the book uses δ = k − q, as the paper's Sec. 4.3 and App. A.1 d
 the proof of Lemma 2 write δ := q − k). Everything positional in :mod:`attnconv` is a function of δ, so this
 module builds the table of δ for every (query, key) pair once per grid shape.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -42,7 +43,9 @@ def _relative_shifts_cpu(shape: Tuple[int, ...], padding: int) -> torch.Tensor:
         return keys[None, :, :] - queries[:, None, :]
 
 
-def relative_shifts(shape: Sequence[int], padding: int = 0, device=None) -> torch.Tensor:
+def relative_shifts(
+    shape: Sequence[int], padding: int = 0, device=None
+) -> torch.Tensor:
     """δ = k − q for every query pixel q of a grid and every key pixel k of the (padded) grid.
 
     Returns a ``(T_q, T_k, d)`` integer tensor, T_q = H·W and T_k = (H+2p)·(W+2p); δ is in (row,

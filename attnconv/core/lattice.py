@@ -7,6 +7,7 @@ how many lattice points have a head, the probability mass inside the K×K window
 of each head's most probable key. Chapter 12 (how convolutional) and the training chapters use
 them.
 """
+
 from __future__ import annotations
 
 from typing import List, Sequence
@@ -15,21 +16,32 @@ import torch
 
 from .encodings import kernel_shifts
 
-__all__ = ["lattice_distance", "integer_shift_distance", "lattice_coverage", "covered_lattice_points",
-           "neighbourhood_mass", "peak_shifts", "peak_probability"]
+__all__ = [
+    "lattice_distance",
+    "integer_shift_distance",
+    "lattice_coverage",
+    "covered_lattice_points",
+    "neighbourhood_mass",
+    "peak_shifts",
+    "peak_probability",
+]
 
 
 def _centers(centers) -> torch.Tensor:
     c = torch.as_tensor(centers, dtype=torch.float64)
     if c.ndim != 2 or c.shape[1] != 2 or c.shape[0] < 1:
-        raise ValueError(f"centers must be a non-empty (N_h, 2) array, got shape {tuple(c.shape)}")
+        raise ValueError(
+            f"centers must be a non-empty (N_h, 2) array, got shape {tuple(c.shape)}"
+        )
     if not bool(torch.isfinite(c).all()):
         raise ValueError("centers must be finite")
     return c
 
 
 def _lattice(kernel_size: int) -> torch.Tensor:
-    return kernel_shifts(kernel_size, 2).to(torch.float64)  # validates kernel_size (odd, >= 1)
+    return kernel_shifts(kernel_size, 2).to(
+        torch.float64
+    )  # validates kernel_size (odd, >= 1)
 
 
 def lattice_distance(centers, kernel_size: int = 3) -> torch.Tensor:
@@ -59,7 +71,9 @@ def lattice_coverage(centers, kernel_size: int = 3, radius: float = 0.5) -> int:
     return int((torch.cdist(lat, c) < radius).any(dim=1).sum())
 
 
-def covered_lattice_points(centers, kernel_size: int = 3, radius: float = 0.5) -> List[tuple]:
+def covered_lattice_points(
+    centers, kernel_size: int = 3, radius: float = 0.5
+) -> List[tuple]:
     """The lattice points (row, column) counted by :func:`lattice_coverage`: those with at least
     one head centre within ``radius`` (strictly less), in row-major order."""
     if not radius > 0:
@@ -70,7 +84,9 @@ def covered_lattice_points(centers, kernel_size: int = 3, radius: float = 0.5) -
     return [tuple(int(v) for v in p) for p, h in zip(lat.tolist(), hit.tolist()) if h]
 
 
-def neighbourhood_mass(maps, query: Sequence[int], kernel_size: int = 3) -> torch.Tensor:
+def neighbourhood_mass(
+    maps, query: Sequence[int], kernel_size: int = 3
+) -> torch.Tensor:
     """Per head, the attention probability inside the K×K window centred on the query token (cut
     at the image border): ``maps`` are the heads' probabilities over the key grid ``(N_h, H, W)``
     for that query. Returns ``(N_h,)`` float64."""
@@ -78,13 +94,17 @@ def neighbourhood_mass(maps, query: Sequence[int], kernel_size: int = 3) -> torc
     if m.ndim != 3:
         raise ValueError(f"maps must be (N_h, H, W), got shape {tuple(m.shape)}")
     if kernel_size < 1 or kernel_size % 2 == 0:
-        raise ValueError(f"kernel_size must be a positive odd integer, got {kernel_size}")
+        raise ValueError(
+            f"kernel_size must be a positive odd integer, got {kernel_size}"
+        )
     _, h, w = m.shape
     q0, q1 = (int(c) for c in query)
     if not (0 <= q0 < h and 0 <= q1 < w):
         raise ValueError(f"query {tuple(query)} is outside the {h}×{w} grid")
     r = kernel_size // 2
-    return m[:, max(0, q0 - r):q0 + r + 1, max(0, q1 - r):q1 + r + 1].sum(dim=(1, 2))
+    return m[:, max(0, q0 - r) : q0 + r + 1, max(0, q1 - r) : q1 + r + 1].sum(
+        dim=(1, 2)
+    )
 
 
 def peak_shifts(maps, query: Sequence[int]) -> torch.Tensor:

@@ -28,6 +28,7 @@ T² — this factorisation, not the window, is where the time goes. Rotated head
 Σ⁻¹_12 ≠ 0) do not factorise; they use a sparse matrix of the windows
 (:func:`local_attention_matrix`).
 """
+
 from __future__ import annotations
 
 import math
@@ -38,28 +39,47 @@ import torch
 
 from .softmax import softmax_without_denormals
 
-__all__ = ["separable_local_factors", "separable_heads", "is_axis_aligned", "sparse_rows", "window_mass_bound", "window_radius", "project_onto_box", "local_attention_matrix"]
+__all__ = [
+    "separable_local_factors",
+    "separable_heads",
+    "is_axis_aligned",
+    "sparse_rows",
+    "window_mass_bound",
+    "window_radius",
+    "project_onto_box",
+    "local_attention_matrix",
+]
 
 
-def sparse_rows(crow: torch.Tensor, columns: torch.Tensor, values: torch.Tensor, size) -> torch.Tensor:
+def sparse_rows(
+    crow: torch.Tensor, columns: torch.Tensor, values: torch.Tensor, size
+) -> torch.Tensor:
     """A CSR matrix (autograd flows to ``values``), without PyTorch's beta-feature warning."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        return torch.sparse_csr_tensor(crow, columns, values, size, check_invariants=False)
+        return torch.sparse_csr_tensor(
+            crow, columns, values, size, check_invariants=False
+        )
 
 
-def window_mass_bound(radius: int, smallest_eigenvalue: float, gap: float = 0.0) -> float:
+def window_mass_bound(
+    radius: int, smallest_eigenvalue: float, gap: float = 0.0
+) -> float:
     """The bound e^{gap}·2τ(r)F on left-out / kept attention mass of a window of radius r (2D)."""
     lam = float(smallest_eigenvalue)
     if lam <= 0:
         return math.inf
+
     def tail(start: float) -> float:
         # 2 Σ_{m≥0} e^{-λ(start+m)²/2}. For a wide head (small λ) the sum has ~1/√λ terms, so it is
         # bounded from above instead by its first term plus the integral of the decreasing summand:
         # e^{-λs²/2} + √(π/(2λ)) erfc(s √(λ/2)) (still an upper bound, so windows stay safe).
         if lam < 1e-3:
-            first = math.exp(-0.5 * lam * start ** 2)
-            return 2 * (first + math.sqrt(math.pi / (2 * lam)) * math.erfc(start * math.sqrt(lam / 2)))
+            first = math.exp(-0.5 * lam * start**2)
+            return 2 * (
+                first
+                + math.sqrt(math.pi / (2 * lam)) * math.erfc(start * math.sqrt(lam / 2))
+            )
         total, m = 0.0, 0
         while True:
             term = math.exp(-0.5 * lam * (start + m) ** 2)
@@ -67,10 +87,13 @@ def window_mass_bound(radius: int, smallest_eigenvalue: float, gap: float = 0.0)
             if term <= total * 1e-17 or term == 0.0:
                 return 2 * total
             m += 1
+
     return math.exp(gap) * 2 * tail(radius + 0.5) * (1 + tail(0.5))
 
 
-def window_radius(smallest_eigenvalue: float, gap: float, tolerance: float, max_radius: int) -> int:
+def window_radius(
+    smallest_eigenvalue: float, gap: float, tolerance: float, max_radius: int
+) -> int:
     """The smallest r ≤ max_radius with :func:`window_mass_bound` (r) ≤ tolerance (max_radius if none)."""
     if tolerance <= 0:
         raise ValueError("tolerance must be > 0")
@@ -80,7 +103,12 @@ def window_radius(smallest_eigenvalue: float, gap: float, tolerance: float, max_
     return max_radius
 
 
-def project_onto_box(target: torch.Tensor, precision: torch.Tensor, low: Sequence[float], high: Sequence[float]) -> torch.Tensor:
+def project_onto_box(
+    target: torch.Tensor,
+    precision: torch.Tensor,
+    low: Sequence[float],
+    high: Sequence[float],
+) -> torch.Tensor:
     """argmin over the box [low, high] of (z − t)ᵀ Σ⁻¹ (z − t), for targets ``(N_h, T, 2)`` and
     precisions ``(N_h, 2, 2)``. Inside the box this is t; outside, the best of the four edges."""
     t = target
@@ -99,9 +127,13 @@ def project_onto_box(target: torch.Tensor, precision: torch.Tensor, low: Sequenc
             candidates.append(z)
     z = torch.stack(candidates)  # (5, N_h, T, 2)
     d = z - t
-    cost = torch.einsum("c...i,...ij,c...j->c...", d, precision[:, None].expand(*t.shape[:-1], 2, 2), d)
+    cost = torch.einsum(
+        "c...i,...ij,c...j->c...", d, precision[:, None].expand(*t.shape[:-1], 2, 2), d
+    )
     inside = ((t >= lo) & (t <= hi)).all(-1)
-    cost[0] = torch.where(inside, torch.zeros_like(cost[0]), torch.full_like(cost[0], math.inf))
+    cost[0] = torch.where(
+        inside, torch.zeros_like(cost[0]), torch.full_like(cost[0], math.inf)
+    )
     best = cost.argmin(0)
     return torch.gather(z, 0, best[None, ..., None].expand(1, *t.shape)).squeeze(0)
 
@@ -111,10 +143,11 @@ def is_axis_aligned(precision: torch.Tensor) -> bool:
     return bool((precision[:, 0, 1] == 0).all() and (precision[:, 1, 0] == 0).all())
 
 
-def _axis_window_softmax(centers_a: torch.Tensor, lam_a: torch.Tensor, n_q: int, low: int, high: int, radii) -> torch.Tensor:
+def _axis_window_softmax(
+    centers_a: torch.Tensor, lam_a: torch.Tensor, n_q: int, low: int, high: int, radii
+) -> torch.Tensor:
     """Row (or column) factor: for every head, query q and key k on one axis, the softmax over the
     window |k − c(q)| ≤ r_h of −½λ_a (k − q − Δ_a)², c(q) = round(clamp(q + Δ_a, low, high))."""
-    nh = centers_a.shape[0]
     dtype, device = centers_a.dtype, centers_a.device
     q = torch.arange(n_q, device=device, dtype=dtype)
     k = torch.arange(low, high + 1, device=device, dtype=dtype)
@@ -123,11 +156,17 @@ def _axis_window_softmax(centers_a: torch.Tensor, lam_a: torch.Tensor, n_q: int,
     r = torch.tensor(radii, device=device, dtype=dtype)[:, None, None]
     inside = (k[None, None, :] - centre).abs() <= r
     scores = -0.5 * lam_a[:, None, None] * (k[None, None, :] - target) ** 2
-    return softmax_without_denormals(scores.masked_fill(~inside, -math.inf))  # (N_h, Q, K)
+    return softmax_without_denormals(
+        scores.masked_fill(~inside, -math.inf)
+    )  # (N_h, Q, K)
 
 
 def separable_local_factors(
-    centers: torch.Tensor, precision: torch.Tensor, shape: Tuple[int, int], key_padding: int, tolerance: float
+    centers: torch.Tensor,
+    precision: torch.Tensor,
+    shape: Tuple[int, int],
+    key_padding: int,
+    tolerance: float,
 ):
     """Row and column factors of local attention for axis-aligned Gaussian heads (module docstring).
 
@@ -136,7 +175,9 @@ def separable_local_factors(
     ``rows[h, i, k] · cols[h, j, l]``. Differentiable in ``centers`` and ``precision``.
     """
     if not is_axis_aligned(precision):
-        raise ValueError("separable local attention needs diagonal Σ⁻¹ (axis-aligned heads)")
+        raise ValueError(
+            "separable local attention needs diagonal Σ⁻¹ (axis-aligned heads)"
+        )
     h_q, w_q = shape
     p = key_padding
     low, high = (-p, -p), (h_q - 1 + p, w_q - 1 + p)
@@ -144,21 +185,35 @@ def separable_local_factors(
     with torch.no_grad():
         gaps = []
         for a, n in ((0, h_q), (1, w_q)):
-            t = torch.arange(n, dtype=centers.dtype, device=centers.device)[None] + centers.detach()[:, a:a + 1]
+            t = (
+                torch.arange(n, dtype=centers.dtype, device=centers.device)[None]
+                + centers.detach()[:, a : a + 1]
+            )
             zstar = t.clamp(low[a], high[a])
             c = zstar.round()
-            gaps.append((0.5 * lam[:, a:a + 1].detach() * ((c - t) ** 2 - (zstar - t) ** 2)).amax(1))
+            gaps.append(
+                (
+                    0.5 * lam[:, a : a + 1].detach() * ((c - t) ** 2 - (zstar - t) ** 2)
+                ).amax(1)
+            )
         gap = (gaps[0] + gaps[1]).clamp_min(0)
         lam_min = lam.detach().amin(1)
     max_radius = max(h_q, w_q) - 1 + 2 * p
-    radii = [window_radius(float(lam_min[h]), float(gap[h]), tolerance, max_radius) for h in range(centers.shape[0])]
+    radii = [
+        window_radius(float(lam_min[h]), float(gap[h]), tolerance, max_radius)
+        for h in range(centers.shape[0])
+    ]
     rows = _axis_window_softmax(centers[:, 0], lam[:, 0], h_q, low[0], high[0], radii)
     cols = _axis_window_softmax(centers[:, 1], lam[:, 1], w_q, low[1], high[1], radii)
     return rows, cols, radii
 
 
 def local_attention_matrix(
-    centers: torch.Tensor, precision: torch.Tensor, shape: Tuple[int, int], key_padding: int, tolerance: float,
+    centers: torch.Tensor,
+    precision: torch.Tensor,
+    shape: Tuple[int, int],
+    key_padding: int,
+    tolerance: float,
     stack_heads_in_columns: bool = False,
 ) -> Tuple[torch.Tensor, list]:
     """The sparse attention matrix of N_h Gaussian heads, restricted to windows (module docstring).
@@ -181,20 +236,31 @@ def local_attention_matrix(
     low, high = (-p, -p), (h_q - 1 + p, w_q - 1 + p)
     w_k = w_q + 2 * p
     t_k = (h_q + 2 * p) * w_k
-    qi, qj = torch.meshgrid(torch.arange(h_q, device=device), torch.arange(w_q, device=device), indexing="ij")
+    qi, qj = torch.meshgrid(
+        torch.arange(h_q, device=device),
+        torch.arange(w_q, device=device),
+        indexing="ij",
+    )
     queries = torch.stack([qi.reshape(-1), qj.reshape(-1)], -1).to(dtype)  # (T_q, 2)
     with torch.no_grad():
         a = precision.detach()
         target = queries[None] + centers.detach()[:, None]  # (N_h, T_q, 2)
         zstar = project_onto_box(target, a, low, high)
         centre = zstar.round()
+
         def quad(z):
             d = z - target
-            return 0.5 * torch.einsum("htij,htj,hti->ht", a[:, None].expand(-1, d.shape[1], -1, -1), d, d)
+            return 0.5 * torch.einsum(
+                "htij,htj,hti->ht", a[:, None].expand(-1, d.shape[1], -1, -1), d, d
+            )
+
         gaps = (quad(centre) - quad(zstar)).amax(1).clamp_min(0)
         lam = torch.linalg.eigvalsh(a)[:, 0]
     max_radius = max(h_q, w_q) - 1 + 2 * p
-    radii = [window_radius(float(lam[h]), float(gaps[h]), tolerance, max_radius) for h in range(nh)]
+    radii = [
+        window_radius(float(lam[h]), float(gaps[h]), tolerance, max_radius)
+        for h in range(nh)
+    ]
 
     values, columns, counts = [], [], []
     for h in range(nh):
@@ -203,7 +269,12 @@ def local_attention_matrix(
         oi, oj = torch.meshgrid(o, o, indexing="ij")
         offsets = torch.stack([oi.reshape(-1), oj.reshape(-1)], -1).to(dtype)  # (K, 2)
         keys = centre[h][:, None, :] + offsets[None]  # (T_q, K, 2) key coordinates
-        valid = ((keys[..., 0] >= low[0]) & (keys[..., 0] <= high[0]) & (keys[..., 1] >= low[1]) & (keys[..., 1] <= high[1]))
+        valid = (
+            (keys[..., 0] >= low[0])
+            & (keys[..., 0] <= high[0])
+            & (keys[..., 1] >= low[1])
+            & (keys[..., 1] <= high[1])
+        )
         diff = keys - queries[:, None, :] - centers[h]  # δ − Δ_h, differentiable in Δ_h
         scores = -0.5 * torch.einsum("tki,ij,tkj->tk", diff, precision[h], diff)
         scores = scores.masked_fill(~valid, -math.inf)
@@ -216,7 +287,9 @@ def local_attention_matrix(
     crow = torch.zeros(nh * h_q * w_q + 1, dtype=torch.long, device=device)
     crow[1:] = counts.cumsum(0)
     n_cols = nh * t_k if stack_heads_in_columns else t_k
-    matrix = sparse_rows(crow, torch.cat(columns), torch.cat(values), (nh * h_q * w_q, n_cols))
+    matrix = sparse_rows(
+        crow, torch.cat(columns), torch.cat(values), (nh * h_q * w_q, n_cols)
+    )
     return matrix, radii
 
 
@@ -229,15 +302,27 @@ class _SeparableHeads(torch.autograd.Function):
         nh, h_q, w_q = rows.shape[0], rows.shape[1], cols.shape[1]
         d = weight.shape[0]
         x = values.reshape(-1, c)
-        keep = any(ctx.needs_input_grad)  # keep each head's two intermediates for the backward pass
-        zs = values.new_empty(nh, h_k, w_k * b * d) if keep else None  # X W_out^hᵀ of every head
-        us = values.new_empty(nh, h_q, w_k * b * d) if keep else None  # and its row factor applied
+        keep = any(
+            ctx.needs_input_grad
+        )  # keep each head's two intermediates for the backward pass
+        zs = (
+            values.new_empty(nh, h_k, w_k * b * d) if keep else None
+        )  # X W_out^hᵀ of every head
+        us = (
+            values.new_empty(nh, h_q, w_k * b * d) if keep else None
+        )  # and its row factor applied
         out = values.new_empty(h_q, w_q, b * d)
         for h in range(nh):
-            w_h = weight[:, h * c:(h + 1) * c].t()
-            z = (torch.mm(x, w_h, out=zs[h].view(-1, d)) if keep else x @ w_h).view(h_k, -1)
-            u = (torch.mm(rows[h], z, out=us[h]) if keep else rows[h] @ z).view(h_q, w_k, b * d)
-            col = cols[h].expand(h_q, w_q, w_k).contiguous()  # the same (W, W_k) factor for every row
+            w_h = weight[:, h * c : (h + 1) * c].t()
+            z = (torch.mm(x, w_h, out=zs[h].view(-1, d)) if keep else x @ w_h).view(
+                h_k, -1
+            )
+            u = (torch.mm(rows[h], z, out=us[h]) if keep else rows[h] @ z).view(
+                h_q, w_k, b * d
+            )
+            col = (
+                cols[h].expand(h_q, w_q, w_k).contiguous()
+            )  # the same (W, W_k) factor for every row
             if h == 0:
                 torch.bmm(col, u, out=out)
             else:
@@ -258,22 +343,33 @@ class _SeparableHeads(torch.autograd.Function):
         x = values.reshape(-1, c)
         g = grad.contiguous().view(h_q, w_q, b * d)
         grad_x = torch.zeros_like(x)
-        grad_w, grad_rows, grad_cols = torch.empty_like(weight), torch.empty_like(rows), torch.empty_like(cols)
+        grad_w, grad_rows, grad_cols = (
+            torch.empty_like(weight),
+            torch.empty_like(rows),
+            torch.empty_like(cols),
+        )
         for h in range(nh):
-            w_h = weight[:, h * c:(h + 1) * c]
+            w_h = weight[:, h * c : (h + 1) * c]
             z, u = zs[h], us[h].view(h_q, w_k, b * d)
             grad_cols[h] = torch.bmm(g, u.transpose(1, 2)).sum(0)
-            gu = torch.bmm(cols[h].t().expand(h_q, w_k, w_q).contiguous(), g).view(h_q, -1)  # (H, W_k·B·D)
+            gu = torch.bmm(cols[h].t().expand(h_q, w_k, w_q).contiguous(), g).view(
+                h_q, -1
+            )  # (H, W_k·B·D)
             grad_rows[h] = gu @ z.t()
             gz = (rows[h].t() @ gu).view(-1, d)  # (H_k·W_k·B, D)
             grad_x.addmm_(gz, w_h)
-            grad_w[:, h * c:(h + 1) * c] = gz.t() @ x
+            grad_w[:, h * c : (h + 1) * c] = gz.t() @ x
         grad_bias = grad.sum(0) if ctx.has_bias else None
         return grad_x.view_as(values), grad_rows, grad_cols, grad_w, grad_bias
 
 
-def separable_heads(values: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor, weight: torch.Tensor,
-                    bias=None) -> torch.Tensor:
+def separable_heads(
+    values: torch.Tensor,
+    rows: torch.Tensor,
+    cols: torch.Tensor,
+    weight: torch.Tensor,
+    bias=None,
+) -> torch.Tensor:
     """Eq. (4) for axis-aligned local heads without a value projection, merged:
     Σ_h (R_h ⊗ C_h) X W_out^hᵀ + b_out.
 

@@ -16,13 +16,20 @@ functions turn those words into numbers:
   the query: 1 for a map that is its own left-right (or up-down) mirror image;
 * :func:`distance_to_uniform` — TV(map, uniform): 0 for a head that averages the whole grid.
 """
+
 from __future__ import annotations
 
 from typing import Sequence
 
 import torch
 
-__all__ = ["mean_attention_distance", "attention_spread", "shared_mass", "mirror_symmetry", "distance_to_uniform"]
+__all__ = [
+    "mean_attention_distance",
+    "attention_spread",
+    "shared_mass",
+    "mirror_symmetry",
+    "distance_to_uniform",
+]
 
 
 def _maps(maps) -> torch.Tensor:
@@ -30,7 +37,9 @@ def _maps(maps) -> torch.Tensor:
     if m.ndim == 2:
         m = m.unsqueeze(0)
     if m.ndim != 3 or m.shape[0] < 1:
-        raise ValueError(f"maps must be (N_h, H, W) or (H, W), got shape {tuple(m.shape)}")
+        raise ValueError(
+            f"maps must be (N_h, H, W) or (H, W), got shape {tuple(m.shape)}"
+        )
     if not bool(torch.isfinite(m).all()) or bool((m < 0).any()):
         raise ValueError("maps must be finite and non-negative")
     s = m.flatten(1).sum(1)
@@ -54,7 +63,7 @@ def mean_attention_distance(maps, query: Sequence[int]) -> torch.Tensor:
     ``query`` = (row, column). Returns ``(N_h,)`` float64."""
     m = _maps(maps)
     r, c = _offsets(m.shape[1:], query)
-    return (m * (r ** 2 + c ** 2).sqrt()).flatten(1).sum(1)
+    return (m * (r**2 + c**2).sqrt()).flatten(1).sum(1)
 
 
 def attention_spread(maps) -> torch.Tensor:
@@ -64,7 +73,11 @@ def attention_spread(maps) -> torch.Tensor:
     r, c = _offsets(m.shape[1:], (0, 0))
     mr = (m * r).flatten(1).sum(1)
     mc = (m * c).flatten(1).sum(1)
-    var = (m * ((r - mr[:, None, None]) ** 2 + (c - mc[:, None, None]) ** 2)).flatten(1).sum(1)
+    var = (
+        (m * ((r - mr[:, None, None]) ** 2 + (c - mc[:, None, None]) ** 2))
+        .flatten(1)
+        .sum(1)
+    )
     return var.clamp_min(0).sqrt()
 
 
@@ -75,7 +88,9 @@ def shared_mass(maps) -> torch.Tensor:
     return torch.minimum(m[:, None, :], m[None, :, :]).sum(-1)
 
 
-def mirror_symmetry(maps, query: Sequence[int], axis: str = "left-right") -> torch.Tensor:
+def mirror_symmetry(
+    maps, query: Sequence[int], axis: str = "left-right"
+) -> torch.Tensor:
     """How mirror-symmetric each head's map is about the query: 1 − TV(p, p mirrored) where both
     are restricted to the largest window symmetric about the query and renormalised there.
     ``axis="left-right"``: mirrored across the query's column (the paper's "horizontally
@@ -89,11 +104,11 @@ def mirror_symmetry(maps, query: Sequence[int], axis: str = "left-right") -> tor
         raise ValueError(f"query {tuple(query)} is outside the {h}×{w} grid")
     if axis == "left-right":
         r = min(q1, w - 1 - q1)
-        win = m[:, :, q1 - r:q1 + r + 1]
+        win = m[:, :, q1 - r : q1 + r + 1]
         mirrored = win.flip(2)
     elif axis == "up-down":
         r = min(q0, h - 1 - q0)
-        win = m[:, q0 - r:q0 + r + 1, :]
+        win = m[:, q0 - r : q0 + r + 1, :]
         mirrored = win.flip(1)
     else:
         raise ValueError(f"axis must be 'left-right' or 'up-down', got {axis!r}")

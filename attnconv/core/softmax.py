@@ -1,4 +1,5 @@
 """The softmax of eq. (4) with denormal probabilities flushed to zero (shared by dense and local attention)."""
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -19,7 +20,9 @@ def softmax_without_denormals(scores: torch.Tensor, dim: int = -1) -> torch.Tens
     T·tiny/eps relative (T keys), far below the dtype's precision.
     """
     p = torch.softmax(scores, dim=dim)
-    return F.threshold(p, _below_smallest_kept(p.dtype), 0.0)  # p < tiny/eps → 0, in one pass
+    return F.threshold(
+        p, _below_smallest_kept(p.dtype), 0.0
+    )  # p < tiny/eps → 0, in one pass
 
 
 @lru_cache(maxsize=None)

@@ -19,6 +19,7 @@ between steps. It is called by :func:`attnconv.experiments.train.train` (and so 
 ``python -m attnconv.train`` and ``python -m attnconv.regenerate``). Elsewhere than Linux with
 glibc it does nothing.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -47,5 +48,8 @@ def retain_freed_memory(trim_threshold: int = 1 << 30) -> bool:
     except (OSError, AttributeError):
         return False
     mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
-    _applied = mallopt(_M_MMAP_MAX, 0) == 1 and mallopt(_M_TRIM_THRESHOLD, int(trim_threshold)) == 1
+    _applied = (
+        mallopt(_M_MMAP_MAX, 0) == 1
+        and mallopt(_M_TRIM_THRESHOLD, int(trim_threshold)) == 1
+    )
     return _applied

@@ -17,6 +17,7 @@ local. Results are printed and saved as JSON (``--out``); the Performance chapte
 result. The benchmark runs on CUDA when present (bf16 autocast for training, as in
 :mod:`attnconv.experiments.train`).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,10 +35,32 @@ from ..core.attention import MultiHeadSelfAttention
 from .flops import analytic_macs
 from .models import SelfAttentionConfig, build_model, paper_model_config
 
-__all__ = ["BenchSettings", "PRESETS", "matmul_rate", "set_attention_implementation", "measure_case",
-           "run_benchmark", "accuracy_check", "format_table", "model_table", "grid_table", "MODEL_COLUMNS", "GRID_COLUMNS", "load_result", "plot_grid_sweep", "plot_throughput",
-           "BOOK_CASES", "load_reference", "compare_with_reference", "comparison_table", "COMPARISON_COLUMNS",
-           "book_run_hours", "sparse_dropout_correction", "case_label", "main"]
+__all__ = [
+    "BenchSettings",
+    "PRESETS",
+    "matmul_rate",
+    "set_attention_implementation",
+    "measure_case",
+    "run_benchmark",
+    "accuracy_check",
+    "format_table",
+    "model_table",
+    "grid_table",
+    "MODEL_COLUMNS",
+    "GRID_COLUMNS",
+    "load_result",
+    "plot_grid_sweep",
+    "plot_throughput",
+    "BOOK_CASES",
+    "load_reference",
+    "compare_with_reference",
+    "comparison_table",
+    "COMPARISON_COLUMNS",
+    "book_run_hours",
+    "sparse_dropout_correction",
+    "case_label",
+    "main",
+]
 
 IMPLEMENTATIONS = ("naive", "dense", "local")
 GAUSSIAN_MODELS = ("quadratic", "generalized")
@@ -55,10 +78,16 @@ class BenchSettings:
     grid_sizes: Sequence[int] = (8, 16, 32, 64)
     grid_model: str = "quadratic"
     grid_batch_size: int = 20
-    grid_overrides: Dict = field(default_factory=lambda: dict(hidden_size=64, intermediate_size=128, num_layers=2))
+    grid_overrides: Dict = field(
+        default_factory=lambda: dict(
+            hidden_size=64, intermediate_size=128, num_layers=2
+        )
+    )
     grid_repeats: int = 2
     denormals: bool = True  # naive vs dense with trained-like (narrow) heads
-    accuracy_epochs: int = 3  # train the CPU-profile quadratic model at 16×16 tokens, dense vs local
+    accuracy_epochs: int = (
+        3  # train the CPU-profile quadratic model at 16×16 tokens, dense vs local
+    )
     accuracy_tokens: int = 16
 
 
@@ -66,13 +95,25 @@ PRESETS = {
     # The paper's settings (6 layers, 9 heads, hidden 400, 16×16 tokens, batch 100, float32 on CPU).
     "paper": BenchSettings(repeats=1, grid_repeats=1, accuracy_epochs=2),
     # Seconds instead of minutes: a narrow model and small grids (for a smoke test).
-    "quick": BenchSettings(batch_size=8, model_overrides=dict(hidden_size=32, intermediate_size=64, num_layers=2),
-                           repeats=1, grid_sizes=(8, 16), grid_batch_size=4, grid_repeats=1, accuracy_epochs=0,
-                           denormals=False),
+    "quick": BenchSettings(
+        batch_size=8,
+        model_overrides=dict(hidden_size=32, intermediate_size=64, num_layers=2),
+        repeats=1,
+        grid_sizes=(8, 16),
+        grid_batch_size=4,
+        grid_repeats=1,
+        accuracy_epochs=0,
+        denormals=False,
+    ),
 }
 
 
-def matmul_rate(device: torch.device, dtype: torch.dtype = torch.float32, size: int = 2048, seconds: float = 4.0) -> float:
+def matmul_rate(
+    device: torch.device,
+    dtype: torch.dtype = torch.float32,
+    size: int = 2048,
+    seconds: float = 4.0,
+) -> float:
     """This machine's *sustained* matrix-product rate in GFLOP/s: size×size products repeated for
     about ``seconds`` (after a warm-up), total FLOPs over total time. Sustained rather than best-of,
     because a training step also runs for seconds and shared or turbo-clocked CPUs vary by ±30%
@@ -89,7 +130,7 @@ def matmul_rate(device: torch.device, dtype: torch.dtype = torch.float32, size: 
             _sync(device)
             elapsed = time.perf_counter() - start
             if elapsed >= seconds:
-                return 2 * size ** 3 * count / elapsed / 1e9
+                return 2 * size**3 * count / elapsed / 1e9
 
 
 def set_attention_implementation(model: torch.nn.Module, implementation: str) -> None:
@@ -115,7 +156,9 @@ def _resident_mb(field: str) -> float:
     raise RuntimeError(f"{field} not found in /proc/self/status")
 
 
-def _cpu_step_peak_mb(config_dict: dict, implementation: str, batch_size: int, queue) -> None:
+def _cpu_step_peak_mb(
+    config_dict: dict, implementation: str, batch_size: int, queue
+) -> None:
     """In a fresh process: how far one training step raises resident memory above where it was.
 
     Uses the kernel's per-process high-water mark VmHWM, reset just before the step (writing 5 to
@@ -131,7 +174,12 @@ def _cpu_step_peak_mb(config_dict: dict, implementation: str, batch_size: int, q
     queue.put(_resident_mb("VmHWM") - before)
 
 
-def peak_training_memory_mb(config: SelfAttentionConfig, implementation: str, batch_size: int, device: torch.device) -> float:
+def peak_training_memory_mb(
+    config: SelfAttentionConfig,
+    implementation: str,
+    batch_size: int,
+    device: torch.device,
+) -> float:
     """Peak extra memory of one training step in MB (CUDA allocator peak; CPU: fresh-process RSS)."""
     if device.type == "cuda":
         *_, train_step, _ = _setup(config, implementation, batch_size, device)
@@ -140,21 +188,30 @@ def peak_training_memory_mb(config: SelfAttentionConfig, implementation: str, ba
         base = torch.cuda.memory_allocated()
         train_step()
         torch.cuda.synchronize()
-        return (torch.cuda.max_memory_allocated() - base) / 2 ** 20
+        return (torch.cuda.max_memory_allocated() - base) / 2**20
     import multiprocessing as mp
 
     from .models import model_config_to_dict
 
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
-    proc = ctx.Process(target=_cpu_step_peak_mb, args=(model_config_to_dict(config), implementation, batch_size, queue))
+    proc = ctx.Process(
+        target=_cpu_step_peak_mb,
+        args=(model_config_to_dict(config), implementation, batch_size, queue),
+    )
     proc.start()
     peak = queue.get()
     proc.join()
     return peak
 
 
-def _setup(config: SelfAttentionConfig, implementation: str, batch_size: int, device: torch.device, seed: int = 0):
+def _setup(
+    config: SelfAttentionConfig,
+    implementation: str,
+    batch_size: int,
+    device: torch.device,
+    seed: int = 0,
+):
     torch.manual_seed(seed)
     model = build_model(replace(config, attention_implementation="dense")).to(device)
     set_attention_implementation(model, implementation)
@@ -162,7 +219,11 @@ def _setup(config: SelfAttentionConfig, implementation: str, batch_size: int, de
     images = torch.randn(batch_size, config.in_channels, side, side, device=device)
     labels = torch.randint(0, config.num_classes, (batch_size,), device=device)
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
-    amp = torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else torch.autocast("cpu", enabled=False)
+    amp = (
+        torch.autocast("cuda", dtype=torch.bfloat16)
+        if device.type == "cuda"
+        else torch.autocast("cpu", enabled=False)
+    )
 
     def train_step(timings=None):
         model.train()
@@ -200,16 +261,31 @@ def _time(fn, device, repeats: int) -> float:
     return best
 
 
-def measure_case(config: SelfAttentionConfig, implementation: str, batch_size: int, device: torch.device,
-                 repeats: int, seed: int = 0, measure_memory: bool = True) -> dict:
+def measure_case(
+    config: SelfAttentionConfig,
+    implementation: str,
+    batch_size: int,
+    device: torch.device,
+    repeats: int,
+    seed: int = 0,
+    measure_memory: bool = True,
+) -> dict:
     """Time one model configuration with one attention implementation (training and inference)."""
     *_, train_step, infer = _setup(config, implementation, batch_size, device, seed)
     phases = []
     train_s = _time(lambda: train_step(phases), device, repeats)
-    forward_s, backward_s = min(phases[1:] or phases)  # the fastest timed step's forward and backward
+    forward_s, backward_s = min(
+        phases[1:] or phases
+    )  # the fastest timed step's forward and backward
     infer_s = _time(infer, device, repeats)
-    peak = peak_training_memory_mb(config, implementation, batch_size, device) if measure_memory else float("nan")
-    macs = analytic_macs(config, implementation="local" if implementation == "local" else "dense")
+    peak = (
+        peak_training_memory_mb(config, implementation, batch_size, device)
+        if measure_memory
+        else float("nan")
+    )
+    macs = analytic_macs(
+        config, implementation="local" if implementation == "local" else "dense"
+    )
     train_flops = 3 * 2 * macs.total * batch_size
     return {
         "implementation": implementation,
@@ -227,15 +303,21 @@ def measure_case(config: SelfAttentionConfig, implementation: str, batch_size: i
     }
 
 
-def run_benchmark(settings: BenchSettings, device: Optional[torch.device] = None, progress=print) -> dict:
+def run_benchmark(
+    settings: BenchSettings, device: Optional[torch.device] = None, progress=print
+) -> dict:
     """Run every case of ``settings`` side by side and return the results (see the module docstring)."""
     device = device or torch.device("cuda" if torch.cuda.is_available() else "cpu")
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     rates = [matmul_rate(device, dtype)]
-    progress(f"{device.type}: measured matmul rate {rates[0]:.1f} GFLOP/s ({str(dtype).replace('torch.', '')})")
+    progress(
+        f"{device.type}: measured matmul rate {rates[0]:.1f} GFLOP/s ({str(dtype).replace('torch.', '')})"
+    )
     result = {
         "machine": {
-            "device": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or platform.machine(),
+            "device": torch.cuda.get_device_name(device)
+            if device.type == "cuda"
+            else platform.processor() or platform.machine(),
             "device_type": device.type,
             "threads": torch.get_num_threads(),
             "torch": torch.__version__,
@@ -243,7 +325,10 @@ def run_benchmark(settings: BenchSettings, device: Optional[torch.device] = None
             "matmul_gflop_per_s": None,  # filled in at the end: the best of the measurements
             "matmul_measurements": rates,
         },
-        "settings": {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(settings).items()},
+        "settings": {
+            k: (list(v) if isinstance(v, tuple) else v)
+            for k, v in asdict(settings).items()
+        },
         "models": {},
         "grid": [],
     }
@@ -253,27 +338,47 @@ def run_benchmark(settings: BenchSettings, device: Optional[torch.device] = None
         for impl in settings.implementations:
             if impl == "local" and name not in GAUSSIAN_MODELS:
                 continue
-            rates.append(matmul_rate(device, dtype, seconds=2.0))  # re-measured next to every case
-            row = measure_case(config, impl, settings.batch_size, device, settings.repeats)
+            rates.append(
+                matmul_rate(device, dtype, seconds=2.0)
+            )  # re-measured next to every case
+            row = measure_case(
+                config, impl, settings.batch_size, device, settings.repeats
+            )
             rows.append(row)
-            progress(f"  {name:12s} {impl:6s} train {row['train_images_per_s']:8.1f} img/s  "
-                     f"infer {row['inference_images_per_s']:8.1f} img/s  "
-                     f"{row['achieved_gflop_per_s']:7.1f} GFLOP/s (matmul now {rates[-1]:.0f})  "
-                     f"bwd/fwd {row['backward_over_forward']:.2f}  "
-                     f"peak {row['peak_memory_mb']:.0f} MB")
+            progress(
+                f"  {name:12s} {impl:6s} train {row['train_images_per_s']:8.1f} img/s  "
+                f"infer {row['inference_images_per_s']:8.1f} img/s  "
+                f"{row['achieved_gflop_per_s']:7.1f} GFLOP/s (matmul now {rates[-1]:.0f})  "
+                f"bwd/fwd {row['backward_over_forward']:.2f}  "
+                f"peak {row['peak_memory_mb']:.0f} MB"
+            )
         _add_ratios(rows)
         result["models"][name] = rows
     for side in settings.grid_sizes:
         # synthetic images whose space-to-depth gives side×side tokens
-        config = paper_model_config(settings.grid_model, **{**settings.grid_overrides, "image_size": 2 * side, "downsample": 2})
+        config = paper_model_config(
+            settings.grid_model,
+            **{**settings.grid_overrides, "image_size": 2 * side, "downsample": 2},
+        )
         for impl in ("dense", "local"):
-            row = measure_case(config, impl, settings.grid_batch_size, device, settings.grid_repeats, measure_memory=False)
+            row = measure_case(
+                config,
+                impl,
+                settings.grid_batch_size,
+                device,
+                settings.grid_repeats,
+                measure_memory=False,
+            )
             result["grid"].append(row)
-            progress(f"  grid {side}×{side} {impl:6s} train step {row['train_step_s']:.3f} s")
+            progress(
+                f"  grid {side}×{side} {impl:6s} train step {row['train_step_s']:.3f} s"
+            )
     if settings.denormals:
         result["denormals"] = denormal_check(device)
         d = result["denormals"]
-        progress(f"  trained-like heads (spread {d['spread']}): naive {d['naive']:.2f} s, dense {d['dense']:.2f} s per step")
+        progress(
+            f"  trained-like heads (spread {d['spread']}): naive {d['naive']:.2f} s, dense {d['dense']:.2f} s per step"
+        )
     rates.append(matmul_rate(device, dtype))
     # The machine's rate is the best sustained rate seen in this run: a conservative reference
     # (a CPU shared with other work, or clocked down for a while, only lowers single measurements).
@@ -281,16 +386,30 @@ def run_benchmark(settings: BenchSettings, device: Optional[torch.device] = None
     result["machine"]["matmul_gflop_per_s"] = rate
     for row in [r for rows in result["models"].values() for r in rows] + result["grid"]:
         row["fraction_of_matmul_rate"] = row["achieved_gflop_per_s"] / rate
-    progress(f"matmul rate: best {rate:.1f} of {len(rates)} measurements ({min(rates):.1f} .. {rate:.1f}) GFLOP/s")
+    progress(
+        f"matmul rate: best {rate:.1f} of {len(rates)} measurements ({min(rates):.1f} .. {rate:.1f}) GFLOP/s"
+    )
     if settings.accuracy_epochs:
-        result["accuracy"] = accuracy_check(settings.accuracy_epochs, settings.accuracy_tokens, device)
-        progress(f"  accuracy after {settings.accuracy_epochs} epochs at {settings.accuracy_tokens}×{settings.accuracy_tokens} "
-                 f"tokens: " + ", ".join(f"{k} {v['test_acc']:.3f}" for k, v in result["accuracy"].items()))
+        result["accuracy"] = accuracy_check(
+            settings.accuracy_epochs, settings.accuracy_tokens, device
+        )
+        progress(
+            f"  accuracy after {settings.accuracy_epochs} epochs at {settings.accuracy_tokens}×{settings.accuracy_tokens} "
+            f"tokens: "
+            + ", ".join(
+                f"{k} {v['test_acc']:.3f}" for k, v in result["accuracy"].items()
+            )
+        )
     return result
 
 
-def denormal_check(device: torch.device, spread: float = 3.0, num_layers: int = 2, batch_size: int = 100,
-                   repeats: int = 2) -> dict:
+def denormal_check(
+    device: torch.device,
+    spread: float = 3.0,
+    num_layers: int = 2,
+    batch_size: int = 100,
+    repeats: int = 2,
+) -> dict:
     """Training-step time of the quadratic model at the paper's width with *trained-like* heads
     (every spread set to ``spread``, α = spread²/2, so most probabilities fall below e^-87):
     naive (no flush) against dense (denormals flushed), side by side, plus the fraction of
@@ -305,9 +424,13 @@ def denormal_check(device: torch.device, spread: float = 3.0, num_layers: int = 
         out[impl] = _time(train_step, device, repeats)
         if impl == "naive":
             att = model.layers[0].attention
-            scores = att.attention_scores(torch.zeros(1, att.in_channels, *config.grid, device=device))
+            scores = att.attention_scores(
+                torch.zeros(1, att.in_channels, *config.grid, device=device)
+            )
             p = torch.softmax(scores.float(), -1)
-            out["denormal_fraction"] = float(((p > 0) & (p < torch.finfo(torch.float32).tiny)).float().mean())
+            out["denormal_fraction"] = float(
+                ((p > 0) & (p < torch.finfo(torch.float32).tiny)).float().mean()
+            )
     out["dense_speedup"] = out["naive"] / out["dense"]
     return out
 
@@ -323,14 +446,20 @@ def accuracy_check(epochs: int, tokens: int, device: torch.device) -> dict:
     out = {}
     for impl in ("dense", "local"):
         config = make_config("quadratic", "cpu", epochs=epochs, device=device.type)
-        config.model_overrides.update(downsample=32 // tokens, attention_implementation=impl)
+        config.model_overrides.update(
+            downsample=32 // tokens, attention_implementation=impl
+        )
         with tempfile.TemporaryDirectory() as run_dir:
             start = time.perf_counter()
             history = train(config, run_dir, progress=False, verbose=False)
             seconds = time.perf_counter() - start
         last = history["epochs"][-1]
-        out[impl] = {"test_acc": last["test_acc"], "train_loss": last["train_loss"], "seconds": seconds,
-                     "test_acc_per_epoch": [e["test_acc"] for e in history["epochs"]]}
+        out[impl] = {
+            "test_acc": last["test_acc"],
+            "train_loss": last["train_loss"],
+            "seconds": seconds,
+            "test_acc_per_epoch": [e["test_acc"] for e in history["epochs"]],
+        }
     return out
 
 
@@ -339,31 +468,67 @@ def _add_ratios(rows: List[dict]) -> None:
     if ref is None:
         return
     for r in rows:
-        r["train_speedup_vs_naive"] = r["train_images_per_s"] / ref["train_images_per_s"]
-        r["inference_speedup_vs_naive"] = r["inference_images_per_s"] / ref["inference_images_per_s"]
-        r["memory_ratio_vs_naive"] = r["peak_memory_mb"] / ref["peak_memory_mb"] if ref["peak_memory_mb"] > 0 else float("nan")
+        r["train_speedup_vs_naive"] = (
+            r["train_images_per_s"] / ref["train_images_per_s"]
+        )
+        r["inference_speedup_vs_naive"] = (
+            r["inference_images_per_s"] / ref["inference_images_per_s"]
+        )
+        r["memory_ratio_vs_naive"] = (
+            r["peak_memory_mb"] / ref["peak_memory_mb"]
+            if ref["peak_memory_mb"] > 0
+            else float("nan")
+        )
 
 
-MODEL_COLUMNS = ("model", "impl", "train img/s", "infer img/s", "peak MB", "GFLOP/s", "% matmul", "bwd/fwd",
-                 "train ×", "infer ×", "mem ×")
+MODEL_COLUMNS = (
+    "model",
+    "impl",
+    "train img/s",
+    "infer img/s",
+    "peak MB",
+    "GFLOP/s",
+    "% matmul",
+    "bwd/fwd",
+    "train ×",
+    "infer ×",
+    "mem ×",
+)
 GRID_COLUMNS = ("tokens", "dense s/step", "local s/step", "local ×")
 
 
-def model_table(result: dict, columns: Sequence[str] = MODEL_COLUMNS) -> List[List[str]]:
+def model_table(
+    result: dict, columns: Sequence[str] = MODEL_COLUMNS
+) -> List[List[str]]:
     """The models part of a result as rows of formatted cells, for ``columns`` (a subset of
     :data:`MODEL_COLUMNS`, in any order)."""
     nan = float("nan")
     unknown = set(columns) - set(MODEL_COLUMNS)
     if unknown:
-        raise ValueError(f"unknown columns {sorted(unknown)}; choose from {MODEL_COLUMNS}")
+        raise ValueError(
+            f"unknown columns {sorted(unknown)}; choose from {MODEL_COLUMNS}"
+        )
     out = []
     for name, rows in result["models"].items():
         for r in rows:
-            cells = dict(zip(MODEL_COLUMNS, [
-                name, r["implementation"], f"{r['train_images_per_s']:.1f}", f"{r['inference_images_per_s']:.1f}",
-                f"{r['peak_memory_mb']:.0f}", f"{r['achieved_gflop_per_s']:.1f}", f"{100 * r['fraction_of_matmul_rate']:.0f}%",
-                f"{r['backward_over_forward']:.2f}", f"{r.get('train_speedup_vs_naive', nan):.2f}",
-                f"{r.get('inference_speedup_vs_naive', nan):.2f}", f"{r.get('memory_ratio_vs_naive', nan):.2f}"]))
+            cells = dict(
+                zip(
+                    MODEL_COLUMNS,
+                    [
+                        name,
+                        r["implementation"],
+                        f"{r['train_images_per_s']:.1f}",
+                        f"{r['inference_images_per_s']:.1f}",
+                        f"{r['peak_memory_mb']:.0f}",
+                        f"{r['achieved_gflop_per_s']:.1f}",
+                        f"{100 * r['fraction_of_matmul_rate']:.0f}%",
+                        f"{r['backward_over_forward']:.2f}",
+                        f"{r.get('train_speedup_vs_naive', nan):.2f}",
+                        f"{r.get('inference_speedup_vs_naive', nan):.2f}",
+                        f"{r.get('memory_ratio_vs_naive', nan):.2f}",
+                    ],
+                )
+            )
             out.append([cells[c] for c in columns])
     return out
 
@@ -374,13 +539,23 @@ def grid_table(result: dict) -> List[List[str]]:
     for r in result["grid"]:
         by_side.setdefault(r["tokens"], {})[r["implementation"]] = r["train_step_s"]
     nan = float("nan")
-    return [[f"{side}×{side}", f"{t.get('dense', nan):.3f}", f"{t.get('local', nan):.3f}",
-             f"{t.get('dense', nan) / t.get('local', nan):.2f}"] for side, t in sorted(by_side.items())]
+    return [
+        [
+            f"{side}×{side}",
+            f"{t.get('dense', nan):.3f}",
+            f"{t.get('local', nan):.3f}",
+            f"{t.get('dense', nan) / t.get('local', nan):.2f}",
+        ]
+        for side, t in sorted(by_side.items())
+    ]
 
 
 def _text_table(columns, rows, left: int = 1) -> List[str]:
     widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(columns)]
-    line = lambda cells: "  ".join(c.ljust(w) if i < left else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+    line = lambda cells: "  ".join(
+        c.ljust(w) if i < left else c.rjust(w)
+        for i, (c, w) in enumerate(zip(cells, widths))
+    )
     return [line(columns)] + [line(r) for r in rows]
 
 
@@ -388,8 +563,10 @@ def format_table(result: dict) -> str:
     """A plain-text table of a benchmark result for the terminal (the models part, then the grid
     sweep); the book renders :func:`model_table` and :func:`grid_table` as HTML tables."""
     m = result["machine"]
-    lines = [f"device: {m['device']} ({m['device_type']}, {m['threads']} threads), matmul "
-             f"{m['matmul_gflop_per_s']:.1f} GFLOP/s {m['matmul_dtype']}"]
+    lines = [
+        f"device: {m['device']} ({m['device_type']}, {m['threads']} threads), matmul "
+        f"{m['matmul_gflop_per_s']:.1f} GFLOP/s {m['matmul_dtype']}"
+    ]
     lines += _text_table(MODEL_COLUMNS, model_table(result), left=2)
     if result["grid"]:
         lines += [""] + _text_table(GRID_COLUMNS, grid_table(result))
@@ -409,8 +586,16 @@ def plot_grid_sweep(result: dict, ax=None):
     if ax is None:
         _, ax = plt.subplots(figsize=(5, 3.6))
     for impl, style in (("dense", "o-"), ("local", "s-")):
-        rows = sorted((r for r in result["grid"] if r["implementation"] == impl), key=lambda r: r["tokens"])
-        ax.plot([r["tokens"] for r in rows], [r["train_step_s"] for r in rows], style, label=impl)
+        rows = sorted(
+            (r for r in result["grid"] if r["implementation"] == impl),
+            key=lambda r: r["tokens"],
+        )
+        ax.plot(
+            [r["tokens"] for r in rows],
+            [r["train_step_s"] for r in rows],
+            style,
+            label=impl,
+        )
     sides = sorted({r["tokens"] for r in result["grid"]})
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
@@ -418,8 +603,11 @@ def plot_grid_sweep(result: dict, ax=None):
     ax.set_xlabel("token grid")
     ax.set_ylabel("training step (s)")
     s = result["settings"]
-    ax.set_title(f"batch {s['grid_batch_size']}, {s['grid_overrides']['num_layers']} layers, "
-                 f"hidden {s['grid_overrides']['hidden_size']}", fontsize=9)
+    ax.set_title(
+        f"batch {s['grid_batch_size']}, {s['grid_overrides']['num_layers']} layers, "
+        f"hidden {s['grid_overrides']['hidden_size']}",
+        fontsize=9,
+    )
     ax.legend()
     ax.grid(alpha=0.3, which="both")
     return ax.figure
@@ -435,11 +623,26 @@ def plot_throughput(result: dict, ax=None):
     models = list(result["models"])
     width = 0.25
     for i, impl in enumerate(IMPLEMENTATIONS):
-        vals = [next((r["train_images_per_s"] for r in result["models"][m] if r["implementation"] == impl), np.nan) for m in models]
+        vals = [
+            next(
+                (
+                    r["train_images_per_s"]
+                    for r in result["models"][m]
+                    if r["implementation"] == impl
+                ),
+                np.nan,
+            )
+            for m in models
+        ]
         ax.bar(np.arange(len(models)) + (i - 1) * width, vals, width, label=impl)
     ax.set_xticks(np.arange(len(models)), models)
     ax.set_ylabel("training images / s")
-    ax.legend(title="implementation", loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
+    ax.legend(
+        title="implementation",
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1),
+        frameon=False,
+    )
     ax.grid(axis="y", alpha=0.3)
     return ax.figure
 
@@ -448,10 +651,20 @@ def plot_throughput(result: dict, ax=None):
 #: The book's training cases (its saved runs under book/runs/deep and book/runs/cpu): (profile,
 #: model, model overrides), each as its profile trains it (the ``deep`` quadratic models with local
 #: attention, the others dense). The ``deep`` profile has no learned + content run.
-BOOK_CASES = tuple((profile, model, overrides) for profile, model, overrides in (
-    ("deep", "quadratic", {}), ("deep", "generalized", {}), ("deep", "learned", {}), ("deep", "quadratic", {"num_heads": 16}),
-    ("cpu", "quadratic", {}), ("cpu", "generalized", {}), ("cpu", "learned", {}), ("cpu", "learned_content", {}),
-    ("cpu", "quadratic", {"num_heads": 16})))
+BOOK_CASES = tuple(
+    (profile, model, overrides)
+    for profile, model, overrides in (
+        ("deep", "quadratic", {}),
+        ("deep", "generalized", {}),
+        ("deep", "learned", {}),
+        ("deep", "quadratic", {"num_heads": 16}),
+        ("cpu", "quadratic", {}),
+        ("cpu", "generalized", {}),
+        ("cpu", "learned", {}),
+        ("cpu", "learned_content", {}),
+        ("cpu", "quadratic", {"num_heads": 16}),
+    )
+)
 
 
 def load_reference(checkout, name: str = "attnconv_reference"):
@@ -467,14 +680,18 @@ def load_reference(checkout, name: str = "attnconv_reference"):
     root = Path(checkout) / "attnconv"
     if not (root / "__init__.py").is_file():
         raise FileNotFoundError(f"{checkout} holds no attnconv package")
-    spec = importlib.util.spec_from_file_location(name, root / "__init__.py", submodule_search_locations=[str(root)])
+    spec = importlib.util.spec_from_file_location(
+        name, root / "__init__.py", submodule_search_locations=[str(root)]
+    )
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
 
 
-def _case_step(package: str, profile: str, model: str, overrides: dict, batch_size: int):
+def _case_step(
+    package: str, profile: str, model: str, overrides: dict, batch_size: int
+):
     """A training step (forward, backward, the profile's SGD step) of ``package``'s model for a
     case, on fixed random images; returns (step, model config). Built from seed 0, so that two
     packages build the same model."""
@@ -511,11 +728,22 @@ def _op_breakdown(step, top: int = 8) -> List[dict]:
     events = [e for e in prof.key_averages() if e.key.startswith("aten::")]
     total = sum(e.self_cpu_time_total for e in prof.key_averages()) or 1.0
     events.sort(key=lambda e: e.self_cpu_time_total, reverse=True)
-    return [{"op": e.key, "share": e.self_cpu_time_total / total, "calls": e.count} for e in events[:top]]
+    return [
+        {"op": e.key, "share": e.self_cpu_time_total / total, "calls": e.count}
+        for e in events[:top]
+    ]
 
 
-def _step_worker(conn, reference, profile: str, model: str, overrides: dict, batch_size: int, threads: int,
-                 retain: bool) -> None:
+def _step_worker(
+    conn,
+    reference,
+    profile: str,
+    model: str,
+    overrides: dict,
+    batch_size: int,
+    threads: int,
+    retain: bool,
+) -> None:
     """One side of :func:`compare_with_reference`, in a process of its own: builds the case's
     training step with the ``attnconv`` of ``reference`` (a checkout; ``None``: this one) and
     answers the parent's requests until told to stop. ``retain``: keep freed memory
@@ -543,13 +771,25 @@ def _step_worker(conn, reference, profile: str, model: str, overrides: dict, bat
             start = time.perf_counter()
             loss = step()
             seconds = time.perf_counter() - start
-            conn.send((seconds, loss, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults))
+            conn.send(
+                (
+                    seconds,
+                    loss,
+                    resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults,
+                )
+            )
         else:  # "breakdown"
             conn.send(_op_breakdown(step))
 
 
-def sparse_dropout_correction(heads: int = 9, tokens: int = 256, columns: int = 3200, dropout: float = 0.1,
-                              repeats: int = 5, seed: int = 0) -> dict:
+def sparse_dropout_correction(
+    heads: int = 9,
+    tokens: int = 256,
+    columns: int = 3200,
+    dropout: float = 0.1,
+    repeats: int = 5,
+    seed: int = 0,
+) -> dict:
     """What the one exact route to fewer products for dense position-only attention would cost.
 
     A head's probabilities P factorise over rows and columns (R ⊗ C, what the local path uses),
@@ -570,29 +810,40 @@ def sparse_dropout_correction(heads: int = 9, tokens: int = 256, columns: int = 
     grad = torch.randn(heads * tokens, columns, generator=gen)
     dropped = probs * (torch.rand(probs.shape, generator=gen) < dropout)
     csr, coo = dropped.to_sparse_csr(), dropped.to_sparse_coo()
-    pattern = torch.sparse_csr_tensor(csr.crow_indices(), csr.col_indices(), torch.ones_like(csr.values()), csr.shape)
+    pattern = torch.sparse_csr_tensor(
+        csr.crow_indices(), csr.col_indices(), torch.ones_like(csr.values()), csr.shape
+    )
     cases = {
         "dense_product": lambda: probs @ values,
         "csr_product": lambda: csr @ values,
         "coo_product": lambda: torch.sparse.mm(coo, values),
         "dense_gradient": lambda: grad @ values.t(),
-        "sampled_gradient": lambda: torch.sparse.sampled_addmm(pattern, grad, values.t()),
+        "sampled_gradient": lambda: torch.sparse.sampled_addmm(
+            pattern, grad, values.t()
+        ),
     }
     times = {k: [] for k in cases}
     for fn in cases.values():
         fn()  # warm-up
     for r in range(repeats):
-        for key in (list(cases) if r % 2 == 0 else list(reversed(cases))):
+        for key in list(cases) if r % 2 == 0 else list(reversed(cases)):
             start = time.perf_counter()
             cases[key]()
             times[key].append(time.perf_counter() - start)
     med = {k: statistics.median(v) for k, v in times.items()}
-    return {"shape": {"heads": heads, "tokens": tokens, "columns": columns, "dropout": dropout,
-                      "stored_entries": int(csr.values().numel())},
-            "seconds": med,
-            "csr_over_dense": med["csr_product"] / med["dense_product"],
-            "coo_over_dense": med["coo_product"] / med["dense_product"],
-            "sampled_over_dense_gradient": med["sampled_gradient"] / med["dense_gradient"]}
+    return {
+        "shape": {
+            "heads": heads,
+            "tokens": tokens,
+            "columns": columns,
+            "dropout": dropout,
+            "stored_entries": int(csr.values().numel()),
+        },
+        "seconds": med,
+        "csr_over_dense": med["csr_product"] / med["dense_product"],
+        "coo_over_dense": med["coo_product"] / med["dense_product"],
+        "sampled_over_dense_gradient": med["sampled_gradient"] / med["dense_gradient"],
+    }
 
 
 def _answer(conn, side: str, case: str):
@@ -600,11 +851,20 @@ def _answer(conn, side: str, case: str):
     try:
         return conn.recv()
     except EOFError:
-        raise RuntimeError(f"the {side!r} process of case {case!r} died (its error is above)") from None
+        raise RuntimeError(
+            f"the {side!r} process of case {case!r} died (its error is above)"
+        ) from None
 
 
-def compare_with_reference(reference, cases=BOOK_CASES, threads: Sequence[int] = (1, 2), batch_size: int = 100,
-                           repeats: int = 7, breakdown: bool = True, progress=print) -> dict:
+def compare_with_reference(
+    reference,
+    cases=BOOK_CASES,
+    threads: Sequence[int] = (1, 2),
+    batch_size: int = 100,
+    repeats: int = 7,
+    breakdown: bool = True,
+    progress=print,
+) -> dict:
     """Training-step time of this code against the ``attnconv`` of the checkout ``reference``,
     side by side in one run. Each side runs in a process of its own, so that what this code sets
     for the whole process — it keeps the memory it frees
@@ -627,25 +887,51 @@ def compare_with_reference(reference, cases=BOOK_CASES, threads: Sequence[int] =
     cpu = torch.device("cpu")
     before_threads = torch.get_num_threads()
     spawn = multiprocessing.get_context("spawn")
-    result = {"machine": {"device": platform.processor() or platform.machine(), "torch": torch.__version__,
-                          "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "(unset)"),
-                          "load_average_at_start": os.getloadavg()[0]},
-              "reference": str(reference), "batch_size": batch_size, "repeats": repeats,
-              "sides": "one process each; after keeps freed memory (retain_freed_memory), before does not",
-              "rows": []}
+    result = {
+        "machine": {
+            "device": platform.processor() or platform.machine(),
+            "torch": torch.__version__,
+            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "(unset)"),
+            "load_average_at_start": os.getloadavg()[0],
+        },
+        "reference": str(reference),
+        "batch_size": batch_size,
+        "repeats": repeats,
+        "sides": "one process each; after keeps freed memory (retain_freed_memory), before does not",
+        "rows": [],
+    }
     try:
         for n_threads in threads:
             torch.set_num_threads(n_threads)
             rates = [matmul_rate(cpu, seconds=2.0)]
             rows = []
             for profile, model, overrides in cases:
-                label = model + ("" if not overrides else " " + ",".join(f"{k}={v}" for k, v in overrides.items()))
+                label = model + (
+                    ""
+                    if not overrides
+                    else " " + ",".join(f"{k}={v}" for k, v in overrides.items())
+                )
                 workers, info = {}, {}
                 try:
-                    for key, checkout, retain in (("before", str(reference), False), ("after", None, True)):
+                    for key, checkout, retain in (
+                        ("before", str(reference), False),
+                        ("after", None, True),
+                    ):
                         parent, child = spawn.Pipe()
-                        proc = spawn.Process(target=_step_worker, daemon=True,
-                                             args=(child, checkout, profile, model, overrides, batch_size, n_threads, retain))
+                        proc = spawn.Process(
+                            target=_step_worker,
+                            daemon=True,
+                            args=(
+                                child,
+                                checkout,
+                                profile,
+                                model,
+                                overrides,
+                                batch_size,
+                                n_threads,
+                                retain,
+                            ),
+                        )
                         proc.start()
                         child.close()  # so that a worker that dies is an EOFError here, not a hang
                         workers[key] = (proc, parent)
@@ -654,16 +940,29 @@ def compare_with_reference(reference, cases=BOOK_CASES, threads: Sequence[int] =
                     def ask(key, request, seed):
                         workers[key][1].send((request, seed))
                         return _answer(workers[key][1], key, label)
+
                     for key in workers:
                         ask(key, "step", 99)  # warm-up
-                    times, faults, worst = {"before": [], "after": []}, {"before": [], "after": []}, 0.0
+                    times, faults, worst = (
+                        {"before": [], "after": []},
+                        {"before": [], "after": []},
+                        0.0,
+                    )
                     for r in range(repeats):
                         losses = {}
-                        for key in (("before", "after") if r % 2 == 0 else ("after", "before")):
-                            seconds, losses[key], page_faults = ask(key, "step", 1000 + r)
+                        for key in (
+                            ("before", "after") if r % 2 == 0 else ("after", "before")
+                        ):
+                            seconds, losses[key], page_faults = ask(
+                                key, "step", 1000 + r
+                            )
                             times[key].append(seconds)
                             faults[key].append(page_faults)
-                        worst = max(worst, abs(losses["after"] - losses["before"]) / abs(losses["before"]))
+                        worst = max(
+                            worst,
+                            abs(losses["after"] - losses["before"])
+                            / abs(losses["before"]),
+                        )
                     ops = ask("after", "breakdown", 7) if breakdown else None
                 finally:
                     for proc, conn in workers.values():
@@ -677,59 +976,114 @@ def compare_with_reference(reference, cases=BOOK_CASES, threads: Sequence[int] =
                 after_info = info["after"]
                 config = SelfAttentionConfig(**after_info["config"])
                 implementation = config.attention_implementation
-                flops = 3 * 2 * analytic_macs(config, implementation=implementation).total * batch_size
-                before, after = statistics.median(times["before"]), statistics.median(times["after"])
-                row = {"profile": profile, "model": label, "model_name": model, "num_heads": config.num_heads,
-                       "implementation": implementation, "threads": n_threads,
-                       "before_s": before, "after_s": after, "speedup": before / after,
-                       "before_times_s": times["before"], "after_times_s": times["after"],
-                       "train_gflops_per_step": flops / 1e9, "achieved_gflop_per_s": flops / after / 1e9,
-                       "max_relative_loss_difference": worst,
-                       "before_page_faults_per_step": statistics.median(faults["before"]),
-                       "after_page_faults_per_step": statistics.median(faults["after"]),
-                       "after_retains_freed_memory": after_info["retains_freed_memory"]}
+                flops = (
+                    3
+                    * 2
+                    * analytic_macs(config, implementation=implementation).total
+                    * batch_size
+                )
+                before, after = (
+                    statistics.median(times["before"]),
+                    statistics.median(times["after"]),
+                )
+                row = {
+                    "profile": profile,
+                    "model": label,
+                    "model_name": model,
+                    "num_heads": config.num_heads,
+                    "implementation": implementation,
+                    "threads": n_threads,
+                    "before_s": before,
+                    "after_s": after,
+                    "speedup": before / after,
+                    "before_times_s": times["before"],
+                    "after_times_s": times["after"],
+                    "train_gflops_per_step": flops / 1e9,
+                    "achieved_gflop_per_s": flops / after / 1e9,
+                    "max_relative_loss_difference": worst,
+                    "before_page_faults_per_step": statistics.median(faults["before"]),
+                    "after_page_faults_per_step": statistics.median(faults["after"]),
+                    "after_retains_freed_memory": after_info["retains_freed_memory"],
+                }
                 if ops is not None:
                     row["breakdown"] = ops
                 rows.append(row)
                 rates.append(matmul_rate(cpu, seconds=1.0))
-                progress(f"  {n_threads} thr {profile:5s} {label:22s} before {before:.3f} s  after {after:.3f} s  "
-                         f"x{before / after:.2f}  {row['achieved_gflop_per_s']:.1f} GFLOP/s  losses agree to {worst:.1e}")
+                progress(
+                    f"  {n_threads} thr {profile:5s} {label:22s} before {before:.3f} s  after {after:.3f} s  "
+                    f"x{before / after:.2f}  {row['achieved_gflop_per_s']:.1f} GFLOP/s  losses agree to {worst:.1e}"
+                )
             rate = max(rates)
             for row in rows:
                 row["matmul_gflop_per_s"] = rate
                 row["fraction_of_matmul_rate"] = row["achieved_gflop_per_s"] / rate
-                row["fraction_needed_for_2x"] = row["train_gflops_per_step"] / (row["before_s"] / 2) / rate
+                row["fraction_needed_for_2x"] = (
+                    row["train_gflops_per_step"] / (row["before_s"] / 2) / rate
+                )
             result["rows"] += rows
             with warnings.catch_warnings():
-                warnings.simplefilter("ignore", UserWarning)  # sparse CSR is a beta feature of torch
-                result.setdefault("sparse_dropout_correction", {})[str(n_threads)] = sparse_dropout_correction()
+                warnings.simplefilter(
+                    "ignore", UserWarning
+                )  # sparse CSR is a beta feature of torch
+                result.setdefault("sparse_dropout_correction", {})[str(n_threads)] = (
+                    sparse_dropout_correction()
+                )
             result.setdefault("matmul_gflop_per_s", {})[str(n_threads)] = rate
     finally:
         torch.set_num_threads(before_threads)
     return result
 
 
-COMPARISON_COLUMNS = ("profile", "model", "threads", "before s/step", "after s/step", "after ×", "GFLOP/step",
-                      "GFLOP/s", "% matmul", "2× needs", "losses agree")
+COMPARISON_COLUMNS = (
+    "profile",
+    "model",
+    "threads",
+    "before s/step",
+    "after s/step",
+    "after ×",
+    "GFLOP/step",
+    "GFLOP/s",
+    "% matmul",
+    "2× needs",
+    "losses agree",
+)
 
 
 def case_label(row: dict) -> str:
     """A row of :func:`compare_with_reference` as a reader names the case: "deep quadratic",
     "cpu learned_content", "deep quadratic, 16 heads" (heads named when not the paper's 9)."""
     heads = row.get("num_heads", 9)
-    return f"{row['profile']} {row['model_name']}" + ("" if heads == 9 else f", {heads} heads")
+    return f"{row['profile']} {row['model_name']}" + (
+        "" if heads == 9 else f", {heads} heads"
+    )
 
 
-def comparison_table(result: dict, columns: Sequence[str] = COMPARISON_COLUMNS) -> List[List[str]]:
+def comparison_table(
+    result: dict, columns: Sequence[str] = COMPARISON_COLUMNS
+) -> List[List[str]]:
     """Rows of formatted cells of :func:`compare_with_reference`'s result, for ``columns``."""
     out = []
     for r in result["rows"]:
-        cells = dict(zip(COMPARISON_COLUMNS, [
-            r["profile"], r["model"], str(r["threads"]), f"{r['before_s']:.3f}", f"{r['after_s']:.3f}",
-            f"{r['speedup']:.2f}", f"{r['train_gflops_per_step']:.1f}", f"{r['achieved_gflop_per_s']:.1f}",
-            f"{100 * r['fraction_of_matmul_rate']:.0f}%",
-            f"{100 * r['fraction_needed_for_2x']:.0f}%" if "fraction_needed_for_2x" in r else "",
-            f"{r['max_relative_loss_difference']:.0e}"]))
+        cells = dict(
+            zip(
+                COMPARISON_COLUMNS,
+                [
+                    r["profile"],
+                    r["model"],
+                    str(r["threads"]),
+                    f"{r['before_s']:.3f}",
+                    f"{r['after_s']:.3f}",
+                    f"{r['speedup']:.2f}",
+                    f"{r['train_gflops_per_step']:.1f}",
+                    f"{r['achieved_gflop_per_s']:.1f}",
+                    f"{100 * r['fraction_of_matmul_rate']:.0f}%",
+                    f"{100 * r['fraction_needed_for_2x']:.0f}%"
+                    if "fraction_needed_for_2x" in r
+                    else "",
+                    f"{r['max_relative_loss_difference']:.0e}",
+                ],
+            )
+        )
         out.append([cells[c] for c in columns])
     return out
 
@@ -743,58 +1097,104 @@ def book_run_hours(result: dict, runs_root, threads: int = 1) -> List[dict]:
     (training and evaluation, on whatever the machine was doing then)."""
     from pathlib import Path
 
-    measured = {(r["profile"], r["model_name"], r["num_heads"]): r for r in result["rows"] if r["threads"] == threads}
+    measured = {
+        (r["profile"], r["model_name"], r["num_heads"]): r
+        for r in result["rows"]
+        if r["threads"] == threads
+    }
     out = []
     root = Path(runs_root)
     for path in sorted(root.rglob("history.json")):
         history = json.loads(path.read_text())
         config = history["config"]
         model = config["model"]
-        if model == "resnet18" or "heads_per_layer" in history:  # no heads / pruned heads: not a measured case
+        if (
+            model == "resnet18" or "heads_per_layer" in history
+        ):  # no heads / pruned heads: not a measured case
             continue
-        heads = config.get("model_overrides", {}).get("num_heads") or paper_model_config(model).num_heads
+        heads = (
+            config.get("model_overrides", {}).get("num_heads")
+            or paper_model_config(model).num_heads
+        )
         row = measured.get((config.get("profile"), model, heads))
         if row is None:
             continue
         epochs, steps = config["epochs"], history["steps_per_epoch"]
         recorded = sum(e.get("seconds", 0.0) for e in history["epochs"])
-        out.append({"run": path.parent.relative_to(root).as_posix(), "epochs": epochs, "steps_per_epoch": steps,
-                    "before_hours": epochs * steps * row["before_s"] / 3600,
-                    "after_hours": epochs * steps * row["after_s"] / 3600,
-                    "recorded_hours": recorded / 3600 if recorded else float("nan")})
+        out.append(
+            {
+                "run": path.parent.relative_to(root).as_posix(),
+                "epochs": epochs,
+                "steps_per_epoch": steps,
+                "before_hours": epochs * steps * row["before_s"] / 3600,
+                "after_hours": epochs * steps * row["after_s"] / 3600,
+                "recorded_hours": recorded / 3600 if recorded else float("nan"),
+            }
+        )
     return out
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m attnconv.bench", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m attnconv.bench", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--preset", choices=sorted(PRESETS), default="paper")
-    parser.add_argument("--models", nargs="+", help="subset of quadratic, generalized, learned")
+    parser.add_argument(
+        "--models", nargs="+", help="subset of quadratic, generalized, learned"
+    )
     parser.add_argument("--implementations", nargs="+", choices=IMPLEMENTATIONS)
-    parser.add_argument("--grid-sizes", nargs="*", type=int, help="token grid sides for the sweep (empty: none)")
+    parser.add_argument(
+        "--grid-sizes",
+        nargs="*",
+        type=int,
+        help="token grid sides for the sweep (empty: none)",
+    )
     parser.add_argument("--batch-size", type=int)
     parser.add_argument("--repeats", type=int)
     parser.add_argument("--device", help="cpu or cuda (default: cuda when available)")
     parser.add_argument("--out", help="write the results as JSON here")
-    parser.add_argument("--compare-with", metavar="CHECKOUT",
-                        help="instead: time the book's deep and cpu training cases against the attnconv of this "
-                             "checkout (e.g. a git worktree of an older commit), side by side")
-    parser.add_argument("--threads", nargs="+", type=int, default=[1, 2], help="thread counts for --compare-with")
+    parser.add_argument(
+        "--compare-with",
+        metavar="CHECKOUT",
+        help="instead: time the book's deep and cpu training cases against the attnconv of this "
+        "checkout (e.g. a git worktree of an older commit), side by side",
+    )
+    parser.add_argument(
+        "--threads",
+        nargs="+",
+        type=int,
+        default=[1, 2],
+        help="thread counts for --compare-with",
+    )
     args = parser.parse_args(argv)
     if args.compare_with:
         try:
             load_reference(args.compare_with)
         except FileNotFoundError as err:
             parser.exit(2, f"error: {err}\n")
-        result = compare_with_reference(args.compare_with, threads=args.threads, repeats=args.repeats or 7)
-        print("\n".join(_text_table(COMPARISON_COLUMNS, comparison_table(result), left=2)))
+        result = compare_with_reference(
+            args.compare_with, threads=args.threads, repeats=args.repeats or 7
+        )
+        print(
+            "\n".join(_text_table(COMPARISON_COLUMNS, comparison_table(result), left=2))
+        )
         if args.out:
             with open(args.out, "w") as f:
                 json.dump(result, f, indent=1)
             print(f"saved {args.out}")
         return 0
     settings = PRESETS[args.preset]
-    changes = {k: v for k, v in dict(models=args.models, implementations=args.implementations, grid_sizes=args.grid_sizes,
-                                     batch_size=args.batch_size, repeats=args.repeats).items() if v is not None}
+    changes = {
+        k: v
+        for k, v in dict(
+            models=args.models,
+            implementations=args.implementations,
+            grid_sizes=args.grid_sizes,
+            batch_size=args.batch_size,
+            repeats=args.repeats,
+        ).items()
+        if v is not None
+    }
     settings = replace(settings, **changes)
     result = run_benchmark(settings, torch.device(args.device) if args.device else None)
     print(format_table(result))

@@ -18,6 +18,7 @@ Pre-processing as in the authors' code (epfml/attention-cnn): normalisation with
 (0.4914, 0.4822, 0.4465) and std (0.2023, 0.1994, 0.2010); training augmentation by a random
 32×32 crop of the image zero-padded by 4 pixels, then a random horizontal flip.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -52,7 +53,16 @@ __all__ = [
 CIFAR10_MEAN = (0.4914, 0.4822, 0.4465)
 CIFAR10_STD = (0.2023, 0.1994, 0.2010)
 CIFAR10_CLASSES = (
-    "airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck",
+    "airplane",
+    "automobile",
+    "bird",
+    "cat",
+    "deer",
+    "dog",
+    "frog",
+    "horse",
+    "ship",
+    "truck",
 )
 SAMPLE_PATH = Path(__file__).resolve().parents[1] / "data" / "cifar10-sample.npz"
 
@@ -80,32 +90,52 @@ class CifarData:
         for name in ("x_train", "x_test"):
             x = getattr(self, name)
             if x.ndim != 4 or x.shape[1] != 3 or x.dtype != torch.uint8:
-                raise ValueError(f"{name} must be a uint8 (N, 3, H, W) tensor, got {x.dtype} {tuple(x.shape)}")
-        if len(self.x_train) != len(self.y_train) or len(self.x_test) != len(self.y_test):
+                raise ValueError(
+                    f"{name} must be a uint8 (N, 3, H, W) tensor, got {x.dtype} {tuple(x.shape)}"
+                )
+        if len(self.x_train) != len(self.y_train) or len(self.x_test) != len(
+            self.y_test
+        ):
             raise ValueError("images and labels differ in length")
 
-    def subset(self, train: Optional[int] = None, test: Optional[int] = None) -> "CifarData":
+    def subset(
+        self, train: Optional[int] = None, test: Optional[int] = None
+    ) -> "CifarData":
         """The first ``train`` training and ``test`` test images (all when ``None``)."""
         for n in (train, test):
             if n is not None and n < 1:
                 raise ValueError(f"subset sizes must be >= 1, got {n}")
         return CifarData(
-            self.x_train[:train], self.y_train[:train], self.x_test[:test], self.y_test[:test],
-            self.classes, self.source, self.note,
+            self.x_train[:train],
+            self.y_train[:train],
+            self.x_test[:test],
+            self.y_test[:test],
+            self.classes,
+            self.source,
+            self.note,
         )
 
     def to(self, device) -> "CifarData":
         """The same data on ``device`` (still ``uint8``)."""
         return CifarData(
-            self.x_train.to(device), self.y_train.to(device), self.x_test.to(device), self.y_test.to(device),
-            self.classes, self.source, self.note,
+            self.x_train.to(device),
+            self.y_train.to(device),
+            self.x_test.to(device),
+            self.y_test.to(device),
+            self.classes,
+            self.source,
+            self.note,
         )
 
 
 def default_data_root() -> Path:
     """``$ATTNCONV_DATA_ROOT`` if set, else ``~/.cache/attnconv/cifar10``."""
     env = os.environ.get("ATTNCONV_DATA_ROOT")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "attnconv" / "cifar10"
+    return (
+        Path(env).expanduser()
+        if env
+        else Path.home() / ".cache" / "attnconv" / "cifar10"
+    )
 
 
 def _hwc_to_tensor(x: np.ndarray) -> torch.Tensor:
@@ -122,9 +152,12 @@ def load_cifar10_sample(path=None) -> CifarData:
         raise FileNotFoundError(f"CIFAR-10 sample not found at {path}")
     with np.load(path, allow_pickle=False) as d:
         data = CifarData(
-            _hwc_to_tensor(d["x_train"]), torch.from_numpy(d["y_train"].astype(np.int64)),
-            _hwc_to_tensor(d["x_test"]), torch.from_numpy(d["y_test"].astype(np.int64)),
-            tuple(str(c) for c in d["classes"]), "sample",
+            _hwc_to_tensor(d["x_train"]),
+            torch.from_numpy(d["y_train"].astype(np.int64)),
+            _hwc_to_tensor(d["x_test"]),
+            torch.from_numpy(d["y_test"].astype(np.int64)),
+            tuple(str(c) for c in d["classes"]),
+            "sample",
         )
     data.note = (
         f"Data: the bundled CIFAR-10 sample ({len(data.x_train):,} training / {len(data.x_test):,} test "
@@ -152,18 +185,29 @@ def load_cifar10_full(root=None, download: bool = True) -> CifarData:
                 with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
                     sets[train] = CIFAR10(str(root), train=train, download=True)
             except Exception as e:  # no network, disk full, corrupt archive ...
-                raise RuntimeError(f"could not download CIFAR-10 into {root}: {type(e).__name__}: {e}") from e
+                raise RuntimeError(
+                    f"could not download CIFAR-10 into {root}: {type(e).__name__}: {e}"
+                ) from e
     tr, te = sets[True], sets[False]
     data = CifarData(
-        _hwc_to_tensor(tr.data), torch.as_tensor(tr.targets, dtype=torch.int64),
-        _hwc_to_tensor(te.data), torch.as_tensor(te.targets, dtype=torch.int64),
-        tuple(tr.classes), "full",
+        _hwc_to_tensor(tr.data),
+        torch.as_tensor(tr.targets, dtype=torch.int64),
+        _hwc_to_tensor(te.data),
+        torch.as_tensor(te.targets, dtype=torch.int64),
+        tuple(tr.classes),
+        "full",
     )
     data.note = f"Data: the full CIFAR-10 ({len(data.x_train):,} training / {len(data.x_test):,} test images) from {root}."
     return data
 
 
-def load_cifar10(source: str = "auto", root=None, download: bool = True, sample_path=None, verbose: bool = True) -> CifarData:
+def load_cifar10(
+    source: str = "auto",
+    root=None,
+    download: bool = True,
+    sample_path=None,
+    verbose: bool = True,
+) -> CifarData:
     """Load CIFAR-10 and print one line saying which data the run uses.
 
     Args:
@@ -195,7 +239,9 @@ def load_cifar10(source: str = "auto", root=None, download: bool = True, sample_
             reasons.append(f"bundled sample: {e}")
     if data is None:
         raise DataUnavailableError(
-            "No CIFAR-10 data could be loaded (" + "; ".join(reasons) + "). Either put the "
+            "No CIFAR-10 data could be loaded ("
+            + "; ".join(reasons)
+            + "). Either put the "
             "torchvision copy of CIFAR-10 (the folder 'cifar-10-batches-py') under the data root "
             f"({root or default_data_root()}; pass --data-root or set ATTNCONV_DATA_ROOT), allow a "
             "download from a machine with internet access, or reinstall attnconv so that its bundled "
@@ -228,12 +274,16 @@ def augmentation_draws(batch: int, generator: torch.Generator, padding: int = 4)
     if batch < 0 or padding < 0:
         raise ValueError("batch and padding must be >= 0")
     dev = generator.device
-    offsets = torch.randint(0, 2 * padding + 1, (batch, 2), generator=generator, device=dev)
+    offsets = torch.randint(
+        0, 2 * padding + 1, (batch, 2), generator=generator, device=dev
+    )
     flips = torch.rand(batch, generator=generator, device=dev) < 0.5
     return offsets, flips
 
 
-def crop_flip(x: torch.Tensor, offsets: torch.Tensor, flips: torch.Tensor, padding: int = 4) -> torch.Tensor:
+def crop_flip(
+    x: torch.Tensor, offsets: torch.Tensor, flips: torch.Tensor, padding: int = 4
+) -> torch.Tensor:
     """Crop each image of ``x`` ``(B, C, H, W)`` at ``offsets`` from its zero-padded copy, then mirror
     where ``flips``: ``out[b, :, r, s] = pad(x)[b, :, i_b + r, j_b + s']`` with s' = s or W−1−s."""
     if x.ndim != 4:
@@ -254,7 +304,9 @@ def crop_flip(x: torch.Tensor, offsets: torch.Tensor, flips: torch.Tensor, paddi
     return out.permute(0, 3, 1, 2).contiguous()
 
 
-def random_crop_flip(x: torch.Tensor, generator: torch.Generator, padding: int = 4) -> torch.Tensor:
+def random_crop_flip(
+    x: torch.Tensor, generator: torch.Generator, padding: int = 4
+) -> torch.Tensor:
     """Random crop with zero padding ``padding`` and random horizontal flip of a batch ``(B, 3, 32, 32)``
     (any dtype; applied before normalisation, so the padding is black as in torchvision's
     ``RandomCrop(32, padding=4)``), on the batch's own device. Random numbers come from
@@ -264,7 +316,11 @@ def random_crop_flip(x: torch.Tensor, generator: torch.Generator, padding: int =
 
 
 def iterate_batches(
-    n: int, batch_size: int, generator: Optional[torch.Generator] = None, shuffle: bool = True, drop_last: bool = False
+    n: int,
+    batch_size: int,
+    generator: Optional[torch.Generator] = None,
+    shuffle: bool = True,
+    drop_last: bool = False,
 ) -> Iterator[torch.Tensor]:
     """Index batches over ``range(n)``: a permutation drawn from ``generator`` when ``shuffle``."""
     if n < 0 or batch_size < 1:
@@ -272,4 +328,4 @@ def iterate_batches(
     order = torch.randperm(n, generator=generator) if shuffle else torch.arange(n)
     stop = n - n % batch_size if drop_last else n
     for start in range(0, stop, batch_size):
-        yield order[start:start + batch_size]
+        yield order[start : start + batch_size]

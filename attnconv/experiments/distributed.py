@@ -37,6 +37,7 @@ mid-epoch checkpoint and exit with :data:`EXIT_PREEMPTED`; a rank that dies make
 operations of the others fail (gloo at once, NCCL at the process-group timeout), and they exit
 with :data:`EXIT_PEER_LOST` and one line saying what was kept.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -100,7 +101,9 @@ class DistContext:
     device: torch.device
     backend: str
     timeout_seconds: float
-    sync_group: Optional[object] = None  # process group of the CPU batch-norm synchronisation
+    sync_group: Optional[object] = (
+        None  # process group of the CPU batch-norm synchronisation
+    )
 
     @property
     def is_writer(self) -> bool:
@@ -127,11 +130,13 @@ def check_world_size(batch_size: int, world_size: int) -> None:
         raise DistributedSetupError(
             f"{world_size} processes do not divide the global batch of {batch_size} images; the batch stays the "
             f"paper's, so use a number of processes that divides it ({', '.join(map(str, divisors[:12]))}"
-            f"{', …' if len(divisors) > 12 else ''}).")
+            f"{', …' if len(divisors) > 12 else ''})."
+        )
 
 
-def init_from_environment(device_name: Optional[str] = None,
-                          timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS) -> Optional[DistContext]:
+def init_from_environment(
+    device_name: Optional[str] = None, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
+) -> Optional[DistContext]:
     """Join the process group torchrun described in the environment; ``None`` when there is one process.
 
     The device is ``cuda:LOCAL_RANK`` when CUDA is available and ``device_name`` does not ask for the
@@ -151,8 +156,12 @@ def init_from_environment(device_name: Optional[str] = None,
     timeout = datetime.timedelta(seconds=timeout_seconds)
     kwargs = {"device_id": device} if backend == "nccl" else {}
     dist.init_process_group(backend, timeout=timeout, **kwargs)
-    sync_group = dist.new_group(backend="gloo", timeout=timeout) if backend == "gloo" else None
-    return DistContext(rank, world, local_rank, device, backend, timeout_seconds, sync_group)
+    sync_group = (
+        dist.new_group(backend="gloo", timeout=timeout) if backend == "gloo" else None
+    )
+    return DistContext(
+        rank, world, local_rank, device, backend, timeout_seconds, sync_group
+    )
 
 
 def shard_bounds(n: int, rank: int, world_size: int) -> Tuple[int, int]:
@@ -175,7 +184,10 @@ def sum_over_ranks(t: torch.Tensor) -> torch.Tensor:
     """``t`` summed over all ranks, in place (a :class:`PeerLostError` when a rank is gone)."""
     try:
         dist.all_reduce(t)
-    except (RuntimeError, dist.DistError) as e:  # gloo: connection closed / timeout; NCCL: watchdog
+    except (
+        RuntimeError,
+        dist.DistError,
+    ) as e:  # gloo: connection closed / timeout; NCCL: watchdog
         raise PeerLostError(_first_line(e)) from None
     return t
 
@@ -219,7 +231,9 @@ def _first_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {text[0][:200] if text else 'no details'}"
 
 
-def sum_gradients_hook(process_group, bucket):  # no annotations: DDP checks them against its own classes
+def sum_gradients_hook(
+    process_group, bucket
+):  # no annotations: DDP checks them against its own classes
     """DDP communication hook: the gradients *summed* over ranks (DDP's default averages them).
     With each rank's loss = (sum of its samples' losses) / global batch, the sum is the gradient
     of the single-process mean loss."""
@@ -264,7 +278,9 @@ class CpuSyncBatchNorm(nn.BatchNorm2d):
             return super().forward(x)
         group = self.group if self.group is not None else dist.group.WORLD
         dims = (0, 2, 3)
-        count = torch.tensor([float(x.shape[0] * x.shape[2] * x.shape[3])], dtype=torch.float64)
+        count = torch.tensor(
+            [float(x.shape[0] * x.shape[2] * x.shape[3])], dtype=torch.float64
+        )
         try:
             dist.all_reduce(count, group=group)
             n = float(count.item())
@@ -276,9 +292,15 @@ class CpuSyncBatchNorm(nn.BatchNorm2d):
         if self.track_running_stats:
             with torch.no_grad():
                 self.num_batches_tracked.add_(1)
-                m = self.momentum if self.momentum is not None else 1.0 / float(self.num_batches_tracked)
+                m = (
+                    self.momentum
+                    if self.momentum is not None
+                    else 1.0 / float(self.num_batches_tracked)
+                )
                 self.running_mean.mul_(1 - m).add_(mean.detach(), alpha=m)
-                self.running_var.mul_(1 - m).add_(var.detach() * (n / max(n - 1.0, 1.0)), alpha=m)
+                self.running_var.mul_(1 - m).add_(
+                    var.detach() * (n / max(n - 1.0, 1.0)), alpha=m
+                )
         y = centered * torch.rsqrt(var + self.eps)[None, :, None, None]
         if self.affine:
             y = y * self.weight[None, :, None, None] + self.bias[None, :, None, None]
@@ -292,9 +314,17 @@ def convert_sync_batchnorm(model: nn.Module, ctx: DistContext) -> nn.Module:
         return nn.SyncBatchNorm.convert_sync_batchnorm(model)
 
     def convert(module: nn.Module) -> nn.Module:
-        if isinstance(module, nn.BatchNorm2d) and not isinstance(module, CpuSyncBatchNorm):
-            new = CpuSyncBatchNorm(module.num_features, module.eps, module.momentum, module.affine,
-                                   module.track_running_stats, group=ctx.sync_group)
+        if isinstance(module, nn.BatchNorm2d) and not isinstance(
+            module, CpuSyncBatchNorm
+        ):
+            new = CpuSyncBatchNorm(
+                module.num_features,
+                module.eps,
+                module.momentum,
+                module.affine,
+                module.track_running_stats,
+                group=ctx.sync_group,
+            )
             new.load_state_dict(module.state_dict())
             new.train(module.training)
             return new
@@ -305,21 +335,29 @@ def convert_sync_batchnorm(model: nn.Module, ctx: DistContext) -> nn.Module:
     return convert(model)
 
 
-def wrap_model(model: nn.Module, ctx: DistContext, sync_batchnorm: bool = True) -> nn.Module:
+def wrap_model(
+    model: nn.Module, ctx: DistContext, sync_batchnorm: bool = True
+) -> nn.Module:
     """``model`` (already on ``ctx.device``) in DistributedDataParallel with the summing hook, its
     batch norms synchronised when ``sync_batchnorm``. Without synchronisation every rank's running
     statistics are rank 0's (DDP broadcasts them at each forward)."""
     from torch.nn.parallel import DistributedDataParallel
 
-    has_bn = any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in model.modules())
+    has_bn = any(
+        isinstance(m, nn.modules.batchnorm._BatchNorm) for m in model.modules()
+    )
     if sync_batchnorm and has_bn:
         model = convert_sync_batchnorm(model, ctx)
     import inspect
 
     ids = [ctx.device.index] if ctx.device.type == "cuda" else None
     sync_buffers = has_bn and not sync_batchnorm
-    name = ("forward_sync_buffers" if "forward_sync_buffers" in inspect.signature(DistributedDataParallel).parameters
-            else "broadcast_buffers")  # the newer name of the same switch
+    name = (
+        "forward_sync_buffers"
+        if "forward_sync_buffers"
+        in inspect.signature(DistributedDataParallel).parameters
+        else "broadcast_buffers"
+    )  # the newer name of the same switch
     ddp = DistributedDataParallel(model, device_ids=ids, **{name: sync_buffers})
     ddp.register_comm_hook(None, sum_gradients_hook)
     return ddp

@@ -18,6 +18,7 @@ Both ways are provided, per image:
 Not counted by either: normalisation, activations, softmax, pooling, biases, and the position-only
 scores v_hᵀ r_δ, which do not depend on the image (computed once per batch, ≤ N_h·T·T·5 MACs).
 """
+
 from __future__ import annotations
 
 import math
@@ -28,11 +29,10 @@ import torch
 from torch import nn
 
 from ..core.attention import MultiHeadSelfAttention
-from .paper_numbers import PAPER_FLOPS
 from .models import ResNetConfig, SelfAttentionConfig, build_model, paper_model_config
+from .paper_numbers import PAPER_FLOPS
 
 __all__ = ["MacCount", "count_macs", "analytic_macs", "PAPER_FLOPS", "flops_table"]
-
 
 
 @dataclass
@@ -42,7 +42,9 @@ class MacCount:
     linear: int = 0  # nn.Linear layers (incl. the attention's own projections)
     conv: int = 0  # nn.Conv2d layers
     attention_apply: int = 0  # softmax(A_h) · values, N_h·T_q·T_k·D_h per layer
-    attention_scores: int = 0  # content terms of eq. (8): q·k (N_h·T_q·T_k·D_h), key bias, q·r
+    attention_scores: int = (
+        0  # content terms of eq. (8): q·k (N_h·T_q·T_k·D_h), key bias, q·r
+    )
 
     @property
     def dense(self) -> int:
@@ -68,11 +70,17 @@ class MacCount:
         return 2 * self.total
 
     def __add__(self, other: "MacCount") -> "MacCount":
-        return MacCount(self.linear + other.linear, self.conv + other.conv,
-                        self.attention_apply + other.attention_apply, self.attention_scores + other.attention_scores)
+        return MacCount(
+            self.linear + other.linear,
+            self.conv + other.conv,
+            self.attention_apply + other.attention_apply,
+            self.attention_scores + other.attention_scores,
+        )
 
 
-def _attention_macs(att: MultiHeadSelfAttention, batch: int, spatial: Sequence[int]) -> MacCount:
+def _attention_macs(
+    att: MultiHeadSelfAttention, batch: int, spatial: Sequence[int]
+) -> MacCount:
     """MACs of one call of ``att`` on ``batch`` images of grid ``spatial`` (dense attention): the
     probabilities times the values, the content scores, and the merging Linear W_out (which the
     layer applies through its weight, not by calling the module)."""
@@ -89,11 +97,17 @@ def _attention_macs(att: MultiHeadSelfAttention, batch: int, spatial: Sequence[i
         dp = att.encoding.dim
         scores += nh * t_q * dh * dp + nh * t_q * t_k * dp
     merge = t_q * nh * dh * att.out_channels
-    return MacCount(linear=batch * merge, attention_apply=batch * nh * t_q * t_k * dh, attention_scores=batch * scores)
+    return MacCount(
+        linear=batch * merge,
+        attention_apply=batch * nh * t_q * t_k * dh,
+        attention_scores=batch * scores,
+    )
 
 
 @torch.no_grad()
-def count_macs(model: nn.Module, images: Optional[torch.Tensor] = None, batch: int = 1) -> MacCount:
+def count_macs(
+    model: nn.Module, images: Optional[torch.Tensor] = None, batch: int = 1
+) -> MacCount:
     """MACs per image of one forward pass, measured while the model runs.
 
     Forward hooks on every ``nn.Linear`` and ``nn.Conv2d``; every attention layer's
@@ -117,7 +131,9 @@ def count_macs(model: nn.Module, images: Optional[torch.Tensor] = None, batch: i
 
     def on_conv(m: nn.Conv2d, inputs, output):
         kh, kw = m.kernel_size
-        total[0] = total[0] + MacCount(conv=output.numel() * (m.in_channels // m.groups) * kh * kw)
+        total[0] = total[0] + MacCount(
+            conv=output.numel() * (m.in_channels // m.groups) * kh * kw
+        )
 
     def wrap(att: MultiHeadSelfAttention):
         inner = type(att).forward_tokens.__get__(att)
@@ -157,8 +173,11 @@ def count_macs(model: nn.Module, images: Optional[torch.Tensor] = None, batch: i
     return c
 
 
-def analytic_macs(config: Union[SelfAttentionConfig, ResNetConfig], heads_per_layer: Optional[Sequence[int]] = None,
-                  implementation: str = "dense") -> MacCount:
+def analytic_macs(
+    config: Union[SelfAttentionConfig, ResNetConfig],
+    heads_per_layer: Optional[Sequence[int]] = None,
+    implementation: str = "dense",
+) -> MacCount:
     """Closed-form MACs per image of a model config (``heads_per_layer`` for a pruned model).
 
     ``implementation="local"`` counts the attention of axis-aligned Gaussian heads as
@@ -187,9 +206,15 @@ def analytic_macs(config: Union[SelfAttentionConfig, ResNetConfig], heads_per_la
     if not isinstance(config, SelfAttentionConfig):
         raise TypeError(f"not a model config: {type(config).__name__}")
     t, d, i = config.num_tokens, config.hidden_size, config.intermediate_size
-    heads = [config.num_heads] * config.num_layers if heads_per_layer is None else list(heads_per_layer)
+    heads = (
+        [config.num_heads] * config.num_layers
+        if heads_per_layer is None
+        else list(heads_per_layer)
+    )
     if len(heads) != config.num_layers:
-        raise ValueError(f"heads_per_layer needs {config.num_layers} entries, got {len(heads)}")
+        raise ValueError(
+            f"heads_per_layer needs {config.num_layers} entries, got {len(heads)}"
+        )
     linear = t * config.token_channels * d + d * config.num_classes
     apply = scores = 0
     for nh in heads:
@@ -215,12 +240,14 @@ def flops_table(use_hooks: bool = True) -> List[dict]:
                 c = count_macs(build_model(cfg))
         else:
             c = analytic_macs(cfg)
-        rows.append({
-            "model": name,
-            "paper": PAPER_FLOPS[name],
-            "ours_paper_way_gflops": c.paper_flops / 1e9,
-            "ours_with_attention_gflops": c.flops_with_attention / 1e9,
-            "attention_gmacs": c.attention / 1e9,
-            "dense_gmacs": c.dense / 1e9,
-        })
+        rows.append(
+            {
+                "model": name,
+                "paper": PAPER_FLOPS[name],
+                "ours_paper_way_gflops": c.paper_flops / 1e9,
+                "ours_with_attention_gflops": c.flops_with_attention / 1e9,
+                "attention_gmacs": c.attention / 1e9,
+                "dense_gmacs": c.dense / 1e9,
+            }
+        )
     return rows

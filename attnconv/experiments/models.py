@@ -19,20 +19,24 @@ ResNet18 (:class:`ResNet`): the CIFAR variant (3×3 stride-1 stem, no max-pool).
 Parameter counts at paper size (tested exactly): quadratic 12,086,844; generalized 12,087,006;
 learned 12,278,682; generalized with 15 heads pruned 9,686,916; ResNet18 11,173,962.
 """
+
 from __future__ import annotations
 
-import math
-from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Dict, List, Optional, Tuple, Union
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .paper_numbers import PAPER_PARAMETERS
 from ..core.attention import MultiHeadSelfAttention2d, ScoreTerms
-from ..core.encodings import GeneralizedQuadraticEncoding, LearnedRelativeEncoding, QuadraticEncoding
+from ..core.encodings import (
+    GeneralizedQuadraticEncoding,
+    LearnedRelativeEncoding,
+    QuadraticEncoding,
+)
 from ..core.grid import relative_shifts
+from .paper_numbers import PAPER_PARAMETERS
 
 __all__ = [
     "MODEL_NAMES",
@@ -78,23 +82,43 @@ class SelfAttentionConfig:
     layer_norm_eps: float = 1e-12
     center_init_std: float = 2.0  # Δ ~ N(0, 2²) per coordinate
     spread_init_std: float = 0.01  # s = 1 + N(0, 0.01²); M = I + N(0, 0.01²) per entry
-    learned_max_shift: Optional[int] = None  # default: tokens per side − 1 (15 at paper size)
+    learned_max_shift: Optional[int] = (
+        None  # default: tokens per side − 1 (15 at paper size)
+    )
     qk_bias: bool = True  # biases of the query/key Linear(400 → 3600) when ``content``
-    attention_implementation: str = "dense"  # or "local" (Gaussian position-only heads, attnconv.core.local)
+    attention_implementation: str = (
+        "dense"  # or "local" (Gaussian position-only heads, attnconv.core.local)
+    )
 
     def __post_init__(self):
         if self.encoding not in ENCODINGS:
-            raise ValueError(f"encoding must be one of {ENCODINGS}, got {self.encoding!r}")
-        for name in ("hidden_size", "intermediate_size", "num_layers", "num_heads", "downsample", "num_classes"):
+            raise ValueError(
+                f"encoding must be one of {ENCODINGS}, got {self.encoding!r}"
+            )
+        for name in (
+            "hidden_size",
+            "intermediate_size",
+            "num_layers",
+            "num_heads",
+            "downsample",
+            "num_classes",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.image_size % self.downsample:
-            raise ValueError(f"image_size {self.image_size} is not divisible by downsample {self.downsample}")
+            raise ValueError(
+                f"image_size {self.image_size} is not divisible by downsample {self.downsample}"
+            )
         for name in ("hidden_dropout", "attention_dropout"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise ValueError(f"{name} must be in [0, 1)")
-        if self.learned_max_shift is not None and self.learned_max_shift < self.tokens_per_side - 1:
-            raise ValueError(f"learned_max_shift must be >= {self.tokens_per_side - 1} for a {self.grid} grid")
+        if (
+            self.learned_max_shift is not None
+            and self.learned_max_shift < self.tokens_per_side - 1
+        ):
+            raise ValueError(
+                f"learned_max_shift must be >= {self.tokens_per_side - 1} for a {self.grid} grid"
+            )
 
     @property
     def tokens_per_side(self) -> int:
@@ -106,15 +130,19 @@ class SelfAttentionConfig:
 
     @property
     def num_tokens(self) -> int:
-        return self.tokens_per_side ** 2
+        return self.tokens_per_side**2
 
     @property
     def token_channels(self) -> int:
-        return self.in_channels * self.downsample ** 2
+        return self.in_channels * self.downsample**2
 
     @property
     def max_shift(self) -> int:
-        return self.tokens_per_side - 1 if self.learned_max_shift is None else self.learned_max_shift
+        return (
+            self.tokens_per_side - 1
+            if self.learned_max_shift is None
+            else self.learned_max_shift
+        )
 
 
 @dataclass
@@ -129,7 +157,9 @@ class ResNetConfig:
     def __post_init__(self):
         self.num_blocks, self.widths = tuple(self.num_blocks), tuple(self.widths)
         if len(self.num_blocks) != len(self.widths) or not self.widths:
-            raise ValueError("num_blocks and widths must have the same, non-zero length")
+            raise ValueError(
+                "num_blocks and widths must have the same, non-zero length"
+            )
 
 
 ModelConfig = Union[SelfAttentionConfig, ResNetConfig]
@@ -154,7 +184,10 @@ def model_config_to_dict(config: ModelConfig) -> dict:
     """A JSON-ready dict with a ``kind`` tag (inverse: :func:`model_config_from_dict`)."""
     kind = "resnet" if isinstance(config, ResNetConfig) else "self_attention"
     d = asdict(config)
-    return {"kind": kind, **{k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}}
+    return {
+        "kind": kind,
+        **{k: list(v) if isinstance(v, tuple) else v for k, v in d.items()},
+    }
 
 
 def model_config_from_dict(d: dict) -> ModelConfig:
@@ -179,7 +212,11 @@ def space_to_depth(x: torch.Tensor, factor: int) -> torch.Tensor:
     if factor < 1 or h % factor or w % factor:
         raise ValueError(f"factor {factor} must divide the image size {h}×{w}")
     f = factor
-    return x.view(b, c, h // f, f, w // f, f).permute(0, 2, 4, 3, 5, 1).reshape(b, h // f, w // f, f * f * c)
+    return (
+        x.view(b, c, h // f, f, w // f, f)
+        .permute(0, 2, 4, 3, 5, 1)
+        .reshape(b, h // f, w // f, f * f * c)
+    )
 
 
 def depth_to_space(t: torch.Tensor, factor: int) -> torch.Tensor:
@@ -191,7 +228,11 @@ def depth_to_space(t: torch.Tensor, factor: int) -> torch.Tensor:
     if f < 1 or k % (f * f):
         raise ValueError(f"channel count {k} is not a multiple of factor² = {f * f}")
     c = k // (f * f)
-    return t.view(b, hp, wp, f, f, c).permute(0, 5, 1, 3, 2, 4).reshape(b, c, hp * f, wp * f)
+    return (
+        t.view(b, hp, wp, f, f, c)
+        .permute(0, 5, 1, 3, 2, 4)
+        .reshape(b, c, hp * f, wp * f)
+    )
 
 
 # --------------------------------------------------------------------------- encodings
@@ -204,11 +245,15 @@ def _make_encoding(cfg: SelfAttentionConfig, num_heads: int) -> nn.Module:
         if cfg.encoding == "quadratic":
             centers = torch.randn(num_heads, 2) * cfg.center_init_std
             s = 1.0 + cfg.spread_init_std * torch.randn(num_heads)
-            enc = QuadraticEncoding(num_heads, centers=centers, parametrization="spread", spread=s)
+            enc = QuadraticEncoding(
+                num_heads, centers=centers, parametrization="spread", spread=s
+            )
         elif cfg.encoding == "generalized":
             centers = torch.randn(num_heads, 2) * cfg.center_init_std
             m = torch.eye(2) + cfg.spread_init_std * torch.randn(num_heads, 2, 2)
-            enc = GeneralizedQuadraticEncoding(num_heads, centers=centers, inv_sqrt_sigma=m)
+            enc = GeneralizedQuadraticEncoding(
+                num_heads, centers=centers, inv_sqrt_sigma=m
+            )
         else:
             enc = LearnedRelativeEncoding(num_heads, 2 * cfg.hidden_size, cfg.max_shift)
     return enc.to(target)
@@ -228,7 +273,9 @@ class SelfAttentionLayer(nn.Module):
         super().__init__()
         d = cfg.hidden_size
         self.config = cfg
-        self.attention: Optional[MultiHeadSelfAttention2d] = self.make_attention(cfg, cfg.num_heads)
+        self.attention: Optional[MultiHeadSelfAttention2d] = self.make_attention(
+            cfg, cfg.num_heads
+        )
         self.attention_bias: Optional[nn.Parameter] = None
         self.attention_dense = nn.Linear(d, d)
         self.attention_norm = nn.LayerNorm(d, eps=cfg.layer_norm_eps)
@@ -238,11 +285,22 @@ class SelfAttentionLayer(nn.Module):
         self.dropout = nn.Dropout(cfg.hidden_dropout)
 
     @staticmethod
-    def make_attention(cfg: SelfAttentionConfig, num_heads: int) -> MultiHeadSelfAttention2d:
-        terms = ScoreTerms(True, False, False, True) if cfg.content else ScoreTerms.position_only_terms()
+    def make_attention(
+        cfg: SelfAttentionConfig, num_heads: int
+    ) -> MultiHeadSelfAttention2d:
+        terms = (
+            ScoreTerms(True, False, False, True)
+            if cfg.content
+            else ScoreTerms.position_only_terms()
+        )
         return MultiHeadSelfAttention2d(
-            cfg.hidden_size, num_heads, encoding=_make_encoding(cfg, num_heads), terms=terms,
-            qkv_bias=cfg.qk_bias, value_projection=False, attention_dropout=cfg.attention_dropout,
+            cfg.hidden_size,
+            num_heads,
+            encoding=_make_encoding(cfg, num_heads),
+            terms=terms,
+            qkv_bias=cfg.qk_bias,
+            value_projection=False,
+            attention_dropout=cfg.attention_dropout,
             implementation=cfg.attention_implementation,
         )
 
@@ -259,7 +317,9 @@ class SelfAttentionLayer(nn.Module):
 
     def forward(self, x: torch.Tensor, grid: Tuple[int, int]) -> torch.Tensor:
         """One layer on tokens ``(T, B, D)`` (the layout of ``MultiHeadSelfAttention.forward_tokens``)."""
-        x = self.attention_norm(x + self.dropout(self.attention_dense(self.attend(x, grid))))
+        x = self.attention_norm(
+            x + self.dropout(self.attention_dense(self.attend(x, grid)))
+        )
         h = self.output(F.gelu(self.intermediate(x)))
         return self.output_norm(x + self.dropout(h))
 
@@ -271,17 +331,25 @@ class SelfAttentionClassifier(nn.Module):
         super().__init__()
         self.config = config
         self.embedding = nn.Linear(config.token_channels, config.hidden_size)
-        self.layers = nn.ModuleList(SelfAttentionLayer(config) for _ in range(config.num_layers))
+        self.layers = nn.ModuleList(
+            SelfAttentionLayer(config) for _ in range(config.num_layers)
+        )
         self.classifier = nn.Linear(config.hidden_size, config.num_classes)
 
     def tokens(self, images: torch.Tensor) -> torch.Tensor:
         """Embedded tokens ``(T, B, D)`` (row-major token order) before the first layer."""
         cfg = self.config
-        if images.ndim != 4 or images.shape[1:] != (cfg.in_channels, cfg.image_size, cfg.image_size):
+        if images.ndim != 4 or images.shape[1:] != (
+            cfg.in_channels,
+            cfg.image_size,
+            cfg.image_size,
+        ):
             raise ValueError(
                 f"expected images (B, {cfg.in_channels}, {cfg.image_size}, {cfg.image_size}), got {tuple(images.shape)}"
             )
-        return self.embedding(space_to_depth(images, cfg.downsample).flatten(1, 2).transpose(0, 1))
+        return self.embedding(
+            space_to_depth(images, cfg.downsample).flatten(1, 2).transpose(0, 1)
+        )
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         """Logits ``(B, num_classes)`` of normalised images ``(B, 3, 32, 32)``."""
@@ -295,7 +363,9 @@ class SelfAttentionClassifier(nn.Module):
         return [layer.num_heads for layer in self.layers]
 
     @torch.no_grad()
-    def position_attention(self, query: Optional[Tuple[int, int]] = None) -> List[Optional[torch.Tensor]]:
+    def position_attention(
+        self, query: Optional[Tuple[int, int]] = None
+    ) -> List[Optional[torch.Tensor]]:
         """The position-only attention probabilities softmax(v_hᵀ r_δ) of every head for one query
         token (default: the centre token (T/2, T/2)), per layer a ``(N_h, H', W')`` tensor (``None``
         for a layer without heads). With ``content`` these are the probabilities the position term
@@ -311,7 +381,9 @@ class SelfAttentionClassifier(nn.Module):
                 continue
             enc = layer.attention.encoding
             p = next(enc.parameters())
-            delta = relative_shifts(self.config.grid, 0, p.device)[qi * g + qj]  # (T_k, 2)
+            delta = relative_shifts(self.config.grid, 0, p.device)[
+                qi * g + qj
+            ]  # (T_k, 2)
             scores = enc.position_scores(delta).float()  # (N_h, T_k)
             maps.append(torch.softmax(scores, -1).view(-1, g, g).cpu())
         return maps
@@ -335,29 +407,44 @@ class SelfAttentionClassifier(nn.Module):
                 continue
             enc = att.encoding
             if isinstance(enc, QuadraticEncoding):
-                s = enc.spread.detach().float().cpu() if enc.parametrization == "spread" else (2 * enc.alpha).sqrt()
-                out.append({
-                    "centers": enc.centers.detach().float().cpu(),
-                    "spreads": s,
-                    "inverse_covariance": (s ** 2)[:, None, None] * torch.eye(2),
-                })
+                s = (
+                    enc.spread.detach().float().cpu()
+                    if enc.parametrization == "spread"
+                    else (2 * enc.alpha).sqrt()
+                )
+                out.append(
+                    {
+                        "centers": enc.centers.detach().float().cpu(),
+                        "spreads": s,
+                        "inverse_covariance": (s**2)[:, None, None] * torch.eye(2),
+                    }
+                )
             elif isinstance(enc, GeneralizedQuadraticEncoding):
-                out.append({
-                    "centers": enc.centers.detach().float().cpu(),
-                    "inv_sqrt_sigma": enc.inv_sqrt_sigma.detach().float().cpu(),
-                    "inverse_covariance": enc.inverse_covariance().detach().float().cpu(),
-                })
+                out.append(
+                    {
+                        "centers": enc.centers.detach().float().cpu(),
+                        "inv_sqrt_sigma": enc.inv_sqrt_sigma.detach().float().cpu(),
+                        "inverse_covariance": enc.inverse_covariance()
+                        .detach()
+                        .float()
+                        .cpu(),
+                    }
+                )
             else:
                 out.append(_learned_summary(self, layer))
         return out
 
 
-def _learned_summary(model: SelfAttentionClassifier, layer: SelfAttentionLayer) -> Dict[str, torch.Tensor]:
+def _learned_summary(
+    model: SelfAttentionClassifier, layer: SelfAttentionLayer
+) -> Dict[str, torch.Tensor]:
     g = model.config.tokens_per_side
     c = g // 2
     enc = layer.attention.encoding
     p = next(enc.parameters())
-    delta = relative_shifts(model.config.grid, 0, p.device)[c * g + c].float()  # (T_k, 2)
+    delta = relative_shifts(model.config.grid, 0, p.device)[
+        c * g + c
+    ].float()  # (T_k, 2)
     probs = torch.softmax(enc.position_scores(delta.long()).float(), -1)  # (N_h, T_k)
     mean = probs @ delta  # (N_h, 2)
     diff = delta[None] - mean[:, None]  # (N_h, T_k, 2)
@@ -383,7 +470,10 @@ class BasicBlock(nn.Module):
         self.bn2 = nn.BatchNorm2d(planes)
         self.shortcut = nn.Sequential()
         if stride != 1 or in_planes != planes:
-            self.shortcut = nn.Sequential(nn.Conv2d(in_planes, planes, 1, stride, bias=False), nn.BatchNorm2d(planes))
+            self.shortcut = nn.Sequential(
+                nn.Conv2d(in_planes, planes, 1, stride, bias=False),
+                nn.BatchNorm2d(planes),
+            )
 
     def forward(self, x):
         out = F.relu(self.bn1(self.conv1(x)))
@@ -443,8 +533,6 @@ def count_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-
-
 def parameter_count_table(pruned_heads: int = 15) -> List[dict]:
     """Parameter counts of our models at paper size vs the paper's v1 Figs. 5 and 9 (ICLR Table 1).
 
@@ -455,7 +543,10 @@ def parameter_count_table(pruned_heads: int = 15) -> List[dict]:
 
     rows = []
     with torch.device("meta"):
-        models = {name: build_model(name) for name in ("quadratic", "generalized", "learned", "resnet18")}
+        models = {
+            name: build_model(name)
+            for name in ("quadratic", "generalized", "learned", "resnet18")
+        }
         g = build_model("generalized")
         cfg = g.config
         chosen: Dict[int, List[int]] = {}
@@ -463,9 +554,22 @@ def parameter_count_table(pruned_heads: int = 15) -> List[dict]:
             chosen.setdefault(k % cfg.num_layers, []).append(k // cfg.num_layers)
         prune_heads(g, chosen)
         models["generalized_pruned"] = g
-    for name in ("quadratic", "generalized", "learned", "generalized_pruned", "resnet18"):
+    for name in (
+        "quadratic",
+        "generalized",
+        "learned",
+        "generalized_pruned",
+        "resnet18",
+    ):
         n = count_parameters(models[name])
         rounded = f"{n / 1e6:.1f}M"
-        rows.append({"model": name, "ours": n, "ours_rounded": rounded, "paper": PAPER_PARAMETERS[name],
-                     "match": rounded == PAPER_PARAMETERS[name]})
+        rows.append(
+            {
+                "model": name,
+                "ours": n,
+                "ours_rounded": rounded,
+                "paper": PAPER_PARAMETERS[name],
+                "match": rounded == PAPER_PARAMETERS[name],
+            }
+        )
     return rows

@@ -14,6 +14,7 @@ with them (:func:`attnconv.experiments.models.parameter_count_table`,
   :data:`AUTHORS_CODE_CONDITION_THRESHOLD` — App. A.1's degeneracy thresholds (and the authors' code's);
 * :data:`PAPER_TABLE2` — the hyper-parameters (App. A.4, Table 2).
 """
+
 from __future__ import annotations
 
 from typing import Dict
@@ -47,34 +48,65 @@ PAPER_PARAMETERS: Dict[str, str] = {
 
 #: "# of FLOPS" (v1 Figs. 5 and 9; 15B for learned_content is ICLR Table 1 only). Our inference, not
 #: stated in the paper: they are 2 × the MACs of the Linear/conv layers.
-PAPER_FLOPS: Dict[str, str] = {"quadratic": "6.2B", "generalized": "6.2B", "learned": "6.2B",
-                               "learned_content": "15B", "resnet18": "1.1B", "generalized_pruned": "4.9B"}
+PAPER_FLOPS: Dict[str, str] = {
+    "quadratic": "6.2B",
+    "generalized": "6.2B",
+    "learned": "6.2B",
+    "learned_content": "15B",
+    "resnet18": "1.1B",
+    "generalized_pruned": "4.9B",
+}
 
 #: Test accuracy on CIFAR-10 after 300 epochs: v1 Fig. 5 (= ICLR Table 1; learned_content ICLR only)
 #: and v1 Fig. 9 (generalized, before and after pruning).
-PAPER_ACCURACY: Dict[str, str] = {"resnet18": "93.8%", "quadratic": "93.8%", "learned": "91.8%",
-                                  "learned_content": "87.1%", "generalized": "0.934", "generalized_pruned": "0.934"}
+PAPER_ACCURACY: Dict[str, str] = {
+    "resnet18": "93.8%",
+    "quadratic": "93.8%",
+    "learned": "91.8%",
+    "learned_content": "87.1%",
+    "generalized": "0.934",
+    "generalized_pruned": "0.934",
+}
 
 #: Where each row of the accuracy table is printed. The first three rows are arXiv v1 Fig. 5
 #: (repeated in v1 Fig. 9), which the ICLR 2020 version calls Table 1; the content model exists only
 #: in the ICLR version, as a fourth row of its Table 1 (v1 Sec. 4.3 (iii): "the attention scores are
 #: computed using only the relative positions of the pixels and not the data").
-SOURCES: Dict[str, str] = {"resnet18": "v1 Fig. 5", "quadratic": "v1 Fig. 5", "learned": "v1 Fig. 5",
-                           "learned_content": "ICLR Table 1 only"}
+SOURCES: Dict[str, str] = {
+    "resnet18": "v1 Fig. 5",
+    "quadratic": "v1 Fig. 5",
+    "learned": "v1 Fig. 5",
+    "learned_content": "ICLR Table 1 only",
+}
 
 #: The paper's accuracy table (full CIFAR-10, 300 epochs, paper-size models): label, test accuracy,
 #: parameters, FLOPs per image and where the row is printed.
 PAPER_TABLE1: Dict[str, Dict[str, str]] = {
-    name: {"label": label, "accuracy": PAPER_ACCURACY[name], "parameters": PAPER_PARAMETERS[name],
-           "flops": PAPER_FLOPS[name], "source": SOURCES[name]}
-    for name, label in (("resnet18", "ResNet18"), ("quadratic", "SA quadratic emb."),
-                        ("learned", "SA learned emb."), ("learned_content", "SA learned emb. + content"))
+    name: {
+        "label": label,
+        "accuracy": PAPER_ACCURACY[name],
+        "parameters": PAPER_PARAMETERS[name],
+        "flops": PAPER_FLOPS[name],
+        "source": SOURCES[name],
+    }
+    for name, label in (
+        ("resnet18", "ResNet18"),
+        ("quadratic", "SA quadratic emb."),
+        ("learned", "SA learned emb."),
+        ("learned_content", "SA learned emb. + content"),
+    )
 }
 
 #: The generalized and pruned rows of v1 Fig. 9 ("SA quadratic generalized 0.934 12.1M 6.2B",
 #: "SA quadratic generalized pruned 0.934 9.7M 4.9B"), before → after pruning.
-PAPER_FIG9 = {key: (table["generalized"], table["generalized_pruned"])
-              for key, table in (("accuracy", PAPER_ACCURACY), ("parameters", PAPER_PARAMETERS), ("flops", PAPER_FLOPS))}
+PAPER_FIG9 = {
+    key: (table["generalized"], table["generalized_pruned"])
+    for key, table in (
+        ("accuracy", PAPER_ACCURACY),
+        ("parameters", PAPER_PARAMETERS),
+        ("flops", PAPER_FLOPS),
+    )
+}
 
 #: Heads pruned per layer, first to last, in the 6-layer, 9-head generalized model (App. A.1: "we pruned
 #: [2,4,1,2,6,0] heads from the first to the last layer").

@@ -18,6 +18,7 @@
 
 ``make_config("quadratic", "cpu", epochs=3)`` returns the :class:`~attnconv.experiments.train.TrainConfig`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -28,9 +29,16 @@ import torch
 from .models import MODEL_NAMES
 from .train import TrainConfig
 
-__all__ = ["Profile", "PROFILES", "GPU_ESTIMATE", "CPU_MEASURED_SECONDS_PER_EPOCH", "DEEP_MEASURED_SECONDS_PER_STEP",
-           "get_profile",
-           "default_profile_name", "make_config"]
+__all__ = [
+    "Profile",
+    "PROFILES",
+    "GPU_ESTIMATE",
+    "CPU_MEASURED_SECONDS_PER_EPOCH",
+    "DEEP_MEASURED_SECONDS_PER_STEP",
+    "get_profile",
+    "default_profile_name",
+    "make_config",
+]
 
 SELF_ATTENTION_MODELS = tuple(m for m in MODEL_NAMES if m != "resnet18")
 GAUSSIAN_MODELS = ("quadratic", "generalized")
@@ -50,7 +58,9 @@ class Profile:
     attention_lr_multiplier: float = 1.0
     self_attention_overrides: Dict[str, Any] = field(default_factory=dict)
     resnet_overrides: Dict[str, Any] = field(default_factory=dict)
-    paper_epochs: int = 300  # ResNet18 milestones 80/150/250 are scaled by epochs/paper_epochs
+    paper_epochs: int = (
+        300  # ResNet18 milestones 80/150/250 are scaled by epochs/paper_epochs
+    )
     #: models trained with local attention (attnconv.core.local); only the Gaussian-encoding models can be
     local_attention: Tuple[str, ...] = ()
 
@@ -60,18 +70,35 @@ class Profile:
         if model not in MODEL_NAMES:
             raise ValueError(f"model must be one of {MODEL_NAMES}, got {model!r}")
         epochs = int(changes.pop("epochs", self.epochs[model]))
-        base = dict(model=model, profile=self.name, epochs=epochs, batch_size=self.batch_size,
-                    eval_batch_size=self.eval_batch_size, lr=self.lr, data=self.data)
+        base = dict(
+            model=model,
+            profile=self.name,
+            epochs=epochs,
+            batch_size=self.batch_size,
+            eval_batch_size=self.eval_batch_size,
+            lr=self.lr,
+            data=self.data,
+        )
         if model == "resnet18":
-            base.update(schedule="step", warmup_fraction=0.0, model_overrides=dict(self.resnet_overrides),
-                        milestones=tuple(max(1, round(m * epochs / self.paper_epochs)) for m in (80, 150, 250)))
+            base.update(
+                schedule="step",
+                warmup_fraction=0.0,
+                model_overrides=dict(self.resnet_overrides),
+                milestones=tuple(
+                    max(1, round(m * epochs / self.paper_epochs))
+                    for m in (80, 150, 250)
+                ),
+            )
         else:
             overrides = dict(self.self_attention_overrides)
             if model in self.local_attention and model in GAUSSIAN_MODELS:
                 overrides["attention_implementation"] = "local"
-            base.update(schedule="warmup_cosine", warmup_fraction=0.05,
-                        model_overrides=overrides,
-                        attention_lr_multiplier=self.attention_lr_multiplier)
+            base.update(
+                schedule="warmup_cosine",
+                warmup_fraction=0.05,
+                model_overrides=overrides,
+                attention_lr_multiplier=self.attention_lr_multiplier,
+            )
         base.update(changes)
         return TrainConfig(**base)
 
@@ -84,14 +111,24 @@ class Profile:
 #: ≈ 14 s, 31 s and ≈ 5 s (then bound by kernel launches) per epoch, plus ~1 s of evaluation.
 GPU_ESTIMATE = {
     "assumed_tflops": 100.0,
-    "seconds_per_epoch": {"quadratic": 15.0, "generalized": 15.0, "learned": 15.0, "learned_content": 33.0, "resnet18": 8.0},
+    "seconds_per_epoch": {
+        "quadratic": 15.0,
+        "generalized": 15.0,
+        "learned": 15.0,
+        "learned_content": 33.0,
+        "resnet18": 8.0,
+    },
 }
 
 #: Seconds per epoch (5,085 training + 1,017 test images) of the ``cpu`` profile, measured on the
 #: 2-core development machine with 1 torch thread while other jobs kept its load average near 4
 #: (so expect these or better on an idle 2-core machine; ±30% between repeats).
 CPU_MEASURED_SECONDS_PER_EPOCH: Dict[str, float] = {
-    "quadratic": 11.5, "generalized": 11.6, "learned": 12.8, "learned_content": 39.5, "resnet18": 14.4,
+    "quadratic": 11.5,
+    "generalized": 11.6,
+    "learned": 12.8,
+    "learned_content": 39.5,
+    "resnet18": 14.4,
 }
 
 PROFILES: Dict[str, Profile] = {
@@ -104,17 +141,31 @@ PROFILES: Dict[str, Profile] = {
     "gpu": Profile(
         name="gpu",
         description="Paper-size models on full CIFAR-10 with fewer epochs: about 15 minutes per model on one GPU.",
-        epochs={"quadratic": 50, "generalized": 50, "learned": 50, "learned_content": 25, "resnet18": 100},
+        epochs={
+            "quadratic": 50,
+            "generalized": 50,
+            "learned": 50,
+            "learned_content": 25,
+            "resnet18": 100,
+        },
         data="auto",
     ),
     "cpu": Profile(
         name="cpu",
         description="Small models on the bundled CIFAR-10 sample: about 5 minutes per model on 2 CPU cores.",
         # 16 epochs × ~12 s, 6 × ~40 s (content scores cost 3×), 16 × ~14 s: 3.2 to 4 minutes each.
-        epochs={"quadratic": 16, "generalized": 16, "learned": 16, "learned_content": 6, "resnet18": 16},
+        epochs={
+            "quadratic": 16,
+            "generalized": 16,
+            "learned": 16,
+            "learned_content": 6,
+            "resnet18": 16,
+        },
         data="sample",
         # 8×8 tokens of 4×4 pixels, 2 layers of 9 heads, hidden 64: ~120k parameters.
-        self_attention_overrides=dict(hidden_size=64, intermediate_size=128, num_layers=2, downsample=4),
+        self_attention_overrides=dict(
+            hidden_size=64, intermediate_size=128, num_layers=2, downsample=4
+        ),
         # ResNet18 at 1/8 width (8, 16, 32, 64): 176k parameters, comparable to the attention models.
         resnet_overrides=dict(widths=(8, 16, 32, 64)),
         # Gaussian centres move ~7× further in 8 epochs than with 1 (0.55-0.66 vs 0.08 token units
@@ -124,14 +175,22 @@ PROFILES: Dict[str, Profile] = {
     "deep": Profile(
         name="deep",
         description="The paper's depth and token grid on 2 CPU cores: 6 layers × 9 heads, 16×16 tokens, hidden 32, "
-                    "bundled sample.",
+        "bundled sample.",
         # measured (2 threads, idle 2-core Xeon, batch 100, 51 steps per epoch): quadratic 0.51 s/step dense,
         # 0.41 s/step local (0.4 / 0.35 min per epoch with evaluation); learned 0.56 s/step. See
         # DEEP_MEASURED_SECONDS_PER_STEP.
-        epochs={"quadratic": 40, "generalized": 40, "learned": 40, "learned_content": 20, "resnet18": 40},
+        epochs={
+            "quadratic": 40,
+            "generalized": 40,
+            "learned": 40,
+            "learned_content": 20,
+            "resnet18": 40,
+        },
         data="sample",
         # 2×2-pixel tokens as in the paper (16×16 tokens), 6 layers of 9 heads; hidden 32 instead of 400.
-        self_attention_overrides=dict(hidden_size=32, intermediate_size=64, num_layers=6, downsample=2),
+        self_attention_overrides=dict(
+            hidden_size=32, intermediate_size=64, num_layers=6, downsample=2
+        ),
         # local attention for the quadratic model only: 0.41 vs 0.51 s/step dense. The generalized heads'
         # elongated Gaussians make its windows nearly the whole grid, and local attention ran 2.5x slower
         # than dense there (measured side by side on 1 thread: 9.9-15.4 vs 4.6-4.8 s per step of 100
@@ -145,8 +204,11 @@ PROFILES: Dict[str, Profile] = {
 #: Seconds per training step (batch 100) of the ``deep`` profile, measured with 2 threads on the idle
 #: 2-core development machine (Xeon, AVX-512), median of 3 steps after a warm-up step.
 DEEP_MEASURED_SECONDS_PER_STEP: Dict[str, float] = {
-    "quadratic (local)": 0.41, "quadratic (dense)": 0.51, "learned (dense)": 0.56,
-    "quadratic at hidden 64 (local)": 0.96, "quadratic at hidden 64 (dense)": 1.33,
+    "quadratic (local)": 0.41,
+    "quadratic (dense)": 0.51,
+    "learned (dense)": 0.56,
+    "quadratic at hidden 64 (local)": 0.96,
+    "quadratic at hidden 64 (dense)": 1.33,
 }
 
 
@@ -155,7 +217,10 @@ DEEP_MEASURED_SECONDS_PER_STEP: Dict[str, float] = {
 #: while a second run (and at times notebook work) shared its cores: read them as upper bounds for an
 #: idle machine. The 16-head model costs 16/9 of the 9-head one per attention layer.
 DEEP_MEASURED_MINUTES_PER_EPOCH: Dict[str, float] = {
-    "quadratic (local)": 0.55, "generalized (dense)": 1.34, "learned (dense)": 1.16, "quadratic, 16 heads (local)": 1.59,
+    "quadratic (local)": 0.55,
+    "generalized (dense)": 1.34,
+    "learned (dense)": 1.16,
+    "quadratic, 16 heads (local)": 1.59,
 }
 
 

@@ -13,6 +13,7 @@ the merged output Linear(N_h·D → D) (and their rows of the query/key projecti
 term is on). The other heads are untouched, so their outputs are unchanged. Pruning the paper's
 15 heads of the full generalized model leaves 9,686,916 parameters (paper: 9.7M).
 """
+
 from __future__ import annotations
 
 import copy
@@ -22,7 +23,11 @@ import torch
 from torch import nn
 
 from ..core.encodings import GeneralizedQuadraticEncoding, QuadraticEncoding
-from .paper_numbers import AUTHORS_CODE_CONDITION_THRESHOLD, PAPER_CONDITION_THRESHOLD, PAPER_MAX_EIGENVALUE_THRESHOLD
+from .paper_numbers import (
+    AUTHORS_CODE_CONDITION_THRESHOLD,
+    PAPER_CONDITION_THRESHOLD,
+    PAPER_MAX_EIGENVALUE_THRESHOLD,
+)
 
 __all__ = [
     "PAPER_MAX_EIGENVALUE_THRESHOLD",
@@ -57,13 +62,19 @@ def _inverse_sqrt_covariances(model) -> List[torch.Tensor]:
             out.append(enc.inv_sqrt_sigma.detach().double().cpu())
         elif isinstance(enc, QuadraticEncoding):
             a = enc.width().detach().double().cpu()
-            out.append(torch.sqrt(2 * a)[:, None, None] * torch.eye(2, dtype=torch.float64))
+            out.append(
+                torch.sqrt(2 * a)[:, None, None] * torch.eye(2, dtype=torch.float64)
+            )
         else:
-            raise TypeError(f"layer {i} has a {type(enc).__name__}: degenerate heads are defined for quadratic encodings")
+            raise TypeError(
+                f"layer {i} has a {type(enc).__name__}: degenerate heads are defined for quadratic encodings"
+            )
     return out
 
 
-def inverse_covariance_spectrum(inv_sqrt_sigma: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+def inverse_covariance_spectrum(
+    inv_sqrt_sigma: torch.Tensor,
+) -> Tuple[torch.Tensor, torch.Tensor]:
     """Eigenvalues of Σ⁻¹ = M Mᵀ (eq. 16) for a stack of 2×2 factors ``inv_sqrt_sigma`` ``(..., 2, 2)``,
     ascending, ``(..., 2)`` in float64, and the condition numbers λ_max/λ_min (``inf`` where λ_min = 0).
 
@@ -75,19 +86,33 @@ def inverse_covariance_spectrum(inv_sqrt_sigma: torch.Tensor) -> Tuple[torch.Ten
     a, b, c = p * p + q * q, p * r + q * t, r * r + t * t
     hi = 0.5 * (a + c + torch.hypot(a - c, 2 * b))
     det = (p * t - q * r) ** 2
-    lo = torch.where(hi > 0, det / torch.where(hi > 0, hi, torch.ones_like(hi)), torch.zeros_like(hi))
-    cond = torch.where(lo > 0, hi / torch.where(lo > 0, lo, torch.ones_like(lo)), torch.full_like(hi, float("inf")))
+    lo = torch.where(
+        hi > 0, det / torch.where(hi > 0, hi, torch.ones_like(hi)), torch.zeros_like(hi)
+    )
+    cond = torch.where(
+        lo > 0,
+        hi / torch.where(lo > 0, lo, torch.ones_like(lo)),
+        torch.full_like(hi, float("inf")),
+    )
     return torch.stack([lo, hi], -1), cond
 
 
-def check_thresholds(max_eigenvalue_threshold: float, condition_threshold: float) -> None:
+def check_thresholds(
+    max_eigenvalue_threshold: float, condition_threshold: float
+) -> None:
     """Refuse thresholds that select nothing meaningful (λ_max threshold < 0, condition < 1)."""
     if max_eigenvalue_threshold < 0 or condition_threshold < 1:
-        raise ValueError("max_eigenvalue_threshold must be >= 0 and condition_threshold >= 1")
+        raise ValueError(
+            "max_eigenvalue_threshold must be >= 0 and condition_threshold >= 1"
+        )
 
 
-def is_degenerate(lambda_max, condition, max_eigenvalue_threshold: float = PAPER_MAX_EIGENVALUE_THRESHOLD,
-                  condition_threshold: float = PAPER_CONDITION_THRESHOLD):
+def is_degenerate(
+    lambda_max,
+    condition,
+    max_eigenvalue_threshold: float = PAPER_MAX_EIGENVALUE_THRESHOLD,
+    condition_threshold: float = PAPER_CONDITION_THRESHOLD,
+):
     """App. A.1's rule, the one place it is written: a head is degenerate (pruned) when the largest
     eigenvalue of its Σ⁻¹ is below ``max_eigenvalue_threshold`` (it attends nearly uniformly) or its
     condition number is above ``condition_threshold`` (it attends along a line). Works elementwise on
@@ -116,7 +141,12 @@ def degenerate_heads(
     check_thresholds(max_eigenvalue_threshold, condition_threshold)
     out = {}
     for i, s in enumerate(head_statistics(model)):
-        bad = is_degenerate(s["eigenvalues"][:, 1], s["condition"], max_eigenvalue_threshold, condition_threshold)
+        bad = is_degenerate(
+            s["eigenvalues"][:, 1],
+            s["condition"],
+            max_eigenvalue_threshold,
+            condition_threshold,
+        )
         heads = [int(h) for h in torch.nonzero(bad).flatten()]
         if heads:
             out[i] = heads
@@ -129,7 +159,9 @@ def _normalise_selection(model, heads_per_layer: HeadSelection) -> Dict[int, Lis
         items = heads_per_layer.items()
     else:
         if len(heads_per_layer) != n_layers:
-            raise ValueError(f"a list selection needs one entry per layer ({n_layers}), got {len(heads_per_layer)}")
+            raise ValueError(
+                f"a list selection needs one entry per layer ({n_layers}), got {len(heads_per_layer)}"
+            )
         items = enumerate(heads_per_layer)
     sel = {}
     for layer, heads in items:
@@ -177,23 +209,41 @@ def prune_heads(model, heads_per_layer: HeadSelection):
         n, d = att.num_heads, att.head_dim
         keep = [h for h in range(n) if h not in heads]
         if not keep:
-            bias = att.out.bias.detach().clone() if att.out.bias is not None else att.out.weight.new_zeros(att.out_channels)
+            bias = (
+                att.out.bias.detach().clone()
+                if att.out.bias is not None
+                else att.out.weight.new_zeros(att.out_channels)
+            )
             layer.attention_bias = nn.Parameter(bias)
             layer.attention = None
             continue
         dev = att.out.weight.device
         head_index = torch.tensor(keep, device=dev)
-        col_index = torch.cat([torch.arange(h * d, (h + 1) * d, device=dev) for h in keep])
+        col_index = torch.cat(
+            [torch.arange(h * d, (h + 1) * d, device=dev) for h in keep]
+        )
         enc = att.encoding
         for name, p in list(enc.named_parameters(recurse=False)):
             if p.shape[0] != n:
-                raise RuntimeError(f"encoding parameter {name} has no head dimension ({tuple(p.shape)})")
-            setattr(enc, name, nn.Parameter(p.detach().index_select(0, head_index.to(p.device)).clone()))
+                raise RuntimeError(
+                    f"encoding parameter {name} has no head dimension ({tuple(p.shape)})"
+                )
+            setattr(
+                enc,
+                name,
+                nn.Parameter(
+                    p.detach().index_select(0, head_index.to(p.device)).clone()
+                ),
+            )
         enc.num_heads = len(keep)
         for name in ("key_bias_query", "relative_key"):
             p = getattr(att, name, None)
             if p is not None:
-                setattr(att, name, nn.Parameter(p.detach().index_select(0, head_index).clone()))
+                setattr(
+                    att,
+                    name,
+                    nn.Parameter(p.detach().index_select(0, head_index).clone()),
+                )
         for proj in (att.query, att.key, att.value):
             if proj is not None:
                 _keep_rows(proj, col_index)
@@ -214,7 +264,9 @@ def prune_degenerate_heads(
     return sel
 
 
-def layer_removal_accuracies(model, accuracy: Callable[[nn.Module], float]) -> Dict[str, object]:
+def layer_removal_accuracies(
+    model, accuracy: Callable[[nn.Module], float]
+) -> Dict[str, object]:
     """How much each layer's heads matter (the paper's "the last two layers look redundant",
     Sec. 4.2): ``accuracy(model)`` of the trained model, then of copies with all heads of one layer
     removed (:func:`prune_heads`; that layer's MHSA then outputs its constant bias, the residual,
@@ -232,7 +284,9 @@ def layer_removal_accuracies(model, accuracy: Callable[[nn.Module], float]) -> D
     return {"full": full, "without_layer": without}
 
 
-def head_removal_accuracies(model, accuracy: Callable[[nn.Module], float]) -> Dict[str, object]:
+def head_removal_accuracies(
+    model, accuracy: Callable[[nn.Module], float]
+) -> Dict[str, object]:
     """``accuracy(model)`` of copies of the trained model with one head removed
     (:func:`prune_heads`), every head in turn, with no retraining: a head whose removal costs
     (almost) nothing is redundant in the sense of the paper's Sec. 4.3.
@@ -241,5 +295,10 @@ def head_removal_accuracies(model, accuracy: Callable[[nn.Module], float]) -> Di
     full = float(accuracy(model))
     out = []
     for li, layer in enumerate(model.layers):
-        out.append([float(accuracy(prune_heads(copy.deepcopy(model), {li: [h]}))) for h in range(layer.num_heads)])
+        out.append(
+            [
+                float(accuracy(prune_heads(copy.deepcopy(model), {li: [h]})))
+                for h in range(layer.num_heads)
+            ]
+        )
     return {"full": full, "without_head": out}

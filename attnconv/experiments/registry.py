@@ -18,6 +18,7 @@ when one is there).
 The profiles' own settings stay in :mod:`attnconv.experiments.profiles`; an entry records what the
 book changes in them (:meth:`RunEntry.changes`).
 """
+
 from __future__ import annotations
 
 import os
@@ -27,9 +28,21 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from .profiles import PROFILES, default_profile_name, make_config
-from .store import (CHECKPOINT, CONFIG, HISTORY, History, MissingResultError, StaleResultError, json_form,
-                    read_history, regenerate_command, relative_to_book, runs_dir)
-from .train import Run, TrainConfig, load_run as load_run_folder, train
+from .store import (
+    CHECKPOINT,
+    CONFIG,
+    HISTORY,
+    History,
+    MissingResultError,
+    StaleResultError,
+    json_form,
+    read_history,
+    regenerate_command,
+    relative_to_book,
+    runs_dir,
+)
+from .train import Run, TrainConfig, train
+from .train import load_run as load_run_folder
 
 __all__ = [
     "RunEntry",
@@ -100,15 +113,30 @@ RUNS: Dict[str, RunEntry] = {}
 SERIES: Dict[str, List[str]] = {}
 
 
-def register_run(name: str, model: str, profile: str, description: str = "", series: Optional[str] = None,
-                 committed: bool = True, chapters: Tuple[str, ...] = (), **changes) -> RunEntry:
+def register_run(
+    name: str,
+    model: str,
+    profile: str,
+    description: str = "",
+    series: Optional[str] = None,
+    committed: bool = True,
+    chapters: Tuple[str, ...] = (),
+    **changes,
+) -> RunEntry:
     """Register the run ``name`` of ``model`` under ``profile`` with ``changes`` to the profile's
     :class:`TrainConfig` (``epochs`` must be among them: every entry states its length)."""
     if name in RUNS:
         raise ValueError(f"run {name!r} is registered twice")
     if "epochs" not in changes:
         raise ValueError(f"run {name!r}: state its epochs")
-    entry = RunEntry(name, make_config(model, profile, **changes), description, series, committed, tuple(chapters))
+    entry = RunEntry(
+        name,
+        make_config(model, profile, **changes),
+        description,
+        series,
+        committed,
+        tuple(chapters),
+    )
     RUNS[name] = entry
     if series is not None:
         SERIES.setdefault(series, []).append(name)
@@ -126,12 +154,36 @@ def _sixteen_heads(model: str, profile: str) -> dict:
 # have time to move (8 epochs moved them ~0.6 token), ResNet18 as long for Fig. 4, the content
 # model 8 epochs (~40 s each).
 _CPU = {
-    "quadratic": (dict(epochs=40), "Gaussian heads during training (Figs. 2, 3)", ("07", "07b", "10", "12")),
-    "quadratic-16heads": (dict(epochs=40), "16 heads per layer (Fig. 10)", ("10", "12")),
-    "resnet18": (dict(epochs=40), "the convolutional baseline (Fig. 4, Table 1)", ("07",)),
-    "learned": (dict(epochs=16), "learned relative encoding (Fig. 6)", ("07", "09", "12")),
-    "learned_content": (dict(epochs=8), "learned encoding with content (ICLR Fig. 6)", ("07", "09")),
-    "generalized": (dict(epochs=40), "generalized quadratic encoding, pruning (Figs. 7-9)", ("08", "12")),
+    "quadratic": (
+        dict(epochs=40),
+        "Gaussian heads during training (Figs. 2, 3)",
+        ("07", "07b", "10", "12"),
+    ),
+    "quadratic-16heads": (
+        dict(epochs=40),
+        "16 heads per layer (Fig. 10)",
+        ("10", "12"),
+    ),
+    "resnet18": (
+        dict(epochs=40),
+        "the convolutional baseline (Fig. 4, Table 1)",
+        ("07",),
+    ),
+    "learned": (
+        dict(epochs=16),
+        "learned relative encoding (Fig. 6)",
+        ("07", "09", "12"),
+    ),
+    "learned_content": (
+        dict(epochs=8),
+        "learned encoding with content (ICLR Fig. 6)",
+        ("07", "09"),
+    ),
+    "generalized": (
+        dict(epochs=40),
+        "generalized quadratic encoding, pruning (Figs. 7-9)",
+        ("08", "12"),
+    ),
 }
 _DEEP = {
     "quadratic": ("the paper's depth: Figs. 2, 3 at 6 layers", ("07b", "12b")),
@@ -141,42 +193,99 @@ _DEEP = {
 }
 
 
+#: The epochs of the 2-layer ``-40epochs`` seed series: the quadratic book run's 40, at which its
+#: Gaussian heads have moved (they barely move in the profile's 16).
+LONG_SERIES_EPOCHS = 40
+
+
 def _register_book_runs() -> None:
     for name, (changes, what, chapters) in _CPU.items():
         model, _, tag = name.partition("-")
-        extra = {"model_overrides": _sixteen_heads(model, "cpu")} if tag == "16heads" else {}
-        register_run(f"cpu/{name}", model, "cpu", what, chapters=chapters, **changes, **extra)
+        extra = (
+            {"model_overrides": _sixteen_heads(model, "cpu")}
+            if tag == "16heads"
+            else {}
+        )
+        register_run(
+            f"cpu/{name}", model, "cpu", what, chapters=chapters, **changes, **extra
+        )
     for name, (what, chapters) in _DEEP.items():
         model, _, tag = name.partition("-")
-        extra = {"model_overrides": _sixteen_heads(model, "deep")} if tag == "16heads" else {}
-        register_run(f"deep/{name}", model, "deep", what, chapters=chapters,
-                     epochs=PROFILES["deep"].epochs[model], **extra)
+        extra = (
+            {"model_overrides": _sixteen_heads(model, "deep")}
+            if tag == "16heads"
+            else {}
+        )
+        register_run(
+            f"deep/{name}",
+            model,
+            "deep",
+            what,
+            chapters=chapters,
+            epochs=PROFILES["deep"].epochs[model],
+            **extra,
+        )
     # gpu and paper: the same models at the profile's settings, trained by a reader with a GPU (not committed)
     for profile in ("gpu", "paper"):
         for name in _CPU:
             model, _, tag = name.partition("-")
-            extra = {"model_overrides": _sixteen_heads(model, profile)} if tag == "16heads" else {}
-            register_run(f"{profile}/{name}", model, profile, f"{profile} profile", committed=False,
-                         epochs=PROFILES[profile].epochs[model], **extra)
-    # seeds: spreads over seeds, at the profile's default epochs (cpu 16, deep 40)
-    for profile, model, tag, seeds, seed0 in (("cpu", "quadratic", None, range(5), None),
-                                              ("cpu", "quadratic", "16heads", range(5), None),
-                                              ("cpu", "learned", None, range(5), "cpu/learned"),
-                                              ("deep", "quadratic", None, range(3), "deep/quadratic"),
-                                              ("deep", "learned", None, range(3), "deep/learned")):
+            extra = (
+                {"model_overrides": _sixteen_heads(model, profile)}
+                if tag == "16heads"
+                else {}
+            )
+            register_run(
+                f"{profile}/{name}",
+                model,
+                profile,
+                f"{profile} profile",
+                committed=False,
+                epochs=PROFILES[profile].epochs[model],
+                **extra,
+            )
+    # seeds: spreads over seeds, at the profile's default epochs (cpu 16, deep 40), and the 2-layer
+    # quadratic and learned models at 40 epochs (equal, sufficient training for Sec. 3's comparison)
+    for profile, model, tag, seeds, seed0 in (
+        ("cpu", "quadratic", None, range(5), None),
+        ("cpu", "quadratic", "16heads", range(5), None),
+        ("cpu", "learned", None, range(5), "cpu/learned"),
+        ("deep", "quadratic", None, range(3), "deep/quadratic"),
+        ("deep", "learned", None, range(3), "deep/learned"),
+        ("cpu", "quadratic", "40epochs", range(5), "cpu/quadratic"),
+        ("cpu", "learned", "40epochs", range(5), None),
+    ):
         label = model if tag is None else f"{model}-{tag}"
         series_name = f"{profile}/{label}"
-        extra = {"model_overrides": _sixteen_heads(model, profile)} if tag == "16heads" else {}
+        extra = (
+            {"model_overrides": _sixteen_heads(model, profile)}
+            if tag == "16heads"
+            else {}
+        )
+        epochs = (
+            LONG_SERIES_EPOCHS if tag == "40epochs" else PROFILES[profile].epochs[model]
+        )
         for k in seeds:
             if k == 0 and seed0 is not None:
                 entry = RUNS[seed0]
-                if entry.config != make_config(model, profile, seed=0, **extra):
-                    raise ValueError(f"{seed0} is not seed 0 of the series {series_name}")
+                if entry.config != make_config(
+                    model, profile, seed=0, epochs=epochs, **extra
+                ):
+                    raise ValueError(
+                        f"{seed0} is not seed 0 of the series {series_name}"
+                    )
                 object.__setattr__(entry, "series", series_name)
                 SERIES.setdefault(series_name, []).insert(0, seed0)
                 continue
-            register_run(f"seeds/{profile}/{label}/seed{k}", model, profile, f"seed {k} of {series_name}",
-                         series=series_name, epochs=PROFILES[profile].epochs[model], seed=k, **extra)
+            register_run(
+                f"seeds/{profile}/{label}/seed{k}",
+                model,
+                profile,
+                f"seed {k} of {series_name}",
+                series=series_name,
+                epochs=epochs,
+                seed=k,
+                **extra,
+            )
 
 
 _register_book_runs()
@@ -188,7 +297,9 @@ def active_profile() -> str:
     return os.environ.get("ATTNCONV_PROFILE") or default_profile_name()
 
 
-def book_run_name(model: str, profile: Optional[str] = None, tag: Optional[str] = None) -> str:
+def book_run_name(
+    model: str, profile: Optional[str] = None, tag: Optional[str] = None
+) -> str:
     """The registry name of the book's run of ``model`` (``tag="16heads"``: 16 heads) under
     ``profile`` (default :func:`active_profile`)."""
     profile = profile or active_profile()
@@ -198,7 +309,9 @@ def book_run_name(model: str, profile: Optional[str] = None, tag: Optional[str] 
 def run_entry(name: str) -> RunEntry:
     """The registered run ``name``; a ``KeyError`` listing the names when there is none."""
     if name not in RUNS:
-        raise KeyError(f"no registered run {name!r}; registered: {', '.join(sorted(RUNS))}")
+        raise KeyError(
+            f"no registered run {name!r}; registered: {', '.join(sorted(RUNS))}"
+        )
     return RUNS[name]
 
 
@@ -239,17 +352,27 @@ def load_run(name: str, load_model: bool = False) -> Run:
     state = run_state(entry)
     where = relative_to_book(entry.path)
     if state == "missing":
-        raise MissingResultError(f"{where} holds no run: make it with: {regenerate_command(name)}")
+        raise MissingResultError(
+            f"{where} holds no run: make it with: {regenerate_command(name)}"
+        )
     if state == "stale":
-        diff = ", ".join(_differences(read_history(entry.path).config, entry.config.to_dict()))
-        raise StaleResultError(f"{where} holds a run of other settings ({diff}); make it again with: "
-                               f"{regenerate_command(name)} --force")
+        diff = ", ".join(
+            _differences(read_history(entry.path).config, entry.config.to_dict())
+        )
+        raise StaleResultError(
+            f"{where} holds a run of other settings ({diff}); make it again with: "
+            f"{regenerate_command(name)} --force"
+        )
     if state == "incomplete":
-        raise MissingResultError(f"{where} holds an unfinished run; finish it with: {regenerate_command(name)}")
+        raise MissingResultError(
+            f"{where} holds an unfinished run; finish it with: {regenerate_command(name)}"
+        )
     if load_model:
         if not (entry.path / CHECKPOINT).is_file():
-            raise MissingResultError(f"{where} has its history but not its weights ({CHECKPOINT} is never committed); "
-                                     f"train it again with: {regenerate_command(name)} --force")
+            raise MissingResultError(
+                f"{where} has its history but not its weights ({CHECKPOINT} is never committed); "
+                f"train it again with: {regenerate_command(name)} --force"
+            )
         run = load_run_folder(entry.path, load_model=True)
         return Run(run.run_dir, entry.config, History.from_json(run.history), run.model)
     return Run(entry.path, entry.config, read_history(entry.path))
@@ -269,8 +392,13 @@ def load_series(name: str, skip_missing: bool = False) -> List[Run]:
 
 
 # ---------------------------------------------------------------------------- making
-def train_entry(name: str, force: bool = False, progress: bool = True, verbose: bool = True,
-                keep_model: bool = False) -> Run:
+def train_entry(
+    name: str,
+    force: bool = False,
+    progress: bool = True,
+    verbose: bool = True,
+    keep_model: bool = False,
+) -> Run:
     """Make the run ``name`` in its folder: nothing to do when a complete run of its config is
     there (unless ``force``); resumed from its checkpoint when one is there; else trained. With
     ``force`` a complete run is trained again in ``<folder>.regenerating`` and moved into place
@@ -279,17 +407,29 @@ def train_entry(name: str, force: bool = False, progress: bool = True, verbose: 
     entry = run_entry(name)
     state = run_state(entry)
     if state == "present" and not force:
-        return load_run(name, load_model=keep_model and (entry.path / CHECKPOINT).is_file())
+        return load_run(
+            name, load_model=keep_model and (entry.path / CHECKPOINT).is_file()
+        )
     if state == "stale" and not force:
-        raise StaleResultError(f"{relative_to_book(entry.path)} holds a run of other settings; add --force to replace it")
+        raise StaleResultError(
+            f"{relative_to_book(entry.path)} holds a run of other settings; add --force to replace it"
+        )
     if state == "incomplete" and not (entry.path / CHECKPOINT).is_file() and not force:
-        raise MissingResultError(f"{relative_to_book(entry.path)} holds an unfinished run without its checkpoint; "
-                                 "add --force to train it again")
+        raise MissingResultError(
+            f"{relative_to_book(entry.path)} holds an unfinished run without its checkpoint; "
+            "add --force to train it again"
+        )
     resumable = state == "incomplete" and (entry.path / CHECKPOINT).is_file()
-    target = entry.path if (state == "missing" or resumable) else entry.path.with_name(entry.path.name + ".regenerating")
+    target = (
+        entry.path
+        if (state == "missing" or resumable)
+        else entry.path.with_name(entry.path.name + ".regenerating")
+    )
     resume = (target / CHECKPOINT).is_file()
     if target != entry.path and not resume and target.exists():
-        shutil.rmtree(target)  # a scratch folder of an earlier attempt without a checkpoint
+        shutil.rmtree(
+            target
+        )  # a scratch folder of an earlier attempt without a checkpoint
     train(entry.config, target, resume=resume, progress=progress, verbose=verbose)
     if target != entry.path:
         entry.path.mkdir(parents=True, exist_ok=True)

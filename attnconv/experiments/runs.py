@@ -4,6 +4,7 @@ it with the saved history, so CI checks that the committed numbers are what the 
 Which runs the book uses, and where they live, is the registry's business
 (:mod:`attnconv.experiments.registry`); making them is ``python -m attnconv.regenerate``'s.
 """
+
 from __future__ import annotations
 
 import tempfile
@@ -22,12 +23,18 @@ __all__ = ["verify_first_epoch", "replay_first_epoch", "add_first_step_losses"]
 
 #: Tolerances of :func:`verify_first_epoch`: the measured spread between CPU kernel paths
 #: (:data:`MEASURED_SPREAD`) with a margin, and far below what another seed or edited numbers do.
-STEP_LOSS_TOLERANCE = 1e-4   # relative, each checked first-step loss (kernel paths: <= 3e-6; seeds: >= 5e-4)
-CHECKED_STEPS = {"resnet18": 2}  # first-step losses compared per model (default: all recorded ones)
-LOSS_TOLERANCE = 0.03        # relative, epoch-1 mean training loss (kernel paths: <= 1.0 %)
-ACCURACY_TOLERANCE = 0.06    # absolute, epoch-1 training accuracy (kernel paths: <= 2.2 points)
-INITIAL_TOLERANCE = 1e-4     # absolute, the heads' initial parameters (drawn from the seed; the learned
-                             # encoding's centres pass through a float32 softmax: 1.4e-6 seen here)
+STEP_LOSS_TOLERANCE = 1e-4  # relative, each checked first-step loss (kernel paths: <= 3e-6; seeds: >= 5e-4)
+CHECKED_STEPS = {
+    "resnet18": 2
+}  # first-step losses compared per model (default: all recorded ones)
+LOSS_TOLERANCE = 0.03  # relative, epoch-1 mean training loss (kernel paths: <= 1.0 %)
+ACCURACY_TOLERANCE = (
+    0.06  # absolute, epoch-1 training accuracy (kernel paths: <= 2.2 points)
+)
+INITIAL_TOLERANCE = (
+    1e-4  # absolute, the heads' initial parameters (drawn from the seed; the learned
+)
+# encoding's centres pass through a float32 softmax: 1.4e-6 seen here)
 
 #: What the tolerances rest on (``python -m attnconv.experiments.kernel_spread``, 2026-11-23, Xeon
 #: with AVX-512 and AMX; result in book/results/kernel-spread.json). Epoch 1 of each committed cpu
@@ -68,8 +75,13 @@ def _initial_heads_match(run: Run, tolerance: float) -> Optional[bool]:
         if set(a) != set(b):
             return False
         for key in a:
-            x, y = torch.as_tensor(a[key], dtype=torch.float64), torch.as_tensor(b[key], dtype=torch.float64)
-            if x.shape != y.shape or not bool(torch.allclose(x, y, rtol=0, atol=tolerance)):
+            x, y = (
+                torch.as_tensor(a[key], dtype=torch.float64),
+                torch.as_tensor(b[key], dtype=torch.float64),
+            )
+            if x.shape != y.shape or not bool(
+                torch.allclose(x, y, rtol=0, atol=tolerance)
+            ):
                 return False
     return True
 
@@ -86,9 +98,14 @@ def replay_first_epoch(run: Run) -> dict:
         return train(config, tmp, progress=False, stop_after=1, verbose=False)
 
 
-def verify_first_epoch(run: Run, loss_tolerance: float = LOSS_TOLERANCE, accuracy_tolerance: float = ACCURACY_TOLERANCE,
-                       step_tolerance: float = STEP_LOSS_TOLERANCE, initial_tolerance: float = INITIAL_TOLERANCE,
-                       replayed: Optional[dict] = None) -> dict:
+def verify_first_epoch(
+    run: Run,
+    loss_tolerance: float = LOSS_TOLERANCE,
+    accuracy_tolerance: float = ACCURACY_TOLERANCE,
+    step_tolerance: float = STEP_LOSS_TOLERANCE,
+    initial_tolerance: float = INITIAL_TOLERANCE,
+    replayed: Optional[dict] = None,
+) -> dict:
     """Check that a saved run came from this code and its config: ``{"match": bool, "checks":
     {...}, "saved": {...}, "retrained": {...}}``.
 
@@ -113,18 +130,31 @@ def verify_first_epoch(run: Run, loss_tolerance: float = LOSS_TOLERANCE, accurac
     saved, again = run.epochs[0], again_history["epochs"][0]
     keys = ("train_loss", "test_loss", "train_acc", "test_acc")
     n = CHECKED_STEPS.get(run.config.model)
-    steps, fresh = run.history.get("first_step_losses"), again_history["first_step_losses"]
+    steps, fresh = (
+        run.history.get("first_step_losses"),
+        again_history["first_step_losses"],
+    )
     if steps:
         steps, fresh = steps[:n], fresh[:n]
     checks = {
         "initial_heads": _initial_heads_match(run, initial_tolerance),
-        "first_steps": None if not steps else (len(steps) == len(fresh) and all(
-            abs(a - b) <= step_tolerance * abs(a) for a, b in zip(steps, fresh))),
-        "epoch_1": abs(saved["train_loss"] - again["train_loss"]) <= loss_tolerance * abs(saved["train_loss"])
+        "first_steps": None
+        if not steps
+        else (
+            len(steps) == len(fresh)
+            and all(abs(a - b) <= step_tolerance * abs(a) for a, b in zip(steps, fresh))
+        ),
+        "epoch_1": abs(saved["train_loss"] - again["train_loss"])
+        <= loss_tolerance * abs(saved["train_loss"])
         and abs(saved["train_acc"] - again["train_acc"]) <= accuracy_tolerance,
     }
     ok = all(v is not False for v in checks.values())
-    return {"match": ok, "checks": checks, "saved": {k: saved[k] for k in keys}, "retrained": {k: again[k] for k in keys}}
+    return {
+        "match": ok,
+        "checks": checks,
+        "saved": {k: saved[k] for k in keys},
+        "retrained": {k: again[k] for k in keys},
+    }
 
 
 def add_first_step_losses(run_dir, note: str) -> dict:
@@ -140,7 +170,9 @@ def add_first_step_losses(run_dir, note: str) -> dict:
     replayed = replay_first_epoch(run)
     check = verify_first_epoch(run, replayed=replayed)
     if not check["match"]:
-        raise ValueError(f"{run_dir}: epoch 1 does not verify, so no step losses are added: {check}")
+        raise ValueError(
+            f"{run_dir}: epoch 1 does not verify, so no step losses are added: {check}"
+        )
     run.history["first_step_losses"] = replayed["first_step_losses"]
     run.history["first_step_losses_note"] = note
     write_json(run_dir / HISTORY, run.history)

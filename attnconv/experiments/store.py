@@ -19,6 +19,7 @@ files are called, the typed :class:`History` of a run, and one helper for every 
   :class:`MissingResultError` name the command that regenerates it. Readers never write: making
   and saving is the job of ``python -m attnconv.regenerate`` (:data:`REGENERATE`).
 """
+
 from __future__ import annotations
 
 import json
@@ -140,19 +141,25 @@ def json_form(obj):
     return json.loads(json.dumps(obj))
 
 
-def read_keyed(path, key, name: str, key_of: Optional[Callable[[dict], Any]] = None) -> dict:
+def read_keyed(
+    path, key, name: str, key_of: Optional[Callable[[dict], Any]] = None
+) -> dict:
     """The saved study in ``path`` if it was made with ``key``; else :class:`MissingResultError`
     (no file) or :class:`StaleResultError` (another key), each naming ``python -m attnconv.regenerate
     --only name``. ``key_of`` reads the key from the file's content (default: its ``"key"`` entry);
     keys are compared in JSON form. Never writes."""
     path = Path(path)
     if not path.is_file():
-        raise MissingResultError(f"{relative_to_book(path)} is missing; make it with: {regenerate_command(name)}")
+        raise MissingResultError(
+            f"{relative_to_book(path)} is missing; make it with: {regenerate_command(name)}"
+        )
     saved = read_json(path)
     got = key_of(saved) if key_of is not None else saved.get("key")
     if json_form(got) != json_form(key):
-        raise StaleResultError(f"{relative_to_book(path)} was made with other settings than the book asks for; "
-                               f"make it again with: {regenerate_command(name)}")
+        raise StaleResultError(
+            f"{relative_to_book(path)} was made with other settings than the book asks for; "
+            f"make it again with: {regenerate_command(name)}"
+        )
     return saved
 
 
@@ -163,7 +170,6 @@ class _Record(Mapping):
     """A typed record that also reads like its JSON dict: ``record[key]``, ``key in record``,
     ``record.get(key)``; fields absent from the JSON (``None``) are absent here too, keys the class
     does not name are kept in ``extra``."""
-
 
     def _names(self) -> List[str]:
         return [f.name for f in fields(self) if f.name != "extra"]
@@ -180,7 +186,9 @@ class _Record(Mapping):
     def __getitem__(self, key: str):
         if key in self.extra:
             return self.extra[key]
-        if key in self._names() and (getattr(self, key) is not None or key in self._present):
+        if key in self._names() and (
+            getattr(self, key) is not None or key in self._present
+        ):
             return getattr(self, key)
         raise KeyError(key)
 
@@ -323,5 +331,7 @@ def read_history(run_dir) -> History:
     """The :class:`History` of a run folder (``MissingResultError`` when it has none)."""
     path = Path(run_dir) / HISTORY
     if not path.is_file():
-        raise MissingResultError(f"{relative_to_book(run_dir)} holds no run ({HISTORY} missing)")
+        raise MissingResultError(
+            f"{relative_to_book(run_dir)} holds no run ({HISTORY} missing)"
+        )
     return History.from_json(read_json(path))

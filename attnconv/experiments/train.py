@@ -34,6 +34,7 @@ Command line::
 Python: ``history = train(config, run_dir)``, ``run = load_run(run_dir)``,
 ``run = train_or_load(config, run_dir)``.
 """
+
 from __future__ import annotations
 
 import json
@@ -42,19 +43,26 @@ import os
 import random
 import sys
 import time
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
+import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
 
-import torch.distributed as dist
-
 from .allocator import retain_freed_memory
-from .data import CifarData, augmentation_draws, crop_flip, iterate_batches, load_cifar10, normalize, random_crop_flip
+from .data import (
+    CifarData,
+    augmentation_draws,
+    crop_flip,
+    iterate_batches,
+    load_cifar10,
+    normalize,
+    random_crop_flip,
+)
 from .distributed import (
     DistContext,
     DistributedSetupError,
@@ -71,8 +79,21 @@ from .distributed import (
     sum_over_ranks,
     wrap_model,
 )
-from .models import MODEL_NAMES, build_model, count_parameters, model_config_to_dict, paper_model_config
-from .store import CHECKPOINT, CONFIG, EPOCHS_CSV, HISTORY, PARTIAL_CHECKPOINT, STEPS_CSV
+from .models import (
+    MODEL_NAMES,
+    build_model,
+    count_parameters,
+    model_config_to_dict,
+    paper_model_config,
+)
+from .store import (
+    CHECKPOINT,
+    CONFIG,
+    EPOCHS_CSV,
+    HISTORY,
+    PARTIAL_CHECKPOINT,
+    STEPS_CSV,
+)
 
 __all__ = [
     "TrainConfig",
@@ -105,8 +126,16 @@ GAUSSIAN_PARAMETER_NAMES = ("centers", "spread", "alpha", "inv_sqrt_sigma")
 class NonFiniteLossError(RuntimeError):
     """The training loss became NaN or infinite; the run folder keeps the last good checkpoint."""
 
-    def __init__(self, epoch: int, step: int, loss: float, last_good_epoch: int, run_dir: Path):
-        self.epoch, self.step, self.loss, self.last_good_epoch, self.run_dir = epoch, step, loss, last_good_epoch, run_dir
+    def __init__(
+        self, epoch: int, step: int, loss: float, last_good_epoch: int, run_dir: Path
+    ):
+        self.epoch, self.step, self.loss, self.last_good_epoch, self.run_dir = (
+            epoch,
+            step,
+            loss,
+            last_good_epoch,
+            run_dir,
+        )
         kept = (
             f"the last good checkpoint (epoch {last_good_epoch}) is kept in {run_dir}"
             if last_good_epoch
@@ -154,11 +183,15 @@ class TrainConfig:
     lr: float = 0.1
     momentum: float = 0.9
     weight_decay: float = 1e-4
-    schedule: str = "warmup_cosine"  # "warmup_cosine" (self-attention) | "step" (ResNet18)
+    schedule: str = (
+        "warmup_cosine"  # "warmup_cosine" (self-attention) | "step" (ResNet18)
+    )
     warmup_fraction: float = 0.05
     milestones: Tuple[int, ...] = (80, 150, 250)  # epochs, for schedule="step"
     gamma: float = 0.1
-    attention_lr_multiplier: float = 1.0  # learning rate × this for the positional encodings
+    attention_lr_multiplier: float = (
+        1.0  # learning rate × this for the positional encodings
+    )
     data: str = "auto"  # "auto" | "full" | "sample"
     data_root: Optional[str] = None
     train_subset: Optional[int] = None  # first n training images only
@@ -174,15 +207,21 @@ class TrainConfig:
         if self.model not in MODEL_NAMES:
             raise ValueError(f"model must be one of {MODEL_NAMES}, got {self.model!r}")
         if self.schedule not in ("warmup_cosine", "step"):
-            raise ValueError(f"schedule must be 'warmup_cosine' or 'step', got {self.schedule!r}")
+            raise ValueError(
+                f"schedule must be 'warmup_cosine' or 'step', got {self.schedule!r}"
+            )
         if self.data not in ("auto", "full", "sample"):
-            raise ValueError(f"data must be 'auto', 'full' or 'sample', got {self.data!r}")
+            raise ValueError(
+                f"data must be 'auto', 'full' or 'sample', got {self.data!r}"
+            )
         if self.epochs < 1 or self.batch_size < 1 or self.eval_batch_size < 1:
             raise ValueError("epochs, batch_size and eval_batch_size must be >= 1")
         if not 0 <= self.warmup_fraction < 1:
             raise ValueError("warmup_fraction must be in [0, 1)")
         if self.lr <= 0 or self.attention_lr_multiplier < 0 or self.weight_decay < 0:
-            raise ValueError("lr must be > 0, attention_lr_multiplier and weight_decay >= 0")
+            raise ValueError(
+                "lr must be > 0, attention_lr_multiplier and weight_decay >= 0"
+            )
         self.model_config()  # validates the overrides
 
     def model_config(self):
@@ -221,8 +260,16 @@ def parameter_groups(model: nn.Module, config: TrainConfig) -> List[dict]:
         gaussian = encoding and name.rsplit(".", 1)[-1] in GAUSSIAN_PARAMETER_NAMES
         wd = 0.0 if gaussian else config.weight_decay
         mult = config.attention_lr_multiplier if encoding else 1.0
-        g = groups.setdefault((wd, mult), {"params": [], "names": [], "weight_decay": wd,
-                                           "lr": config.lr * mult, "lr_multiplier": mult})
+        g = groups.setdefault(
+            (wd, mult),
+            {
+                "params": [],
+                "names": [],
+                "weight_decay": wd,
+                "lr": config.lr * mult,
+                "lr_multiplier": mult,
+            },
+        )
         g["params"].append(p)
         g["names"].append(name)
     return list(groups.values())
@@ -232,7 +279,9 @@ def make_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.SGD:
     groups = parameter_groups(model, config)
     for g in groups:
         g.pop("names")
-    return torch.optim.SGD(groups, lr=config.lr, momentum=config.momentum, weight_decay=config.weight_decay)
+    return torch.optim.SGD(
+        groups, lr=config.lr, momentum=config.momentum, weight_decay=config.weight_decay
+    )
 
 
 def lr_factor(step: int, config: TrainConfig, steps_per_epoch: int) -> float:
@@ -255,13 +304,17 @@ def lr_factor(step: int, config: TrainConfig, steps_per_epoch: int) -> float:
     return config.gamma ** sum(epoch >= m for m in config.milestones)
 
 
-def make_scheduler(optimizer, config: TrainConfig, steps_per_epoch: int) -> torch.optim.lr_scheduler.LambdaLR:
+def make_scheduler(
+    optimizer, config: TrainConfig, steps_per_epoch: int
+) -> torch.optim.lr_scheduler.LambdaLR:
     """A ``LambdaLR`` stepped after every batch with :func:`lr_factor`."""
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, config, steps_per_epoch))
+    return torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: lr_factor(s, config, steps_per_epoch)
+    )
 
 
 def _stream_seed(seed: int, epoch: int, stream: int) -> int:
-    return (seed * 1_000_003 + epoch * 7_919 + stream) % (2 ** 63 - 1)
+    return (seed * 1_000_003 + epoch * 7_919 + stream) % (2**63 - 1)
 
 
 def _epoch_generator(seed: int, epoch: int, stream: int) -> torch.Generator:
@@ -271,7 +324,9 @@ def _epoch_generator(seed: int, epoch: int, stream: int) -> torch.Generator:
 
 
 def _autocast(device: torch.device, config: TrainConfig):
-    return torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda" and config.bf16)
+    return torch.autocast(
+        "cuda", dtype=torch.bfloat16, enabled=device.type == "cuda" and config.bf16
+    )
 
 
 def _compute_loss(model: nn.Module, images: torch.Tensor, labels: torch.Tensor):
@@ -299,10 +354,21 @@ class _StopRequested(Exception):
         self.state = state
 
 
-def train_epoch(model: nn.Module, data, config: TrainConfig, optimizer, scheduler, epoch: int, device: torch.device,
-                progress: bool = False, step_losses: Optional[List[float]] = None,
-                distributed: Optional[DistContext] = None, partial: Optional[dict] = None, stop=None,
-                on_step=None):
+def train_epoch(
+    model: nn.Module,
+    data,
+    config: TrainConfig,
+    optimizer,
+    scheduler,
+    epoch: int,
+    device: torch.device,
+    progress: bool = False,
+    step_losses: Optional[List[float]] = None,
+    distributed: Optional[DistContext] = None,
+    partial: Optional[dict] = None,
+    stop=None,
+    on_step=None,
+):
     """One epoch of SGD on ``data.x_train``: batches shuffled and augmented from (seed, epoch), so
     that a resumed run repeats them exactly. Returns (mean training loss, training accuracy).
 
@@ -333,10 +399,18 @@ def train_epoch(model: nn.Module, data, config: TrainConfig, optimizer, schedule
         aug_gen.set_state(partial["aug_state"])
         loss_sum += partial["loss_sum"].to(device)
         correct += partial["correct"].to(device)
-    bar = tqdm(total=steps_per_epoch, initial=start_step, desc=f"{config.model} epoch {epoch}/{config.epochs}",
-               leave=False, disable=not progress, file=sys.stderr)
+    bar = tqdm(
+        total=steps_per_epoch,
+        initial=start_step,
+        desc=f"{config.model} epoch {epoch}/{config.epochs}",
+        leave=False,
+        disable=not progress,
+        file=sys.stderr,
+    )
     for step, idx in enumerate(iterate_batches(n_train, config.batch_size, order_gen)):
-        if step < start_step:  # done before the mid-epoch checkpoint; its augmentation is in aug_gen's state
+        if (
+            step < start_step
+        ):  # done before the mid-epoch checkpoint; its augmentation is in aug_gen's state
             continue
         if distributed is None:
             idx = idx.to(device)
@@ -356,8 +430,21 @@ def train_epoch(model: nn.Module, data, config: TrainConfig, optimizer, schedule
             correct += (logits.detach().argmax(1) == yb).sum()
             stopping = stop is not None and bool(stop)
         else:
-            loss, stopping = _distributed_step(model, data, config, optimizer, scheduler, idx, aug_gen, device,
-                                               distributed, stop, loss_sum, correct, step)
+            loss, stopping = _distributed_step(
+                model,
+                data,
+                config,
+                optimizer,
+                scheduler,
+                idx,
+                aug_gen,
+                device,
+                distributed,
+                stop,
+                loss_sum,
+                correct,
+                step,
+            )
         if step_losses is not None and len(step_losses) < RECORDED_STEPS:
             step_losses.append(float(loss.detach()))
         if on_step is not None:
@@ -367,15 +454,37 @@ def train_epoch(model: nn.Module, data, config: TrainConfig, optimizer, schedule
             bar.set_postfix(loss=f"{loss.item():.3f}")
         if stopping and step + 1 < steps_per_epoch:
             bar.close()
-            raise _StopRequested({"epoch": epoch, "step": step + 1, "loss_sum": loss_sum.detach().cpu(),
-                                  "correct": correct.detach().cpu(), "aug_state": aug_gen.get_state(),
-                                  "step_losses": list(step_losses) if step_losses is not None else None})
+            raise _StopRequested(
+                {
+                    "epoch": epoch,
+                    "step": step + 1,
+                    "loss_sum": loss_sum.detach().cpu(),
+                    "correct": correct.detach().cpu(),
+                    "aug_state": aug_gen.get_state(),
+                    "step_losses": list(step_losses)
+                    if step_losses is not None
+                    else None,
+                }
+            )
     bar.close()
     return float(loss_sum) / n_train, int(correct) / n_train
 
 
-def _distributed_step(model, data, config: TrainConfig, optimizer, scheduler, idx: torch.Tensor, aug_gen, device,
-                      ctx: DistContext, stop, loss_sum: torch.Tensor, correct: torch.Tensor, step: int):
+def _distributed_step(
+    model,
+    data,
+    config: TrainConfig,
+    optimizer,
+    scheduler,
+    idx: torch.Tensor,
+    aug_gen,
+    device,
+    ctx: DistContext,
+    stop,
+    loss_sum: torch.Tensor,
+    correct: torch.Tensor,
+    step: int,
+):
     """One step of a multi-process run on this rank's slice of the global batch ``idx``; returns the
     global batch's mean loss and whether a stop was requested on any rank. Adds the global batch's
     loss sum and correct count to ``loss_sum`` and ``correct``."""
@@ -390,14 +499,25 @@ def _distributed_step(model, data, config: TrainConfig, optimizer, scheduler, id
         logits = model(xb)
         local_sum = F.cross_entropy(logits.float(), yb, reduction="sum")
     flag = 1.0 if stop is not None and bool(stop) else 0.0
-    stats = torch.stack([local_sum.detach().float(), (logits.detach().argmax(1) == yb).sum().float(),
-                         torch.tensor(flag, device=device)])
-    sum_over_ranks(stats)  # global loss sum, global correct count, number of ranks asked to stop
+    stats = torch.stack(
+        [
+            local_sum.detach().float(),
+            (logits.detach().argmax(1) == yb).sum().float(),
+            torch.tensor(flag, device=device),
+        ]
+    )
+    sum_over_ranks(
+        stats
+    )  # global loss sum, global correct count, number of ranks asked to stop
     loss = stats[0] / len(idx)
-    if not bool(torch.isfinite(loss)):  # the same value on every rank: all stop together
+    if not bool(
+        torch.isfinite(loss)
+    ):  # the same value on every rank: all stop together
         raise _NonFiniteStep(step, loss.item())
     optimizer.zero_grad(set_to_none=True)
-    (local_sum / len(idx)).backward()  # gradients summed over ranks by the DDP hook: the global mean's
+    (
+        local_sum / len(idx)
+    ).backward()  # gradients summed over ranks by the DDP hook: the global mean's
     optimizer.step()
     scheduler.step()
     loss_sum += stats[0]
@@ -406,9 +526,15 @@ def _distributed_step(model, data, config: TrainConfig, optimizer, scheduler, id
 
 
 @torch.no_grad()
-def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int = 500,
-             device: Optional[torch.device] = None, bf16: bool = True,
-             distributed: Optional[DistContext] = None) -> Tuple[float, float]:
+def evaluate(
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    batch_size: int = 500,
+    device: Optional[torch.device] = None,
+    bf16: bool = True,
+    distributed: Optional[DistContext] = None,
+) -> Tuple[float, float]:
     """Mean cross-entropy and accuracy of ``model`` (eval mode) on ``uint8`` images ``x``.
 
     ``distributed``: each rank computes its share of the evaluation batches
@@ -421,18 +547,27 @@ def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int
     loss_sum, correct = 0.0, 0
     try:
         batches = list(iterate_batches(len(x), batch_size, shuffle=False))
-        mine = (range(len(batches)) if distributed is None
-                else eval_batches_of_rank(len(batches), distributed.rank, distributed.world_size))
+        mine = (
+            range(len(batches))
+            if distributed is None
+            else eval_batches_of_rank(
+                len(batches), distributed.rank, distributed.world_size
+            )
+        )
         sums = torch.zeros(len(batches), 2, dtype=torch.float64)
         for b in mine:
             idx = batches[b]
             xb = normalize(x[idx].to(device))
             yb = y[idx].to(device)
-            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda" and bf16):
+            with torch.autocast(
+                "cuda", dtype=torch.bfloat16, enabled=device.type == "cuda" and bf16
+            ):
                 logits = model(xb)
             sums[b, 0] = float(F.cross_entropy(logits.float(), yb, reduction="sum"))
             sums[b, 1] = int((logits.argmax(1) == yb).sum())
-        if distributed is not None:  # each slot is filled by one rank, zeros elsewhere: exact sums
+        if (
+            distributed is not None
+        ):  # each slot is filled by one rank, zeros elsewhere: exact sums
             sums = sum_over_ranks(sums.to(distributed.device)).cpu()
         for b in range(len(batches)):  # the single-process order of the additions
             loss_sum += float(sums[b, 0])
@@ -471,16 +606,22 @@ def _atomic_write_bytes(path: Path, write) -> None:
 
 def write_json(path: Path, obj) -> None:
     """Write ``obj`` as JSON to ``path`` atomically (a crash never leaves a half-written file)."""
+
     def write(tmp):
         with open(tmp, "w") as f:
             json.dump(obj, f, indent=1)
             f.flush()
             os.fsync(f.fileno())
+
     _atomic_write_bytes(path, write)
 
 
 def _rng_state(device: torch.device) -> dict:
-    state = {"torch": torch.get_rng_state(), "python": random.getstate(), "numpy": np.random.get_state()}
+    state = {
+        "torch": torch.get_rng_state(),
+        "python": random.getstate(),
+        "numpy": np.random.get_state(),
+    }
     if device.type == "cuda":
         state["cuda"] = torch.cuda.get_rng_state_all()
     return state
@@ -515,13 +656,24 @@ def _describe_history(run_dir: Path) -> str:
 def _load_checkpoint_file(path: Path, run_dir: Path) -> dict:
     try:
         state = torch.load(path, map_location="cpu", weights_only=False)
-        for key in ("config", "epoch", "model", "optimizer", "scheduler", "rng", "history"):
+        for key in (
+            "config",
+            "epoch",
+            "model",
+            "optimizer",
+            "scheduler",
+            "rng",
+            "history",
+        ):
             state[key]
-    except Exception as e:  # truncated zip, pickle or torch errors: all mean the same to the user
+    except (
+        Exception
+    ) as e:  # truncated zip, pickle or torch errors: all mean the same to the user
         reason = f"{type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else 'no details'}"
         raise CorruptCheckpointError(
             f"cannot read {path} ({reason}); {_describe_history(run_dir)}.\n"
-            f"Restore {path.name} from a copy to resume, or start again without --resume in another folder.") from None
+            f"Restore {path.name} from a copy to resume, or start again without --resume in another folder."
+        ) from None
     return state
 
 
@@ -534,9 +686,12 @@ def _read_checkpoint(run_dir: Path, config: TrainConfig) -> dict:
         if (run_dir / HISTORY).is_file():
             raise NothingToResumeError(
                 f"nothing to resume in {run_dir}: it holds {HISTORY} but no {CHECKPOINT} (weights are never "
-                "committed). Start a new run in another folder, without --resume.")
-        raise NothingToResumeError(f"nothing to resume in {run_dir}: there is no {CHECKPOINT}. "
-                                   "Drop --resume to start a new run there.")
+                "committed). Start a new run in another folder, without --resume."
+            )
+        raise NothingToResumeError(
+            f"nothing to resume in {run_dir}: there is no {CHECKPOINT}. "
+            "Drop --resume to start a new run there."
+        )
     state = _load_checkpoint_file(ckpt_path, run_dir) if ckpt_path.is_file() else None
     if partial_path.is_file():
         partial = _load_checkpoint_file(partial_path, run_dir)
@@ -550,13 +705,21 @@ def _read_checkpoint(run_dir: Path, config: TrainConfig) -> dict:
             raise ResumeMismatchError(
                 f"{run_dir} finished its {planned} epochs; continuing it for {config.epochs} is not supported: its "
                 f"learning-rate schedule ({saved['schedule']}) was laid out over {planned} epochs and has ended.\n"
-                f"Train a new run with --epochs {config.epochs} in another folder.")
-        raise ResumeMismatchError(f"{run_dir} is a run of {planned} epochs (stopped after {done}); resume it with "
-                                  f"--epochs {planned}, or start a new run of {config.epochs} epochs in another folder.")
+                f"Train a new run with --epochs {config.epochs} in another folder."
+            )
+        raise ResumeMismatchError(
+            f"{run_dir} is a run of {planned} epochs (stopped after {done}); resume it with "
+            f"--epochs {planned}, or start a new run of {config.epochs} epochs in another folder."
+        )
     if diff:
-        changes = ", ".join(f"{k}: saved {saved.get(k)!r}, asked {config.to_dict().get(k)!r}" for k in diff)
-        raise ResumeMismatchError(f"cannot resume {run_dir}: it is a run of other settings ({changes}).\n"
-                                  "Resume with the run's own settings, or choose another run folder.")
+        changes = ", ".join(
+            f"{k}: saved {saved.get(k)!r}, asked {config.to_dict().get(k)!r}"
+            for k in diff
+        )
+        raise ResumeMismatchError(
+            f"cannot resume {run_dir}: it is a run of other settings ({changes}).\n"
+            "Resume with the run's own settings, or choose another run folder."
+        )
     return state
 
 
@@ -565,33 +728,79 @@ class PreemptedError(RuntimeError):
     """A stop signal (SIGTERM/SIGUSR1) arrived: the current step was finished and a checkpoint saved;
     ``--resume`` continues exactly from there."""
 
-    def __init__(self, run_dir: Path, epoch: int, step: int, steps_per_epoch: int, signal_name: str):
-        self.run_dir, self.epoch, self.step, self.signal_name = run_dir, epoch, step, signal_name
-        where = (f"after step {step} of {steps_per_epoch} of epoch {epoch} (mid-epoch checkpoint {PARTIAL_CHECKPOINT})"
-                 if step < steps_per_epoch else f"after epoch {epoch} ({CHECKPOINT})")
-        super().__init__(f"stopped by {signal_name or 'a stop request'} {where} in {run_dir}; "
-                         "run the same command with --resume to continue exactly from there.")
+    def __init__(
+        self,
+        run_dir: Path,
+        epoch: int,
+        step: int,
+        steps_per_epoch: int,
+        signal_name: str,
+    ):
+        self.run_dir, self.epoch, self.step, self.signal_name = (
+            run_dir,
+            epoch,
+            step,
+            signal_name,
+        )
+        where = (
+            f"after step {step} of {steps_per_epoch} of epoch {epoch} (mid-epoch checkpoint {PARTIAL_CHECKPOINT})"
+            if step < steps_per_epoch
+            else f"after epoch {epoch} ({CHECKPOINT})"
+        )
+        super().__init__(
+            f"stopped by {signal_name or 'a stop request'} {where} in {run_dir}; "
+            "run the same command with --resume to continue exactly from there."
+        )
 
 
 def _is_communication_error(e: BaseException) -> bool:
     text = f"{type(e).__name__} {e}"
-    return isinstance(e, dist.DistError) or any(w in text for w in (
-        "gloo", "Gloo", "NCCL", "Connection", "connection", "timed out", "Timed out", "Broken pipe", "peer"))
+    return isinstance(e, dist.DistError) or any(
+        w in text
+        for w in (
+            "gloo",
+            "Gloo",
+            "NCCL",
+            "Connection",
+            "connection",
+            "timed out",
+            "Timed out",
+            "Broken pipe",
+            "peer",
+        )
+    )
 
 
 class _Logs:
     """Rank 0's optional logs beside the history: ``steps.csv`` / ``epochs.csv`` (``csv``) and
     TensorBoard scalars (``tensorboard``: a folder; needs the ``tensorboard`` package)."""
 
-    def __init__(self, run_dir: Path, csv: bool, tensorboard, resumed_step: int, resumed_epoch: int):
+    def __init__(
+        self,
+        run_dir: Path,
+        csv: bool,
+        tensorboard,
+        resumed_step: int,
+        resumed_epoch: int,
+    ):
         self.steps = self.epochs = self.tb = None
         if csv:
-            self.steps = self._open(run_dir / STEPS_CSV, "step,epoch,loss,lr", resumed_step)
-            self.epochs = self._open(run_dir / EPOCHS_CSV, "epoch,train_loss,train_acc,test_loss,test_acc,lr,seconds",
-                                     resumed_epoch)
+            self.steps = self._open(
+                run_dir / STEPS_CSV, "step,epoch,loss,lr", resumed_step
+            )
+            self.epochs = self._open(
+                run_dir / EPOCHS_CSV,
+                "epoch,train_loss,train_acc,test_loss,test_acc,lr,seconds",
+                resumed_epoch,
+            )
         if tensorboard is not None:
-            from torch.utils.tensorboard import SummaryWriter  # ImportError without the package: the CLI says so
-            self.tb = SummaryWriter(str(tensorboard), purge_step=resumed_step + 1 if resumed_step else None)
+            from torch.utils.tensorboard import (
+                SummaryWriter,  # ImportError without the package: the CLI says so
+            )
+
+            self.tb = SummaryWriter(
+                str(tensorboard), purge_step=resumed_step + 1 if resumed_step else None
+            )
 
     @staticmethod
     def _open(path: Path, header: str, keep: int):
@@ -618,9 +827,21 @@ class _Logs:
 
     def epoch(self, record: dict, global_step: int):
         if self.epochs is not None:
-            self.epochs.write(",".join(repr(record[k]) for k in
-                                       ("epoch", "train_loss", "train_acc", "test_loss", "test_acc", "lr", "seconds"))
-                              + "\n")
+            self.epochs.write(
+                ",".join(
+                    repr(record[k])
+                    for k in (
+                        "epoch",
+                        "train_loss",
+                        "train_acc",
+                        "test_loss",
+                        "test_acc",
+                        "lr",
+                        "seconds",
+                    )
+                )
+                + "\n"
+            )
             self.epochs.flush()
         if self.tb is not None:
             for k in ("train_loss", "train_acc", "test_loss", "test_acc"):
@@ -651,7 +872,9 @@ def _share(ctx: Optional[DistContext], compute):
     return outcome[1]
 
 
-def _load_data(config: TrainConfig, ctx: Optional[DistContext], verbose: bool) -> CifarData:
+def _load_data(
+    config: TrainConfig, ctx: Optional[DistContext], verbose: bool
+) -> CifarData:
     """The data set; under torchrun the first process of each machine loads (and, if needed,
     downloads) it before the others read it."""
     if ctx is None:
@@ -659,7 +882,9 @@ def _load_data(config: TrainConfig, ctx: Optional[DistContext], verbose: bool) -
     first = ctx.local_rank == 0
     if not first:
         barrier()
-    data = load_cifar10(config.data, root=config.data_root, verbose=verbose and ctx.is_writer)
+    data = load_cifar10(
+        config.data, root=config.data_root, verbose=verbose and ctx.is_writer
+    )
     if first:
         barrier()
     return data
@@ -721,16 +946,26 @@ def train(
     writer = ctx is None or ctx.is_writer
     verbose = verbose and writer
     run_dir = Path(run_dir)
-    ckpt_path, hist_path, partial_path = run_dir / CHECKPOINT, run_dir / HISTORY, run_dir / PARTIAL_CHECKPOINT
+    ckpt_path, hist_path, partial_path = (
+        run_dir / CHECKPOINT,
+        run_dir / HISTORY,
+        run_dir / PARTIAL_CHECKPOINT,
+    )
     if ctx is not None:
         check_world_size(config.batch_size, ctx.world_size)
 
     def read_state():
         state = _read_checkpoint(run_dir, config) if resume else None
-        if not resume and (ckpt_path.exists() or hist_path.exists() or partial_path.exists()):
-            what = next(p.name for p in (ckpt_path, partial_path, hist_path) if p.exists())
-            raise RunExistsError(f"{run_dir} already holds a run ({what}); add --resume (resume=True) to continue "
-                                 "it, or choose another run folder. Nothing was changed.")
+        if not resume and (
+            ckpt_path.exists() or hist_path.exists() or partial_path.exists()
+        ):
+            what = next(
+                p.name for p in (ckpt_path, partial_path, hist_path) if p.exists()
+            )
+            raise RunExistsError(
+                f"{run_dir} already holds a run ({what}); add --resume (resume=True) to continue "
+                "it, or choose another run folder. Nothing was changed."
+            )
         return state
 
     state = _share(ctx, read_state)
@@ -742,14 +977,18 @@ def train(
     if data is None:
         data = _load_data(config, ctx, verbose)
     elif verbose:
-        print(data.note or f"Data: {data.source} ({len(data.x_train):,} training / {len(data.x_test):,} test images).")
+        print(
+            data.note
+            or f"Data: {data.source} ({len(data.x_train):,} training / {len(data.x_test):,} test images)."
+        )
     data = data.subset(config.train_subset, config.test_subset).to(device)
     n_train = len(data.x_train)
     steps_per_epoch = math.ceil(n_train / config.batch_size)
     if ctx is not None and 0 < n_train % config.batch_size < ctx.world_size:
         raise DistributedSetupError(
             f"the last batch of each epoch holds {n_train % config.batch_size} images, fewer than the "
-            f"{ctx.world_size} processes; use fewer processes or another training-set size.")
+            f"{ctx.world_size} processes; use fewer processes or another training-set size."
+        )
 
     net = build_model(config.model_config())
     if ctx is not None and sync_batchnorm:
@@ -769,14 +1008,19 @@ def train(
             rng = ranks[ctx.rank]
         _set_rng_state(rng, device)
         if ctx is not None and not (ranks and len(ranks) == ctx.world_size):
-            torch.manual_seed(_stream_seed(config.seed, state["epoch"] * 1_000 + ctx.rank, 2))  # dropout, per rank
+            torch.manual_seed(
+                _stream_seed(config.seed, state["epoch"] * 1_000 + ctx.rank, 2)
+            )  # dropout, per rank
         history = state["history"]
         start_epoch = state["epoch"]
         partial = state.get("partial")
         history["status"] = "complete" if start_epoch >= config.epochs else "running"
         if verbose:
-            where = (f"at step {partial['step']} of epoch {start_epoch + 1}" if partial is not None
-                     else f"after epoch {start_epoch}")
+            where = (
+                f"at step {partial['step']} of epoch {start_epoch + 1}"
+                if partial is not None
+                else f"after epoch {start_epoch}"
+            )
             print(f"Resuming {run_dir} {where}.")
     else:
         if writer:
@@ -796,20 +1040,34 @@ def train(
             "status": "running",
         }
         if ctx is not None:
-            torch.manual_seed(_stream_seed(config.seed, ctx.rank, 2))  # dropout masks: per rank
+            torch.manual_seed(
+                _stream_seed(config.seed, ctx.rank, 2)
+            )  # dropout masks: per rank
     history["device"] = str(device)
     if ctx is not None:
-        history["distributed"] = {**ctx.describe(), "sync_batchnorm": bool(sync_batchnorm)}
+        history["distributed"] = {
+            **ctx.describe(),
+            "sync_batchnorm": bool(sync_batchnorm),
+        }
     else:
         history.pop("distributed", None)
     model = wrap_model(net, ctx, sync_batchnorm) if ctx is not None else net
 
-    done_steps = start_epoch * steps_per_epoch + (int(partial["step"]) if partial is not None else 0)
-    logs = _Logs(run_dir, csv, tensorboard, done_steps, start_epoch) if writer and (csv or tensorboard is not None) else None
+    done_steps = start_epoch * steps_per_epoch + (
+        int(partial["step"]) if partial is not None else 0
+    )
+    logs = (
+        _Logs(run_dir, csv, tensorboard, done_steps, start_epoch)
+        if writer and (csv or tensorboard is not None)
+        else None
+    )
 
     def rng_states() -> dict:
         own = _rng_state(device)
-        return {"rng": own, **({"rng_ranks": gather_objects(own)} if ctx is not None else {})}
+        return {
+            "rng": own,
+            **({"rng_ranks": gather_objects(own)} if ctx is not None else {}),
+        }
 
     last_good = start_epoch
     session_start, session_epochs = time.perf_counter(), 0
@@ -817,59 +1075,121 @@ def train(
         with StopRequest(stop_signals) as stop:
             for epoch in range(start_epoch + 1, config.epochs + 1):
                 t0 = time.perf_counter()
-                resumed = partial if partial is not None and int(partial["epoch"]) == epoch else None
+                resumed = (
+                    partial
+                    if partial is not None and int(partial["epoch"]) == epoch
+                    else None
+                )
                 partial = None
                 steps_before = int(resumed["step"]) if resumed is not None else 0
                 try:
                     if epoch == 1:
-                        first = list(resumed["step_losses"]) if resumed is not None and resumed.get(
-                            "step_losses") is not None else []
+                        first = (
+                            list(resumed["step_losses"])
+                            if resumed is not None
+                            and resumed.get("step_losses") is not None
+                            else []
+                        )
                     else:
                         first = None
                     on_step = None
                     if logs is not None:
+
                         def on_step(step, loss, epoch=epoch):
                             g = (epoch - 1) * steps_per_epoch + step
-                            logs.step(g + 1, epoch, loss, config.lr * lr_factor(g, config, steps_per_epoch))
-                    train_loss, train_acc = train_epoch(model, data, config, optimizer, scheduler, epoch, device,
-                                                        progress and writer, step_losses=first, distributed=ctx,
-                                                        partial=resumed, stop=stop, on_step=on_step)
+                            logs.step(
+                                g + 1,
+                                epoch,
+                                loss,
+                                config.lr * lr_factor(g, config, steps_per_epoch),
+                            )
+
+                    train_loss, train_acc = train_epoch(
+                        model,
+                        data,
+                        config,
+                        optimizer,
+                        scheduler,
+                        epoch,
+                        device,
+                        progress and writer,
+                        step_losses=first,
+                        distributed=ctx,
+                        partial=resumed,
+                        stop=stop,
+                        on_step=on_step,
+                    )
                     if first is not None:
                         history["first_step_losses"] = first
                 except _NonFiniteStep as e:
-                    raise NonFiniteLossError(epoch, e.step, e.loss, last_good, run_dir) from None
+                    raise NonFiniteLossError(
+                        epoch, e.step, e.loss, last_good, run_dir
+                    ) from None
                 except _StopRequested as e:
-                    seconds = (resumed or {}).get("seconds", 0.0) + time.perf_counter() - t0
+                    seconds = (
+                        (resumed or {}).get("seconds", 0.0) + time.perf_counter() - t0
+                    )
                     checkpoint = {
-                        "format": 1, "config": config.to_dict(), "epoch": epoch - 1, "model": net.state_dict(),
-                        "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-                        **rng_states(), "history": history, "partial": {**e.state, "seconds": seconds},
+                        "format": 1,
+                        "config": config.to_dict(),
+                        "epoch": epoch - 1,
+                        "model": net.state_dict(),
+                        "optimizer": optimizer.state_dict(),
+                        "scheduler": scheduler.state_dict(),
+                        **rng_states(),
+                        "history": history,
+                        "partial": {**e.state, "seconds": seconds},
                     }
                     if writer:
-                        _atomic_write_bytes(partial_path, lambda tmp: torch.save(checkpoint, tmp))
+                        _atomic_write_bytes(
+                            partial_path, lambda tmp: torch.save(checkpoint, tmp)
+                        )
                     if ctx is not None:
                         barrier()  # the others wait for the checkpoint before they exit
-                    raise PreemptedError(run_dir, epoch, e.state["step"], steps_per_epoch, stop.name) from None
+                    raise PreemptedError(
+                        run_dir, epoch, e.state["step"], steps_per_epoch, stop.name
+                    ) from None
                 train_seconds = time.perf_counter() - t0
-                lr = config.lr * lr_factor(epoch * steps_per_epoch - 1, config, steps_per_epoch)  # of the last step
-                test_loss, test_acc = evaluate(net, data.x_test, data.y_test, config.eval_batch_size, device,
-                                               config.bf16, distributed=ctx)
+                lr = config.lr * lr_factor(
+                    epoch * steps_per_epoch - 1, config, steps_per_epoch
+                )  # of the last step
+                test_loss, test_acc = evaluate(
+                    net,
+                    data.x_test,
+                    data.y_test,
+                    config.eval_batch_size,
+                    device,
+                    config.bf16,
+                    distributed=ctx,
+                )
                 seconds = (resumed or {}).get("seconds", 0.0) + time.perf_counter() - t0
                 record = {
-                    "epoch": epoch, "train_loss": train_loss, "train_acc": train_acc, "test_loss": test_loss,
-                    "test_acc": test_acc, "lr": lr, "seconds": seconds,
+                    "epoch": epoch,
+                    "train_loss": train_loss,
+                    "train_acc": train_acc,
+                    "test_loss": test_loss,
+                    "test_acc": test_acc,
+                    "lr": lr,
+                    "seconds": seconds,
                     "attention": attention_record(net),
                 }
                 history["epochs"].append(record)
                 if epoch == config.epochs:
                     history["status"] = "complete"
                 checkpoint = {
-                    "format": 1, "config": config.to_dict(), "epoch": epoch, "model": net.state_dict(),
-                    "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-                    **rng_states(), "history": history,
+                    "format": 1,
+                    "config": config.to_dict(),
+                    "epoch": epoch,
+                    "model": net.state_dict(),
+                    "optimizer": optimizer.state_dict(),
+                    "scheduler": scheduler.state_dict(),
+                    **rng_states(),
+                    "history": history,
                 }
                 if writer:
-                    _atomic_write_bytes(ckpt_path, lambda tmp: torch.save(checkpoint, tmp))
+                    _atomic_write_bytes(
+                        ckpt_path, lambda tmp: torch.save(checkpoint, tmp)
+                    )
                     write_json(hist_path, history)
                     if partial_path.exists():
                         partial_path.unlink()
@@ -878,18 +1198,29 @@ def train(
                 last_good = epoch
                 session_epochs += 1
                 if verbose:
-                    images = (steps_per_epoch - steps_before) / steps_per_epoch * n_train
-                    eta = (time.perf_counter() - session_start) / session_epochs * (config.epochs - epoch)
-                    print(f"epoch {epoch}/{config.epochs}: train loss {train_loss:.4f} acc {train_acc:.4f} | "
-                          f"test loss {test_loss:.4f} acc {test_acc:.4f} | lr {lr:.4g} | {seconds:.1f}s | "
-                          f"{images / max(train_seconds, 1e-9):,.0f} img/s | ETA {_format_duration(eta)}", flush=True)
+                    images = (
+                        (steps_per_epoch - steps_before) / steps_per_epoch * n_train
+                    )
+                    eta = (
+                        (time.perf_counter() - session_start)
+                        / session_epochs
+                        * (config.epochs - epoch)
+                    )
+                    print(
+                        f"epoch {epoch}/{config.epochs}: train loss {train_loss:.4f} acc {train_acc:.4f} | "
+                        f"test loss {test_loss:.4f} acc {test_acc:.4f} | lr {lr:.4g} | {seconds:.1f}s | "
+                        f"{images / max(train_seconds, 1e-9):,.0f} img/s | ETA {_format_duration(eta)}",
+                        flush=True,
+                    )
                 if stop_after is not None and epoch >= stop_after:
                     break
                 stopping = bool(stop) if ctx is None else any_rank(bool(stop), device)
                 if stopping and epoch < config.epochs:
                     if ctx is not None:
                         barrier()
-                    raise PreemptedError(run_dir, epoch, steps_per_epoch, steps_per_epoch, stop.name)
+                    raise PreemptedError(
+                        run_dir, epoch, steps_per_epoch, steps_per_epoch, stop.name
+                    )
     except NonFiniteLossError as e:
         history["status"] = "failed"
         history["error"] = str(e)
@@ -897,24 +1228,44 @@ def train(
             write_json(hist_path, history)
         raise
     except PeerLostError as e:
-        raise PeerLostError(_peer_lost_message(ctx, run_dir, last_good, str(e))) from None
+        raise PeerLostError(
+            _peer_lost_message(ctx, run_dir, last_good, str(e))
+        ) from None
     except RuntimeError as e:
-        if ctx is None or isinstance(e, (PreemptedError, NonFiniteLossError)) or not _is_communication_error(e):
+        if (
+            ctx is None
+            or isinstance(e, (PreemptedError, NonFiniteLossError))
+            or not _is_communication_error(e)
+        ):
             raise
-        raise PeerLostError(_peer_lost_message(ctx, run_dir, last_good, f"{type(e).__name__}: "
-                                               f"{str(e).strip().splitlines()[0][:200] if str(e).strip() else ''}")) from None
+        raise PeerLostError(
+            _peer_lost_message(
+                ctx,
+                run_dir,
+                last_good,
+                f"{type(e).__name__}: "
+                f"{str(e).strip().splitlines()[0][:200] if str(e).strip() else ''}",
+            )
+        ) from None
     finally:
         if logs is not None:
             logs.close()
     return history
 
 
-def _peer_lost_message(ctx: Optional[DistContext], run_dir: Path, last_good: int, reason: str) -> str:
+def _peer_lost_message(
+    ctx: Optional[DistContext], run_dir: Path, last_good: int, reason: str
+) -> str:
     rank = f"rank {ctx.rank}" if ctx is not None else "this process"
-    kept = (f"the checkpoint of epoch {last_good} in {run_dir} is intact" if last_good
-            else f"no epoch had finished, so {run_dir} holds no epoch checkpoint")
-    return (f"{rank}: another process of the run died or stopped answering ({reason}); stopped, and {kept}. "
-            "Run the same command with --resume to continue.")
+    kept = (
+        f"the checkpoint of epoch {last_good} in {run_dir} is intact"
+        if last_good
+        else f"no epoch had finished, so {run_dir} holds no epoch checkpoint"
+    )
+    return (
+        f"{rank}: another process of the run died or stopped answering ({reason}); stopped, and {kept}. "
+        "Run the same command with --resume to continue."
+    )
 
 
 # --------------------------------------------------------------------------- saved runs
@@ -954,7 +1305,9 @@ def load_run(run_dir, load_model: bool = False, map_location="cpu") -> Run:
     if load_model:
         ckpt = run_dir / CHECKPOINT
         if not ckpt.is_file():
-            raise FileNotFoundError(f"{run_dir} has a history but no {CHECKPOINT}; the model cannot be loaded")
+            raise FileNotFoundError(
+                f"{run_dir} has a history but no {CHECKPOINT}; the model cannot be loaded"
+            )
         state = torch.load(ckpt, map_location=map_location, weights_only=False)
         model = build_model(config.model_config())
         model.load_state_dict(state["model"])
@@ -962,8 +1315,14 @@ def load_run(run_dir, load_model: bool = False, map_location="cpu") -> Run:
     return Run(run_dir, config, history, model)
 
 
-def train_or_load(config: TrainConfig, run_dir, load_model: bool = False, progress: bool = False,
-                  verbose: bool = True, data: Optional[CifarData] = None) -> Run:
+def train_or_load(
+    config: TrainConfig,
+    run_dir,
+    load_model: bool = False,
+    progress: bool = False,
+    verbose: bool = True,
+    data: Optional[CifarData] = None,
+) -> Run:
     """The run of ``config`` in ``run_dir``: loaded if a complete run with the same config is
     saved there, else trained (resumed from its checkpoint if one exists; ``data`` as in
     :func:`train`)."""
@@ -971,10 +1330,14 @@ def train_or_load(config: TrainConfig, run_dir, load_model: bool = False, progre
     if (run_dir / HISTORY).is_file():
         run = load_run(run_dir)
         if _config_differences(run.history["config"], config.to_dict()):
-            raise ValueError(f"{run_dir} holds a run of another config; choose another folder")
+            raise ValueError(
+                f"{run_dir} holds a run of another config; choose another folder"
+            )
         if run.complete:
             if verbose:
-                print(f"Using the saved run in {run_dir} ({len(run.epochs)} epochs, data: {run.history['data']}).")
+                print(
+                    f"Using the saved run in {run_dir} ({len(run.epochs)} epochs, data: {run.history['data']})."
+                )
             return load_run(run_dir, load_model=load_model) if load_model else run
     resume = (run_dir / CHECKPOINT).exists() or (run_dir / PARTIAL_CHECKPOINT).exists()
     train(config, run_dir, resume=resume, progress=progress, verbose=verbose, data=data)

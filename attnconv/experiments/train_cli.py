@@ -7,6 +7,7 @@ Exit status: 0 done; 1 the loss became NaN/inf; 2 a bad request (one line says w
 changed); 75 stopped by SIGTERM/SIGUSR1 after saving a checkpoint (resume with ``--resume``);
 76 another process of a multi-process run died or stopped answering; 130 interrupted (Ctrl-C).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,7 +32,13 @@ from .distributed import (
 )
 from .models import MODEL_NAMES
 from .profiles import PROFILES, default_profile_name, make_config
-from .train import NonFiniteLossError, PreemptedError, RunFolderError, TrainConfig, train
+from .train import (
+    NonFiniteLossError,
+    PreemptedError,
+    RunFolderError,
+    TrainConfig,
+    train,
+)
 
 __all__ = ["main"]
 
@@ -42,56 +49,124 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m attnconv.train",
         description="Train one of the paper's CIFAR-10 models (Cordonnier et al. 2020, Sec. 4) into a run folder. "
-                    "Under torchrun (torchrun --nproc_per_node=N -m attnconv.train ...) N processes share each "
-                    "global batch of the profile (the paper's 100): N must divide it.",
+        "Under torchrun (torchrun --nproc_per_node=N -m attnconv.train ...) N processes share each "
+        "global batch of the profile (the paper's 100): N must divide it.",
     )
-    parser.add_argument("--model", choices=MODEL_NAMES, default=None, help="the model (required without --config)")
-    parser.add_argument("--profile", choices=sorted(PROFILES), default=None,
-                        help="settings: paper (Sec. 4 exactly), gpu (~15 min per model on one GPU), cpu (bundled "
-                             "sample, ~5 min per model on 2 cores). Default: gpu with CUDA, else cpu.")
-    parser.add_argument("--config", default=None,
-                        help="a TrainConfig as JSON (e.g. a run's config.json) instead of --model/--profile")
-    parser.add_argument("--run-dir", required=True, help="folder of the run (config, checkpoint, history)")
-    parser.add_argument("--epochs", type=int, default=None,
-                        help="override the profile's number of epochs (a finished run cannot be continued for more: "
-                             "its learning-rate schedule has ended; train a new run instead)")
-    parser.add_argument("--resume", action="store_true", help="continue the run saved in --run-dir")
-    parser.add_argument("--data", choices=("auto", "full", "sample"), default=None,
-                        help="data source (default: the profile's)")
-    parser.add_argument("--data-root", default=None, help="folder of torchvision's CIFAR-10")
+    parser.add_argument(
+        "--model",
+        choices=MODEL_NAMES,
+        default=None,
+        help="the model (required without --config)",
+    )
+    parser.add_argument(
+        "--profile",
+        choices=sorted(PROFILES),
+        default=None,
+        help="settings: paper (Sec. 4 exactly), gpu (~15 min per model on one GPU), cpu (bundled "
+        "sample, ~5 min per model on 2 cores). Default: gpu with CUDA, else cpu.",
+    )
+    parser.add_argument(
+        "--config",
+        default=None,
+        help="a TrainConfig as JSON (e.g. a run's config.json) instead of --model/--profile",
+    )
+    parser.add_argument(
+        "--run-dir",
+        required=True,
+        help="folder of the run (config, checkpoint, history)",
+    )
+    parser.add_argument(
+        "--epochs",
+        type=int,
+        default=None,
+        help="override the profile's number of epochs (a finished run cannot be continued for more: "
+        "its learning-rate schedule has ended; train a new run instead)",
+    )
+    parser.add_argument(
+        "--resume", action="store_true", help="continue the run saved in --run-dir"
+    )
+    parser.add_argument(
+        "--data",
+        choices=("auto", "full", "sample"),
+        default=None,
+        help="data source (default: the profile's)",
+    )
+    parser.add_argument(
+        "--data-root", default=None, help="folder of torchvision's CIFAR-10"
+    )
     parser.add_argument("--seed", type=int, default=None)
-    parser.add_argument("--device", default=None,
-                        help="e.g. cpu, cuda, cuda:1 (default: cuda if available; under torchrun cuda:LOCAL_RANK, "
-                             "or cpu with --device cpu)")
-    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    parser.add_argument(
+        "--device",
+        default=None,
+        help="e.g. cpu, cuda, cuda:1 (default: cuda if available; under torchrun cuda:LOCAL_RANK, "
+        "or cpu with --device cpu)",
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch CPU threads (default: torch's choice)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
-    parser.add_argument("--no-sync-batchnorm", action="store_true",
-                        help="under torchrun, batch-norm statistics per process instead of over the global batch")
-    parser.add_argument("--dist-timeout", type=float, default=DEFAULT_TIMEOUT_SECONDS,
-                        help="under torchrun, seconds a process waits for the others before it stops "
-                             f"(default {DEFAULT_TIMEOUT_SECONDS})")
-    parser.add_argument("--csv", action="store_true", help="also write steps.csv and epochs.csv in the run folder")
-    parser.add_argument("--tensorboard", default=None, metavar="DIR",
-                        help="log the losses to TensorBoard in DIR (needs the tensorboard package)")
+    parser.add_argument(
+        "--no-sync-batchnorm",
+        action="store_true",
+        help="under torchrun, batch-norm statistics per process instead of over the global batch",
+    )
+    parser.add_argument(
+        "--dist-timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT_SECONDS,
+        help="under torchrun, seconds a process waits for the others before it stops "
+        f"(default {DEFAULT_TIMEOUT_SECONDS})",
+    )
+    parser.add_argument(
+        "--csv",
+        action="store_true",
+        help="also write steps.csv and epochs.csv in the run folder",
+    )
+    parser.add_argument(
+        "--tensorboard",
+        default=None,
+        metavar="DIR",
+        help="log the losses to TensorBoard in DIR (needs the tensorboard package)",
+    )
     return parser
 
 
 def _config(args, parser) -> TrainConfig:
-    changes = {k: v for k, v in dict(epochs=args.epochs, data=args.data, data_root=args.data_root,
-                                     seed=args.seed, device=args.device).items() if v is not None}
+    changes = {
+        k: v
+        for k, v in dict(
+            epochs=args.epochs,
+            data=args.data,
+            data_root=args.data_root,
+            seed=args.seed,
+            device=args.device,
+        ).items()
+        if v is not None
+    }
     if args.config is None:
         if args.model is None:
             parser.error("--model is required (or --config FILE)")
-        return make_config(args.model, args.profile or default_profile_name(), **changes)
+        return make_config(
+            args.model, args.profile or default_profile_name(), **changes
+        )
     if args.profile is not None:
-        parser.error("--config and --profile cannot be combined: the config file holds every setting")
+        parser.error(
+            "--config and --profile cannot be combined: the config file holds every setting"
+        )
     try:
         saved = json.loads(Path(args.config).read_text())
         config = TrainConfig.from_dict({**saved, **changes})
     except (OSError, ValueError, TypeError) as e:
-        parser.error(f"--config {args.config}: {str(e).splitlines()[0] if str(e) else type(e).__name__}")
+        parser.error(
+            f"--config {args.config}: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
+        )
     if args.model is not None and args.model != config.model:
-        parser.error(f"--model {args.model} differs from the model of --config ({config.model})")
+        parser.error(
+            f"--model {args.model} differs from the model of --config ({config.model})"
+        )
     return config
 
 
@@ -110,9 +185,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         try:
             device = torch.device(args.device)
         except RuntimeError:
-            parser.error(f"--device {args.device!r} is not a device name (e.g. cpu, cuda, cuda:1)")
+            parser.error(
+                f"--device {args.device!r} is not a device name (e.g. cpu, cuda, cuda:1)"
+            )
         if device.type == "cuda" and not torch.cuda.is_available():
-            parser.error(f"--device {args.device}: no CUDA device is available here; use --device cpu")
+            parser.error(
+                f"--device {args.device}: no CUDA device is available here; use --device cpu"
+            )
     if args.threads is not None:
         if args.threads < 1:
             parser.error("--threads must be >= 1")
@@ -121,10 +200,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         import importlib
 
         try:
-            importlib.import_module("torch.utils.tensorboard")  # needs the tensorboard package
+            importlib.import_module(
+                "torch.utils.tensorboard"
+            )  # needs the tensorboard package
         except ImportError:
-            parser.error("--tensorboard needs the tensorboard package (pip install tensorboard); "
-                         "or use --csv for steps.csv and epochs.csv in the run folder")
+            parser.error(
+                "--tensorboard needs the tensorboard package (pip install tensorboard); "
+                "or use --csv for steps.csv and epochs.csv in the run folder"
+            )
     config = _config(args, parser)
 
     world = environment_world_size()
@@ -150,13 +233,29 @@ def _run(args, config: TrainConfig, ctx, lead: bool) -> int:
         if lead:
             print(text, file=sys.stderr if err else sys.stdout, flush=True)
 
-    processes = f" on {ctx.world_size} processes ({ctx.backend})" if ctx is not None else ""
-    say(f"Training {config.model} with the {config.profile} profile into {args.run_dir}{processes}.")
+    processes = (
+        f" on {ctx.world_size} processes ({ctx.backend})" if ctx is not None else ""
+    )
+    say(
+        f"Training {config.model} with the {config.profile} profile into {args.run_dir}{processes}."
+    )
     try:
-        history = train(config, args.run_dir, resume=args.resume, progress=not args.no_progress, distributed=ctx,
-                        sync_batchnorm=not args.no_sync_batchnorm, stop_signals=STOP_SIGNALS, csv=args.csv,
-                        tensorboard=args.tensorboard)
-    except (RunFolderError, DataUnavailableError, DistributedSetupError) as e:  # a bad request: exit 2
+        history = train(
+            config,
+            args.run_dir,
+            resume=args.resume,
+            progress=not args.no_progress,
+            distributed=ctx,
+            sync_batchnorm=not args.no_sync_batchnorm,
+            stop_signals=STOP_SIGNALS,
+            csv=args.csv,
+            tensorboard=args.tensorboard,
+        )
+    except (
+        RunFolderError,
+        DataUnavailableError,
+        DistributedSetupError,
+    ) as e:  # a bad request: exit 2
         say(f"error: {e}", err=True)
         return 2
     except NonFiniteLossError as e:
@@ -169,12 +268,17 @@ def _run(args, config: TrainConfig, ctx, lead: bool) -> int:
         print(f"error: {e}", file=sys.stderr, flush=True)
         return EXIT_PEER_LOST
     except KeyboardInterrupt:
-        say(f"\ninterrupted: the checkpoint of the last finished epoch is kept in {args.run_dir}; "
-            "run the same command with --resume to continue.", err=True)
+        say(
+            f"\ninterrupted: the checkpoint of the last finished epoch is kept in {args.run_dir}; "
+            "run the same command with --resume to continue.",
+            err=True,
+        )
         return 130
     last = history["epochs"][-1] if history["epochs"] else None
     if last:
-        say(f"Done: {len(history['epochs'])} epochs, test accuracy {last['test_acc']:.4f}.")
+        say(
+            f"Done: {len(history['epochs'])} epochs, test accuracy {last['test_acc']:.4f}."
+        )
     return 0
 
 

@@ -18,6 +18,7 @@ mean and the min–max of a result over a seed series, and :func:`ordering` stat
 when the two seed ranges separate (:func:`ranges_separate`). :func:`seed_series` finds the saved
 histories of a seed series (see :data:`SEED_SERIES`).
 """
+
 from __future__ import annotations
 
 import json
@@ -55,7 +56,9 @@ INCONCLUSIVE = "inconclusive"
 #: The three verdicts a CPU-scale run can give on an experimental claim of the paper.
 VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE)
 #: Words kept for what a proof or an exact check settles (errata); a verdict's reason may not use them.
-_REFUTATION_WORDS = re.compile(r"\b(does not hold|do not hold|contradicts?|wrong|refuted?)\b", re.I)
+_REFUTATION_WORDS = re.compile(
+    r"\b(does not hold|do not hold|contradicts?|wrong|refuted?)\b", re.I
+)
 
 
 @dataclass(frozen=True)
@@ -93,8 +96,10 @@ class Claim:
         if not self.evidence:
             raise ValueError("a verdict needs the evidence of at least one run")
         if _REFUTATION_WORDS.search(self.reason) or _REFUTATION_WORDS.search(self.test):
-            raise ValueError("'does not hold' / 'contradicts' / 'wrong' are for what a proof or an exact "
-                             f"check settles, not for a run: {self.reason!r}")
+            raise ValueError(
+                "'does not hold' / 'contradicts' / 'wrong' are for what a proof or an exact "
+                f"check settles, not for a run: {self.reason!r}"
+            )
 
 
 def _squash(text: str) -> str:
@@ -124,17 +129,22 @@ def verdict_table(claims: Sequence[Claim]) -> str:
     """The claims as one Markdown table (the book renders it as an HTML table that wraps to the
     column): one row per piece of evidence; the claim (quote, source, test as written) and the
     verdict with its reason stand in the first row of each claim."""
-    lines = ["| the paper (arXiv v1) and the test as written | run | what it shows | verdict |",
-             "| :--- | :--- | :--- | :--- |"]
+    lines = [
+        "| the paper (arXiv v1) and the test as written | run | what it shows | verdict |",
+        "| :--- | :--- | :--- | :--- |",
+    ]
     for c in claims:
         for i, e in enumerate(c.evidence):
             claim = f"“{c.quote}” ({c.source}). Test: {c.test}" if i == 0 else ""
             verdict = f"**{c.verdict}**: {c.reason}" if i == 0 else ""
-            lines.append(f"| {_cell(claim)} | {_cell(e.run)} | {_cell(e.measured)} | {_cell(verdict)} |")
+            lines.append(
+                f"| {_cell(claim)} | {_cell(e.run)} | {_cell(e.measured)} | {_cell(verdict)} |"
+            )
     return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------- spread over seeds
+
 
 @dataclass(frozen=True)
 class Spread:
@@ -185,7 +195,7 @@ def ordering(name_a: str, a: Spread, name_b: str, b: Spread, min_seeds: int = 3)
     """The ordering of two seed series in words, stated only when their ranges separate and each
     has at least ``min_seeds`` seeds; otherwise says why no ordering is stated."""
     if a.n < min_seeds or b.n < min_seeds:
-        return (f"no ordering stated: {a.n} and {b.n} seeds (at least {min_seeds} each are needed)")
+        return f"no ordering stated: {a.n} and {b.n} seeds (at least {min_seeds} each are needed)"
     if not ranges_separate(a, b):
         return f"no ordering stated: the seed ranges of {name_a} and {name_b} overlap"
     hi, lo = (name_a, name_b) if a.lo > b.hi else (name_b, name_a)
@@ -194,10 +204,14 @@ def ordering(name_a: str, a: Spread, name_b: str, b: Spread, min_seeds: int = 3)
 
 # --------------------------------------------------------------------------- seed series
 
+
 def _registered_series() -> Dict[Tuple[str, str], Dict[int, str]]:
     """``(profile, name)`` → seed → run folder (relative to the runs folder), from the run registry's
     series (:data:`attnconv.experiments.registry.SERIES`, the one place they are defined)."""
-    return {tuple(key.split("/", 1)): {RUNS[n].seed: n for n in names} for key, names in SERIES.items()}
+    return {
+        tuple(key.split("/", 1)): {RUNS[n].seed: n for n in names}
+        for key, names in SERIES.items()
+    }
 
 
 #: The seed series the chapters compare, ``(profile, name)`` → seed → run folder under the runs
@@ -226,8 +240,12 @@ class SeedSeries:
         return have + (f"; missing: {'; '.join(self.missing)}" if self.missing else "")
 
 
-def seed_series(profile: str, name: str, runs_root=None,
-                series: Mapping[Tuple[str, str], Mapping[int, str]] = SEED_SERIES) -> SeedSeries:
+def seed_series(
+    profile: str,
+    name: str,
+    runs_root=None,
+    series: Mapping[Tuple[str, str], Mapping[int, str]] = SEED_SERIES,
+) -> SeedSeries:
     """The complete runs of the seed series ``(profile, name)`` of :data:`SEED_SERIES` under
     ``runs_root`` (default: the book's runs folder, :func:`~attnconv.experiments.store.runs_dir`; nothing is trained); a folder without a history, or with an unfinished one, is
     named in ``missing``. An unknown series raises ``KeyError`` naming the known ones."""
@@ -261,13 +279,20 @@ def final_test_accuracies(series: SeedSeries, epochs: Optional[int] = None) -> S
     want = epochs if epochs is not None else next(iter(lengths.values()))
     wrong = {s: n for s, n in lengths.items() if n != want}
     if wrong:
-        raise ValueError(f"{series.profile} {series.name}: runs of unequal length, expected {want} epochs: {wrong}")
+        raise ValueError(
+            f"{series.profile} {series.name}: runs of unequal length, expected {want} epochs: {wrong}"
+        )
     seeds = series.seeds
     return spread([series.histories[s]["epochs"][-1]["test_acc"] for s in seeds], seeds)
 
 
-def compare_seed_series(profile: str, name_a: str, name_b: str, runs_root=None,
-                        labels: Optional[Tuple[str, str]] = None) -> List[str]:
+def compare_seed_series(
+    profile: str,
+    name_a: str,
+    name_b: str,
+    runs_root=None,
+    labels: Optional[Tuple[str, str]] = None,
+) -> List[str]:
     """Lines comparing the final test accuracies of two seed series of ``profile``: each series'
     :meth:`Spread.format` (or what is missing) and the :func:`ordering`, stated only when the seed
     ranges separate. Never raises for missing runs: it says what is missing."""
@@ -290,7 +315,9 @@ def compare_seed_series(profile: str, name_a: str, name_b: str, runs_root=None,
             continue
         epochs = len(next(iter(s.histories.values()))["epochs"])
         seeds = ", ".join(str(k) for k in acc.seeds)
-        lines.append(f"{label}, {epochs} epochs, seeds {seeds}: test accuracy {acc.format()}")
+        lines.append(
+            f"{label}, {epochs} epochs, seeds {seeds}: test accuracy {acc.format()}"
+        )
         if s.missing:
             lines.append(f"  missing: {'; '.join(s.missing)}")
         spreads.append(acc)

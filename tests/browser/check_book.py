@@ -76,7 +76,9 @@ LOADING_TAGS = {  # tag -> attributes that make the browser fetch something
     "track": ["src"],
     "input": ["src"],
 }
-CSS_URL_RE = re.compile(r"""@import\s+(?:url\()?\s*['"]?([^'")\s;]+)|url\(\s*['"]?([^'")]+)['"]?\s*\)""")
+CSS_URL_RE = re.compile(
+    r"""@import\s+(?:url\()?\s*['"]?([^'")\s;]+)|url\(\s*['"]?([^'")]+)['"]?\s*\)"""
+)
 LAUNCH_ARGS = [
     "--headless",
     "--no-sandbox",
@@ -115,7 +117,9 @@ def is_external(url: str) -> bool:
     url = url.strip()
     if url.startswith("//"):
         return True
-    return bool(re.match(r"(?i)^[a-z][a-z0-9+.-]*://", url)) and not url.lower().startswith("file:")
+    return bool(
+        re.match(r"(?i)^[a-z][a-z0-9+.-]*://", url)
+    ) and not url.lower().startswith("file:")
 
 
 def display_width(line: str) -> int:
@@ -136,7 +140,9 @@ def display_width(line: str) -> int:
 
 class Report:
     def __init__(self) -> None:
-        self.failures: dict[str, list[tuple[str, str]]] = defaultdict(list)  # kind -> (page, text)
+        self.failures: dict[str, list[tuple[str, str]]] = defaultdict(
+            list
+        )  # kind -> (page, text)
         self.pages: dict[str, dict] = {}
 
     def fail(self, page: str, kind: str, text: str) -> None:
@@ -156,7 +162,9 @@ class Report:
 # ---------------------------------------------------------------- part A: structural checks --
 
 
-def code_cell_numbers(html_dir: Path, page: str, n_cells_on_page: int) -> list[int] | None:
+def code_cell_numbers(
+    html_dir: Path, page: str, n_cells_on_page: int
+) -> list[int] | None:
     """nbval's cell numbers (0-based index among the notebook's code cells) of the div.cell
     blocks of a page, from the notebook copy in _sources; None when they cannot be matched."""
     src = html_dir / "_sources" / (page[: -len(".html")] + ".ipynb")
@@ -193,17 +201,26 @@ def cell_label(numbers: list[int] | None, index: int | None) -> str:
     return f"cell {numbers[index]}"
 
 
-def structural_checks(html_dir: Path, pages: list[str], rep: Report, max_chars: int) -> None:
+def structural_checks(
+    html_dir: Path, pages: list[str], rep: Report, max_chars: int
+) -> None:
     css_seen: set[Path] = set()
     for page in pages:
         path = html_dir / page
         soup = BeautifulSoup(path.read_text(encoding="utf8"), "html.parser")
         info = rep.page(page)
         target = redirect_target(soup)
-        if target is not None:  # index.html only redirects to the title page, checked on its own
+        if (
+            target is not None
+        ):  # index.html only redirects to the title page, checked on its own
             info["redirect"] = target
-            if not is_external(target) and not (path.parent / unquote(urlsplit(target).path)).is_file():
-                rep.fail(page, "missing-page", f"redirects to {target}, which does not exist")
+            if (
+                not is_external(target)
+                and not (path.parent / unquote(urlsplit(target).path)).is_file()
+            ):
+                rep.fail(
+                    page, "missing-page", f"redirects to {target}, which does not exist"
+                )
 
         for tag, attrs in LOADING_TAGS.items():
             for el in soup.find_all(tag):
@@ -211,11 +228,19 @@ def structural_checks(html_dir: Path, pages: list[str], rep: Report, max_chars: 
                     val = el.get(attr)
                     if not val:
                         continue
-                    urls = [u.strip().split()[0] for u in val.split(",")] if attr == "srcset" else [val]
+                    urls = (
+                        [u.strip().split()[0] for u in val.split(",")]
+                        if attr == "srcset"
+                        else [val]
+                    )
                     for url in urls:
                         if is_external(url):
                             rel = " ".join(el.get("rel", [])) if tag == "link" else ""
-                            rep.fail(page, "external-resource", f"<{tag}{' rel=' + rel if rel else ''} {attr}={url}>")
+                            rep.fail(
+                                page,
+                                "external-resource",
+                                f"<{tag}{' rel=' + rel if rel else ''} {attr}={url}>",
+                            )
         for el in soup.find_all(style=True):
             for m in CSS_URL_RE.finditer(el["style"]):
                 url = m.group(1) or m.group(2)
@@ -239,7 +264,9 @@ def structural_checks(html_dir: Path, pages: list[str], rep: Report, max_chars: 
         widest, widest_where, lines_over = 0, "", []
         for pre in soup.select(OUTPUT_PRE_SELECTOR):
             cell = pre.find_parent("div", class_="cell")
-            label = cell_label(numbers, cell_index.get(id(cell)) if cell is not None else None)
+            label = cell_label(
+                numbers, cell_index.get(id(cell)) if cell is not None else None
+            )
             for line in pre.get_text().split("\n"):
                 w = display_width(line.rstrip())
                 if w > widest:
@@ -247,7 +274,9 @@ def structural_checks(html_dir: Path, pages: list[str], rep: Report, max_chars: 
                 if w > max_chars:
                     text = f"{label}: line of {w} chars: {line.strip()[:60]}"
                     rep.fail(page, "wide-output-line", text)
-                    lines_over.append({"cell": label, "chars": w, "text": line.rstrip()})
+                    lines_over.append(
+                        {"cell": label, "chars": w, "text": line.rstrip()}
+                    )
         widest_in = 0
         for pre in soup.select("div.cell_input pre"):
             for line in pre.get_text().split("\n"):
@@ -259,7 +288,9 @@ def structural_checks(html_dir: Path, pages: list[str], rep: Report, max_chars: 
             widest_code_line=widest_in,
             code_cells=len(cells),
             math_elements=len(soup.select(".math")),
-            widget_state=bool(soup.find("script", type="application/vnd.jupyter.widget-state+json")),
+            widget_state=bool(
+                soup.find("script", type="application/vnd.jupyter.widget-state+json")
+            ),
             plotly_divs=len(soup.select("div.plotly-graph-div")),
         )
 
@@ -281,11 +312,17 @@ def structural_checks(html_dir: Path, pages: list[str], rep: Report, max_chars: 
             continue
         done.add(css)
         text = css.read_text(encoding="utf8", errors="replace")
-        text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)  # comments name URLs that are not loaded
+        text = re.sub(
+            r"/\*.*?\*/", "", text, flags=re.S
+        )  # comments name URLs that are not loaded
         for m in CSS_URL_RE.finditer(text):
             url = (m.group(1) or m.group(2)).strip()
             if is_external(url):
-                rep.fail(str(css.relative_to(html_dir)), "external-resource", f"CSS url({url})")
+                rep.fail(
+                    str(css.relative_to(html_dir)),
+                    "external-resource",
+                    f"CSS url({url})",
+                )
             elif m.group(1) and not url.startswith("data:"):
                 imported = (css.parent / unquote(urlsplit(url).path)).resolve()
                 if imported.is_file():
@@ -417,14 +454,32 @@ def check_plotly(page, rep: Report, name: str, info: dict) -> None:
             results.append({"figure": gi + 1, "drawn": False})
             continue
         sig = lambda: page.evaluate(PLOTLY_SIG_JS, gd)  # noqa: E731
-        n_sliders = page.evaluate("(gd) => ((gd.layout || {}).sliders || []).length", gd)
-        n_menus = page.evaluate("(gd) => ((gd.layout || {}).updatemenus || []).length", gd)
-        res = {"figure": gi + 1, "drawn": True, "sliders": n_sliders, "updatemenus": n_menus,
-               "frames": page.evaluate("(gd) => (gd._transitionData && gd._transitionData._frames || []).length", gd),
-               "slider_changes_data": []}
-        rails = gd.query_selector_all("rect.slider-rail-touch-rect") or gd.query_selector_all("rect.slider-rail-rect")
+        n_sliders = page.evaluate(
+            "(gd) => ((gd.layout || {}).sliders || []).length", gd
+        )
+        n_menus = page.evaluate(
+            "(gd) => ((gd.layout || {}).updatemenus || []).length", gd
+        )
+        res = {
+            "figure": gi + 1,
+            "drawn": True,
+            "sliders": n_sliders,
+            "updatemenus": n_menus,
+            "frames": page.evaluate(
+                "(gd) => (gd._transitionData && gd._transitionData._frames || []).length",
+                gd,
+            ),
+            "slider_changes_data": [],
+        }
+        rails = gd.query_selector_all(
+            "rect.slider-rail-touch-rect"
+        ) or gd.query_selector_all("rect.slider-rail-rect")
         if n_sliders and len(rails) != n_sliders:
-            rep.fail(name, "interactive", f"{label}: {n_sliders} sliders declared, {len(rails)} drawn")
+            rep.fail(
+                name,
+                "interactive",
+                f"{label}: {n_sliders} sliders declared, {len(rails)} drawn",
+            )
         for si, rail in enumerate(rails[:n_sliders]):
             rail.scroll_into_view_if_needed()
             box = rail.bounding_box()
@@ -434,39 +489,65 @@ def check_plotly(page, rep: Report, name: str, info: dict) -> None:
                 continue
             before = sig()
             n_steps, active = page.evaluate(
-                "([gd, i]) => [gd.layout.sliders[i].steps.length, gd.layout.sliders[i].active || 0]", [gd, si])
+                "([gd, i]) => [gd.layout.sliders[i].steps.length, gd.layout.sliders[i].active || 0]",
+                [gd, si],
+            )
             frac = 0.1 if active > n_steps / 2 else 0.9
-            page.mouse.click(box["x"] + box["width"] * frac, box["y"] + box["height"] / 2)
+            page.mouse.click(
+                box["x"] + box["width"] * frac, box["y"] + box["height"] / 2
+            )
             changed = wait_change(page, sig, before)
             res["slider_changes_data"].append(changed)
             if not changed:
-                rep.fail(name, "interactive", f"{label}: moving slider {si + 1} of {n_sliders} does not change the figure")
+                rep.fail(
+                    name,
+                    "interactive",
+                    f"{label}: moving slider {si + 1} of {n_sliders} does not change the figure",
+                )
         if n_menus:
             before = sig()
             button = gd.query_selector("g.updatemenu-button")
             if button is None:
-                rep.fail(name, "interactive", f"{label}: update menu / play button declared but not drawn")
+                rep.fail(
+                    name,
+                    "interactive",
+                    f"{label}: update menu / play button declared but not drawn",
+                )
                 res["button_changes_data"] = False
             else:
                 button.click()
                 changed = wait_change(page, sig, before, seconds=4)
                 res["button_changes_data"] = changed
                 if not changed:
-                    rep.fail(name, "interactive", f"{label}: pressing the first button (play) does not change the figure")
+                    rep.fail(
+                        name,
+                        "interactive",
+                        f"{label}: pressing the first button (play) does not change the figure",
+                    )
                 time.sleep(0.3)
         if page.evaluate("(gd) => !!((gd.layout.meta || {}).clickable)", gd):
             gd.scroll_into_view_if_needed()
             box = page.evaluate(IMAGE_SPOT_JS, gd)
             if box is None:
-                rep.fail(name, "interactive", f"{label}: clickable, but it has no image drawn")
+                rep.fail(
+                    name,
+                    "interactive",
+                    f"{label}: clickable, but it has no image drawn",
+                )
                 res["click_changes_data"] = False
             else:
                 before = sig()
-                page.mouse.click(box["x"] + box["width"] * 0.1, box["y"] + box["height"] * 0.1)
+                page.mouse.click(
+                    box["x"] + box["width"] * 0.1, box["y"] + box["height"] * 0.1
+                )
                 changed = wait_change(page, sig, before)
                 res["click_changes_data"] = changed
                 if not changed:
-                    rep.fail(name, "interactive", f"{label}: clicking its image does not change the figure")
+                    rep.fail(
+                        name,
+                        "interactive",
+                        f"{label}: clicking its image does not change the figure",
+                    )
         results.append(res)
     info["plotly"] = results
 
@@ -485,16 +566,29 @@ def check_widgets(page, rep: Report, name: str, info: dict) -> None:
     )
     if not has_state:
         return
-    rendered = page.evaluate("() => document.querySelectorAll('.jupyter-widgets').length")
+    rendered = page.evaluate(
+        "() => document.querySelectorAll('.jupyter-widgets').length"
+    )
     info["widgets_rendered"] = rendered
     if not rendered:
-        rep.fail(name, "interactive", "widget state saved but no ipywidget rendered (embed script not loaded?)")
+        rep.fail(
+            name,
+            "interactive",
+            "widget state saved but no ipywidget rendered (embed script not loaded?)",
+        )
         return
-    handle = page.query_selector(".widget-slider .noUi-handle, .widget-slider .ui-slider-handle, .jupyter-widgets input[type=range]")
+    handle = page.query_selector(
+        ".widget-slider .noUi-handle, .widget-slider .ui-slider-handle, .jupyter-widgets input[type=range]"
+    )
     if handle is None:
         return
-    slider = page.evaluate_handle("(h) => h.closest('.widget-slider, .jupyter-widgets')", handle)
-    readout = lambda: page.evaluate("(s) => s.textContent + '|' + [...s.querySelectorAll('input')].map(i => i.value).join(',')", slider)  # noqa: E731,E501
+    slider = page.evaluate_handle(
+        "(h) => h.closest('.widget-slider, .jupyter-widgets')", handle
+    )
+    readout = lambda: page.evaluate(
+        "(s) => s.textContent + '|' + [...s.querySelectorAll('input')].map(i => i.value).join(',')",
+        slider,
+    )  # noqa: E731,E501
     others = lambda: page.evaluate(WIDGET_SNAPSHOT_JS, slider)  # noqa: E731
     r0, o0 = readout(), others()
     handle.scroll_into_view_if_needed()
@@ -508,7 +602,11 @@ def check_widgets(page, rep: Report, name: str, info: dict) -> None:
     if not moved:
         rep.fail(name, "interactive", "first ipywidgets slider does not move")
     elif not changed:
-        rep.fail(name, "interactive", "moving the first ipywidgets slider changes nothing else on the page")
+        rep.fail(
+            name,
+            "interactive",
+            "moving the first ipywidgets slider changes nothing else on the page",
+        )
 
 
 def wait_change(page, sig, before, seconds: float = 3.0) -> bool:
@@ -522,6 +620,7 @@ def wait_change(page, sig, before, seconds: float = 3.0) -> bool:
 
 def _router(blocked: list[str]):
     """Let file:// (and data:/blob:) through; abort and record everything else."""
+
     def route(r):
         u = r.request.url
         if u.startswith(("file://", "data:", "blob:", "about:")):
@@ -529,6 +628,7 @@ def _router(blocked: list[str]):
         else:
             blocked.append(u)
             r.abort("blockedbyclient")
+
     return route
 
 
@@ -541,8 +641,13 @@ def _console_listener(errors: list[str], blocked: list[str]):
             loc in blocked or "ERR_BLOCKED_BY_CLIENT" in msg.text
         ):
             return  # counted as a blocked request
-        where = f" ({Path(urlsplit(loc).path).name}:{(msg.location or {}).get('lineNumber')})" if loc else ""
+        where = (
+            f" ({Path(urlsplit(loc).path).name}:{(msg.location or {}).get('lineNumber')})"
+            if loc
+            else ""
+        )
         errors.append(msg.text[:200] + where)
+
     return on_console
 
 
@@ -554,26 +659,37 @@ def _failed_request_listener(rep: Report, name: str, blocked: list[str]):
     def on_failed(req):
         if req.url not in blocked:
             rep.fail(name, "failed-request", f"{req.url} ({req.failure})")
+
     return on_failed
 
 
-def browser_checks(html_dir: Path, pages: list[str], rep: Report, chromium: str, shots: Path) -> dict:
+def browser_checks(
+    html_dir: Path, pages: list[str], rep: Report, chromium: str, shots: Path
+) -> dict:
     try:
         from playwright.sync_api import Error as PWError
         from playwright.sync_api import sync_playwright
     except ImportError:
-        print("browser checks SKIPPED: the Python package playwright is not installed "
-              "(.venv/bin/pip install -r requirements.txt)")
+        print(
+            "browser checks SKIPPED: the Python package playwright is not installed "
+            "(.venv/bin/pip install -r requirements.txt)"
+        )
         return {"skipped": "playwright not installed"}
 
     shots.mkdir(parents=True, exist_ok=True)
     column = None
     with sync_playwright() as pw:
         try:
-            browser = pw.chromium.launch(executable_path=chromium, args=LAUNCH_ARGS, headless=True)
-        except PWError as exc:  # e.g. a snap stub without snapd: no usable browser, as if absent
+            browser = pw.chromium.launch(
+                executable_path=chromium, args=LAUNCH_ARGS, headless=True
+            )
+        except (
+            PWError
+        ) as exc:  # e.g. a snap stub without snapd: no usable browser, as if absent
             first = next((ln for ln in str(exc).splitlines() if ln.strip()), "")
-            print(f"browser checks SKIPPED: chromium at {chromium} did not start: {first[:200]}")
+            print(
+                f"browser checks SKIPPED: chromium at {chromium} did not start: {first[:200]}"
+            )
             return {"skipped": f"chromium did not start: {first[:200]}"}
         version = browser.version
         for name in pages:
@@ -589,26 +705,39 @@ def browser_checks(html_dir: Path, pages: list[str], rep: Report, chromium: str,
 
             page.route("**/*", _router(blocked))
             page.on("console", _console_listener(errors, blocked))
-            page.on("pageerror", _append_to(errors, lambda exc: f"uncaught: {str(exc)[:200]}"))
+            page.on(
+                "pageerror",
+                _append_to(errors, lambda exc: f"uncaught: {str(exc)[:200]}"),
+            )
             page.on("requestfailed", _failed_request_listener(rep, name, blocked))
             t0 = time.monotonic()
             try:
                 page.goto(url, wait_until="load", timeout=30_000)
                 page.wait_for_function(
                     "() => !window.MathJax || !window.MathJax.version || (window.MathJax.startup && window.MathJax.startup.promise)",
-                    timeout=15_000)
+                    timeout=15_000,
+                )
                 mathjax = page.evaluate(
                     "async () => { if (!(window.MathJax && MathJax.startup && MathJax.startup.promise)) return null;"
-                    " await MathJax.startup.promise; await document.fonts.ready; return MathJax.version; }")
-                page.evaluate("() => document.querySelectorAll('img[loading=lazy]').forEach(i => i.loading = 'eager')")
-                page.wait_for_function("() => [...document.images].every(i => i.complete)", timeout=15_000)
+                    " await MathJax.startup.promise; await document.fonts.ready; return MathJax.version; }"
+                )
+                page.evaluate(
+                    "() => document.querySelectorAll('img[loading=lazy]').forEach(i => i.loading = 'eager')"
+                )
+                page.wait_for_function(
+                    "() => [...document.images].every(i => i.complete)", timeout=15_000
+                )
                 data = page.evaluate(PAGE_JS, OUTPUT_PRE_SELECTOR)
                 check_plotly(page, rep, name, info)
                 check_widgets(page, rep, name, info)
                 page.evaluate("() => window.scrollTo(0, 0)")
                 shot = shots / (name[: -len(".html")].replace("/", "__") + ".png")
                 page.screenshot(path=str(shot), full_page=True)
-                info["screenshot"] = str(shot.relative_to(ROOT)) if shot.is_relative_to(ROOT) else str(shot)
+                info["screenshot"] = (
+                    str(shot.relative_to(ROOT))
+                    if shot.is_relative_to(ROOT)
+                    else str(shot)
+                )
             except PWError as exc:
                 rep.fail(name, "page-load", str(exc).splitlines()[0][:200])
                 context.close()
@@ -623,7 +752,11 @@ def browser_checks(html_dir: Path, pages: list[str], rep: Report, chromium: str,
             for e in errors:
                 rep.fail(name, "console-error", e)
             if data["mathTotal"] and not mathjax:
-                rep.fail(name, "no-mathjax", f"{data['mathTotal']} math elements, MathJax not loaded")
+                rep.fail(
+                    name,
+                    "no-mathjax",
+                    f"{data['mathTotal']} math elements, MathJax not loaded",
+                )
             else:
                 for t in data["mathUntypeset"]:
                     rep.fail(name, "math-untypeset", t)
@@ -635,29 +768,57 @@ def browser_checks(html_dir: Path, pages: list[str], rep: Report, chromium: str,
             numbers = code_cell_numbers(html_dir, name, cells) if cells else None
             for o in data["overflowOutput"]:
                 o["cell"] = cell_label(numbers, o["cell"])
-                rep.fail(name, "overflow-output",
-                         f"{o['cell']}: {o['scrollWidth']} px in {o['clientWidth']} px: {o['text']}")
+                rep.fail(
+                    name,
+                    "overflow-output",
+                    f"{o['cell']}: {o['scrollWidth']} px in {o['clientWidth']} px: {o['text']}",
+                )
             for m in data["overflowMath"]:
-                rep.fail(name, "overflow-math", f"{m['scrollWidth']} px in {m['clientWidth']} px"
-                         + (f" (#{m['id']})" if m["id"] else "") + (f": {m['tex']}" if m["tex"] else ""))
+                rep.fail(
+                    name,
+                    "overflow-math",
+                    f"{m['scrollWidth']} px in {m['clientWidth']} px"
+                    + (f" (#{m['id']})" if m["id"] else "")
+                    + (f": {m['tex']}" if m["tex"] else ""),
+                )
             if data["pageScrollWidth"] > data["pageClientWidth"] + 1:
-                rep.fail(name, "overflow-page", f"{data['pageScrollWidth']} px in {data['pageClientWidth']} px")
+                rep.fail(
+                    name,
+                    "overflow-page",
+                    f"{data['pageScrollWidth']} px in {data['pageClientWidth']} px",
+                )
             for img in data["images"]:
-                img["cell"] = cell_label(numbers, img["cell"]) if img["cell"] is not None else None
+                img["cell"] = (
+                    cell_label(numbers, img["cell"])
+                    if img["cell"] is not None
+                    else None
+                )
                 if img["visible"] and not img["naturalWidth"]:
                     rep.fail(name, "image-not-loaded", img["src"])
                 elif img["visible"] and img["inOutput"] and img["width"]:
                     # a notebook figure: shown at its own size (the column is wide enough) and as a 2x PNG
                     intrinsic = img["attrWidth"] or img["naturalWidth"]
                     if img["width"] < 0.97 * intrinsic:
-                        rep.fail(name, "shrunk-figure", f"{img['cell']}: {intrinsic:.0f} px shown at {img['width']} px")
+                        rep.fail(
+                            name,
+                            "shrunk-figure",
+                            f"{img['cell']}: {intrinsic:.0f} px shown at {img['width']} px",
+                        )
                     if img["naturalWidth"] < 1.9 * img["width"]:
-                        rep.fail(name, "low-resolution-figure",
-                                 f"{img['cell']}: {img['naturalWidth']} px image shown {img['width']} px wide")
+                        rep.fail(
+                            name,
+                            "low-resolution-figure",
+                            f"{img['cell']}: {img['naturalWidth']} px image shown {img['width']} px wide",
+                        )
             info.update(
-                math_total=data["mathTotal"], math_untypeset=len(data["mathUntypeset"]),
-                math_errors=data["mathErrors"], raw_tex=data["rawTex"], overflow_output=data["overflowOutput"],
-                overflow_math=data["overflowMath"], images=data["images"], console_errors=errors,
+                math_total=data["mathTotal"],
+                math_untypeset=len(data["mathUntypeset"]),
+                math_errors=data["mathErrors"],
+                raw_tex=data["rawTex"],
+                overflow_output=data["overflowOutput"],
+                overflow_math=data["overflowMath"],
+                images=data["images"],
+                console_errors=errors,
                 blocked_requests=blocked,
                 page_overflow=data["pageScrollWidth"] > data["pageClientWidth"] + 1,
             )
@@ -676,7 +837,9 @@ def summarize(rep: Report, pages: list[str], max_listed: int) -> None:
     for page in pages + sorted(set(per_page) - set(pages)):
         counts = per_page.get(page)
         if counts:
-            print(f"  {page}: " + ", ".join(f"{k} {n}" for k, n in sorted(counts.items())))
+            print(
+                f"  {page}: " + ", ".join(f"{k} {n}" for k, n in sorted(counts.items()))
+            )
         elif page in pages:
             print(f"  {page}: ok")
     for kind in KIND_TEXT:
@@ -692,15 +855,32 @@ def summarize(rep: Report, pages: list[str], max_listed: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--html", type=Path, default=ROOT / "_build" / "html", help="built book (default _build/html)")
+    ap.add_argument(
+        "--html",
+        type=Path,
+        default=ROOT / "_build" / "html",
+        help="built book (default _build/html)",
+    )
     ap.add_argument("--screenshots", type=Path, default=ROOT / "_build" / "screenshots")
-    ap.add_argument("--max-chars", type=int, default=MAX_OUTPUT_CHARS,
-                    help=f"widest allowed output line (default {MAX_OUTPUT_CHARS}, measured)")
+    ap.add_argument(
+        "--max-chars",
+        type=int,
+        default=MAX_OUTPUT_CHARS,
+        help=f"widest allowed output line (default {MAX_OUTPUT_CHARS}, measured)",
+    )
     ap.add_argument("--no-browser", action="store_true", help="structural checks only")
     ap.add_argument("--json", type=Path, help="write all measurements to this file")
-    ap.add_argument("--max-listed", type=int, default=MAX_LISTED, help="offenders listed per kind")
-    ap.add_argument("--report-only", nargs="*", default=[], choices=sorted(KIND_TEXT), metavar="KIND",
-                    help="failure kinds listed but not counted as failures (known, tracked open work)")
+    ap.add_argument(
+        "--max-listed", type=int, default=MAX_LISTED, help="offenders listed per kind"
+    )
+    ap.add_argument(
+        "--report-only",
+        nargs="*",
+        default=[],
+        choices=sorted(KIND_TEXT),
+        metavar="KIND",
+        help="failure kinds listed but not counted as failures (known, tracked open work)",
+    )
     args = ap.parse_args(argv)
     KIND_TEXT["wide-output-line"] = f"output line wider than {args.max_chars} chars"
 
@@ -733,22 +913,36 @@ def main(argv: list[str] | None = None) -> int:
         meta.update(res)
         if "skipped" not in res:
             col = res.get("column")
-            print(f"browser checks: {len(pages)} pages in {time.monotonic() - t1:.1f} s "
-                  f"(Chromium {res['chromium']}, viewport {VIEWPORT['width']} px, file://, network blocked); "
-                  f"screenshots in {args.screenshots}")
+            print(
+                f"browser checks: {len(pages)} pages in {time.monotonic() - t1:.1f} s "
+                f"(Chromium {res['chromium']}, viewport {VIEWPORT['width']} px, file://, network blocked); "
+                f"screenshots in {args.screenshots}"
+            )
             if col:
-                print(f"  measured output column: {col['chars']} chars ({col['textWidth']:.0f} px of text, "
-                      f"{col['charWidth']:.2f} px per char, {col['font'].split(',')[0]}); limit used: {args.max_chars}")
+                print(
+                    f"  measured output column: {col['chars']} chars ({col['textWidth']:.0f} px of text, "
+                    f"{col['charWidth']:.2f} px per char, {col['font'].split(',')[0]}); limit used: {args.max_chars}"
+                )
     summarize(rep, pages, args.max_listed)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"meta": meta, "pages": rep.pages,
-                                         "failures": {k: v for k, v in rep.failures.items()}}, indent=1))
+        args.json.write_text(
+            json.dumps(
+                {
+                    "meta": meta,
+                    "pages": rep.pages,
+                    "failures": {k: v for k, v in rep.failures.items()},
+                },
+                indent=1,
+            )
+        )
     n = sum(len(v) for k, v in rep.failures.items() if k not in args.report_only)
     known = sum(len(v) for k, v in rep.failures.items() if k in args.report_only)
     if known:
         print(f"\nreported, not counted ({', '.join(args.report_only)}): {known}")
-    print(f"\n{'FAILED' if n else 'PASSED'}: {n} failure(s) of {len(pages)} pages; {time.monotonic() - t0:.1f} s")
+    print(
+        f"\n{'FAILED' if n else 'PASSED'}: {n} failure(s) of {len(pages)} pages; {time.monotonic() - t0:.1f} s"
+    )
     return 1 if n else 0
 
 

@@ -44,7 +44,9 @@ def plain_mha(mha, tokens):
     e, nh = mha.embed_dim, mha.num_heads
     dh = e // nh
     wq, wk, wv = mha.in_proj_weight.chunk(3)
-    bq, bk, bv = (mha.in_proj_bias.chunk(3) if mha.in_proj_bias is not None else (0, 0, 0))
+    bq, bk, bv = (
+        mha.in_proj_bias.chunk(3) if mha.in_proj_bias is not None else (0, 0, 0)
+    )
     q, k, v = tokens @ wq.T + bq, tokens @ wk.T + bk, tokens @ wv.T + bv
     heads = []
     for h in range(nh):
@@ -61,7 +63,9 @@ def test_copied_layer_equals_torch_mha(bias):
     mha = nn.MultiheadAttention(12, 3, bias=bias, batch_first=True).double()
     if bias:
         nn.init.normal_(mha.in_proj_bias), nn.init.normal_(mha.out_proj.bias)
-    layer = MultiHeadSelfAttention2d(12, 3, terms=ScoreTerms.content_only(), qkv_bias=bias, out_bias=bias).double()
+    layer = MultiHeadSelfAttention2d(
+        12, 3, terms=ScoreTerms.content_only(), qkv_bias=bias, out_bias=bias
+    ).double()
     assert copy_weights_from_torch_mha(layer, mha) is layer
     x = torch.randn(2, 12, 3, 5, dtype=F64)
     with torch.no_grad():
@@ -78,7 +82,11 @@ def test_apply_torch_mha_sequence_first_and_errors():
     x = torch.randn(3, 4, 2, 3, dtype=F64)
     with torch.no_grad():
         y = apply_torch_mha(mha, x)
-        want = plain_mha(mha, x.flatten(2).transpose(1, 2)).transpose(1, 2).reshape(3, 4, 2, 3)
+        want = (
+            plain_mha(mha, x.flatten(2).transpose(1, 2))
+            .transpose(1, 2)
+            .reshape(3, 4, 2, 3)
+        )
     assert torch.allclose(y, want, atol=1e-12)
     with pytest.raises(ValueError, match="B, C, H, W"):
         apply_torch_mha(mha, torch.randn(3, 4, 6))
@@ -90,28 +98,48 @@ def test_copy_weights_errors():
     with pytest.raises(ValueError, match="heads"):
         copy_weights_from_torch_mha(MultiHeadSelfAttention2d(8, 4, **ok), mha)
     with pytest.raises(ValueError, match="bias"):
-        copy_weights_from_torch_mha(MultiHeadSelfAttention2d(8, 2, terms=ScoreTerms.content_only()), mha)
+        copy_weights_from_torch_mha(
+            MultiHeadSelfAttention2d(8, 2, terms=ScoreTerms.content_only()), mha
+        )
     with pytest.raises(ValueError, match="positional encoding"):
         copy_weights_from_torch_mha(
-            MultiHeadSelfAttention2d(8, 2, encoding=AbsoluteEncoding(8, (2, 2)), **ok), mha)
+            MultiHeadSelfAttention2d(8, 2, encoding=AbsoluteEncoding(8, (2, 2)), **ok),
+            mha,
+        )
     with pytest.raises(ValueError, match="content-content"):
         copy_weights_from_torch_mha(
-            MultiHeadSelfAttention2d(8, 2, encoding=QuadraticEncoding(2), qkv_bias=True), mha)
+            MultiHeadSelfAttention2d(
+                8, 2, encoding=QuadraticEncoding(2), qkv_bias=True
+            ),
+            mha,
+        )
     with pytest.raises(ValueError, match="channels"):
-        copy_weights_from_torch_mha(MultiHeadSelfAttention2d(8, 2, out_channels=4, **ok), mha)
+        copy_weights_from_torch_mha(
+            MultiHeadSelfAttention2d(8, 2, out_channels=4, **ok), mha
+        )
     with pytest.raises(ValueError, match="scale"):
-        copy_weights_from_torch_mha(MultiHeadSelfAttention2d(8, 2, scale=1.0, **ok), mha)
+        copy_weights_from_torch_mha(
+            MultiHeadSelfAttention2d(8, 2, scale=1.0, **ok), mha
+        )
     with pytest.raises(ValueError, match="add_bias_kv"):
-        copy_weights_from_torch_mha(MultiHeadSelfAttention2d(8, 2, **ok),
-                                    nn.MultiheadAttention(8, 2, add_bias_kv=True, batch_first=True))
+        copy_weights_from_torch_mha(
+            MultiHeadSelfAttention2d(8, 2, **ok),
+            nn.MultiheadAttention(8, 2, add_bias_kv=True, batch_first=True),
+        )
     with pytest.raises(ValueError, match="kdim"):
-        copy_weights_from_torch_mha(MultiHeadSelfAttention2d(8, 2, **ok),
-                                    nn.MultiheadAttention(8, 2, kdim=4, vdim=4, batch_first=True))
+        copy_weights_from_torch_mha(
+            MultiHeadSelfAttention2d(8, 2, **ok),
+            nn.MultiheadAttention(8, 2, kdim=4, vdim=4, batch_first=True),
+        )
     with pytest.raises(ValueError, match="value"):
-        copy_weights_from_torch_mha(MultiHeadSelfAttention2d(8, 1, value_projection=False, **ok),
-                                    nn.MultiheadAttention(8, 1, batch_first=True))
+        copy_weights_from_torch_mha(
+            MultiHeadSelfAttention2d(8, 1, value_projection=False, **ok),
+            nn.MultiheadAttention(8, 1, batch_first=True),
+        )
     with pytest.raises(ValueError, match="nn.MultiheadAttention"):
-        copy_weights_from_torch_mha(MultiHeadSelfAttention2d(8, 2, **ok), nn.Linear(8, 8))
+        copy_weights_from_torch_mha(
+            MultiHeadSelfAttention2d(8, 2, **ok), nn.Linear(8, 8)
+        )
 
 
 # ----------------------------------------------------------------------------- permutations
@@ -121,25 +149,36 @@ def test_permutation_error_zero_without_positions_large_with():
     g = torch.Generator().manual_seed(0)
     plain = MultiHeadSelfAttention2d(4, 2, qkv_bias=True).double()
     assert permutation_equivariance_error(plain, x, g) < 1e-12
-    padded = MultiHeadSelfAttention2d(4, 2, key_padding=2).double()  # padded zero keys form the same set
+    padded = MultiHeadSelfAttention2d(
+        4, 2, key_padding=2
+    ).double()  # padded zero keys form the same set
     assert permutation_equivariance_error(padded, x, g) < 1e-12
     pixelwise = nn.Conv2d(4, 3, 1).double()
     assert permutation_equivariance_error(pixelwise, x, g) < 1e-12
     conv = nn.Conv2d(4, 3, 3, padding=1).double()
     assert permutation_equivariance_error(conv, x, g) > 0.1
-    rel = MultiHeadSelfAttention2d(4, 2, encoding=QuadraticEncoding(2, alpha=1.0),
-                                   terms=ScoreTerms.position_only_terms()).double()
+    rel = MultiHeadSelfAttention2d(
+        4,
+        2,
+        encoding=QuadraticEncoding(2, alpha=1.0),
+        terms=ScoreTerms.position_only_terms(),
+    ).double()
     assert permutation_equivariance_error(rel, x, g) > 0.1
 
 
 def test_permutation_error_uses_the_generator_and_equals_oracle():
     x = torch.arange(2 * 1 * 2 * 3, dtype=F64).reshape(2, 1, 2, 3)
-    layer = nn.Conv2d(1, 1, 3, padding=1).double()  # not permutation equivariant, keeps H × W
+    layer = nn.Conv2d(
+        1, 1, 3, padding=1
+    ).double()  # not permutation equivariant, keeps H × W
     err = permutation_equivariance_error(layer, x, torch.Generator().manual_seed(7))
     perm = torch.randperm(6, generator=torch.Generator().manual_seed(7))
     with torch.no_grad():
         y, yp = layer(x), layer(x.reshape(2, 1, 6)[:, :, perm].reshape(2, 1, 2, 3))
-    want = float((yp - y.reshape(2, 1, 6)[:, :, perm].reshape(y.shape)).abs().max() / y.abs().max())
+    want = float(
+        (yp - y.reshape(2, 1, 6)[:, :, perm].reshape(y.shape)).abs().max()
+        / y.abs().max()
+    )
     assert err == want
 
 
@@ -177,14 +216,26 @@ def loop_terms(layer, x, b, h, q, k):
         pos = float(-0.5 * diff @ enc.inverse_covariance()[h] @ diff)
     elif isinstance(enc, LearnedRelativeEncoding):
         m = enc.max_shift
-        r = torch.cat([enc.axis_embeddings[0].weight[d1 + m], enc.axis_embeddings[1].weight[d2 + m]])
+        r = torch.cat(
+            [
+                enc.axis_embeddings[0].weight[d1 + m],
+                enc.axis_embeddings[1].weight[d2 + m],
+            ]
+        )
         pos = float(r @ enc.head_keys[h])
-    out = {"content_content": 0.0, "content_position": 0.0, "key_bias": 0.0, "position_only": 0.0}
+    out = {
+        "content_content": 0.0,
+        "content_position": 0.0,
+        "key_bias": 0.0,
+        "position_only": 0.0,
+    }
     t = layer.terms
     if t.content_content:
         out["content_content"] = s * float(lin(layer.query, xq) @ lin(layer.key, xk))
     if t.content_position:
-        out["content_position"] = s * float(lin(layer.query, xq) @ layer.relative_key[h] @ r)
+        out["content_position"] = s * float(
+            lin(layer.query, xq) @ layer.relative_key[h] @ r
+        )
     if t.key_bias:
         out["key_bias"] = s * float(layer.key_bias_query[h] @ lin(layer.key, xk))
     if t.position_only:
@@ -193,16 +244,44 @@ def loop_terms(layer, x, b, h, q, k):
 
 
 LAYERS = [
-    lambda: MultiHeadSelfAttention2d(3, 2, 3, encoding=LearnedRelativeEncoding(2, 4, 6), qkv_bias=True),
-    lambda: MultiHeadSelfAttention2d(3, 2, 2, encoding=LearnedRelativeEncoding(2, 4, 6), key_padding=1),
-    lambda: MultiHeadSelfAttention2d(3, 2, 3, encoding=QuadraticEncoding(2, alpha=0.7), key_padding=1),
-    lambda: MultiHeadSelfAttention2d(3, 2, 2, encoding=QuadraticEncoding(2, alpha=0.7, parametrization="spread")),
-    lambda: MultiHeadSelfAttention2d(3, 2, 3, encoding=GeneralizedQuadraticEncoding(
-        2, inv_sqrt_sigma=torch.tensor([[1.0, 0.3], [-0.2, 0.8]]))),
-    lambda: MultiHeadSelfAttention2d(3, 2, 2, encoding=QuadraticEncoding(2), terms=ScoreTerms.position_only_terms(),
-                                     key_padding=1),
-    lambda: MultiHeadSelfAttention2d(3, 2, 2, encoding=QuadraticEncoding(2), terms=ScoreTerms(True, False, True, False)),
-    lambda: MultiHeadSelfAttention2d(3, 3, 2, encoding=AbsoluteEncoding(3, (3, 4), init_std=1.0), qkv_bias=True),
+    lambda: MultiHeadSelfAttention2d(
+        3, 2, 3, encoding=LearnedRelativeEncoding(2, 4, 6), qkv_bias=True
+    ),
+    lambda: MultiHeadSelfAttention2d(
+        3, 2, 2, encoding=LearnedRelativeEncoding(2, 4, 6), key_padding=1
+    ),
+    lambda: MultiHeadSelfAttention2d(
+        3, 2, 3, encoding=QuadraticEncoding(2, alpha=0.7), key_padding=1
+    ),
+    lambda: MultiHeadSelfAttention2d(
+        3, 2, 2, encoding=QuadraticEncoding(2, alpha=0.7, parametrization="spread")
+    ),
+    lambda: MultiHeadSelfAttention2d(
+        3,
+        2,
+        3,
+        encoding=GeneralizedQuadraticEncoding(
+            2, inv_sqrt_sigma=torch.tensor([[1.0, 0.3], [-0.2, 0.8]])
+        ),
+    ),
+    lambda: MultiHeadSelfAttention2d(
+        3,
+        2,
+        2,
+        encoding=QuadraticEncoding(2),
+        terms=ScoreTerms.position_only_terms(),
+        key_padding=1,
+    ),
+    lambda: MultiHeadSelfAttention2d(
+        3,
+        2,
+        2,
+        encoding=QuadraticEncoding(2),
+        terms=ScoreTerms(True, False, True, False),
+    ),
+    lambda: MultiHeadSelfAttention2d(
+        3, 3, 2, encoding=AbsoluteEncoding(3, (3, 4), init_std=1.0), qkv_bias=True
+    ),
     lambda: MultiHeadSelfAttention2d(3, 3, 2),
 ]
 
@@ -219,7 +298,12 @@ def test_score_terms_sum_to_layer_scores_and_match_loop(make):
     terms = score_terms(layer, x)
     p = layer.key_padding
     t_k = (3 + 2 * p) * (4 + 2 * p)
-    assert list(terms) == ["content_content", "content_position", "key_bias", "position_only"]
+    assert list(terms) == [
+        "content_content",
+        "content_position",
+        "key_bias",
+        "position_only",
+    ]
     for name, t in terms.items():
         assert t.shape == (2, layer.num_heads, 12, t_k) and not t.requires_grad
         if not getattr(layer.terms, name):
@@ -229,17 +313,30 @@ def test_score_terms_sum_to_layer_scores_and_match_loop(make):
         ref = layer.attention_scores(x)
     assert (total - ref.expand_as(total)).abs().max() < 1e-12
     keys = [(i, j) for i in range(-p, 3 + p) for j in range(-p, 4 + p)]
-    for b, h, q, ki in [(0, 0, (0, 0), 0), (1, layer.num_heads - 1, (2, 1), t_k - 1), (1, 0, (1, 3), 5)]:
+    for b, h, q, ki in [
+        (0, 0, (0, 0), 0),
+        (1, layer.num_heads - 1, (2, 1), t_k - 1),
+        (1, 0, (1, 3), 5),
+    ]:
         with torch.no_grad():
             want = loop_terms(layer, x, b, h, q, keys[ki])
         for name, v in want.items():
-            assert math.isclose(float(terms[name][b, h, q[0] * 4 + q[1], ki]), v, rel_tol=1e-10, abs_tol=1e-12)
+            assert math.isclose(
+                float(terms[name][b, h, q[0] * 4 + q[1], ki]),
+                v,
+                rel_tol=1e-10,
+                abs_tol=1e-12,
+            )
 
 
 def test_score_terms_errors():
     x = torch.randn(1, 3, 3, 3)
-    hard = MultiHeadSelfAttention2d(3, 1, encoding=HardShiftEncoding(torch.zeros(1, 2)),
-                                    terms=ScoreTerms.position_only_terms())
+    hard = MultiHeadSelfAttention2d(
+        3,
+        1,
+        encoding=HardShiftEncoding(torch.zeros(1, 2)),
+        terms=ScoreTerms.position_only_terms(),
+    )
     with pytest.raises(ValueError, match="HardShiftEncoding"):
         score_terms(hard, x)
     with pytest.raises(ValueError, match="2-D"):
@@ -253,7 +350,9 @@ def test_score_terms_errors():
 
 def test_plot_score_terms():
     torch.manual_seed(0)
-    layer = MultiHeadSelfAttention2d(3, 2, encoding=QuadraticEncoding(2), key_padding=1).double()
+    layer = MultiHeadSelfAttention2d(
+        3, 2, encoding=QuadraticEncoding(2), key_padding=1
+    ).double()
     x = torch.randn(1, 3, 4, 5, dtype=F64)
     terms = score_terms(layer, x)
     fig = plot_score_terms(terms, (4, 5), (1, 2), head=1, key_padding=1)
@@ -278,7 +377,9 @@ def test_shift_image_equals_loop():
                 if 0 <= si < 5 and 0 <= sj < 6:
                     want[..., i, j] = x[..., si, sj]
         assert torch.equal(y, want)
-    assert torch.equal(shift_image(x[0, 0], (1, 1))[1:, 1:], x[0, 0, :-1, :-1])  # plain (H, W) works too
+    assert torch.equal(
+        shift_image(x[0, 0], (1, 1))[1:, 1:], x[0, 0, :-1, :-1]
+    )  # plain (H, W) works too
 
 
 def test_shift_image_errors():
@@ -303,12 +404,20 @@ def test_translation_error_map_closed_forms():
     valid[2:, :7] = True
     # a pixel-wise map commutes with every translation: zero wherever defined, NaN elsewhere
     err = translation_error_map(nn.Conv2d(3, 4, 1).double(), x, shift)
-    assert err.shape == (7, 8) and torch.equal(err.isnan(), ~valid) and err[valid].max() < 1e-12
+    assert (
+        err.shape == (7, 8)
+        and torch.equal(err.isnan(), ~valid)
+        and err[valid].max() < 1e-12
+    )
     # a 3×3 'same' convolution: exact except on the outer ring on the side the content leaves
     conv = nn.Conv2d(3, 4, 3, padding=1).double()
     err = translation_error_map(conv, x, shift)
     with torch.no_grad():
-        want = (conv(shift_image(x, shift)) - shift_image(conv(x), shift)).abs().amax(dim=(0, 1))
+        want = (
+            (conv(shift_image(x, shift)) - shift_image(conv(x), shift))
+            .abs()
+            .amax(dim=(0, 1))
+        )
     assert torch.equal(err[valid], want[valid])
     nonzero = (err > 1e-12) & valid
     rows, cols = nonzero.nonzero().T
@@ -343,7 +452,12 @@ def test_region_error_stats():
     e[0, :] = torch.tensor([1.0, 2.0, 3.0, 4.0, float("nan")])
     e[2, 2] = 0.5
     s = region_error_stats(e, 1)
-    assert s == {"interior_max": 0.5, "interior_mean": 0.5 / 9, "border_max": 4.0, "border_mean": 10.0 / 15}
+    assert s == {
+        "interior_max": 0.5,
+        "interior_mean": 0.5 / 9,
+        "border_max": 4.0,
+        "border_mean": 10.0 / 15,
+    }
     with pytest.raises(ValueError, match="border"):
         region_error_stats(e, 0)
     with pytest.raises(ValueError, match="interior"):
@@ -358,9 +472,13 @@ def test_local_learned_encoding_closed_form():
     g = torch.Generator().manual_seed(0)
     enc = local_learned_encoding(3, 6, 4, width=1.5, noise_std=0.0, generator=g)
     assert isinstance(enc, LearnedRelativeEncoding) and enc.max_shift == 4
-    d = torch.stack(torch.meshgrid(torch.arange(-4, 5), torch.arange(-4, 5), indexing="ij"), -1)
-    want = -(d ** 2).sum(-1).double() / (2 * 1.5 ** 2)
-    assert torch.allclose(enc.position_scores(d).double(), want.expand(3, 9, 9), atol=1e-6)
+    d = torch.stack(
+        torch.meshgrid(torch.arange(-4, 5), torch.arange(-4, 5), indexing="ij"), -1
+    )
+    want = -(d**2).sum(-1).double() / (2 * 1.5**2)
+    assert torch.allclose(
+        enc.position_scores(d).double(), want.expand(3, 9, 9), atol=1e-6
+    )
     flat = local_learned_encoding(2, 4, 3, width=None, noise_std=0.0, generator=g)
     assert flat.position_scores(d[1:-1, 1:-1]).abs().max() == 0
     a = local_learned_encoding(2, 4, 3, 2.0, 0.3, torch.Generator().manual_seed(1))
@@ -398,16 +516,22 @@ def test_self_attention_is_equivariant_not_invariant():
     torch.manual_seed(1)
     x = torch.randn(1, 4, 3, 3, dtype=F64)
     plain = MultiHeadSelfAttention2d(4, 2, qkv_bias=True).double()
-    assert permutation_invariance_error(plain, x, torch.Generator().manual_seed(0)) > 0.1
+    assert (
+        permutation_invariance_error(plain, x, torch.Generator().manual_seed(0)) > 0.1
+    )
     perm = torch.randperm(9, generator=torch.Generator().manual_seed(0))
     xp = torch.empty_like(x)
     for i in range(9):
         xp[0, :, i // 3, i % 3] = x[0, :, perm[i] // 3, perm[i] % 3]
     with torch.no_grad():
         y, yp = plain(x), plain(xp)
-    diff = max(float((yp[0, :, i // 3, i % 3] - y[0, :, i // 3, i % 3]).abs().max()) for i in range(9))
-    assert permutation_invariance_error(plain, x, torch.Generator().manual_seed(0)) == pytest.approx(
-        diff / float(y.abs().max()), rel=1e-12)
+    diff = max(
+        float((yp[0, :, i // 3, i % 3] - y[0, :, i // 3, i % 3]).abs().max())
+        for i in range(9)
+    )
+    assert permutation_invariance_error(
+        plain, x, torch.Generator().manual_seed(0)
+    ) == pytest.approx(diff / float(y.abs().max()), rel=1e-12)
     constant = nn.Conv2d(4, 3, 1).double()
     with torch.no_grad():
         constant.weight.zero_()

@@ -1,4 +1,5 @@
 """Tests of attnconv.chapters.explorer: the pure head-state functions and the ipywidgets head explorer."""
+
 import math
 
 import matplotlib
@@ -11,10 +12,16 @@ import torch  # noqa: E402
 
 from attnconv import off_target_mass_bound  # noqa: E402
 from attnconv.chapters.explorer import (  # noqa: E402
-    HeadExplorer, draw_head_state, head_explorer, head_state_figure,
+    HeadExplorer,
+    draw_head_state,
+    head_explorer,
+    head_state_figure,
 )
 from attnconv.chapters.shared.head_state import (  # noqa: E402
-    HeadState, head_state_encoding, head_state_kernel, head_state_probabilities,
+    HeadState,
+    head_state_encoding,
+    head_state_kernel,
+    head_state_probabilities,
 )
 
 
@@ -40,14 +47,21 @@ def _loop_probs(state):
 STATES = [
     HeadState(),
     HeadState(delta=(0.4, -1.3), alpha=0.3, query=(0, 6), grid=(5, 7), kernel_size=5),
-    HeadState(delta=(-2.0, 2.0), inv_sqrt_sigma=((0.9, 0.2), (-0.4, 0.3)), query=(6, 1), grid=(7, 7)),
+    HeadState(
+        delta=(-2.0, 2.0),
+        inv_sqrt_sigma=((0.9, 0.2), (-0.4, 0.3)),
+        query=(6, 1),
+        grid=(7, 7),
+    ),
     HeadState(delta=(0.0, 0.0), alpha=0.0, grid=(3, 4), query=(1, 2), kernel_size=1),
 ]
 
 
 # ----------------------------------------------------------------------------- HeadState
 def test_head_state_normalises_fields():
-    s = HeadState(delta=[1, 2], alpha=3, query=[0, 1], grid=[4, 5], inv_sqrt_sigma=torch.eye(2))
+    s = HeadState(
+        delta=[1, 2], alpha=3, query=[0, 1], grid=[4, 5], inv_sqrt_sigma=torch.eye(2)
+    )
     assert s.delta == (1.0, 2.0) and isinstance(s.delta[0], float)
     assert s.query == (0, 1) and s.grid == (4, 5) and s.alpha == 3.0
     assert s.inv_sqrt_sigma == ((1.0, 0.0), (0.0, 1.0)) and s.generalized
@@ -56,20 +70,23 @@ def test_head_state_normalises_fields():
         s.alpha = 2.0  # frozen
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    ({"query": (9, 0)}, "outside"),
-    ({"query": (0, -1)}, "outside"),
-    ({"kernel_size": 4}, "odd"),
-    ({"kernel_size": 0}, "odd"),
-    ({"kernel_size": 2.5}, "odd"),
-    ({"alpha": -0.1}, "alpha"),
-    ({"alpha": float("nan")}, "alpha"),
-    ({"delta": (1.0,)}, "pair"),
-    ({"delta": (float("inf"), 0.0)}, "finite"),
-    ({"grid": (0, 3), "query": (0, 0)}, "positive"),
-    ({"inv_sqrt_sigma": ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0))}, "2×2"),
-    ({"inv_sqrt_sigma": ((1.0, float("nan")), (0.0, 1.0))}, "2×2"),
-])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"query": (9, 0)}, "outside"),
+        ({"query": (0, -1)}, "outside"),
+        ({"kernel_size": 4}, "odd"),
+        ({"kernel_size": 0}, "odd"),
+        ({"kernel_size": 2.5}, "odd"),
+        ({"alpha": -0.1}, "alpha"),
+        ({"alpha": float("nan")}, "alpha"),
+        ({"delta": (1.0,)}, "pair"),
+        ({"delta": (float("inf"), 0.0)}, "finite"),
+        ({"grid": (0, 3), "query": (0, 0)}, "positive"),
+        ({"inv_sqrt_sigma": ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0))}, "2×2"),
+        ({"inv_sqrt_sigma": ((1.0, float("nan")), (0.0, 1.0))}, "2×2"),
+    ],
+)
 def test_head_state_errors(kwargs, match):
     with pytest.raises(ValueError, match=match):
         HeadState(**kwargs)
@@ -92,7 +109,10 @@ def test_head_state_encoding_kinds():
     enc = head_state_encoding(STATES[2])
     assert type(enc).__name__ == "GeneralizedQuadraticEncoding"
     assert enc.inv_sqrt_sigma.dtype == torch.float64
-    assert enc.inv_sqrt_sigma[0].tolist() == [[0.9, 0.2], [-0.4, 0.3]]  # exact float64 values
+    assert enc.inv_sqrt_sigma[0].tolist() == [
+        [0.9, 0.2],
+        [-0.4, 0.3],
+    ]  # exact float64 values
 
 
 @pytest.mark.parametrize("state", STATES)
@@ -118,7 +138,9 @@ def test_one_hot_head_is_one_kernel_tap():
         state = HeadState(delta=delta, alpha=12.0, kernel_size=5)
         k = head_state_kernel(state)
         tap = k[delta[0] + 2, delta[1] + 2].item()
-        assert tap >= 1 / (1 + off_target_mass_bound(12.0)) - 1e-12  # bound of Lemma 2, up to rounding
+        assert (
+            tap >= 1 / (1 + off_target_mass_bound(12.0)) - 1e-12
+        )  # bound of Lemma 2, up to rounding
         assert k.sum().item() - tap < 1e-4
 
 
@@ -127,7 +149,9 @@ def test_head_state_kernel_accepts_precomputed_probabilities_and_checks_shape():
     p = torch.arange(81, dtype=torch.float64).reshape(9, 9)
     k = head_state_kernel(state, p)
     assert k.tolist() == p[0:3, 0:3].tolist()
-    k = head_state_kernel(HeadState(query=(0, 8)), p)  # window sticks out at the top and right
+    k = head_state_kernel(
+        HeadState(query=(0, 8)), p
+    )  # window sticks out at the top and right
     assert k.tolist() == [[0.0, 0.0, 0.0], [7.0, 8.0, 0.0], [16.0, 17.0, 0.0]]
     with pytest.raises(ValueError, match="grid"):
         head_state_kernel(state, torch.zeros(5, 5))
@@ -137,8 +161,13 @@ def test_draw_head_state_and_figure():
     state = STATES[1]
     fig = head_state_figure(state)
     ax_a, ax_k = fig.axes
-    torch.testing.assert_close(torch.as_tensor(ax_a.images[0].get_array().data), head_state_probabilities(state))
-    torch.testing.assert_close(torch.as_tensor(ax_k.images[0].get_array().data), head_state_kernel(state))
+    torch.testing.assert_close(
+        torch.as_tensor(ax_a.images[0].get_array().data),
+        head_state_probabilities(state),
+    )
+    torch.testing.assert_close(
+        torch.as_tensor(ax_k.images[0].get_array().data), head_state_kernel(state)
+    )
     assert len(ax_k.texts) == 25
     assert "5×5 kernel" in ax_k.get_title()
     plt.close(fig)
@@ -151,7 +180,11 @@ def test_draw_head_state_and_figure():
     fig, (a, b) = plt.subplots(1, 2)
     draw_head_state(a, b, HeadState(delta=(-2.0, -1.0), alpha=10.0, query=(0, 0)))
     labels = [[b.texts[3 * i + j].get_text() for j in range(3)] for i in range(3)]
-    assert labels == [["off grid"] * 3, ["off grid", "1.00", "0.00"], ["off grid", "0.00", "0.00"]]
+    assert labels == [
+        ["off grid"] * 3,
+        ["off grid", "1.00", "0.00"],
+        ["off grid", "0.00", "0.00"],
+    ]
     assert a.get_xlim() == (-1.5, 8.5) and a.get_ylim() == (8.5, -2.5)
     plt.close(fig)
 
@@ -182,7 +215,9 @@ def test_slider_changes_update_state_and_probabilities():
     w.sliders["query_row"].value = 0
     w.sliders["query_col"].value = 8
     w.sliders["kernel_size"].value = 5
-    assert w.state == HeadState(delta=(1.0, 1.5), alpha=0.5, query=(0, 8), kernel_size=5)
+    assert w.state == HeadState(
+        delta=(1.0, 1.5), alpha=0.5, query=(0, 8), kernel_size=5
+    )
     assert head_state_kernel(w.state).shape == (5, 5)
     assert w.redraws == 6
 
@@ -193,7 +228,10 @@ def test_generalized_toggle_starts_from_the_same_head_then_follows_m_sliders():
     p_quad = w.probabilities()
     w.sliders["generalized"].value = True
     assert w.redraws == 2  # one redraw, not one per M slider
-    assert w.state.generalized and w.state.inv_sqrt_sigma == ((2.0, 0.0), (0.0, 2.0))  # √(2α) = 2
+    assert w.state.generalized and w.state.inv_sqrt_sigma == (
+        (2.0, 0.0),
+        (0.0, 2.0),
+    )  # √(2α) = 2
     assert not w.sliders["m11"].disabled and w.sliders["alpha"].disabled
     torch.testing.assert_close(w.probabilities(), p_quad)
     w.sliders["m21"].value = 1.0

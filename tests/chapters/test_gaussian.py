@@ -1,4 +1,5 @@
 """Tests of attnconv.chapters.gaussian: the generalized quadratic encoding (App. A.1, eq. 16) and its figures."""
+
 import math
 
 import matplotlib
@@ -17,12 +18,23 @@ from attnconv import (  # noqa: E402
     relative_shifts,
 )
 from attnconv.chapters.gaussian import (  # noqa: E402
-    covariance_of_heads, describe_heads, encoding_scores, gaussian_log_density,
-    inv_sqrt_sigma_from_axes, inverse_covariance_spectrum, isotropic_generalized,
-    log_density_gap_spread, plot_gaussian_heads, pruned_heads, score_constant,
+    covariance_of_heads,
+    describe_heads,
+    encoding_scores,
+    gaussian_log_density,
+    inv_sqrt_sigma_from_axes,
+    inverse_covariance_spectrum,
+    isotropic_generalized,
+    log_density_gap_spread,
+    plot_gaussian_heads,
+    pruned_heads,
+    score_constant,
 )
 from attnconv.chapters.shared.gaussian_maps import (  # noqa: E402
-    draw_mass_contours, head_attention_maps, probability_mass_levels, query_shifts,
+    draw_mass_contours,
+    head_attention_maps,
+    probability_mass_levels,
+    query_shifts,
 )
 
 
@@ -72,7 +84,9 @@ def test_gaussian_log_density_matches_plain_loop_and_accepts_integer_shifts():
     for i in range(delta.shape[0]):
         for j in range(delta.shape[1]):
             x = delta[i, j].tolist()
-            assert got[i, j].item() == pytest.approx(_loop_log_density_2d(x, mu, cov), rel=1e-5)
+            assert got[i, j].item() == pytest.approx(
+                _loop_log_density_2d(x, mu, cov), rel=1e-5
+            )
 
 
 def test_gaussian_log_density_errors():
@@ -103,11 +117,15 @@ def test_encoding_scores_is_the_literal_inner_product():
             for ki in (1, 5, 7):
                 d1, d2 = delta[qi, ki].tolist()
                 r = [d1, d2, d1 * d1, d2 * d2, d1 * d2]
-                assert got[h, qi, ki].item() == pytest.approx(sum(v[h, p].item() * r[p] for p in range(5)), abs=1e-10)
+                assert got[h, qi, ki].item() == pytest.approx(
+                    sum(v[h, p].item() * r[p] for p in range(5)), abs=1e-10
+                )
 
 
 def test_encoding_scores_quadratic_closed_form():
-    enc = QuadraticEncoding(2, centers=[[1.0, -2.0], [0.5, 0.25]], alpha=[0.5, 3.0]).double()
+    enc = QuadraticEncoding(
+        2, centers=[[1.0, -2.0], [0.5, 0.25]], alpha=[0.5, 3.0]
+    ).double()
     delta = relative_shifts((4, 4)).double()
     got = encoding_scores(enc, delta)
     c, a = enc.centers.detach(), enc.alpha.detach()
@@ -116,7 +134,9 @@ def test_encoding_scores_quadratic_closed_form():
         torch.testing.assert_close(got[h].detach(), want, rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("enc", [LearnedRelativeEncoding(2, 4, 3), HardShiftEncoding([[0, 1], [1, 0]])])
+@pytest.mark.parametrize(
+    "enc", [LearnedRelativeEncoding(2, 4, 3), HardShiftEncoding([[0, 1], [1, 0]])]
+)
 def test_encoding_scores_rejects_encodings_without_v(enc):
     with pytest.raises(ValueError, match="no vector v"):
         encoding_scores(enc, relative_shifts((2, 2)))
@@ -133,7 +153,9 @@ def test_covariance_of_heads_inverts_m_mT_and_is_symmetric():
 
 
 def test_covariance_of_heads_rejects_singular_heads():
-    enc = GeneralizedQuadraticEncoding(2, inv_sqrt_sigma=[[[1.0, 0.0], [0.0, 1.0]], [[1.0, 2.0], [0.5, 1.0]]])
+    enc = GeneralizedQuadraticEncoding(
+        2, inv_sqrt_sigma=[[[1.0, 0.0], [0.0, 1.0]], [[1.0, 2.0], [0.5, 1.0]]]
+    )
     with pytest.raises(ValueError, match="singular"):
         covariance_of_heads(enc)
 
@@ -142,7 +164,11 @@ def test_score_constant_both_encodings():
     gen = _gen_heads(4, seed=1)
     a = gen.inverse_covariance().detach()
     c = gen.centers.detach()
-    want = [0.5 * sum(c[h, i] * a[h, i, j] * c[h, j] for i in range(2) for j in range(2)).item() for h in range(4)]
+    want = [
+        0.5
+        * sum(c[h, i] * a[h, i, j] * c[h, j] for i in range(2) for j in range(2)).item()
+        for h in range(4)
+    ]
     assert score_constant(gen).tolist() == pytest.approx(want, rel=1e-12)
     quad = QuadraticEncoding(2, centers=[[1.0, 2.0], [-3.0, 0.0]], alpha=[0.5, 2.0])
     assert score_constant(quad).tolist() == pytest.approx([0.5 * 5, 2.0 * 9])
@@ -154,29 +180,50 @@ def test_position_scores_is_literal_minus_constant():
     enc = _gen_heads(3, seed=2)
     delta = relative_shifts((5, 5)).double()
     literal = encoding_scores(enc, delta) - score_constant(enc).view(-1, 1, 1)
-    torch.testing.assert_close(enc.position_scores(delta).detach(), literal.detach(), rtol=1e-10, atol=1e-10)
+    torch.testing.assert_close(
+        enc.position_scores(delta).detach(), literal.detach(), rtol=1e-10, atol=1e-10
+    )
 
 
 def test_isotropic_generalized_reproduces_quadratic():
-    quad = QuadraticEncoding(3, centers=[[1.0, -1.0], [0.3, 2.0], [0.0, 0.0]], alpha=[0.1, 1.0, 7.0]).double()
+    quad = QuadraticEncoding(
+        3, centers=[[1.0, -1.0], [0.3, 2.0], [0.0, 0.0]], alpha=[0.1, 1.0, 7.0]
+    ).double()
     gen = isotropic_generalized(quad)
-    assert isinstance(gen, GeneralizedQuadraticEncoding) and gen.centers.dtype == torch.float64
+    assert (
+        isinstance(gen, GeneralizedQuadraticEncoding)
+        and gen.centers.dtype == torch.float64
+    )
     delta = relative_shifts((5, 4)).double()
-    torch.testing.assert_close(gen.position_scores(delta), quad.position_scores(delta), rtol=1e-12, atol=1e-12)
-    torch.testing.assert_close(encoding_scores(gen, delta), encoding_scores(quad, delta), rtol=1e-12, atol=1e-10)
+    torch.testing.assert_close(
+        gen.position_scores(delta), quad.position_scores(delta), rtol=1e-12, atol=1e-12
+    )
+    torch.testing.assert_close(
+        encoding_scores(gen, delta),
+        encoding_scores(quad, delta),
+        rtol=1e-12,
+        atol=1e-10,
+    )
     want = 2 * quad.alpha.detach()[:, None, None] * torch.eye(2, dtype=torch.float64)
     torch.testing.assert_close(gen.inverse_covariance().detach(), want)
 
 
 def test_isotropic_generalized_spread_parametrization():
     try:
-        quad = QuadraticEncoding(2, centers=[[1.0, 0.0], [0.0, -2.0]], alpha=[0.5, 2.0], parametrization="spread")
+        quad = QuadraticEncoding(
+            2,
+            centers=[[1.0, 0.0], [0.0, -2.0]],
+            alpha=[0.5, 2.0],
+            parametrization="spread",
+        )
     except TypeError:
         pytest.skip("QuadraticEncoding has no spread parametrization")
     quad = quad.double()
     gen = isotropic_generalized(quad)
     delta = relative_shifts((4, 4)).double()
-    torch.testing.assert_close(gen.position_scores(delta), quad.position_scores(delta), rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(
+        gen.position_scores(delta), quad.position_scores(delta), rtol=1e-12, atol=1e-12
+    )
     assert score_constant(quad).tolist() == pytest.approx([0.5 * 1.0, 2.0 * 4.0])
 
 
@@ -204,7 +251,9 @@ def test_log_density_gap_spread_detects_a_wrong_v():
             v[:, 4] = v[:, 4] / 2
             return v
 
-    enc = WrongV(2, centers=[[0.0, 0.0], [1.0, 1.0]], inv_sqrt_sigma=[[1.0, 0.5], [0.5, 1.0]]).double()
+    enc = WrongV(
+        2, centers=[[0.0, 0.0], [1.0, 1.0]], inv_sqrt_sigma=[[1.0, 0.5], [0.5, 1.0]]
+    ).double()
     spread = log_density_gap_spread(enc, relative_shifts((5, 5)).double())
     assert float(spread.min()) > 1.0
 
@@ -243,7 +292,10 @@ def test_inverse_covariance_spectrum_closed_form():
     eig, cond = inverse_covariance_spectrum(enc)
     a = enc.inverse_covariance().detach()
     for h in range(5):
-        tr, det = (a[h, 0, 0] + a[h, 1, 1]).item(), (a[h, 0, 0] * a[h, 1, 1] - a[h, 0, 1] ** 2).item()
+        tr, det = (
+            (a[h, 0, 0] + a[h, 1, 1]).item(),
+            (a[h, 0, 0] * a[h, 1, 1] - a[h, 0, 1] ** 2).item(),
+        )
         disc = math.sqrt(tr * tr / 4 - det)
         lo, hi = tr / 2 - disc, tr / 2 + disc
         assert eig[h].tolist() == pytest.approx([lo, hi], rel=1e-8, abs=1e-12)
@@ -251,7 +303,9 @@ def test_inverse_covariance_spectrum_closed_form():
 
 
 def test_inverse_covariance_spectrum_singular_and_errors():
-    enc = GeneralizedQuadraticEncoding(1, inv_sqrt_sigma=[[1.0, 0.0], [0.0, 0.0]]).double()
+    enc = GeneralizedQuadraticEncoding(
+        1, inv_sqrt_sigma=[[1.0, 0.0], [0.0, 0.0]]
+    ).double()
     eig, cond = inverse_covariance_spectrum(enc)
     assert eig[0].tolist() == [0.0, 1.0]
     assert math.isinf(cond[0].item())
@@ -260,17 +314,31 @@ def test_inverse_covariance_spectrum_singular_and_errors():
 
 
 def test_pruned_heads_rule():
-    ms = torch.stack([
-        torch.eye(2),  # fine
-        1e-3 * torch.eye(2),  # λ_max = 1e-6 < 1e-5: uniform
-        torch.diag(torch.tensor([1.0, 1e-3])),  # condition 1e6 > 1e5: a line
-        torch.diag(torch.tensor([1.0, 0.1])),  # condition 100: fine
-        torch.diag(torch.tensor([1.0, 0.0])),  # singular: infinite condition
-    ]).double()
+    ms = torch.stack(
+        [
+            torch.eye(2),  # fine
+            1e-3 * torch.eye(2),  # λ_max = 1e-6 < 1e-5: uniform
+            torch.diag(torch.tensor([1.0, 1e-3])),  # condition 1e6 > 1e5: a line
+            torch.diag(torch.tensor([1.0, 0.1])),  # condition 100: fine
+            torch.diag(torch.tensor([1.0, 0.0])),  # singular: infinite condition
+        ]
+    ).double()
     enc = GeneralizedQuadraticEncoding(5, inv_sqrt_sigma=ms).double()
     assert pruned_heads(enc).tolist() == [False, True, True, False, True]
-    assert pruned_heads(enc, min_eigenvalue=0.0, max_condition=1e7).tolist() == [False, False, False, False, True]
-    assert pruned_heads(enc, max_condition=50).tolist() == [False, True, True, True, True]
+    assert pruned_heads(enc, min_eigenvalue=0.0, max_condition=1e7).tolist() == [
+        False,
+        False,
+        False,
+        False,
+        True,
+    ]
+    assert pruned_heads(enc, max_condition=50).tolist() == [
+        False,
+        True,
+        True,
+        True,
+        True,
+    ]
     with pytest.raises(ValueError):
         pruned_heads(enc, min_eigenvalue=-1.0)
     with pytest.raises(ValueError):
@@ -278,7 +346,9 @@ def test_pruned_heads_rule():
 
 
 def test_describe_heads_table():
-    ms = torch.stack([torch.eye(2), 1e-3 * torch.eye(2), torch.diag(torch.tensor([2.0, 1.0]))])
+    ms = torch.stack(
+        [torch.eye(2), 1e-3 * torch.eye(2), torch.diag(torch.tensor([2.0, 1.0]))]
+    )
     enc = GeneralizedQuadraticEncoding(3, inv_sqrt_sigma=ms).double()
     text = describe_heads(enc, ["a", "bb", "c"])
     lines = text.splitlines()
@@ -311,12 +381,22 @@ def test_head_attention_maps_against_plain_loop_softmax():
     maps = head_attention_maps(enc, (5, 6), (2, 3))
     assert maps.shape == (2, 5, 6)
     for h in range(2):
-        w = [[math.exp(-alphas[h] * ((i - 2 - centers[h][0]) ** 2 + (j - 3 - centers[h][1]) ** 2))
-              for j in range(6)] for i in range(5)]
+        w = [
+            [
+                math.exp(
+                    -alphas[h]
+                    * ((i - 2 - centers[h][0]) ** 2 + (j - 3 - centers[h][1]) ** 2)
+                )
+                for j in range(6)
+            ]
+            for i in range(5)
+        ]
         z = sum(map(sum, w))
         for i in range(5):
             for j in range(6):
-                assert maps[h, i, j].item() == pytest.approx(w[i][j] / z, rel=1e-6, abs=1e-15)
+                assert maps[h, i, j].item() == pytest.approx(
+                    w[i][j] / z, rel=1e-6, abs=1e-15
+                )
         assert maps[h].sum().item() == pytest.approx(1.0, abs=1e-12)
 
 
@@ -366,15 +446,18 @@ def test_probability_mass_levels_ties_unnormalised_and_shapes():
     assert probability_mass_levels([0.0, 1.0, 0.0], [1.0]).tolist() == [1.0]
 
 
-@pytest.mark.parametrize("probs,masses,match", [
-    ([0.5, -0.1, 0.6], [0.5], "non-negative"),
-    ([0.0, 0.0], [0.5], "positive"),
-    ([], [0.5], "empty"),
-    ([0.5, float("nan")], [0.5], "non-negative"),
-    ([0.5, 0.5], [0.0], r"\(0, 1\]"),
-    ([0.5, 0.5], [1.5], r"\(0, 1\]"),
-    ([0.5, 0.5], [float("nan")], r"\(0, 1\]"),
-])
+@pytest.mark.parametrize(
+    "probs,masses,match",
+    [
+        ([0.5, -0.1, 0.6], [0.5], "non-negative"),
+        ([0.0, 0.0], [0.5], "positive"),
+        ([], [0.5], "empty"),
+        ([0.5, float("nan")], [0.5], "non-negative"),
+        ([0.5, 0.5], [0.0], r"\(0, 1\]"),
+        ([0.5, 0.5], [1.5], r"\(0, 1\]"),
+        ([0.5, 0.5], [float("nan")], r"\(0, 1\]"),
+    ],
+)
 def test_probability_mass_levels_errors(probs, masses, match):
     with pytest.raises(ValueError, match=match):
         probability_mass_levels(probs, masses)
@@ -395,7 +478,9 @@ def _boundary_edges(mask):
 
 
 def test_draw_mass_contours_outlines_the_superlevel_sets():
-    enc = GeneralizedQuadraticEncoding(1, centers=[[1.0, 0.0]], inv_sqrt_sigma=[[0.8, 0.3], [0.0, 0.5]]).double()
+    enc = GeneralizedQuadraticEncoding(
+        1, centers=[[1.0, 0.0]], inv_sqrt_sigma=[[0.8, 0.3], [0.0, 0.5]]
+    ).double()
     probs = head_attention_maps(enc, (9, 9), (4, 4))[0]
     fig, ax = plt.subplots()
     ax.imshow(probs.numpy())
@@ -418,8 +503,15 @@ def test_draw_mass_contours_outlines_the_superlevel_sets():
 
 
 def test_plot_gaussian_heads_panels_and_errors():
-    ms = torch.stack([inv_sqrt_sigma_from_axes((0.7, 0.7)), inv_sqrt_sigma_from_axes((0.6, 3.0), 0.5)])
-    enc = GeneralizedQuadraticEncoding(2, centers=[[-2.0, 1.0], [1.0, 1.0]], inv_sqrt_sigma=ms).double()
+    ms = torch.stack(
+        [
+            inv_sqrt_sigma_from_axes((0.7, 0.7)),
+            inv_sqrt_sigma_from_axes((0.6, 3.0), 0.5),
+        ]
+    )
+    enc = GeneralizedQuadraticEncoding(
+        2, centers=[[-2.0, 1.0], [1.0, 1.0]], inv_sqrt_sigma=ms
+    ).double()
     fig = plot_gaussian_heads(enc, (9, 9), (4, 4), titles=["a", "b"], ncols=3)
     axes = fig.axes
     assert len(axes) == 3
@@ -429,7 +521,10 @@ def test_plot_gaussian_heads_panels_and_errors():
     for ax, m in zip(axes[:2], maps):
         torch.testing.assert_close(torch.as_tensor(ax.images[0].get_array().data), m)
         cross = ax.lines[0].get_xydata()[0]
-    assert cross.tolist() == [4 + 1.0, 4 + 1.0]  # (x, y) = (column, row) of q + Δ of the last head
+    assert cross.tolist() == [
+        4 + 1.0,
+        4 + 1.0,
+    ]  # (x, y) = (column, row) of q + Δ of the last head
     plt.close(fig)
     with pytest.raises(ValueError, match="titles"):
         plot_gaussian_heads(enc, (9, 9), (4, 4), titles=["only one"])
@@ -447,7 +542,10 @@ def test_mass_ellipse_holds_its_mass():
     inverse = torch.tensor([[2.0, 0.6], [0.6, 0.5]], dtype=torch.float64)
     gen = torch.Generator().manual_seed(0)
     cov = torch.linalg.inv(inverse)
-    x = torch.randn(200_000, 2, generator=gen, dtype=torch.float64) @ torch.linalg.cholesky(cov).T
+    x = (
+        torch.randn(200_000, 2, generator=gen, dtype=torch.float64)
+        @ torch.linalg.cholesky(cov).T
+    )
     for mass in (0.5, 0.9):
         width, height, angle = mass_ellipse(inverse, mass)
         inside = Ellipse((0, 0), width, height, angle=angle).contains_points(x.numpy())

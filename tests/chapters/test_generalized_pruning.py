@@ -16,7 +16,9 @@ from attnconv.experiments.models import build_model, model_config_to_dict
 from attnconv.experiments.pruning import degenerate_heads, prune_heads
 from attnconv.experiments.train import Run, TrainConfig, attention_record, evaluate
 
-TINY = dict(hidden_size=8, intermediate_size=12, num_layers=2, num_heads=4, downsample=8)
+TINY = dict(
+    hidden_size=8, intermediate_size=12, num_layers=2, num_heads=4, downsample=8
+)
 
 
 def tiny(name="generalized", seed=0):
@@ -26,12 +28,18 @@ def tiny(name="generalized", seed=0):
 
 def fake_history(model):
     rec = attention_record(model)
-    return {"model_config": model_config_to_dict(model.config), "initial_attention": rec, "epochs": [{"attention": rec}]}
+    return {
+        "model_config": model_config_to_dict(model.config),
+        "initial_attention": rec,
+        "epochs": [{"attention": rec}],
+    }
 
 
 def set_m(model, layer, head, m):
     with torch.no_grad():
-        model.layers[layer].attention.encoding.inv_sqrt_sigma[head] = torch.as_tensor(m, dtype=torch.float32)
+        model.layers[layer].attention.encoding.inv_sqrt_sigma[head] = torch.as_tensor(
+            m, dtype=torch.float32
+        )
 
 
 def shaped_model():
@@ -52,8 +60,18 @@ def data():
 
 
 def tiny_config(**kw):
-    base = dict(model="generalized", model_overrides=TINY, epochs=3, batch_size=50, eval_batch_size=100,
-                lr=0.1, data="sample", train_subset=200, test_subset=100, attention_lr_multiplier=10.0)
+    base = dict(
+        model="generalized",
+        model_overrides=TINY,
+        epochs=3,
+        batch_size=50,
+        eval_batch_size=100,
+        lr=0.1,
+        data="sample",
+        train_subset=200,
+        test_subset=100,
+        attention_lr_multiplier=10.0,
+    )
     base.update(kw)
     return TrainConfig(**base)
 
@@ -66,7 +84,10 @@ def test_settings_per_profile():
     gf.generalized_run_changes("cpu")["epochs"] = 1  # a copy
     assert gf.generalized_run_changes("cpu")["epochs"] == 40
     assert gf.retrain_epochs(TrainConfig(epochs=300)) == 100
-    assert gf.retrain_epochs(TrainConfig(epochs=40)) == 14 and gf.retrain_epochs(TrainConfig(epochs=1)) == 1
+    assert (
+        gf.retrain_epochs(TrainConfig(epochs=40)) == 14
+        and gf.retrain_epochs(TrainConfig(epochs=1)) == 1
+    )
 
 
 def test_attention_only_model_restores_the_saved_heads():
@@ -74,9 +95,14 @@ def test_attention_only_model_restores_the_saved_heads():
     rebuilt = gf.attention_only_model(fake_history(model))
     for a, b in zip(model.layers, rebuilt.layers):
         assert torch.equal(a.attention.encoding.centers, b.attention.encoding.centers)
-        assert torch.equal(a.attention.encoding.inv_sqrt_sigma, b.attention.encoding.inv_sqrt_sigma)
+        assert torch.equal(
+            a.attention.encoding.inv_sqrt_sigma, b.attention.encoding.inv_sqrt_sigma
+        )
     initial = gf.attention_only_model(fake_history(tiny(seed=1)), epoch=None)
-    assert torch.equal(initial.layers[0].attention.encoding.centers, tiny(seed=1).layers[0].attention.encoding.centers)
+    assert torch.equal(
+        initial.layers[0].attention.encoding.centers,
+        tiny(seed=1).layers[0].attention.encoding.centers,
+    )
     with pytest.raises(ValueError):
         gf.attention_only_model(fake_history(tiny("quadratic")))
     h = fake_history(model)
@@ -90,7 +116,12 @@ def test_head_table_against_eigensolver():
     rows = gf.head_table(model, 1e-5, 1e3)
     assert len(rows) == 8
     for r in rows:
-        m = model.layers[r["layer"]].attention.encoding.inv_sqrt_sigma[r["head"]].detach().double()
+        m = (
+            model.layers[r["layer"]]
+            .attention.encoding.inv_sqrt_sigma[r["head"]]
+            .detach()
+            .double()
+        )
         eig = torch.linalg.eigvalsh(m @ m.T)
         assert r["lambda_max"] == pytest.approx(float(eig[1]), rel=1e-9)
         assert r["lambda_min"] == pytest.approx(float(eig[0]), rel=1e-6, abs=1e-14)
@@ -98,7 +129,13 @@ def test_head_table_against_eigensolver():
     assert flagged == {(0, 1), (1, 0), (1, 3)}
     for cond in (1e3, 1e5):
         want = degenerate_heads(model, 1e-5, cond)
-        got = gf.selection_of([(r["layer"], r["head"]) for r in gf.head_table(model, 1e-5, cond) if r["degenerate"]])
+        got = gf.selection_of(
+            [
+                (r["layer"], r["head"])
+                for r in gf.head_table(model, 1e-5, cond)
+                if r["degenerate"]
+            ]
+        )
         assert got == want
     with pytest.raises(ValueError):
         gf.head_table(model, condition_threshold=0.5)
@@ -114,8 +151,14 @@ def test_head_table_keeps_tiny_eigenvalues_exact():
     set_m(model, 0, 1, [[1.0, 2.0], [0.5, 1.0]])  # rank one
     rows = gf.head_table(model)
     m0 = float(torch.tensor(1e-9, dtype=torch.float32))
-    assert rows[0]["lambda_min"] == pytest.approx(m0 ** 2, rel=1e-12) and rows[0]["condition"] == pytest.approx(1 / m0 ** 2, rel=1e-12)
-    assert rows[1]["lambda_min"] == 0.0 and rows[1]["condition"] == math.inf and rows[1]["lambda_max"] == pytest.approx(6.25)
+    assert rows[0]["lambda_min"] == pytest.approx(m0**2, rel=1e-12) and rows[0][
+        "condition"
+    ] == pytest.approx(1 / m0**2, rel=1e-12)
+    assert (
+        rows[1]["lambda_min"] == 0.0
+        and rows[1]["condition"] == math.inf
+        and rows[1]["lambda_max"] == pytest.approx(6.25)
+    )
     assert rows[0]["degenerate"] and rows[1]["degenerate"]
 
 
@@ -126,7 +169,7 @@ def test_degeneracy_order_and_prefix_property():
     assert sorted(order) == [(li, h) for li in range(2) for h in range(4)]
     for cond in (1e1, 50.0, 1e3, 1e5, 1e7):
         sel = degenerate_heads(model, 1e-5, cond)
-        assert gf.selection_of(order[:gf.count_selected(sel)]) == sel
+        assert gf.selection_of(order[: gf.count_selected(sel)]) == sel
     assert gf.selection_of([(1, 3), (0, 2), (1, 0)]) == {0: [2], 1: [0, 3]}
     assert gf.count_selected({0: [1, 2], 3: [0]}) == 3
 
@@ -163,7 +206,11 @@ def test_pruning_check_passes_and_can_fail(monkeypatch):
 
     monkeypatch.setattr(gf, "prune_heads", wrong_prune)
     res = gf.pruning_check(model, {0: [1]}, x)
-    assert not res["kept_parameters_equal"] and not res["kept_head_outputs_equal"] and not res["matches_zeroed_model"]
+    assert (
+        not res["kept_parameters_equal"]
+        and not res["kept_head_outputs_equal"]
+        and not res["matches_zeroed_model"]
+    )
 
 
 def test_retrain_lowers_lr_and_is_deterministic(data):
@@ -171,10 +218,20 @@ def test_retrain_lowers_lr_and_is_deterministic(data):
     model = prune_heads(tiny(), {0: [0]})
     before = copy.deepcopy(model)
     h = gf.retrain(model, cfg, data, epochs=1)
-    assert h["status"] == "complete" and len(h["epochs"]) == 1 and h["heads_per_layer"] == [3, 4]
+    assert (
+        h["status"] == "complete"
+        and len(h["epochs"]) == 1
+        and h["heads_per_layer"] == [3, 4]
+    )
     back = TrainConfig.from_dict(h["config"])
-    assert back.lr == pytest.approx(0.01) and back.epochs == 1 and back.warmup_fraction == 0.0
-    assert h["initial"]["test_acc"] == evaluate(before, data.x_test, data.y_test, 100)[1]
+    assert (
+        back.lr == pytest.approx(0.01)
+        and back.epochs == 1
+        and back.warmup_fraction == 0.0
+    )
+    assert (
+        h["initial"]["test_acc"] == evaluate(before, data.x_test, data.y_test, 100)[1]
+    )
     assert not torch.equal(model.classifier.weight, before.classifier.weight)
     again = gf.retrain(copy.deepcopy(before), cfg, data, epochs=1)
     assert again["epochs"][0]["train_loss"] == h["epochs"][0]["train_loss"]
@@ -185,18 +242,28 @@ def test_retrain_lowers_lr_and_is_deterministic(data):
 def test_pruning_study_on_a_tiny_model(data):
     cfg = tiny_config()
     model = shaped_model()
-    study = gf.pruning_study(model, cfg, data, 1e-5, 1e3, retrain_counts=[1], epochs=1, random_orders=2)
+    study = gf.pruning_study(
+        model, cfg, data, 1e-5, 1e3, retrain_counts=[1], epochs=1, random_orders=2
+    )
     assert study["selected"] == {"0": [1], "1": [0, 3]}
     assert study["selected_paper_thresholds"] == {"0": [1], "1": [0]}
     curve = study["curve"]
     assert curve["k"] == list(range(9)) and len(curve["random"]) == 2
-    assert curve["degenerate_first"][0] == evaluate(model, data.x_test, data.y_test, 100)[1]
+    assert (
+        curve["degenerate_first"][0]
+        == evaluate(model, data.x_test, data.y_test, 100)[1]
+    )
     none_left = prune_heads(copy.deepcopy(model), {0: [0, 1, 2, 3], 1: [0, 1, 2, 3]})
-    assert curve["degenerate_first"][8] == evaluate(none_left, data.x_test, data.y_test, 100)[1]
+    assert (
+        curve["degenerate_first"][8]
+        == evaluate(none_left, data.x_test, data.y_test, 100)[1]
+    )
     assert curve["random"][0][8] == curve["degenerate_first"][8]
     assert [r["k"] for r in study["retrained"]] == [1, 3]
     assert study["retrained"][1]["test_acc_before"] == curve["degenerate_first"][3]
-    assert study["parameters"]["before"] - study["parameters"]["after"] == 3 * (8 * 8 + 6)
+    assert study["parameters"]["before"] - study["parameters"]["after"] == 3 * (
+        8 * 8 + 6
+    )
     assert study["macs"]["after"]["dense"] < study["macs"]["before"]["dense"]
     assert study["pruned_history"]["heads_per_layer"] == [3, 2]
     json.dumps(study)  # JSON-ready
@@ -214,31 +281,61 @@ def test_load_pruning_study_reads_only(tmp_path, data):
         gf.load_pruning_study(run, condition_threshold=1e3)
     with pytest.raises(MissingResultError, match="python -m attnconv.regenerate"):
         gf.load_pruned_run(run)
-    study = gf.pruning_study(shaped_model(), cfg, data, 1e-5, 1e3, retrain_counts=[], epochs=1, random_orders=1)
+    study = gf.pruning_study(
+        shaped_model(),
+        cfg,
+        data,
+        1e-5,
+        1e3,
+        retrain_counts=[],
+        epochs=1,
+        random_orders=1,
+    )
     pruned = study.pop("pruned_history")
     write_json(run_dir / gf.STUDY_FILE, study)
     gf.pruned_folder(run).mkdir()
     write_json(gf.pruned_folder(run) / "history.json", pruned)
     before = {p: p.read_bytes() for p in tmp_path.rglob("*.json")}
-    assert gf.load_pruning_study(run, condition_threshold=1e3) == json.loads(json.dumps(study))
+    assert gf.load_pruning_study(run, condition_threshold=1e3) == json.loads(
+        json.dumps(study)
+    )
     assert gf.load_pruned_run(run).history["heads_per_layer"] == [3, 2]
     with pytest.raises(StaleResultError, match="python -m attnconv.regenerate"):
-        gf.load_pruning_study(run, condition_threshold=1e5)  # other thresholds: not this study
+        gf.load_pruning_study(
+            run, condition_threshold=1e5
+        )  # other thresholds: not this study
     with pytest.raises(StaleResultError):
-        gf.load_pruning_study(Run(run_dir, replace(cfg, epochs=cfg.epochs + 1), {"epochs": []}), condition_threshold=1e3)
-    assert {p: p.read_bytes() for p in tmp_path.rglob("*.json")} == before  # nothing written
+        gf.load_pruning_study(
+            Run(run_dir, replace(cfg, epochs=cfg.epochs + 1), {"epochs": []}),
+            condition_threshold=1e3,
+        )
+    assert {
+        p: p.read_bytes() for p in tmp_path.rglob("*.json")
+    } == before  # nothing written
 
 
 def test_figures_and_table(data):
     model = shaped_model()
     fig = gf.plot_heads_by_layer(model, degenerate={0: [1]})
     assert len([a for a in fig.axes if a.axison]) == 2
-    study = gf.pruning_study(model, tiny_config(), data, 1e-5, 1e3, retrain_counts=[], epochs=1, random_orders=1)
+    study = gf.pruning_study(
+        model,
+        tiny_config(),
+        data,
+        1e-5,
+        1e3,
+        retrain_counts=[],
+        epochs=1,
+        random_orders=1,
+    )
     fig2 = gf.plot_pruning(study)
     assert len(fig2.axes) == 2
     table = gf.pruning_table(study, "cpu")
     assert "12,087,006" in table and "9,686,916" in table
-    assert f"{study['parameters']['before']:,}" in table and f"{study['parameters']['after']:,}" in table
+    assert (
+        f"{study['parameters']['before']:,}" in table
+        and f"{study['parameters']['after']:,}" in table
+    )
     import matplotlib.pyplot as plt
 
     plt.close("all")
@@ -247,7 +344,13 @@ def test_figures_and_table(data):
 def test_paper_pruning_reduction_is_a_fifth_not_a_fourth():
     red = gf.paper_pruning_reduction()
     # oracle: the paper's Fig. 9 numbers by hand, 12.1M → 9.7M and 6.2B → 4.9B
-    assert red["parameters"] == pytest.approx(2.4 / 12.1) and red["flops"] == pytest.approx(1.3 / 6.2)
-    assert 0.19 < red["parameters"] < 0.21 and 0.20 < red["flops"] < 0.22  # about a fifth
-    assert abs(red["parameters"] - 0.25) > 0.04 and abs(red["flops"] - 0.25) > 0.04  # not a fourth
+    assert red["parameters"] == pytest.approx(2.4 / 12.1) and red[
+        "flops"
+    ] == pytest.approx(1.3 / 6.2)
+    assert (
+        0.19 < red["parameters"] < 0.21 and 0.20 < red["flops"] < 0.22
+    )  # about a fifth
+    assert (
+        abs(red["parameters"] - 0.25) > 0.04 and abs(red["flops"] - 0.25) > 0.04
+    )  # not a fourth
     assert red["heads"] == pytest.approx(15 / 54)

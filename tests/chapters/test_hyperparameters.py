@@ -1,15 +1,31 @@
 """Tests of attnconv.chapters.hyperparameters: Table 2 of the paper against the profiles. Oracles:
 the numbers of Table 2 typed from arXiv v1 App. A.4 here, and the profiles' own configs."""
-from attnconv.chapters.hyperparameters import PAPER_TABLE2, profile_values, table2_markdown, table2_rows
+
+from attnconv.chapters.hyperparameters import (
+    PAPER_TABLE2,
+    profile_values,
+    table2_markdown,
+    table2_rows,
+)
 from attnconv.experiments.profiles import get_profile
 
 
 def test_table2_as_printed():
     assert PAPER_TABLE2 == {
-        "number of layers": 6, "number of heads": 9, "hidden dimension": 400, "intermediate dimension": 512,
-        "invertible pooling width": 2, "dropout probability": 0.1, "layer normalization epsilon": 1e-12,
-        "number of epochs": 300, "batch size": 100, "learning rate": 0.1, "weight decay": 0.0001,
-        "momentum": 0.9, "cosine decay": "yes", "linear warm up ratio": 0.05,
+        "number of layers": 6,
+        "number of heads": 9,
+        "hidden dimension": 400,
+        "intermediate dimension": 512,
+        "invertible pooling width": 2,
+        "dropout probability": 0.1,
+        "layer normalization epsilon": 1e-12,
+        "number of epochs": 300,
+        "batch size": 100,
+        "learning rate": 0.1,
+        "weight decay": 0.0001,
+        "momentum": 0.9,
+        "cosine decay": "yes",
+        "linear warm up ratio": 0.05,
     }
 
 
@@ -19,11 +35,31 @@ def test_paper_profile_matches_table2_and_cpu_deviations_are_marked():
         assert rows[name]["profiles"]["paper"]["matches"], name
     cpu = {n: r["profiles"]["cpu"] for n, r in rows.items()}
     deviating = {n for n, c in cpu.items() if c["matches"] is False}
-    assert {"number of layers", "hidden dimension", "intermediate dimension", "invertible pooling width",
-            "number of epochs", "learning rate on positional parameters", "training data"} <= deviating
+    assert {
+        "number of layers",
+        "hidden dimension",
+        "intermediate dimension",
+        "invertible pooling width",
+        "number of epochs",
+        "learning rate on positional parameters",
+        "training data",
+    } <= deviating
     assert all(cpu[n]["reason"] for n in deviating)  # every deviation says why
-    assert cpu["learning rate on positional parameters"]["value"] == 0.1 * get_profile("cpu").attention_lr_multiplier
-    assert profile_values("gpu")["number of epochs"] == get_profile("gpu").epochs["quadratic"]
-    assert profile_values("paper")["learned encoding: dims per axis, tables"] == "400, one per layer"
+    assert (
+        cpu["learning rate on positional parameters"]["value"]
+        == 0.1 * get_profile("cpu").attention_lr_multiplier
+    )
+    assert (
+        profile_values("gpu")["number of epochs"]
+        == get_profile("gpu").epochs["quadratic"]
+    )
+    assert (
+        profile_values("paper")["learned encoding: dims per axis, tables"]
+        == "400, one per layer"
+    )
     text = table2_markdown(table2_rows())
-    assert text.count("\n") == len(rows) + 1 and "2 ✗" in text and "| 6 | 6 | 6 | 2 ✗ |" in text
+    assert (
+        text.count("\n") == len(rows) + 1
+        and "2 ✗" in text
+        and "| 6 | 6 | 6 | 2 ✗ |" in text
+    )

@@ -5,8 +5,8 @@ head_state_kernel, center_trajectories, gaussian_head_maps), on the saved quadra
 book and on a synthetic history, plus the sizes the book needs (width, fonts, one legend,
 labels numbered from 1).
 """
+
 import json
-import math
 from pathlib import Path
 
 import numpy as np
@@ -14,9 +14,6 @@ import pytest
 import torch
 
 from attnconv import off_target_mass_bound
-from attnconv.chapters.shared.head_state import (
-    HeadState, head_state_kernel, head_state_probabilities,
-)
 from attnconv.chapters.interactive import (
     EXPLORER_ALPHAS,
     EXPLORER_DELTAS,
@@ -28,10 +25,22 @@ from attnconv.chapters.interactive import (
     query_heads_figure,
     trajectory_figure,
 )
-from attnconv.chapters.shared.trained_heads import center_trajectories, layer_records
 from attnconv.chapters.shared.gaussian_maps import gaussian_head_maps
+from attnconv.chapters.shared.head_state import (
+    HeadState,
+    head_state_kernel,
+    head_state_probabilities,
+)
+from attnconv.chapters.shared.trained_heads import center_trajectories, layer_records
 
-HISTORY = Path(__file__).resolve().parents[2] / "book" / "runs" / "cpu" / "quadratic" / "history.json"
+HISTORY = (
+    Path(__file__).resolve().parents[2]
+    / "book"
+    / "runs"
+    / "cpu"
+    / "quadratic"
+    / "history.json"
+)
 
 
 @pytest.fixture(scope="module")
@@ -67,12 +76,20 @@ def synthetic_history(n_epochs=3, n_heads=2, n_layers=2, seed=0):
     def record():
         c = rng.normal(0, 2, (n_heads, 2))
         s = rng.uniform(0.3, 2.0, n_heads)
-        return {"centers": c.tolist(), "spreads": s.tolist(),
-                "inverse_covariance": [[[v * v, 0.0], [0.0, v * v]] for v in s]}
+        return {
+            "centers": c.tolist(),
+            "spreads": s.tolist(),
+            "inverse_covariance": [[[v * v, 0.0], [0.0, v * v]] for v in s],
+        }
 
-    return {"model_config": {"image_size": 16, "downsample": 4},
-            "initial_attention": [record() for _ in range(n_layers)],
-            "epochs": [{"epoch": e + 1, "attention": [record() for _ in range(n_layers)]} for e in range(n_epochs)]}
+    return {
+        "model_config": {"image_size": 16, "downsample": 4},
+        "initial_attention": [record() for _ in range(n_layers)],
+        "epochs": [
+            {"epoch": e + 1, "attention": [record() for _ in range(n_layers)]}
+            for e in range(n_epochs)
+        ],
+    }
 
 
 def fonts(fig):
@@ -111,10 +128,14 @@ def test_one_tap_error_is_the_l1_distance_to_the_tap():
     s = HeadState(delta=(0.4, -1.3), alpha=0.7)
     p = head_state_probabilities(s)
     q0, q1 = s.query
-    expected = float(p.sum() - p[q0, q1 - 1] + (1 - p[q0, q1 - 1]))  # nearest tap (0, −1)
+    expected = float(
+        p.sum() - p[q0, q1 - 1] + (1 - p[q0, q1 - 1])
+    )  # nearest tap (0, −1)
     assert one_tap_error(s) == pytest.approx(expected, abs=1e-12)
     # a half-integer head splits its mass: far from any one-tap convolution
-    assert one_tap_error(HeadState(delta=(0.5, 0.0), alpha=30.0)) == pytest.approx(1.0, abs=1e-6)
+    assert one_tap_error(HeadState(delta=(0.5, 0.0), alpha=30.0)) == pytest.approx(
+        1.0, abs=1e-6
+    )
     # target off the grid: a zero-padded convolution reads 0 there, the head does not
     corner = HeadState(delta=(-1.0, -1.0), alpha=10.0, query=(0, 0))
     assert one_tap_error(corner) == pytest.approx(1.0, abs=1e-12)
@@ -130,7 +151,9 @@ def test_explorer_has_one_frame_per_slider_combination(explorer):
             for k in range(len(EXPLORER_ALPHAS)):
                 assert explorer_frame_name(i, j, k) in names
     assert [s.name for s in explorer.layout.sliders] == ["delta1", "delta2", "alpha"]
-    for s, values in zip(explorer.layout.sliders, (EXPLORER_DELTAS, EXPLORER_DELTAS, EXPLORER_ALPHAS)):
+    for s, values in zip(
+        explorer.layout.sliders, (EXPLORER_DELTAS, EXPLORER_DELTAS, EXPLORER_ALPHAS)
+    ):
         assert [st.value for st in s.steps] == [str(i) for i in range(len(values))]
         assert [float(st.label.replace("−", "-")) for st in s.steps] == list(values)
 
@@ -138,8 +161,13 @@ def test_explorer_has_one_frame_per_slider_combination(explorer):
 @pytest.mark.parametrize("key", [(6, 2, 4), (0, 8, 0), (5, 4, 2), (4, 4, 5)])
 def test_explorer_frames_show_the_head_state(explorer, key):
     i, j, k = key
-    s = HeadState(delta=(EXPLORER_DELTAS[i], EXPLORER_DELTAS[j]), alpha=EXPLORER_ALPHAS[k], query=(4, 4),
-                  grid=(9, 9), kernel_size=3)
+    s = HeadState(
+        delta=(EXPLORER_DELTAS[i], EXPLORER_DELTAS[j]),
+        alpha=EXPLORER_ALPHAS[k],
+        query=(4, 4),
+        grid=(9, 9),
+        kernel_size=3,
+    )
     frame = next(f for f in explorer.frames if f.name == explorer_frame_name(i, j, k))
     p, kern = head_state_probabilities(s), head_state_kernel(s)
     np.testing.assert_allclose(np.array(frame.data[0].z), p.numpy(), atol=5e-5)
@@ -153,7 +181,11 @@ def test_explorer_frames_show_the_head_state(explorer, key):
 
 
 def test_explorer_starts_at_the_initial_state(explorer):
-    start = (EXPLORER_DELTAS.index(1.0), EXPLORER_DELTAS.index(-1.0), EXPLORER_ALPHAS.index(10.0))
+    start = (
+        EXPLORER_DELTAS.index(1.0),
+        EXPLORER_DELTAS.index(-1.0),
+        EXPLORER_ALPHAS.index(10.0),
+    )
     assert [s.active for s in explorer.layout.sliders] == list(start)
     p = head_state_probabilities(HeadState(delta=(1.0, -1.0), alpha=10.0))
     np.testing.assert_allclose(np.array(explorer.data[0].z), p.numpy(), atol=5e-5)
@@ -167,13 +199,21 @@ def test_trajectory_frames_are_the_epochs(history, trajectories):
     assert len(trajectories.frames) == epochs + 1
     assert [f.name for f in trajectories.frames] == [str(e) for e in range(epochs + 1)]
     steps = trajectories.layout.sliders[0].steps
-    assert len(steps) == epochs + 1 and [s.args[0][0] for s in steps] == [f.name for f in trajectories.frames]
+    assert len(steps) == epochs + 1 and [s.args[0][0] for s in steps] == [
+        f.name for f in trajectories.frames
+    ]
     assert trajectories.layout.updatemenus[0].buttons[0].method == "animate"
 
 
 @pytest.mark.parametrize("hist", ["saved", "synthetic"])
-def test_each_trajectory_frame_holds_the_centres_of_its_epoch(history, trajectories, hist):
-    h = history if hist == "saved" else synthetic_history(n_epochs=4, n_heads=3, n_layers=3)
+def test_each_trajectory_frame_holds_the_centres_of_its_epoch(
+    history, trajectories, hist
+):
+    h = (
+        history
+        if hist == "saved"
+        else synthetic_history(n_epochs=4, n_heads=3, n_layers=3)
+    )
     fig = trajectories if hist == "saved" else trajectory_figure(h)
     n_layers = len(h["initial_attention"])
     traj = [center_trajectories(h, i) for i in range(n_layers)]
@@ -185,15 +225,23 @@ def test_each_trajectory_frame_holds_the_centres_of_its_epoch(history, trajector
         m = 0
         for t in traj:
             for head in range(t.shape[1]):
-                np.testing.assert_allclose([markers[m].y[0], markers[m].x[0]], t[e, head], atol=5e-4)
-                np.testing.assert_allclose(np.stack([paths[m].y, paths[m].x], -1), t[: e + 1, head], atol=5e-4)
+                np.testing.assert_allclose(
+                    [markers[m].y[0], markers[m].x[0]], t[e, head], atol=5e-4
+                )
+                np.testing.assert_allclose(
+                    np.stack([paths[m].y, paths[m].x], -1), t[: e + 1, head], atol=5e-4
+                )
                 m += 1
 
 
 def test_trajectory_labels_are_one_based(history, trajectories):
     titles = [a.text for a in trajectories.layout.annotations]
     assert titles == ["layer 1", "layer 2"]
-    names = [t.name for t in trajectories.data if t.showlegend is not False and t.name and t.name.startswith("head")]
+    names = [
+        t.name
+        for t in trajectories.data
+        if t.showlegend is not False and t.name and t.name.startswith("head")
+    ]
     assert names == [f"head {h}" for h in range(1, 10)]
 
 
@@ -201,7 +249,9 @@ def test_trajectory_labels_are_one_based(history, trajectories):
 def test_query_figure_has_one_frame_per_token(history, query_fig):
     assert len(query_fig.frames) == 64
     steps = query_fig.layout.sliders[0].steps
-    assert [s.label for s in steps] == [f"({r}, {c})" for r in range(1, 9) for c in range(1, 9)]
+    assert [s.label for s in steps] == [
+        f"({r}, {c})" for r in range(1, 9) for c in range(1, 9)
+    ]
     assert steps[query_fig.layout.sliders[0].active].value == "4_4"
 
 
@@ -225,9 +275,15 @@ def test_query_frames_are_the_gaussian_head_maps(history, query_fig, query):
 
 
 def test_query_figure_image_and_labels(query_fig, image):
-    np.testing.assert_array_equal(np.array(query_fig.data[0].z), image.permute(1, 2, 0).numpy())
+    np.testing.assert_array_equal(
+        np.array(query_fig.data[0].z), image.permute(1, 2, 0).numpy()
+    )
     titles = [a.text for a in query_fig.layout.annotations]
-    assert titles.count("head 1") == 2 and titles.count("head 9") == 2 and "head 0" not in titles
+    assert (
+        titles.count("head 1") == 2
+        and titles.count("head 9") == 2
+        and "head 0" not in titles
+    )
     assert "<b>layer 1</b>" in titles and "<b>layer 2</b>" in titles
 
 
@@ -265,7 +321,9 @@ def test_figures_fit_the_column_with_readable_fonts(explorer, trajectories, quer
 
 def test_figure_html_is_offline_and_deterministic(explorer):
     a = figure_html(explorer, "fixed-id", post_script=linked_sliders_script()).data
-    b = figure_html(explorer_figure(), "fixed-id", post_script=linked_sliders_script()).data
+    b = figure_html(
+        explorer_figure(), "fixed-id", post_script=linked_sliders_script()
+    ).data
     assert a == b
     assert 'id="fixed-id"' in a and "plotly_sliderchange" in a
     assert "<script src" not in a and "cdn.plot.ly" not in a

@@ -9,8 +9,6 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attnconv.core.encodings import kernel_shifts
-from attnconv.core.lattice import lattice_coverage
 from attnconv.chapters.learn_to_convolve import (
     ConvolveResult,
     ConvolveSetup,
@@ -19,8 +17,8 @@ from attnconv.chapters.learn_to_convolve import (
     lattice_distances,
     learn_to_convolve,
     make_attention_layer,
-    plot_convolve_run,
     output_error,
+    plot_convolve_run,
     relative_error,
     run_summary,
     seed_sweep,
@@ -28,20 +26,34 @@ from attnconv.chapters.learn_to_convolve import (
     stray_heads,
     target_convolution,
 )
+from attnconv.core.encodings import kernel_shifts
+from attnconv.core.lattice import lattice_coverage
 
 TINY = ConvolveSetup(num_images=200, image_size=8, steps=30, batch_size=100)
 LATTICE = kernel_shifts(3).float()
 
 
 def test_setup_validation():
-    for bad in (dict(kernel_size=2), dict(steps=0), dict(image_size=5), dict(lr=0.0), dict(head_dim=0),
-                dict(alpha_init=-1.0), dict(num_images=0), dict(heads=0), dict(parametrization="x"),
-                dict(freeze_width_steps=-1)):
+    for bad in (
+        dict(kernel_size=2),
+        dict(steps=0),
+        dict(image_size=5),
+        dict(lr=0.0),
+        dict(head_dim=0),
+        dict(alpha_init=-1.0),
+        dict(num_images=0),
+        dict(heads=0),
+        dict(parametrization="x"),
+        dict(freeze_width_steps=-1),
+    ):
         with pytest.raises(ValueError):
             ConvolveSetup(**bad)
-    assert ConvolveSetup().num_heads == 9 and ConvolveSetup(in_channels=5, out_channels=2).resolved_head_dim == 2
+    assert (
+        ConvolveSetup().num_heads == 9
+        and ConvolveSetup(in_channels=5, out_channels=2).resolved_head_dim == 2
+    )
     with pytest.raises(ValueError):
-        convolution_images(ConvolveSetup(num_images=10 ** 6))
+        convolution_images(ConvolveSetup(num_images=10**6))
 
 
 def test_images_are_pooled_normalised_sample():
@@ -54,14 +66,18 @@ def test_images_are_pooled_normalised_sample():
 
 def test_target_is_a_fixed_convolution():
     a, b = target_convolution(TINY), target_convolution(TINY)
-    assert torch.equal(a.weight, b.weight) and not torch.equal(a.weight, target_convolution(replace(TINY, kernel_seed=1)).weight)
+    assert torch.equal(a.weight, b.weight) and not torch.equal(
+        a.weight, target_convolution(replace(TINY, kernel_seed=1)).weight
+    )
     x = torch.randn(2, 3, 6, 6)
     # oracle: explicit sum over the 3×3 taps of the zero-padded input
     xp = F.pad(x, (1, 1, 1, 1))
     out = torch.zeros(2, 3, 6, 6) + a.bias.view(1, 3, 1, 1)
     for i in range(3):
         for j in range(3):
-            out += torch.einsum("oc,bchw->bohw", a.weight[:, :, i, j], xp[:, :, i:i + 6, j:j + 6])
+            out += torch.einsum(
+                "oc,bchw->bohw", a.weight[:, :, i, j], xp[:, :, i : i + 6, j : j + 6]
+            )
     assert torch.allclose(a(x), out, atol=1e-5)
 
 
@@ -69,8 +85,12 @@ def test_lemma1_values_on_the_lattice_reproduce_the_convolution():
     """Head on lattice point Δ with W_out W_val = W[:, :, Δ] and a sharp Gaussian = the convolution:
     the lattice orientation (row, column) = kernel tap (i − 1, j − 1) of F.conv2d."""
     s = replace(TINY, alpha_init=40.0)
-    layer = set_kernel_values(make_attention_layer(s, LATTICE.flip(0)), target_convolution(s))
-    assert relative_error(layer, target_convolution(s), convolution_images(s)[:50]) < 1e-8
+    layer = set_kernel_values(
+        make_attention_layer(s, LATTICE.flip(0)), target_convolution(s)
+    )
+    assert (
+        relative_error(layer, target_convolution(s), convolution_images(s)[:50]) < 1e-8
+    )
     # a head that is off by one lattice point breaks it
     wrong = LATTICE.clone()
     wrong[0] = torch.tensor([1.0, 1.0])
@@ -82,7 +102,11 @@ def test_lemma1_values_on_the_lattice_reproduce_the_convolution():
 
 def test_training_decreases_the_loss_and_is_deterministic():
     r = learn_to_convolve(TINY)
-    assert r.centers.shape == (31, 9, 2) and r.alphas.shape == (31, 9) and r.losses.shape == (30,)
+    assert (
+        r.centers.shape == (31, 9, 2)
+        and r.alphas.shape == (31, 9)
+        and r.losses.shape == (30,)
+    )
     assert float(r.losses[-5:].mean()) < 0.5 * float(r.losses[:2].mean())
     assert r.final_error < 0.5 * r.initial_error
     again = learn_to_convolve(TINY)
@@ -111,13 +135,17 @@ def test_lattice_distances_against_loops():
         assert d["head_to_lattice"][h].item() == pytest.approx(min(dists), abs=1e-6)
         assert pts[int(d["nearest_point"][h])] == pts[dists.index(min(dists))]
     for p in range(9):
-        assert d["lattice_to_head"][p].item() == pytest.approx(min(math.dist(c[h].tolist(), pts[p]) for h in range(7)), abs=1e-6)
+        assert d["lattice_to_head"][p].item() == pytest.approx(
+            min(math.dist(c[h].tolist(), pts[p]) for h in range(7)), abs=1e-6
+        )
 
 
 def test_coverage_and_stray_heads():
     c = LATTICE.clone()
     assert lattice_coverage(c) == 9 and stray_heads(c) == []
-    c[4] = torch.tensor([1.1, 1.0])  # the centre head joins the corner (1, 1): (0, 0) uncovered
+    c[4] = torch.tensor(
+        [1.1, 1.0]
+    )  # the centre head joins the corner (1, 1): (0, 0) uncovered
     c[2] = torch.tensor([8.9, 1.4])  # a stray head
     assert lattice_coverage(c) == 7
     assert stray_heads(c) == [2]
@@ -133,12 +161,22 @@ def test_coverage_and_stray_heads():
 
 def test_run_summary_on_hand_placed_heads():
     c = LATTICE.clone()
-    c[4] = torch.tensor([1.1, 1.0])  # joins (1, 1), farther than head 8 (on it): head 4 shares
+    c[4] = torch.tensor(
+        [1.1, 1.0]
+    )  # joins (1, 1), farther than head 8 (on it): head 4 shares
     c[2] = torch.tensor([8.9, 1.4])  # stray
     steps = 2
     alphas = torch.full((steps + 1, 9), 3.0)
     alphas[-1, 2] = 0.1
-    fake = ConvolveResult(TINY, c.expand(steps + 1, 9, 2).clone(), alphas, torch.ones(steps), 0.01, None, None)
+    fake = ConvolveResult(
+        TINY,
+        c.expand(steps + 1, 9, 2).clone(),
+        alphas,
+        torch.ones(steps),
+        0.01,
+        None,
+        None,
+    )
     s = run_summary(fake)
     assert s["covered"] == 7 and s["on_lattice"] == 8 and s["shared"] == [4]
     assert s["dead"] == [2] and s["stray"] == [2] and s["final_error"] == 0.01
@@ -150,18 +188,25 @@ def test_head_diagnostics_against_finite_differences():
     diag = head_diagnostics(r, num_images=100)
     k = r.conv.weight
     for p, (i, j) in enumerate((i, j) for i in range(3) for j in range(3)):
-        assert diag["kernel_norms"][p].item() == pytest.approx(k[:, :, i, j].norm().item(), rel=1e-5)
+        assert diag["kernel_norms"][p].item() == pytest.approx(
+            k[:, :, i, j].norm().item(), rel=1e-5
+        )
     layer = r.layer
     d = layer.head_dim
     for h in (0, 4):
-        slice_h = layer.out.weight[:, h * d:(h + 1) * d] @ layer.value.weight[h * d:(h + 1) * d]
-        assert diag["value_norm"][h].item() == pytest.approx(slice_h.norm().item(), rel=1e-5)
+        slice_h = (
+            layer.out.weight[:, h * d : (h + 1) * d]
+            @ layer.value.weight[h * d : (h + 1) * d]
+        )
+        assert diag["value_norm"][h].item() == pytest.approx(
+            slice_h.norm().item(), rel=1e-5
+        )
     # ∂loss/∂Δ_h against central differences in float64
     x = convolution_images(r.setup)[:100].double()
     conv = r.conv.double()
     layer = layer.double()
     y = conv(x)
-    scale = (y ** 2).mean()
+    scale = (y**2).mean()
 
     def loss():
         return float(((layer(x) - y) ** 2).mean() / scale)
@@ -180,12 +225,19 @@ def test_head_diagnostics_against_finite_differences():
 
 
 def test_seed_sweep_and_plot():
-    rows, results = seed_sweep(replace(TINY, steps=3, num_images=100), [0, 1], keep_results=True)
+    rows, results = seed_sweep(
+        replace(TINY, steps=3, num_images=100), [0, 1], keep_results=True
+    )
     assert [r["seed"] for r in rows] == [0, 1] and len(results) == 2
-    assert all(0 <= r["covered"] <= 9 and isinstance(r["stray"], list) and r["final_error"] > 0 for r in rows)
+    assert all(
+        0 <= r["covered"] <= 9 and isinstance(r["stray"], list) and r["final_error"] > 0
+        for r in rows
+    )
     assert rows[1]["covered"] == lattice_coverage(results[1].centers[-1])
     assert seed_sweep(replace(TINY, steps=3, num_images=100), [1]) == rows[1:]
-    fig = plot_convolve_run(learn_to_convolve(replace(TINY, steps=3, num_images=100)), title="t")
+    fig = plot_convolve_run(
+        learn_to_convolve(replace(TINY, steps=3, num_images=100)), title="t"
+    )
     assert len(fig.axes) == 3
     import matplotlib.pyplot as plt
 
@@ -198,10 +250,16 @@ def test_more_heads_and_frozen_widths():
     assert r.centers.shape == (5, 16, 2) and torch.equal(r.alphas[0], r.alphas[-1])
     assert not torch.equal(r.centers[0], r.centers[-1])
     thawed = learn_to_convolve(replace(s, freeze_width_steps=2))
-    assert torch.equal(thawed.alphas[2], thawed.alphas[0]) and not torch.equal(thawed.alphas[-1], thawed.alphas[0])
+    assert torch.equal(thawed.alphas[2], thawed.alphas[0]) and not torch.equal(
+        thawed.alphas[-1], thawed.alphas[0]
+    )
     with pytest.raises(ValueError):
-        set_kernel_values(make_attention_layer(s), target_convolution(s))  # 16 heads for 9 taps
-    alpha_param = learn_to_convolve(replace(TINY, steps=2, num_images=100, parametrization="alpha"))
+        set_kernel_values(
+            make_attention_layer(s), target_convolution(s)
+        )  # 16 heads for 9 taps
+    alpha_param = learn_to_convolve(
+        replace(TINY, steps=2, num_images=100, parametrization="alpha")
+    )
     assert alpha_param.alphas.shape == (3, 9)
 
 
@@ -213,4 +271,6 @@ def test_output_error_is_the_norm_ratio_against_a_direct_computation():
     with torch.no_grad():
         y, ref = bad(images), conv(images)
     direct = float((y - ref).norm() / ref.norm())
-    assert output_error(relative_error(bad, conv, images)) == pytest.approx(direct, rel=1e-5)
+    assert output_error(relative_error(bad, conv, images)) == pytest.approx(
+        direct, rel=1e-5
+    )

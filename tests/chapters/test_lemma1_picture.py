@@ -1,5 +1,6 @@
 """Tests of attnconv.chapters.lemma1_picture (the paper's Fig. 1 on a real image). Oracles: the
 convolution's own kernel slices and F.conv2d of the luminance with the hand-written filters."""
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -8,16 +9,25 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 from attnconv import conv_to_mhsa, kernel_shifts  # noqa: E402
-from attnconv.chapters.lemma1_picture import edge_blur_conv, head_matrices, plot_heads_and_matrices, plot_outputs  # noqa: E402
+from attnconv.chapters.lemma1_picture import (  # noqa: E402
+    edge_blur_conv,
+    head_matrices,
+    plot_heads_and_matrices,
+    plot_outputs,
+)
 
 
 def test_edge_blur_conv_is_sobel_and_blur_of_the_luminance():
     conv = edge_blur_conv(torch.float64)
     x = torch.rand(2, 3, 9, 8, dtype=torch.float64)
     lum = (0.299 * x[:, 0] + 0.587 * x[:, 1] + 0.114 * x[:, 2])[:, None]
-    sobel = torch.tensor([[-1.0, 0, 1], [-2, 0, 2], [-1, 0, 1]], dtype=torch.float64) / 4
+    sobel = (
+        torch.tensor([[-1.0, 0, 1], [-2, 0, 2], [-1, 0, 1]], dtype=torch.float64) / 4
+    )
     blur = torch.tensor([[1.0, 2, 1], [2, 4, 2], [1, 2, 1]], dtype=torch.float64) / 16
-    expected = torch.cat([F.conv2d(lum, k[None, None], padding=1) for k in (sobel, sobel.t(), blur)], 1)
+    expected = torch.cat(
+        [F.conv2d(lum, k[None, None], padding=1) for k in (sobel, sobel.t(), blur)], 1
+    )
     with torch.no_grad():
         assert torch.allclose(conv(x), expected, atol=1e-12)
 
@@ -27,7 +37,9 @@ def test_head_matrices_are_the_kernel_slices_and_plots_draw():
     mhsa = conv_to_mhsa(conv)
     mats = head_matrices(mhsa)
     for h, (a, b) in enumerate(kernel_shifts(3).tolist()):
-        assert torch.allclose(mats[h], conv.weight[:, :, a + 1, b + 1].t(), atol=1e-14)  # (D_in, D_out)
+        assert torch.allclose(
+            mats[h], conv.weight[:, :, a + 1, b + 1].t(), atol=1e-14
+        )  # (D_in, D_out)
     x = torch.rand(1, 3, 6, 7, dtype=torch.float64)
     with torch.no_grad():
         y, probs = mhsa(x, return_attention=True)

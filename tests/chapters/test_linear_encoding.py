@@ -1,4 +1,5 @@
 """Tests of attnconv.chapters.linear_encoding against loops and closed forms."""
+
 import math
 
 import pytest
@@ -52,9 +53,16 @@ def test_linear_attention_matches_manual_softmax():
     manual = torch.tensor([s / sum(scores) for s in scores], dtype=torch.float64)
     p = linear_encoding_attention(v, w)
     assert torch.allclose(p, manual, atol=1e-15)
-    batch = linear_encoding_attention(torch.randn(4, 3, 2, generator=gen(1), dtype=torch.float64), w)
-    assert batch.shape == (4, 3, 9) and torch.allclose(batch.sum(-1), torch.ones(4, 3, dtype=torch.float64))
-    assert torch.allclose(linear_encoding_attention(torch.tensor([0, 0]), w), torch.full((9,), 1 / 9, dtype=torch.float64))
+    batch = linear_encoding_attention(
+        torch.randn(4, 3, 2, generator=gen(1), dtype=torch.float64), w
+    )
+    assert batch.shape == (4, 3, 9) and torch.allclose(
+        batch.sum(-1), torch.ones(4, 3, dtype=torch.float64)
+    )
+    assert torch.allclose(
+        linear_encoding_attention(torch.tensor([0, 0]), w),
+        torch.full((9,), 1 / 9, dtype=torch.float64),
+    )
     with pytest.raises(ValueError):
         linear_encoding_attention(torch.zeros(3), w)
     with pytest.raises(ValueError):
@@ -67,8 +75,10 @@ def test_linear_target_mass_and_pairing_bound():
     mass = linear_encoding_target_mass(v, w, (1, -1))
     idx = w.tolist().index([1, -1])
     assert torch.allclose(mass, linear_encoding_attention(v, w)[:, idx], atol=1e-14)
-    assert (mass <= 1 / 25 + 1e-15).all()       # the pairing argument
-    assert float(linear_encoding_target_mass(torch.zeros(2), w, (1, -1))) == pytest.approx(1 / 25)
+    assert (mass <= 1 / 25 + 1e-15).all()  # the pairing argument
+    assert float(
+        linear_encoding_target_mass(torch.zeros(2), w, (1, -1))
+    ) == pytest.approx(1 / 25)
     with pytest.raises(ValueError):
         linear_encoding_target_mass(v, w, (5, 5))
     with pytest.raises(ValueError):
@@ -81,7 +91,7 @@ def test_symmetric_mass_bound():
     w = window_shifts(1, center=(0, 2))
     assert symmetric_mass_bound(w, (0, 2)) == pytest.approx(1 / 9)
     with pytest.raises(ValueError):
-        symmetric_mass_bound(w, (1, 3))   # a corner: not symmetric about it
+        symmetric_mass_bound(w, (1, 3))  # a corner: not symmetric about it
     with pytest.raises(ValueError):
         symmetric_mass_bound(w, (9, 9))
     # a non-square window that is still symmetric about its centre
@@ -93,7 +103,9 @@ def test_max_target_mass_linear():
     w = window_shifts(2, center=(1, -1))
     mass, v = max_target_mass_linear(w, (1, -1), starts=8, steps=600, generator=gen(3))
     assert mass == pytest.approx(1 / 25, abs=1e-10) and float(v.norm()) < 1e-5
-    corner_mass, corner_v = max_target_mass_linear(w, (-1, -3), starts=4, steps=600, generator=gen(4))
+    corner_mass, corner_v = max_target_mass_linear(
+        w, (-1, -3), starts=4, steps=600, generator=gen(4)
+    )
     assert corner_mass > 0.9 and corner_v[0] < 0 and corner_v[1] < 0
     assert max_target_mass_linear(window_shifts(0), (0, 0))[0] == 1.0
     with pytest.raises(ValueError):
@@ -105,7 +117,9 @@ def test_max_target_mass_linear():
 def test_grid_search_target_mass_linear():
     w = window_shifts(1)
     mass, v = grid_search_target_mass_linear(w, (0, 0), limit=5.0, points=51)
-    assert mass == pytest.approx(1 / 9, rel=1e-14) and torch.equal(v, torch.zeros(2, dtype=torch.float64))
+    assert mass == pytest.approx(1 / 9, rel=1e-14) and torch.equal(
+        v, torch.zeros(2, dtype=torch.float64)
+    )
     # an edge middle: the best on the grid pushes v outwards, along the edge's normal
     edge, v_edge = grid_search_target_mass_linear(w, (-1, 0), limit=20.0, points=41)
     assert edge > 0.33 and v_edge[0] < 0 and v_edge[1] == 0
@@ -144,13 +158,20 @@ def test_quadratic_attention_and_mass_closed_form():
     w = window_shifts(2)
     alpha, target = 2.0, (0, 1)
     p = quadratic_encoding_attention(alpha, w, target)
-    weights = [math.exp(-alpha * ((a - target[0]) ** 2 + (b - target[1]) ** 2)) for a, b in w.tolist()]
-    assert torch.allclose(p, torch.tensor(weights, dtype=torch.float64) / sum(weights), atol=1e-15)
+    weights = [
+        math.exp(-alpha * ((a - target[0]) ** 2 + (b - target[1]) ** 2))
+        for a, b in w.tolist()
+    ]
+    assert torch.allclose(
+        p, torch.tensor(weights, dtype=torch.float64) / sum(weights), atol=1e-15
+    )
     # centred target on a 5×5 window: S = (1 + 2q + 2q^4)^2 - 1 with q = e^{-α}
     q = math.exp(-5.0)
-    s = (1 + 2 * q + 2 * q ** 4) ** 2 - 1
+    s = (1 + 2 * q + 2 * q**4) ** 2 - 1
     t_mass, off = quadratic_encoding_target_mass(5.0, w, (0, 0))
-    assert t_mass == pytest.approx(1 / (1 + s), rel=1e-14) and off == pytest.approx(s / (1 + s), rel=1e-12)
+    assert t_mass == pytest.approx(1 / (1 + s), rel=1e-14) and off == pytest.approx(
+        s / (1 + s), rel=1e-12
+    )
     assert quadratic_encoding_target_mass(40.0, w, (0, 0))[1] < 1e-16
     with pytest.raises(ValueError):
         quadratic_encoding_attention(0.0, w, (0, 0))
@@ -161,12 +182,16 @@ def test_quadratic_attention_and_mass_closed_form():
 def test_circle_encoding_target_mass():
     w = window_shifts(1)
     assert circle_encoding_target_mass(w, (0, 0), 0.0) == pytest.approx(1 / 9)
-    masses = [circle_encoding_target_mass(w, (1, 1), s) for s in (1.0, 10.0, 100.0, 1000.0)]
+    masses = [
+        circle_encoding_target_mass(w, (1, 1), s) for s in (1.0, 10.0, 100.0, 1000.0)
+    ]
     assert all(a < b for a, b in zip(masses, masses[1:])) and masses[-1] > 1 - 1e-12
     # loop oracle: shift i sits at angle 2πi/9
     i = w.tolist().index([1, 1])
     scores = [5.0 * math.cos(2 * math.pi * (k - i) / 9) for k in range(9)]
-    assert circle_encoding_target_mass(w, (1, 1), 5.0) == pytest.approx(math.exp(scores[i]) / sum(map(math.exp, scores)))
+    assert circle_encoding_target_mass(w, (1, 1), 5.0) == pytest.approx(
+        math.exp(scores[i]) / sum(map(math.exp, scores))
+    )
     with pytest.raises(ValueError):
         circle_encoding_target_mass(w, (0, 0), -1.0)
     with pytest.raises(ValueError):

@@ -1,5 +1,6 @@
 """Tests of attnconv.chapters.low_dim_encodings: D_p = 2 satisfies Lemma 1's condition on every
 image size; D_p = 1 cannot. Oracles: plain Python loops over queries, keys and heads, and F.conv2d."""
+
 import itertools
 
 import pytest
@@ -32,25 +33,40 @@ def test_polynomial_code_and_index_against_python_formulas():
         assert int(polynomial_code(torch.tensor(a))) == 2 * a * a + a >= 0
     for x in range(0, 25):
         for y in range(0, 25):
-            assert int(cantor_pairing(torch.tensor(x), torch.tensor(y))) == (x + y) * (x + y + 1) // 2 + y
+            assert (
+                int(cantor_pairing(torch.tensor(x), torch.tensor(y)))
+                == (x + y) * (x + y + 1) // 2 + y
+            )
     # ι′ written out as a polynomial in δ (Python integers, no torch): the same values
     for a in range(-15, 16):
         for b in range(-15, 16):
             p1, p2 = 2 * a * a + a, 2 * b * b + b
-            assert int(polynomial_shift_index(torch.tensor([a, b]))) == ((p1 + p2) ** 2 + p1 + 3 * p2) // 2
+            assert (
+                int(polynomial_shift_index(torch.tensor([a, b])))
+                == ((p1 + p2) ** 2 + p1 + 3 * p2) // 2
+            )
 
 
 def test_polynomial_index_is_injective_on_a_box():
-    codes = [int(polynomial_shift_index(torch.tensor([a, b]))) for a in range(-40, 41) for b in range(-40, 41)]
+    codes = [
+        int(polynomial_shift_index(torch.tensor([a, b])))
+        for a in range(-40, 41)
+        for b in range(-40, 41)
+    ]
     assert len(set(codes)) == len(codes) == 81 * 81
-    assert len(set(int(polynomial_code(torch.tensor(a))) for a in range(-500, 501))) == 1001
+    assert (
+        len(set(int(polynomial_code(torch.tensor(a))) for a in range(-500, 501)))
+        == 1001
+    )
 
 
 def test_degree_on_lines():
     assert degree_on_lines(polynomial_shift_index) == 4
     assert degree_on_lines(lambda d: polynomial_code(d[..., 0])) == 2
     assert degree_on_lines(lambda d: d[..., 0] * d[..., 1] ** 2 + 3) == 3
-    assert degree_on_lines(shift_index) is None  # the zig-zag folds signs: not a polynomial
+    assert (
+        degree_on_lines(shift_index) is None
+    )  # the zig-zag folds signs: not a polynomial
 
 
 def loop_oracle(shape, padding, alpha, index=shift_index):
@@ -62,12 +78,23 @@ def loop_oracle(shape, padding, alpha, index=shift_index):
         for target in itertools.product((-1, 0, 1), repeat=2):
             v = [int(c) for c in paired_encoding_v(target, alpha, index)]
             scores = {}
-            for ki, kj in itertools.product(range(-padding, h + padding), range(-padding, w + padding)):
-                r = [int(c) for c in paired_encoding_features(torch.tensor([ki - qi, kj - qj]), index)]
+            for ki, kj in itertools.product(
+                range(-padding, h + padding), range(-padding, w + padding)
+            ):
+                r = [
+                    int(c)
+                    for c in paired_encoding_features(
+                        torch.tensor([ki - qi, kj - qj]), index
+                    )
+                ]
                 scores[(ki, kj)] = v[0] * r[0] + v[1] * r[1]
             goal = (qi + target[0], qj + target[1])
             best = max(scores.values())
-            ok = ok and scores[goal] == best and sum(s == best for s in scores.values()) == 1
+            ok = (
+                ok
+                and scores[goal] == best
+                and sum(s == best for s in scores.values()) == 1
+            )
             g = scores[goal] - max(s for k, s in scores.items() if k != goal)
             gap = g if gap is None else min(gap, g)
     return ok, gap
@@ -79,7 +106,11 @@ def test_argmax_is_the_target_with_gap_alpha_against_loops(shape, alpha):
     ok, gap = loop_oracle(shape, 1, alpha)
     assert ok and gap >= alpha
     check = paired_scores_check(shape, padding=1, alpha=alpha)
-    assert check["argmax_is_target"] and check["corner_argmax_is_target"] and check["interior_argmax_is_target"]
+    assert (
+        check["argmax_is_target"]
+        and check["corner_argmax_is_target"]
+        and check["interior_argmax_is_target"]
+    )
     assert check["min_gap"] == gap
     assert min(check["corner_min_gap"], check["interior_min_gap"]) >= alpha
 
@@ -94,7 +125,9 @@ def test_polynomial_encoding_argmax_is_the_target_with_gap_alpha_against_loops(s
 
 def test_polynomial_encoding_on_larger_grids_and_as_a_convolution():
     for shape in ((16, 16), (32, 32)):
-        check = paired_scores_check(shape, padding=1, alpha=1, index=polynomial_shift_index)
+        check = paired_scores_check(
+            shape, padding=1, alpha=1, index=polynomial_shift_index
+        )
         assert check["argmax_is_target"] and check["min_gap"] >= 1
     gen = torch.Generator().manual_seed(5)
     conv = torch.nn.Conv2d(3, 4, 3, padding=1).double()
@@ -118,7 +151,9 @@ def test_larger_grids_and_padding_too_small_is_an_error():
 def test_position_scores_are_v_dot_r_minus_a_constant():
     shifts = torch.tensor([[-1, -1], [0, 1], [1, 0]])
     enc = PairedQuadraticEncoding(shifts, alpha=2.0)
-    delta = torch.stack(torch.meshgrid(torch.arange(-4, 5), torch.arange(-4, 5), indexing="ij"), -1)
+    delta = torch.stack(
+        torch.meshgrid(torch.arange(-4, 5), torch.arange(-4, 5), indexing="ij"), -1
+    )
     feats = paired_encoding_features(delta)
     for h, target in enumerate(shifts.tolist()):
         v_dot_r = (feats @ paired_encoding_v(target, 2)).double()
@@ -147,6 +182,11 @@ def test_scalar_encoding_reaches_at_most_two_keys():
     gen = torch.Generator().manual_seed(0)
     for _ in range(20):
         values = torch.randn(9, generator=gen, dtype=torch.float64)
-        directions = torch.cat([torch.randn(500, generator=gen, dtype=torch.float64) * 100, torch.tensor([1.0, -1.0])])
+        directions = torch.cat(
+            [
+                torch.randn(500, generator=gen, dtype=torch.float64) * 100,
+                torch.tensor([1.0, -1.0]),
+            ]
+        )
         reached = set(scalar_encoding_reachable_targets(values, directions).tolist())
         assert reached == {int(values.argmax()), int(values.argmin())}

@@ -1,4 +1,5 @@
 """attnconv.chapters.shared.plotting: the figure-text measurement behind the book's readability check."""
+
 import io
 
 import matplotlib
@@ -7,7 +8,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from attnconv.chapters.shared.plotting import COLUMN_PX, figure_text_sizes, shown_text_px  # noqa: E402
+from attnconv.chapters.shared.plotting import (  # noqa: E402
+    COLUMN_PX,
+    figure_text_sizes,
+    shown_text_px,
+)
 
 
 def render(fig):
@@ -39,5 +44,7 @@ def test_axis_off_draws_no_tick_labels():
 
 def test_shown_size_shrinks_with_wide_figures():
     assert shown_text_px(7, 100, COLUMN_PX) == pytest.approx(7 * 100 / 72)
-    assert shown_text_px(7, 100, 500) == pytest.approx(7 * 100 / 72)  # narrower than the column: as drawn
+    assert shown_text_px(7, 100, 500) == pytest.approx(
+        7 * 100 / 72
+    )  # narrower than the column: as drawn
     assert shown_text_px(7, 100, 2 * COLUMN_PX) == pytest.approx(7 * 100 / 72 / 2)

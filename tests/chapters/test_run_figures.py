@@ -10,38 +10,60 @@ import pytest
 import torch
 from conftest import synthetic_cifar
 
-from attnconv.experiments.data import normalize
-from attnconv.core.encodings import GeneralizedQuadraticEncoding, QuadraticEncoding
-from attnconv.chapters.shared.gaussian_maps import head_attention_maps
-from attnconv.experiments.models import SelfAttentionConfig, build_model, parameter_count_table
+from attnconv.chapters.quadratic_training import format_table1, table1_rows
 from attnconv.chapters.shared.attention_maps import (
-    ATTENTION_MAPS, attention_map_statistics, average_attention_maps, format_variation,
-    layer_attention_maps, load_attention_maps, plot_layer_head_maps,
-    run_attention_maps, save_attention_maps,
+    ATTENTION_MAPS,
+    attention_map_statistics,
+    average_attention_maps,
+    format_variation,
+    layer_attention_maps,
+    load_attention_maps,
+    plot_layer_head_maps,
+    run_attention_maps,
+    save_attention_maps,
 )
-from attnconv.experiments.paper_numbers import PAPER_TABLE1
+from attnconv.chapters.shared.gaussian_maps import (
+    gaussian_head_maps,
+    head_attention_maps,
+)
 from attnconv.chapters.shared.parameter_counts import (
-    content_variant_module_parameters, content_variant_parameters,
-    learned_model_parameters, paper_size_parameters,
+    content_variant_module_parameters,
+    content_variant_parameters,
+    learned_model_parameters,
+    paper_size_parameters,
 )
-from attnconv.experiments.registry import active_profile
+from attnconv.chapters.shared.run_plots import (
+    plot_accuracy_curves,
+    plot_center_trajectories,
+    plot_layer_contours,
+    plot_trajectories_per_layer,
+)
 from attnconv.chapters.shared.saved_runs import (
-    book_run_changes, run_summary, run_caption,
+    book_run_changes,
+    run_caption,
+    run_summary,
 )
 from attnconv.chapters.shared.trained_heads import (
-    center_trajectories, format_head_summary, head_summary,
+    center_trajectories,
+    format_head_summary,
+    head_summary,
 )
-from attnconv.chapters.quadratic_training import format_table1, table1_rows
-from attnconv.chapters.shared.gaussian_maps import gaussian_head_maps
-from attnconv.chapters.shared.run_plots import (
-    plot_accuracy_curves, plot_center_trajectories, plot_trajectories_per_layer,
-    plot_layer_contours,
+from attnconv.core.encodings import GeneralizedQuadraticEncoding, QuadraticEncoding
+from attnconv.experiments.data import normalize
+from attnconv.experiments.models import (
+    SelfAttentionConfig,
+    build_model,
+    parameter_count_table,
 )
+from attnconv.experiments.paper_numbers import PAPER_TABLE1
 from attnconv.experiments.profiles import get_profile, make_config
+from attnconv.experiments.registry import active_profile
 from attnconv.experiments.store import MissingResultError, StaleResultError
 from attnconv.experiments.train import CHECKPOINT, Run, TrainConfig, load_run, train
 
-TINY = dict(hidden_size=8, intermediate_size=8, num_layers=2, num_heads=3, downsample=8)  # 4×4 tokens
+TINY = dict(
+    hidden_size=8, intermediate_size=8, num_layers=2, num_heads=3, downsample=8
+)  # 4×4 tokens
 
 
 @pytest.fixture(scope="module")
@@ -51,12 +73,22 @@ def tiny_data():
 
 def tiny_images(n=5, seed=1):
     g = torch.Generator().manual_seed(seed)
-    return normalize(torch.randint(0, 256, (n, 3, 32, 32), dtype=torch.uint8, generator=g))
+    return normalize(
+        torch.randint(0, 256, (n, 3, 32, 32), dtype=torch.uint8, generator=g)
+    )
 
 
 def tiny_run(tmp_path, tiny_data, model="learned", epochs=1, **overrides):
-    cfg = TrainConfig(model=model, model_overrides={**TINY, **overrides}, epochs=epochs, batch_size=10,
-                      eval_batch_size=7, data="sample", device="cpu", seed=3)
+    cfg = TrainConfig(
+        model=model,
+        model_overrides={**TINY, **overrides},
+        epochs=epochs,
+        batch_size=10,
+        eval_batch_size=7,
+        data="sample",
+        device="cpu",
+        seed=3,
+    )
     run_dir = tmp_path / model
     train(cfg, run_dir, progress=False, verbose=False, data=tiny_data)
     return load_run(run_dir)
@@ -67,11 +99,18 @@ def test_book_run_changes(monkeypatch):
     cpu = get_profile("cpu")
     assert book_run_changes("quadratic", "cpu") == {"epochs": 40}
     sixteen = book_run_changes("quadratic", "cpu", "16heads")
-    assert sixteen["model_overrides"] == {**cpu.self_attention_overrides, "num_heads": 16}
+    assert sixteen["model_overrides"] == {
+        **cpu.self_attention_overrides,
+        "num_heads": 16,
+    }
     cfg = make_config("quadratic", "cpu", **sixteen)
     assert cfg.model_config().num_heads == 16 and cfg.model_config().hidden_size == 64
-    assert book_run_changes("quadratic", "paper") == {}  # other profiles train as defined
-    assert book_run_changes("quadratic", "paper", "16heads") == {"model_overrides": {"num_heads": 16}}
+    assert (
+        book_run_changes("quadratic", "paper") == {}
+    )  # other profiles train as defined
+    assert book_run_changes("quadratic", "paper", "16heads") == {
+        "model_overrides": {"num_heads": 16}
+    }
     # the returned dicts are copies: changing them leaves the registry alone
     sixteen["epochs"] = 1
     assert book_run_changes("quadratic", "cpu", "16heads")["epochs"] == 40
@@ -87,12 +126,26 @@ def test_book_run_changes(monkeypatch):
 def fake_history(n_epochs=3, n_heads=2):
     def rec(t):
         c = torch.tensor([[t, -t], [0.5 * t, 1.0]])[:n_heads]
-        return [{"centers": c.tolist(), "spreads": [1.0] * n_heads,
-                 "inverse_covariance": torch.eye(2).expand(n_heads, 2, 2).tolist()},
-                {"centers": (c + 10).tolist(), "spreads": [1.0] * n_heads,
-                 "inverse_covariance": torch.eye(2).expand(n_heads, 2, 2).tolist()}]
-    return {"initial_attention": rec(0.0),
-            "epochs": [{"epoch": e, "attention": rec(float(e)), "test_acc": 0.1 * e} for e in range(1, n_epochs + 1)]}
+        return [
+            {
+                "centers": c.tolist(),
+                "spreads": [1.0] * n_heads,
+                "inverse_covariance": torch.eye(2).expand(n_heads, 2, 2).tolist(),
+            },
+            {
+                "centers": (c + 10).tolist(),
+                "spreads": [1.0] * n_heads,
+                "inverse_covariance": torch.eye(2).expand(n_heads, 2, 2).tolist(),
+            },
+        ]
+
+    return {
+        "initial_attention": rec(0.0),
+        "epochs": [
+            {"epoch": e, "attention": rec(float(e)), "test_acc": 0.1 * e}
+            for e in range(1, n_epochs + 1)
+        ],
+    }
 
 
 def test_center_trajectories_reads_every_epoch():
@@ -112,14 +165,23 @@ def test_center_trajectories_reads_every_epoch():
 def test_gaussian_head_maps_match_the_encodings(kind):
     torch.manual_seed(0)
     if kind == "quadratic":
-        enc = QuadraticEncoding(4, centers=torch.randn(4, 2) * 2, parametrization="spread", spread=torch.rand(4) + 0.3)
+        enc = QuadraticEncoding(
+            4,
+            centers=torch.randn(4, 2) * 2,
+            parametrization="spread",
+            spread=torch.rand(4) + 0.3,
+        )
     else:
-        enc = GeneralizedQuadraticEncoding(4, centers=torch.randn(4, 2) * 2, inv_sqrt_sigma=torch.randn(4, 2, 2))
+        enc = GeneralizedQuadraticEncoding(
+            4, centers=torch.randn(4, 2) * 2, inv_sqrt_sigma=torch.randn(4, 2, 2)
+        )
     model = build_model(SelfAttentionConfig(encoding=kind, **TINY))
     model.layers[0].attention.encoding = enc
     rec = model.attention_parameters()[0]  # what a history saves
     for query in [(0, 0), (2, 1), (3, 3)]:
-        ours = gaussian_head_maps({k: v.tolist() for k, v in rec.items()}, (4, 4), query)
+        ours = gaussian_head_maps(
+            {k: v.tolist() for k, v in rec.items()}, (4, 4), query
+        )
         ref = head_attention_maps(enc, (4, 4), query).double()
         assert torch.allclose(ours, ref, atol=1e-6)
         ref_model = model.position_attention(query)[0].double()
@@ -149,13 +211,19 @@ def test_head_summary_known_answers():
     assert [r["layer"] for r in rows] == [0, 1]
     r0 = rows[0]  # heads go from (0,0), (0,1) to (3,-3), (1.5,1)
     assert r0["mean_movement"] == pytest.approx((math.hypot(3, 3) + 1.5) / 2)
-    assert r0["mean_offset"] == pytest.approx((math.hypot(3, 3) + math.hypot(1.5, 1)) / 2)
+    assert r0["mean_offset"] == pytest.approx(
+        (math.hypot(3, 3) + math.hypot(1.5, 1)) / 2
+    )
     assert r0["mean_offset_init"] == pytest.approx(0.5)
     assert (r0["coverage_init"], r0["coverage_end"]) == (2, 0)
     assert (rows[1]["coverage_init"], rows[1]["coverage_end"]) == (0, 0)
     assert r0["spread_init"] == r0["spread_end"] == 1.0
     text = format_head_summary(rows)
-    assert "layer 1: 2 heads" in text and "2/9 -> 0/9" in text and "from the query 0.50 -> " in text
+    assert (
+        "layer 1: 2 heads" in text
+        and "2/9 -> 0/9" in text
+        and "from the query 0.50 -> " in text
+    )
     assert r0["covered_end"] == [] and rows[0]["coverage_end"] == 0
     assert text.splitlines()[2] == "    3×3 lattice points covered 2/9 -> 0/9: none"
     assert max(len(x) for x in text.splitlines()) <= 89
@@ -169,7 +237,9 @@ def test_plots_draw_the_right_panels():
     fig = plot_center_trajectories(h, 0)
     ax = fig.axes[0]
     assert len(ax.lines) == 3 * 2  # path, start, end per head
-    assert np.allclose(ax.lines[0].get_xdata(), [0, -1, -2, -3]) and np.allclose(ax.lines[0].get_ydata(), [0, 1, 2, 3])
+    assert np.allclose(ax.lines[0].get_xdata(), [0, -1, -2, -3]) and np.allclose(
+        ax.lines[0].get_ydata(), [0, 1, 2, 3]
+    )
     plt.close(fig)
     fig = plot_layer_contours(h, (6, 6))
     assert len([a for a in fig.axes if a.axison]) == 2
@@ -180,16 +250,27 @@ def test_plots_draw_the_right_panels():
     assert labels[:2] == ["head 1", "head 2"]  # heads numbered from 1
     plt.close(fig)
     flat = fake_history(1)
-    flat["epochs"][-1]["attention"][0]["inverse_covariance"] = [[[0.0, 0.0], [0.0, 0.0]], [[1.0, 0.0], [0.0, 1.0]]]
+    flat["epochs"][-1]["attention"][0]["inverse_covariance"] = [
+        [[0.0, 0.0], [0.0, 0.0]],
+        [[1.0, 0.0], [0.0, 1.0]],
+    ]
     fig = plot_layer_contours(flat, (6, 6))  # head 1 is uniform: not drawn
     ellipses = [p for p in fig.axes[0].patches if type(p).__name__ == "Ellipse"]
-    assert len(ellipses) == 2 and fig.axes[0].get_title() == "layer 1: 1 wide head not drawn"
+    assert (
+        len(ellipses) == 2
+        and fig.axes[0].get_title() == "layer 1: 1 wide head not drawn"
+    )
     plt.close(fig)
-    fig = plot_layer_contours(flat, (6, 6), hide_uniform=False)  # a uniform head has no finite ellipse
+    fig = plot_layer_contours(
+        flat, (6, 6), hide_uniform=False
+    )  # a uniform head has no finite ellipse
     assert len([p for p in fig.axes[0].patches if type(p).__name__ == "Ellipse"]) == 2
     plt.close(fig)
     fig = plot_trajectories_per_layer(h)
-    assert len(fig.axes) == 2 and [a.get_title() for a in fig.axes] == ["layer 1", "layer 2"]
+    assert len(fig.axes) == 2 and [a.get_title() for a in fig.axes] == [
+        "layer 1",
+        "layer 2",
+    ]
     assert fig.axes[0].get_xlim() == fig.axes[1].get_xlim()
     plt.close(fig)
     runs = {"a": Run(None, None, h), "b": Run(None, None, fake_history(5))}
@@ -218,28 +299,50 @@ def test_paper_size_parameters_and_table(tmp_path, tiny_data):
     counted = {r["model"]: r["ours"] for r in parameter_count_table()}
     for name in ("quadratic", "learned", "resnet18"):
         assert paper_size_parameters(name) == counted[name]
-    assert paper_size_parameters("learned_content") > 2 * counted["learned"]  # the q, k projections
+    assert (
+        paper_size_parameters("learned_content") > 2 * counted["learned"]
+    )  # the q, k projections
     run = tiny_run(tmp_path, tiny_data, "quadratic", epochs=2)
     line = run_summary(run)
-    assert line.startswith("quadratic: 2 epochs on the synthetic data (20 training / 7 test images)\n    2 layers × 3 heads")
-    assert f"{run.history['num_parameters']:,} parameters" in line and line.endswith("%")
-    assert run_summary(run, label="mine") == "mine" + line[len("quadratic"):]
-    assert run_caption(run) == "CUSTOM profile (2 layers, 3 heads, 4×4 tokens, synthetic data, 2 epochs)"
-    assert run_caption(run, epochs=False) == "CUSTOM profile (2 layers, 3 heads, 4×4 tokens, synthetic data)"
+    assert line.startswith(
+        "quadratic: 2 epochs on the synthetic data (20 training / 7 test images)\n    2 layers × 3 heads"
+    )
+    assert f"{run.history['num_parameters']:,} parameters" in line and line.endswith(
+        "%"
+    )
+    assert run_summary(run, label="mine") == "mine" + line[len("quadratic") :]
+    assert (
+        run_caption(run)
+        == "CUSTOM profile (2 layers, 3 heads, 4×4 tokens, synthetic data, 2 epochs)"
+    )
+    assert (
+        run_caption(run, epochs=False)
+        == "CUSTOM profile (2 layers, 3 heads, 4×4 tokens, synthetic data)"
+    )
     rows = table1_rows({"quadratic": run})
     (row,) = rows
     assert row["epochs"] == 2 and row["test_acc"] == run.epochs[-1]["test_acc"]
-    assert row["parameters"] == sum(p.numel() for p in build_model(run.config.model_config()).parameters())
+    assert row["parameters"] == sum(
+        p.numel() for p in build_model(run.config.model_config()).parameters()
+    )
     assert row["paper_size_parameters"] == counted["quadratic"]
     assert row["gflops_paper_way"] == pytest.approx(6.2, abs=0.05)
     assert row["gflops_with_attention"] > row["gflops_paper_way"]
     assert row["paper_accuracy"] == PAPER_TABLE1["quadratic"]["accuracy"] == "93.8%"
     text = format_table1(rows, "cpu")
-    assert "SA quadratic emb." in text and "93.8%" in text and f"{counted['quadratic']:,}" in text
+    assert (
+        "SA quadratic emb." in text
+        and "93.8%" in text
+        and f"{counted['quadratic']:,}" in text
+    )
     for table in text.split("\n\n"):  # ours, then the paper's
         lines = table.splitlines()
-        assert len(lines) == 3 and all(line.startswith("| ") and line.endswith(" |") for line in lines)
-        assert len({line.count(" | ") for line in lines}) == 1  # a well-formed Markdown table
+        assert len(lines) == 3 and all(
+            line.startswith("| ") and line.endswith(" |") for line in lines
+        )
+        assert (
+            len({line.count(" | ") for line in lines}) == 1
+        )  # a well-formed Markdown table
     assert len(text.split("\n\n")) == 2
     with pytest.raises(ValueError):
         table1_rows({"generalized_pruned": run})
@@ -248,19 +351,33 @@ def test_paper_size_parameters_and_table(tmp_path, tiny_data):
 def test_paper_accuracy_table_is_v1_fig5_plus_the_iclr_row():
     # arXiv v1 Fig. 5: "ResNet18 0.938 11.2M 1.1B", "SA quadratic 0.938 12.1M 6.2B",
     # "SA learned 0.918 12.3M 6.2B"; ICLR Table 1 adds the content model at 0.871, 29.5M, 15B.
-    expected = {"resnet18": ("93.8%", "11.2M", "1.1B"), "quadratic": ("93.8%", "12.1M", "6.2B"),
-                "learned": ("91.8%", "12.3M", "6.2B"), "learned_content": ("87.1%", "29.5M", "15B")}
+    expected = {
+        "resnet18": ("93.8%", "11.2M", "1.1B"),
+        "quadratic": ("93.8%", "12.1M", "6.2B"),
+        "learned": ("91.8%", "12.3M", "6.2B"),
+        "learned_content": ("87.1%", "29.5M", "15B"),
+    }
     for name, (acc, params, flops) in expected.items():
         row = PAPER_TABLE1[name]
-        assert (row["accuracy"], row["parameters"], row["flops"]) == (acc, params, flops)
+        assert (row["accuracy"], row["parameters"], row["flops"]) == (
+            acc,
+            params,
+            flops,
+        )
     assert PAPER_TABLE1["learned_content"]["source"] == "ICLR Table 1 only"
-    assert {PAPER_TABLE1[m]["source"] for m in ("resnet18", "quadratic", "learned")} == {"v1 Fig. 5"}
+    assert {
+        PAPER_TABLE1[m]["source"] for m in ("resnet18", "quadratic", "learned")
+    } == {"v1 Fig. 5"}
 
 
 def test_content_variant_counts_29_5m_and_ours_29_6m():
     terms = content_variant_parameters()
-    assert terms["total"] == sum(v for k, v in terms.items() if k != "total") == 29_484_282
-    assert content_variant_module_parameters() == terms["total"]  # the same count from modules
+    assert (
+        terms["total"] == sum(v for k, v in terms.items() if k != "total") == 29_484_282
+    )
+    assert (
+        content_variant_module_parameters() == terms["total"]
+    )  # the same count from modules
     assert paper_size_parameters("learned_content") == 29_601_882
     # our model minus the variant: 400 instead of 200 per axis, plus one 800-d key vector per head
     assert 29_601_882 - 29_484_282 == 6 * (2 * 31 * (400 - 200) + 9 * 800)
@@ -270,8 +387,14 @@ def test_content_variant_counts_29_5m_and_ours_29_6m():
 
 def test_learned_model_readings():
     # the code's reading (400 per axis, one table per layer) is the model we build: 12,278,682
-    assert learned_model_parameters(400, shared=False) == paper_size_parameters("learned") == 12_278_682
-    assert learned_model_parameters(200, shared=True) == 12_120_682  # the text's reading: 12.1M
+    assert (
+        learned_model_parameters(400, shared=False)
+        == paper_size_parameters("learned")
+        == 12_278_682
+    )
+    assert (
+        learned_model_parameters(200, shared=True) == 12_120_682
+    )  # the text's reading: 12.1M
     assert learned_model_parameters(200, shared=False) == 12_182_682
 
 
@@ -286,15 +409,21 @@ def test_position_only_maps_equal_position_attention():
         assert m.shape == (3, 4, 4) and torch.allclose(m, r.double(), atol=1e-6)
     assert model.training  # mode restored
     stats = attention_map_statistics(model, tiny_images(5), query=(1, 2))
-    assert all(float(v.abs().max()) < 1e-6 for v in stats["variation"])  # no image dependence
+    assert all(
+        float(v.abs().max()) < 1e-6 for v in stats["variation"]
+    )  # no image dependence
 
 
 def content_oracle(model, images, query):
     """Per layer, mean over images of softmax_k(q·k/√D_h + log p_pos), with each layer's input
     captured by forward pre-hooks during a plain model(images) call."""
     inputs = {}
-    hooks = [layer.register_forward_pre_hook(lambda m, a, i=i: inputs.__setitem__(i, a[0].detach()))
-             for i, layer in enumerate(model.layers)]
+    hooks = [
+        layer.register_forward_pre_hook(
+            lambda m, a, i=i: inputs.__setitem__(i, a[0].detach())
+        )
+        for i, layer in enumerate(model.layers)
+    ]
     model.eval()
     with torch.no_grad():
         model(images)
@@ -312,12 +441,21 @@ def content_oracle(model, images, query):
         t, b, d = x.shape
         nh = att.num_heads
         with torch.no_grad():
-            q = (x @ att.query.weight.double().T + att.query.bias.double()).view(t, b, nh, -1)
-            k = (x @ att.key.weight.double().T + att.key.bias.double()).view(t, b, nh, -1)
+            q = (x @ att.query.weight.double().T + att.query.bias.double()).view(
+                t, b, nh, -1
+            )
+            k = (x @ att.key.weight.double().T + att.key.bias.double()).view(
+                t, b, nh, -1
+            )
         acc = torch.zeros(nh, t, dtype=torch.float64)
         for img in range(b):
             for h in range(nh):
-                s = torch.stack([(q[qi, img, h] * k[kk, img, h]).sum() for kk in range(t)]) * att.scale
+                s = (
+                    torch.stack(
+                        [(q[qi, img, h] * k[kk, img, h]).sum() for kk in range(t)]
+                    )
+                    * att.scale
+                )
                 s = s + pos[i][h].reshape(-1).double().log()
                 acc[h] += torch.softmax(s, 0)
         out.append((acc / b).view(nh, g, g))
@@ -335,13 +473,20 @@ def test_content_maps_match_a_loop_oracle():
     ref = content_oracle(model, images, (2, 1))
     for m, r in zip(maps, ref):
         assert torch.allclose(m, r, atol=1e-5)
-        assert torch.allclose(m.sum((1, 2)), torch.ones(3, dtype=torch.float64), atol=1e-6)
+        assert torch.allclose(
+            m.sum((1, 2)), torch.ones(3, dtype=torch.float64), atol=1e-6
+        )
     # variation: mean total-variation distance of each image's map to the mean, by plain loops
     stats = attention_map_statistics(model, images, query=(2, 1), batch_size=3)
     for layer in range(2):
-        per_image = [content_oracle(model, images[b:b + 1], (2, 1))[layer] for b in range(len(images))]
+        per_image = [
+            content_oracle(model, images[b : b + 1], (2, 1))[layer]
+            for b in range(len(images))
+        ]
         mean = sum(per_image) / len(per_image)
-        tv = torch.stack([0.5 * (p - mean).abs().sum((1, 2)) for p in per_image]).mean(0)
+        tv = torch.stack([0.5 * (p - mean).abs().sum((1, 2)) for p in per_image]).mean(
+            0
+        )
         assert torch.allclose(stats["variation"][layer], tv, atol=1e-5)
         assert float(tv.max()) > 1e-2 and float(tv.max()) <= 1
     # the content term makes the maps differ from the position-only ones
@@ -359,15 +504,24 @@ def test_save_load_and_run_attention_maps(tmp_path, tiny_data):
     with pytest.raises(MissingResultError, match="python -m attnconv.regenerate"):
         run_attention_maps(run, num_images=5)  # reading never computes
     assert not (run.run_dir / ATTENTION_MAPS).exists()
-    save_attention_maps(load_run(run.run_dir, load_model=True), num_images=5, data=tiny_data)
+    save_attention_maps(
+        load_run(run.run_dir, load_model=True), num_images=5, data=tiny_data
+    )
     got = run_attention_maps(run, num_images=5)
     path = run.run_dir / ATTENTION_MAPS
-    assert path.is_file() and got["num_images"] == 5 and got["content"] and got["query"] == [2, 2]
+    assert (
+        path.is_file()
+        and got["num_images"] == 5
+        and got["content"]
+        and got["query"] == [2, 2]
+    )
     model = load_run(run.run_dir, load_model=True).model
     ref = average_attention_maps(model, normalize(tiny_data.x_test[:5]))
     for m, r in zip(got["layers"], ref):
         assert torch.allclose(m, r, rtol=1e-5, atol=1e-7)
-    ref_var = attention_map_statistics(model, normalize(tiny_data.x_test[:5]))["variation"]
+    ref_var = attention_map_statistics(model, normalize(tiny_data.x_test[:5]))[
+        "variation"
+    ]
     for v, r in zip(got["variation"], ref_var):
         assert v.shape == (3,) and torch.allclose(v, r, rtol=1e-5, atol=1e-7)
     # without the checkpoint the saved file is used; maps of another image count are stale
@@ -396,5 +550,10 @@ def test_layer_attention_maps_of_gaussian_runs(tmp_path, tiny_data):
 
 
 def test_format_variation():
-    text = format_variation("m", [torch.tensor([0.0, 0.3, 0.051]), None, torch.tensor([0.01])])
-    assert text == "m, layer 1: above 0.05 in 2 of 3 heads; per head: 0.00, 0.30, 0.05\nm, layer 3: above 0.05 in 0 of 1 heads; per head: 0.01"
+    text = format_variation(
+        "m", [torch.tensor([0.0, 0.3, 0.051]), None, torch.tensor([0.01])]
+    )
+    assert (
+        text
+        == "m, layer 1: above 0.05 in 2 of 3 heads; per head: 0.00, 0.30, 0.05\nm, layer 3: above 0.05 in 0 of 1 heads; per head: 0.01"
+    )

@@ -1,4 +1,5 @@
 """Tests of attnconv.chapters.sweeps against independent oracles (F.conv2d, loops, closed forms)."""
+
 import math
 
 import pytest
@@ -6,8 +7,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnconv import MultiHeadSelfAttention2d, ScoreTerms, conv_to_mhsa, off_target_mass_bound
-from attnconv.core.encodings import LearnedRelativeEncoding
+from attnconv import (
+    MultiHeadSelfAttention2d,
+    ScoreTerms,
+    conv_to_mhsa,
+    off_target_mass_bound,
+)
 from attnconv.chapters.sweeps import (
     STANDARD_CASES,
     ConvCase,
@@ -29,6 +34,7 @@ from attnconv.chapters.sweeps import (
     smallest_exact_alpha,
     unpadded_mhsa,
 )
+from attnconv.core.encodings import LearnedRelativeEncoding
 
 
 def gen(seed=0):
@@ -45,8 +51,11 @@ def test_standard_cases_cover_the_brief():
     assert any(c.batch > 1 for c in STANDARD_CASES)
     assert {c.bias for c in STANDARD_CASES} == {True, False}
     # some image is so small that most of its pixels are within K//2 of the border
-    assert any(2 * int(border_mask(c.shape, c.kernel_size // 2).sum()) > c.shape[0] * c.shape[1]
-               for c in STANDARD_CASES)
+    assert any(
+        2 * int(border_mask(c.shape, c.kernel_size // 2).sum())
+        > c.shape[0] * c.shape[1]
+        for c in STANDARD_CASES
+    )
 
 
 def test_conv_case_label():
@@ -57,17 +66,36 @@ def test_conv_case_label():
 
 def test_random_conv_properties_and_determinism():
     conv = random_conv(3, 4, 5, bias=True, generator=gen(1))
-    assert isinstance(conv, nn.Conv2d) and conv.padding == (1, 1) and conv.weight.dtype == torch.float64
+    assert (
+        isinstance(conv, nn.Conv2d)
+        and conv.padding == (1, 1)
+        and conv.weight.dtype == torch.float64
+    )
     assert conv.weight.shape == (5, 4, 3, 3) and conv.bias.shape == (5,)
     bound = 1 / math.sqrt(4 * 9)
     assert conv.weight.abs().max() <= bound and conv.bias.abs().max() <= bound
     assert torch.equal(conv.weight, random_conv(3, 4, 5, generator=gen(1)).weight)
     assert not torch.equal(conv.weight, random_conv(3, 4, 5, generator=gen(2)).weight)
-    c1 = random_conv(5, 2, 3, bias=False, spatial_dims=1, dtype=torch.float32, generator=gen(0))
-    assert isinstance(c1, nn.Conv1d) and c1.bias is None and c1.padding == (2,) and c1.weight.dtype == torch.float32
+    c1 = random_conv(
+        5, 2, 3, bias=False, spatial_dims=1, dtype=torch.float32, generator=gen(0)
+    )
+    assert (
+        isinstance(c1, nn.Conv1d)
+        and c1.bias is None
+        and c1.padding == (2,)
+        and c1.weight.dtype == torch.float32
+    )
 
 
-@pytest.mark.parametrize("kwargs", [dict(kernel_size=2), dict(kernel_size=0), dict(in_channels=0), dict(spatial_dims=3)])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(kernel_size=2),
+        dict(kernel_size=0),
+        dict(in_channels=0),
+        dict(spatial_dims=3),
+    ],
+)
 def test_random_conv_rejects_bad_arguments(kwargs):
     args = dict(kernel_size=3, in_channels=2, out_channels=2)
     args.update(kwargs)
@@ -101,8 +129,13 @@ def test_reference_conv_rejects_unsupported():
 
 # --------------------------------------------------------------------------- errors
 def test_relative_frobenius_error():
-    a, b = torch.tensor([[1.0, 2.0], [3.0, 4.0]]), torch.tensor([[1.0, 2.0], [3.0, 5.0]])
-    assert relative_frobenius_error(a, b) == pytest.approx(1 / math.sqrt(1 + 4 + 9 + 25))
+    a, b = (
+        torch.tensor([[1.0, 2.0], [3.0, 4.0]]),
+        torch.tensor([[1.0, 2.0], [3.0, 5.0]]),
+    )
+    assert relative_frobenius_error(a, b) == pytest.approx(
+        1 / math.sqrt(1 + 4 + 9 + 25)
+    )
     with pytest.raises(ValueError):
         relative_frobenius_error(a, b[0])
     with pytest.raises(ValueError):
@@ -113,13 +146,19 @@ def test_conversion_error_hard_soft_and_measures():
     conv = random_conv(3, 3, 4, generator=gen(5))
     x = torch.randn(2, 3, 5, 6, generator=gen(6), dtype=torch.float64)
     assert conversion_error(conv, x, hard=True) < 1e-13
-    assert conversion_error(conv, x) < 1e-12            # default alpha = one_hot_alpha(float64)
-    assert conversion_error(conv, x, alpha=0.1) > 0.1   # a blurred head is far from the conv
+    assert conversion_error(conv, x) < 1e-12  # default alpha = one_hot_alpha(float64)
+    assert (
+        conversion_error(conv, x, alpha=0.1) > 0.1
+    )  # a blurred head is far from the conv
     mhsa = conv_to_mhsa(conv, alpha=1.0)
     with torch.no_grad():
         y, ref = mhsa(x), F.conv2d(x, conv.weight, conv.bias, padding=1)
-    assert conversion_error(conv, x, "fro", alpha=1.0) == pytest.approx(float((y - ref).norm() / ref.norm()), rel=1e-12)
-    assert conversion_error(conv, x, "max", alpha=1.0) == pytest.approx(float((y - ref).abs().max() / ref.abs().max()), rel=1e-12)
+    assert conversion_error(conv, x, "fro", alpha=1.0) == pytest.approx(
+        float((y - ref).norm() / ref.norm()), rel=1e-12
+    )
+    assert conversion_error(conv, x, "max", alpha=1.0) == pytest.approx(
+        float((y - ref).abs().max() / ref.abs().max()), rel=1e-12
+    )
 
 
 def test_conversion_error_dtype_leaves_conv_alone():
@@ -127,7 +166,7 @@ def test_conversion_error_dtype_leaves_conv_alone():
     x = torch.randn(1, 2, 5, 5, generator=gen(8), dtype=torch.float64)
     e32 = conversion_error(conv, x, dtype=torch.float32)
     assert conv.weight.dtype == torch.float64
-    assert 1e-9 < e32 < 1e-5   # float32 round-off, not float64's
+    assert 1e-9 < e32 < 1e-5  # float32 round-off, not float64's
     with pytest.raises(ValueError):
         conversion_error(conv, x, measure="median")
     with pytest.raises(ValueError):
@@ -201,14 +240,18 @@ def test_unpadded_quadratic_equals_replicate_padding_conv():
         y = unpadded_mhsa(conv, hard=False)(x)
     oracle = F.conv2d(F.pad(x, (1, 1, 1, 1), mode="replicate"), conv.weight, conv.bias)
     assert torch.allclose(y, oracle, atol=1e-12)
-    assert (pixel_errors(y, reference_conv(conv, x))[border_mask((5, 6), 1)] > 1e-3).all()
+    assert (
+        pixel_errors(y, reference_conv(conv, x))[border_mask((5, 6), 1)] > 1e-3
+    ).all()
 
 
 def test_unpadded_k1_is_still_exact():
     conv = random_conv(1, 3, 2, generator=gen(16))
     x = torch.randn(1, 3, 4, 4, generator=gen(17), dtype=torch.float64)
     with torch.no_grad():
-        assert torch.allclose(unpadded_mhsa(conv)(x), reference_conv(conv, x), atol=1e-13)
+        assert torch.allclose(
+            unpadded_mhsa(conv)(x), reference_conv(conv, x), atol=1e-13
+        )
 
 
 def test_attention_is_one_hot_on_shifts():
@@ -217,11 +260,15 @@ def test_attention_is_one_hot_on_shifts():
     shifts = conv_to_mhsa(conv, hard=True).encoding.shifts
     _, probs = conv_to_mhsa(conv, hard=True)(x, return_attention=True)
     assert attention_is_one_hot_on_shifts(probs, (4, 5), shifts, 1)
-    assert not attention_is_one_hot_on_shifts(probs, (4, 5), shifts.flip(0), 1)  # heads swapped
+    assert not attention_is_one_hot_on_shifts(
+        probs, (4, 5), shifts.flip(0), 1
+    )  # heads swapped
     _, soft = conv_to_mhsa(conv, alpha=2.0)(x, return_attention=True)
     assert not attention_is_one_hot_on_shifts(soft, (4, 5), shifts, 1)
     _, unpadded = unpadded_mhsa(conv)(x, return_attention=True)
-    assert not attention_is_one_hot_on_shifts(unpadded, (4, 5), shifts, 0)  # border targets missing
+    assert not attention_is_one_hot_on_shifts(
+        unpadded, (4, 5), shifts, 0
+    )  # border targets missing
     with pytest.raises(ValueError):
         attention_is_one_hot_on_shifts(probs, (4, 6), shifts, 1)
 
@@ -250,10 +297,14 @@ def impulse_kernel(mhsa, d_in, k):
 def test_effective_kernel_matches_impulse_response(head_dim):
     conv = random_conv(3, 3, 4, generator=gen(19))
     mhsa = conv_to_mhsa(conv, hard=True, head_dim=head_dim)
-    assert torch.allclose(effective_kernel(mhsa, 3), impulse_kernel(mhsa, 3, 3), atol=1e-13)
+    assert torch.allclose(
+        effective_kernel(mhsa, 3), impulse_kernel(mhsa, 3, 3), atol=1e-13
+    )
     if head_dim is None:
         assert torch.allclose(effective_kernel(mhsa, 3), conv.weight, atol=1e-14)
-        assert torch.allclose(effective_kernel(conv_to_mhsa(conv), 3), conv.weight, atol=1e-14)  # quadratic heads
+        assert torch.allclose(
+            effective_kernel(conv_to_mhsa(conv), 3), conv.weight, atol=1e-14
+        )  # quadratic heads
 
 
 def test_effective_kernel_errors():
@@ -267,8 +318,14 @@ def test_effective_kernel_errors():
         mhsa.encoding.centers += 0.5
     with pytest.raises(ValueError):
         effective_kernel(mhsa, 3)
-    learned = MultiHeadSelfAttention2d(2, 9, 2, 2, encoding=LearnedRelativeEncoding(9, 4, 3),
-                                       terms=ScoreTerms.position_only_terms())
+    learned = MultiHeadSelfAttention2d(
+        2,
+        9,
+        2,
+        2,
+        encoding=LearnedRelativeEncoding(9, 4, 3),
+        terms=ScoreTerms.position_only_terms(),
+    )
     with pytest.raises(ValueError):
         effective_kernel(learned, 3)
 
@@ -291,10 +348,12 @@ def test_predicted_rank_error_closed_form():
         u, _ = torch.linalg.qr(torch.randn(5, 3, generator=g, dtype=torch.float64))
         v, _ = torch.linalg.qr(torch.randn(3, 3, generator=g, dtype=torch.float64))
         weight[:, :, 0, i] = u @ torch.diag(s) @ v.T
-    total = float((sv ** 2).sum())
+    total = float((sv**2).sum())
     for r in range(4):
         tail = float((sv[:, r:] ** 2).sum())
-        assert predicted_rank_error(weight, r) == pytest.approx(math.sqrt(tail / total), rel=1e-12, abs=1e-15)
+        assert predicted_rank_error(weight, r) == pytest.approx(
+            math.sqrt(tail / total), rel=1e-12, abs=1e-15
+        )
     assert predicted_rank_error(weight, 0) == pytest.approx(1.0)
     assert predicted_rank_error(weight, 7) == 0.0
 
@@ -324,11 +383,17 @@ def test_rank_sweep():
     conv = random_conv(3, 3, 5, generator=gen(24))
     x = torch.randn(1, 3, 5, 5, generator=gen(25), dtype=torch.float64)
     res = rank_sweep(conv, x, [1, 2, 3])
-    assert set(res) == {"output", "measured", "predicted"} and all(len(v) == 3 for v in res.values())
+    assert set(res) == {"output", "measured", "predicted"} and all(
+        len(v) == 3 for v in res.values()
+    )
     for m, p in zip(res["measured"], res["predicted"]):
         assert m == pytest.approx(p, rel=1e-9, abs=1e-13)
     assert res["measured"][0] > res["measured"][1] > res["measured"][2]
-    assert res["measured"][2] < 1e-14 and res["output"][2] < 1e-13 and res["output"][1] > 1e-3
+    assert (
+        res["measured"][2] < 1e-14
+        and res["output"][2] < 1e-13
+        and res["output"][1] > 1e-3
+    )
     with pytest.raises(ValueError):
         rank_sweep(conv, x, [])
     with pytest.raises(ValueError):
@@ -357,7 +422,9 @@ def test_alpha_sweep_and_hard_error():
 
 def test_smallest_exact_alpha():
     alphas = [1.0, 2.0, 3.0, 4.0, 5.0]
-    assert smallest_exact_alpha(alphas, [10, 1, 3, 1.5, 1], 1.0) == 4.0      # 3 fails, so 2 does not count
+    assert (
+        smallest_exact_alpha(alphas, [10, 1, 3, 1.5, 1], 1.0) == 4.0
+    )  # 3 fails, so 2 does not count
     assert smallest_exact_alpha(alphas, [1, 1, 1, 1, 1], 1.0) == 1.0
     assert smallest_exact_alpha(alphas, [9, 9, 9, 9, 3], 1.0) is None
     assert smallest_exact_alpha(alphas, [9, 9, 9, 9, 3], 1.0, factor=3.0) == 5.0
@@ -376,17 +443,23 @@ def test_smallest_exact_alpha():
 def test_head_off_target_mass_loop_oracle_and_bound():
     alpha, shape, query, center = 1.3, (6, 7), (2, 4), (1, -1)
     weights = {}
-    for i in range(-1, 7):          # padded by 1
+    for i in range(-1, 7):  # padded by 1
         for j in range(-1, 8):
             d = (i - query[0] - center[0]) ** 2 + (j - query[1] - center[1]) ** 2
             weights[(i, j)] = math.exp(-alpha * d)
     total = sum(weights.values())
     tgt = (query[0] + center[0], query[1] + center[1])
     oracle = (total - weights[tgt]) / total
-    assert head_off_target_mass(alpha, shape, query, center, padding=1) == pytest.approx(oracle, rel=1e-12)
+    assert head_off_target_mass(
+        alpha, shape, query, center, padding=1
+    ) == pytest.approx(oracle, rel=1e-12)
     for a in (0.5, 3.0, 20.0):
-        assert head_off_target_mass(a, (9, 9), (4, 4), (0, 1)) <= off_target_mass_bound(a) * (1 + 1e-12)
-    assert head_off_target_mass(20.0, (15, 15), (7, 7), (0, 0)) == pytest.approx(4 * math.exp(-20.0), rel=1e-6)
+        assert head_off_target_mass(a, (9, 9), (4, 4), (0, 1)) <= off_target_mass_bound(
+            a
+        ) * (1 + 1e-12)
+    assert head_off_target_mass(20.0, (15, 15), (7, 7), (0, 0)) == pytest.approx(
+        4 * math.exp(-20.0), rel=1e-6
+    )
     with pytest.raises(ValueError):
         head_off_target_mass(1.0, (4, 4), (4, 0), (0, 0))
     with pytest.raises(ValueError):

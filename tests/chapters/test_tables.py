@@ -1,6 +1,11 @@
 import pytest
 
-from attnconv.chapters.shared.tables import COLUMN_CHARS, fit_column, markdown_table, pack_items
+from attnconv.chapters.shared.tables import (
+    COLUMN_CHARS,
+    fit_column,
+    markdown_table,
+    pack_items,
+)
 
 
 def test_markdown_table_parses_back_to_its_cells():
@@ -20,7 +25,9 @@ def test_fit_column_wraps_only_long_lines_and_keeps_words():
     text = fit_column("short\n  " + long.strip())
     lines = text.splitlines()
     assert lines[0] == "short" and all(len(l) <= COLUMN_CHARS for l in lines)
-    assert lines[2].startswith("      ")  # the line's own indent plus the continuation indent
+    assert lines[2].startswith(
+        "      "
+    )  # the line's own indent plus the continuation indent
     assert " ".join(l.strip() for l in lines[1:]) == long.strip()
 
 

@@ -23,7 +23,10 @@ from attnconv.chapters.weightless import (  # noqa: E402
 def loop_weightless(x):
     """S, P, Y of softmax(X Xᵀ/√C) X written out entry by entry with Python floats."""
     t, c = len(x), len(x[0])
-    s = [[sum(x[i][k] * x[j][k] for k in range(c)) / math.sqrt(c) for j in range(t)] for i in range(t)]
+    s = [
+        [sum(x[i][k] * x[j][k] for k in range(c)) / math.sqrt(c) for j in range(t)]
+        for i in range(t)
+    ]
     p = []
     for i in range(t):
         e = [math.exp(v - max(s[i])) for v in s[i]]
@@ -39,19 +42,31 @@ def loop_claim_a(a):
 
 def loop_violations_b(a):
     t = len(a)
-    return [(i, j) for i in range(t) for j in range(t) if a[i][j] > max(a[i][i], a[j][j])]
+    return [
+        (i, j) for i in range(t) for j in range(t) if a[i][j] > max(a[i][i], a[j][j])
+    ]
 
 
 def test_weightless_attention_equals_plain_loops():
     torch.manual_seed(0)
     x = torch.randn(3, 5, 4, dtype=torch.float64)
     att = weightless_attention(x)
-    assert att.scores.shape == (3, 5, 5) and att.probs.shape == (3, 5, 5) and att.output.shape == (3, 5, 4)
+    assert (
+        att.scores.shape == (3, 5, 5)
+        and att.probs.shape == (3, 5, 5)
+        and att.output.shape == (3, 5, 4)
+    )
     for b in range(3):
         s, p, y = loop_weightless(x[b].tolist())
-        assert torch.allclose(att.scores[b], torch.tensor(s, dtype=torch.float64), atol=1e-12)
-        assert torch.allclose(att.probs[b], torch.tensor(p, dtype=torch.float64), atol=1e-12)
-        assert torch.allclose(att.output[b], torch.tensor(y, dtype=torch.float64), atol=1e-12)
+        assert torch.allclose(
+            att.scores[b], torch.tensor(s, dtype=torch.float64), atol=1e-12
+        )
+        assert torch.allclose(
+            att.probs[b], torch.tensor(p, dtype=torch.float64), atol=1e-12
+        )
+        assert torch.allclose(
+            att.output[b], torch.tensor(y, dtype=torch.float64), atol=1e-12
+        )
 
 
 def test_weightless_attention_errors():
@@ -72,7 +87,9 @@ def test_claim_checkers_equal_loops_on_random_and_tied_matrices():
     want_a = [loop_claim_a(m.tolist()) for m in a]
     want_b = [not loop_violations_b(m.tolist()) for m in a]
     assert got_a.tolist() == want_a and got_b.tolist() == want_b
-    assert 0 < sum(want_a) < 200 and 0 < sum(want_b) < 200  # the test sees both outcomes
+    assert (
+        0 < sum(want_a) < 200 and 0 < sum(want_b) < 200
+    )  # the test sees both outcomes
     for m in a[:50]:
         assert pairwise_bound_violations(m) == loop_violations_b(m.tolist())
 
@@ -82,7 +99,9 @@ def test_ties_count_as_holding_and_tol():
     assert bool(pairwise_bound_holds(torch.ones(3, 3)))
     a = torch.tensor([[1.0, 1.5], [0.0, 1.0]])
     assert not bool(pairwise_bound_holds(a))
-    assert bool(pairwise_bound_holds(a, tol=0.5)) and not bool(pairwise_bound_holds(a, tol=0.49))
+    assert bool(pairwise_bound_holds(a, tol=0.5)) and not bool(
+        pairwise_bound_holds(a, tol=0.49)
+    )
     assert pairwise_bound_violations(a) == [(0, 1)]
 
 
@@ -109,7 +128,8 @@ def test_two_tokens_never_break_claim_b_for_probabilities():
     # P_01 > P_11 would need 2 x0·x1 > |x0|² + |x1|², i.e. |x0 − x1|² < 0
     g = torch.Generator().manual_seed(3)
     x = torch.randn(3000, 2, 2, generator=g, dtype=torch.float64) * torch.exp(
-        torch.randn(3000, 2, 1, generator=g, dtype=torch.float64))
+        torch.randn(3000, 2, 1, generator=g, dtype=torch.float64)
+    )
     assert bool(pairwise_bound_holds(weightless_attention(x).probs).all())
 
 
@@ -124,8 +144,12 @@ def test_diagonal_counterexample_closed_form():
     x = diagonal_counterexample()
     assert x.shape == (2, 1) and x.dtype == torch.float64
     att = weightless_attention(x)
-    assert torch.equal(att.scores, torch.tensor([[1.0, 2.0], [2.0, 4.0]], dtype=torch.float64))
-    assert not bool(diagonal_is_row_max(att.scores)) and not bool(diagonal_is_row_max(att.probs))
+    assert torch.equal(
+        att.scores, torch.tensor([[1.0, 2.0], [2.0, 4.0]], dtype=torch.float64)
+    )
+    assert not bool(diagonal_is_row_max(att.scores)) and not bool(
+        diagonal_is_row_max(att.probs)
+    )
     assert math.isclose(float(att.probs[0, 1]), 1 / (1 + math.exp(-1)), rel_tol=1e-14)
 
 
@@ -145,11 +169,15 @@ def test_pairwise_counterexample_closed_form():
 
 def test_violation_rates_match_a_per_draw_loop():
     draws, t, c, spread = 40, 3, 1, 0.5
-    rates = violation_rates(t, c, draws, torch.Generator().manual_seed(5), norm_spread=spread)
+    rates = violation_rates(
+        t, c, draws, torch.Generator().manual_seed(5), norm_spread=spread
+    )
     # replay the same random stream and judge every draw with the plain loops
     g = torch.Generator().manual_seed(5)
     z = torch.randn(draws, t, c, generator=g, dtype=torch.float64)
-    scale = torch.exp(spread * torch.randn(draws, t, 1, generator=g, dtype=torch.float64))
+    scale = torch.exp(
+        spread * torch.randn(draws, t, 1, generator=g, dtype=torch.float64)
+    )
     counts = {"(a) scores": 0, "(a) probs": 0, "(b) scores": 0, "(b) probs": 0}
     for xd in (z * scale).tolist():
         s, p, _ = loop_weightless(xd)
@@ -168,8 +196,13 @@ def test_violation_rates_deterministic_and_limits():
     assert a["(a) scores"] == a["(a) probs"] and a["(b) scores"] == 0.0
     assert all(round(v * 200) == v * 200 for v in a.values())
     # one token: nothing to violate; many channels: the diagonal (≈ √C) dominates N(0, 1) off-diagonals
-    assert set(violation_rates(1, 3, 50, torch.Generator().manual_seed(0)).values()) == {0.0}
-    assert violation_rates(4, 512, 50, torch.Generator().manual_seed(0))["(a) scores"] == 0.0
+    assert set(
+        violation_rates(1, 3, 50, torch.Generator().manual_seed(0)).values()
+    ) == {0.0}
+    assert (
+        violation_rates(4, 512, 50, torch.Generator().manual_seed(0))["(a) scores"]
+        == 0.0
+    )
 
 
 def test_violation_rates_errors():

@@ -39,16 +39,22 @@ def loop_mhsa(layer, x):
                 heads = []
                 for hd in range(nh):
                     sl = slice(hd * dh, (hd + 1) * dh)
-                    q = lin(layer.query, xa[bi, :, qi, qj])[sl] if layer.query is not None else None
+                    q = (
+                        lin(layer.query, xa[bi, :, qi, qj])[sl]
+                        if layer.query is not None
+                        else None
+                    )
                     scores = []
-                    for (ki, kj) in keys:
+                    for ki, kj in keys:
                         xk = xap[bi, :, ki + p, kj + p]
                         delta = torch.tensor([[ki - qi, kj - qj]])
                         s = 0.0
                         if terms.content_content:
                             s += float(q @ lin(layer.key, xk)[sl])
                         if terms.key_bias:
-                            s += float(layer.key_bias_query[hd] @ lin(layer.key, xk)[sl])
+                            s += float(
+                                layer.key_bias_query[hd] @ lin(layer.key, xk)[sl]
+                            )
                         if terms.content_position:
                             r = enc.features(delta)[0]
                             s += float(q @ layer.relative_key[hd] @ r)
@@ -63,7 +69,11 @@ def loop_mhsa(layer, x):
                     for ki_, (ki, kj) in enumerate(keys):
                         probs[bi, hd, qidx, ki_] = e[ki_] / z
                         xv = xp[bi, :, ki + p, kj + p]
-                        vals = lin(layer.value, xv) if layer.value is not None else xv.repeat(nh)
+                        vals = (
+                            lin(layer.value, xv)
+                            if layer.value is not None
+                            else xv.repeat(nh)
+                        )
                         acc += (e[ki_] / z) * vals[sl]
                     heads.append(acc)
                 out[bi, :, qi, qj] = lin(layer.out, torch.cat(heads))
@@ -75,17 +85,45 @@ def loop_mhsa(layer, x):
     [
         (lambda: None, ScoreTerms.content_only(), 0, True),
         (lambda: AbsoluteEncoding(3, (3, 4)), ScoreTerms.content_only(), 0, False),
-        (lambda: LearnedRelativeEncoding(2, 4, max_shift=5), ScoreTerms.all_terms(), 0, True),
-        (lambda: LearnedRelativeEncoding(2, 4, max_shift=5), ScoreTerms.all_terms(), 1, False),
+        (
+            lambda: LearnedRelativeEncoding(2, 4, max_shift=5),
+            ScoreTerms.all_terms(),
+            0,
+            True,
+        ),
+        (
+            lambda: LearnedRelativeEncoding(2, 4, max_shift=5),
+            ScoreTerms.all_terms(),
+            1,
+            False,
+        ),
         (lambda: QuadraticEncoding(2, alpha=0.5), ScoreTerms.all_terms(), 1, False),
-        (lambda: QuadraticEncoding(2, alpha=0.5), ScoreTerms.position_only_terms(), 1, False),
-        (lambda: QuadraticEncoding(2, alpha=0.5), ScoreTerms(True, False, False, True), 0, False),
+        (
+            lambda: QuadraticEncoding(2, alpha=0.5),
+            ScoreTerms.position_only_terms(),
+            1,
+            False,
+        ),
+        (
+            lambda: QuadraticEncoding(2, alpha=0.5),
+            ScoreTerms(True, False, False, True),
+            0,
+            False,
+        ),
     ],
 )
 def test_layer_equals_plain_loop_of_eq8(make_encoding, terms, padding, qkv_bias):
     torch.manual_seed(0)
-    layer = MultiHeadSelfAttention2d(3, 2, head_dim=2, out_channels=5, encoding=make_encoding(), terms=terms,
-                                     qkv_bias=qkv_bias, key_padding=padding).double()
+    layer = MultiHeadSelfAttention2d(
+        3,
+        2,
+        head_dim=2,
+        out_channels=5,
+        encoding=make_encoding(),
+        terms=terms,
+        qkv_bias=qkv_bias,
+        key_padding=padding,
+    ).double()
     layer.requires_grad_(False)
     x = torch.randn(2, 3, 3, 4, dtype=torch.float64)
     y, probs = layer(x, return_attention=True)
@@ -105,9 +143,16 @@ def test_content_only_equals_torch_multihead_attention():
     with torch.no_grad():
         wq, wk, wv = mha.in_proj_weight.chunk(3)
         bq, bk, bv = mha.in_proj_bias.chunk(3)
-        for lin, wt, bs in [(layer.query, wq, bq), (layer.key, wk, bk), (layer.value, wv, bv)]:
+        for lin, wt, bs in [
+            (layer.query, wq, bq),
+            (layer.key, wk, bk),
+            (layer.value, wv, bv),
+        ]:
             lin.weight.copy_(wt), lin.bias.copy_(bs)
-        layer.out.weight.copy_(mha.out_proj.weight), layer.out.bias.copy_(mha.out_proj.bias)
+        (
+            layer.out.weight.copy_(mha.out_proj.weight),
+            layer.out.bias.copy_(mha.out_proj.bias),
+        )
     x = torch.randn(2, e, 4, 5)
     tokens = x.flatten(2).transpose(1, 2)
     ref, ref_w = mha(tokens, tokens, tokens, average_attn_weights=False)
@@ -118,27 +163,40 @@ def test_content_only_equals_torch_multihead_attention():
 
 def test_position_only_probabilities_do_not_depend_on_the_image():
     torch.manual_seed(0)
-    layer = MultiHeadSelfAttention2d(4, 3, 2, encoding=QuadraticEncoding(3), terms=ScoreTerms.position_only_terms())
+    layer = MultiHeadSelfAttention2d(
+        4, 3, 2, encoding=QuadraticEncoding(3), terms=ScoreTerms.position_only_terms()
+    )
     _, p1 = layer(torch.randn(1, 4, 5, 5), return_attention=True)
     _, p2 = layer(torch.randn(3, 4, 5, 5), return_attention=True)
     assert p1.shape == (1, 3, 25, 25) and torch.equal(p1, p2)
     # batched application equals one image at a time
     x = torch.randn(3, 4, 5, 5)
-    assert torch.allclose(layer(x), torch.cat([layer(x[i:i + 1]) for i in range(3)]), atol=1e-6)
+    assert torch.allclose(
+        layer(x), torch.cat([layer(x[i : i + 1]) for i in range(3)]), atol=1e-6
+    )
 
 
-@pytest.mark.parametrize("terms", [ScoreTerms.position_only_terms(), ScoreTerms(True, False, False, True)])
+@pytest.mark.parametrize(
+    "terms", [ScoreTerms.position_only_terms(), ScoreTerms(True, False, False, True)]
+)
 def test_without_value_projection_heads_average_the_raw_input(terms):
     torch.manual_seed(0)
     enc = QuadraticEncoding(3, parametrization="spread")
-    layer = MultiHeadSelfAttention2d(4, 3, encoding=enc, terms=terms, value_projection=False, key_padding=1).double()
+    layer = MultiHeadSelfAttention2d(
+        4, 3, encoding=enc, terms=terms, value_projection=False, key_padding=1
+    ).double()
     assert layer.value is None and layer.head_dim == 4 and layer.out.in_features == 12
-    ref = MultiHeadSelfAttention2d(4, 3, 4, encoding=enc, terms=terms, key_padding=1).double()
+    ref = MultiHeadSelfAttention2d(
+        4, 3, 4, encoding=enc, terms=terms, key_padding=1
+    ).double()
     with torch.no_grad():
         ref.value.weight.copy_(torch.eye(4, dtype=torch.float64).repeat(3, 1))
         ref.out.load_state_dict(layer.out.state_dict())
         if layer.query is not None:
-            ref.query.load_state_dict(layer.query.state_dict()), ref.key.load_state_dict(layer.key.state_dict())
+            (
+                ref.query.load_state_dict(layer.query.state_dict()),
+                ref.key.load_state_dict(layer.key.state_dict()),
+            )
     x = torch.randn(2, 4, 5, 3, dtype=torch.float64)
     assert torch.allclose(layer(x), ref(x), atol=1e-12)
     with pytest.raises(ValueError, match="D_h"):
@@ -146,17 +204,26 @@ def test_without_value_projection_heads_average_the_raw_input(terms):
 
 
 def test_spread_parametrization_is_alpha_half_spread_squared():
-    enc = QuadraticEncoding(2, centers=torch.zeros(2, 2), alpha=torch.tensor([0.5, 2.0]), parametrization="spread")
-    assert torch.allclose(enc.spread, torch.tensor([1.0, 2.0])) and not hasattr(enc, "alpha")
+    enc = QuadraticEncoding(
+        2,
+        centers=torch.zeros(2, 2),
+        alpha=torch.tensor([0.5, 2.0]),
+        parametrization="spread",
+    )
+    assert torch.allclose(enc.spread, torch.tensor([1.0, 2.0])) and not hasattr(
+        enc, "alpha"
+    )
     d = torch.tensor([[1, 1]])
-    assert torch.allclose(enc.position_scores(d)[:, 0], -0.5 * enc.spread ** 2 * 2)
+    assert torch.allclose(enc.position_scores(d)[:, 0], -0.5 * enc.spread**2 * 2)
     with pytest.raises(ValueError):
         QuadraticEncoding(2, parametrization="sigma")
 
 
 def test_gradients_reach_encoding_parameters():
     enc = QuadraticEncoding(2)
-    layer = MultiHeadSelfAttention2d(3, 2, 2, encoding=enc, terms=ScoreTerms.position_only_terms())
+    layer = MultiHeadSelfAttention2d(
+        3, 2, 2, encoding=enc, terms=ScoreTerms.position_only_terms()
+    )
     layer(torch.randn(2, 3, 4, 4)).square().sum().backward()
     assert enc.centers.grad.abs().sum() > 0 and enc.alpha.grad.abs().sum() > 0
 
@@ -164,8 +231,15 @@ def test_gradients_reach_encoding_parameters():
 def test_1d_layer_shapes_and_loop():
     torch.manual_seed(0)
     enc = QuadraticEncoding(3, spatial_dims=1, alpha=1.0)
-    layer = MultiHeadSelfAttention1d(2, 3, 2, out_channels=4, encoding=enc, terms=ScoreTerms.position_only_terms(),
-                                     key_padding=1).double()
+    layer = MultiHeadSelfAttention1d(
+        2,
+        3,
+        2,
+        out_channels=4,
+        encoding=enc,
+        terms=ScoreTerms.position_only_terms(),
+        key_padding=1,
+    ).double()
     x = torch.randn(2, 2, 6, dtype=torch.float64)
     y = layer(x)
     assert y.shape == (2, 4, 6)
@@ -176,17 +250,31 @@ def test_1d_layer_shapes_and_loop():
     want = torch.zeros(2, 3, 2, 6, dtype=torch.float64)
     for h in range(3):
         for q in range(6):
-            s = torch.tensor([-enc.alpha[h].item() * (k - 1 - q - enc.centers[h, 0].item()) ** 2 for k in range(8)],
-                             dtype=torch.float64)
+            s = torch.tensor(
+                [
+                    -enc.alpha[h].item() * (k - 1 - q - enc.centers[h, 0].item()) ** 2
+                    for k in range(8)
+                ],
+                dtype=torch.float64,
+            )
             want[:, h, :, q] = (torch.softmax(s, 0)[None, None] * v[:, h]).sum(-1)
-    ref = torch.einsum("oi,bil->bol", layer.out.weight, want.reshape(2, 6, 6)) + layer.out.bias[None, :, None]
+    ref = (
+        torch.einsum("oi,bil->bol", layer.out.weight, want.reshape(2, 6, 6))
+        + layer.out.bias[None, :, None]
+    )
     assert torch.allclose(y, ref, atol=1e-10)
 
 
 def test_forward_tokens_layout_and_errors():
     torch.manual_seed(0)
-    layer = MultiHeadSelfAttention2d(4, 3, encoding=QuadraticEncoding(3), terms=ScoreTerms.position_only_terms(),
-                                     value_projection=False, key_padding=2)
+    layer = MultiHeadSelfAttention2d(
+        4,
+        3,
+        encoding=QuadraticEncoding(3),
+        terms=ScoreTerms.position_only_terms(),
+        value_projection=False,
+        key_padding=2,
+    )
     x = torch.randn(2, 4, 5, 6)
     tokens = x.flatten(2).permute(2, 0, 1)  # (T, B, C)
     y = layer.forward_tokens(tokens, (5, 6))
@@ -212,11 +300,15 @@ def test_configuration_errors():
     with pytest.raises(ValueError, match="RelativeEncoding"):
         MultiHeadSelfAttention2d(4, 2, terms=ScoreTerms.position_only_terms())
     with pytest.raises(ValueError, match="heads"):
-        MultiHeadSelfAttention2d(4, 2, encoding=QuadraticEncoding(3), terms=ScoreTerms.position_only_terms())
+        MultiHeadSelfAttention2d(
+            4, 2, encoding=QuadraticEncoding(3), terms=ScoreTerms.position_only_terms()
+        )
     with pytest.raises(ValueError, match="1-d encoding"):
         MultiHeadSelfAttention2d(4, 1, encoding=QuadraticEncoding(1, spatial_dims=1))
     with pytest.raises(ValueError, match="key_padding"):
-        MultiHeadSelfAttention2d(4, 2, encoding=AbsoluteEncoding(4, (3, 3)), key_padding=1)
+        MultiHeadSelfAttention2d(
+            4, 2, encoding=AbsoluteEncoding(4, (3, 3)), key_padding=1
+        )
     with pytest.raises(ValueError, match="at least one term"):
         MultiHeadSelfAttention2d(4, 2, terms=ScoreTerms(False, False, False, False))
     with pytest.raises(TypeError):
@@ -228,7 +320,9 @@ def test_configuration_errors():
 def test_softmax_without_denormals_has_no_denormals_and_matches_softmax():
     s = -torch.arange(0, 400, dtype=torch.float32).view(1, -1) * 0.5  # down to e^-200
     ref = torch.softmax(s, -1)
-    assert ((ref > 0) & (ref < torch.finfo(torch.float32).tiny)).any()  # plain softmax makes denormals
+    assert (
+        (ref > 0) & (ref < torch.finfo(torch.float32).tiny)
+    ).any()  # plain softmax makes denormals
     p = softmax_without_denormals(s)
     info = torch.finfo(torch.float32)
     assert not ((p > 0) & (p < info.tiny / info.eps)).any()
@@ -238,41 +332,74 @@ def test_softmax_without_denormals_has_no_denormals_and_matches_softmax():
 
 
 def test_layer_output_has_no_denormal_probabilities():
-    layer = MultiHeadSelfAttention2d(2, 1, 2, encoding=QuadraticEncoding(1, centers=[[0.0, 0.0]], alpha=5.0),
-                                     terms=ScoreTerms.position_only_terms())
+    layer = MultiHeadSelfAttention2d(
+        2,
+        1,
+        2,
+        encoding=QuadraticEncoding(1, centers=[[0.0, 0.0]], alpha=5.0),
+        terms=ScoreTerms.position_only_terms(),
+    )
     _, p = layer(torch.randn(1, 2, 8, 8), return_attention=True)
     assert not ((p > 0) & (p < torch.finfo(torch.float32).tiny)).any()
 
 
 @pytest.mark.parametrize("implementation", ["naive", "dense", "local"])
 @pytest.mark.parametrize("value_projection", [False, True])
-@pytest.mark.parametrize("make_encoding", [
-    lambda: QuadraticEncoding(4, alpha=torch.rand(4, dtype=torch.float64) + 0.3, parametrization="spread"),
-    lambda: GeneralizedQuadraticEncoding(4, inv_sqrt_sigma=torch.eye(2) + 0.3 * torch.randn(4, 2, 2)),
-])
-def test_implementations_are_interchangeable(implementation, value_projection, make_encoding):
+@pytest.mark.parametrize(
+    "make_encoding",
+    [
+        lambda: QuadraticEncoding(
+            4, alpha=torch.rand(4, dtype=torch.float64) + 0.3, parametrization="spread"
+        ),
+        lambda: GeneralizedQuadraticEncoding(
+            4, inv_sqrt_sigma=torch.eye(2) + 0.3 * torch.randn(4, 2, 2)
+        ),
+    ],
+)
+def test_implementations_are_interchangeable(
+    implementation, value_projection, make_encoding
+):
     """naive, dense and local give the same layer: local within its bound 2ε·max|value| (attnconv.core.local)."""
     torch.manual_seed(3)
     enc = make_encoding()
-    layer = MultiHeadSelfAttention2d(3, 4, head_dim=None if not value_projection else 2, encoding=enc,
-                                     terms=ScoreTerms.position_only_terms(), value_projection=value_projection,
-                                     key_padding=1, local_tolerance=1e-8).double()
+    layer = MultiHeadSelfAttention2d(
+        3,
+        4,
+        head_dim=None if not value_projection else 2,
+        encoding=enc,
+        terms=ScoreTerms.position_only_terms(),
+        value_projection=value_projection,
+        key_padding=1,
+        local_tolerance=1e-8,
+    ).double()
     x = torch.randn(1, 3, 5, 6, dtype=torch.float64)
     with torch.no_grad():
         ref, p_ref = loop_mhsa(layer, x)
     layer.implementation = implementation
     y, p = layer(x, return_attention=True)
     tol = 1e-10 if implementation != "local" else 2 * 1e-8 * 50
-    assert torch.allclose(y, ref, atol=tol) and torch.allclose(p[0], p_ref[0], atol=max(tol, 1e-12))
+    assert torch.allclose(y, ref, atol=tol) and torch.allclose(
+        p[0], p_ref[0], atol=max(tol, 1e-12)
+    )
     y.square().sum().backward()  # gradients reach the encoding
     assert enc.centers.grad.abs().sum() > 0
 
 
 def test_local_is_within_its_bound_and_rejects_unsupported_layers():
     torch.manual_seed(0)
-    enc = QuadraticEncoding(3, centers=[[0.2, 0.4], [6.0, -7.0], [-1.6, 2.5]], alpha=torch.tensor([0.3, 1.0, 2.0]))
-    layer = MultiHeadSelfAttention2d(2, 3, encoding=enc, terms=ScoreTerms.position_only_terms(),
-                                     value_projection=False, local_tolerance=1e-4).double()
+    enc = QuadraticEncoding(
+        3,
+        centers=[[0.2, 0.4], [6.0, -7.0], [-1.6, 2.5]],
+        alpha=torch.tensor([0.3, 1.0, 2.0]),
+    )
+    layer = MultiHeadSelfAttention2d(
+        2,
+        3,
+        encoding=enc,
+        terms=ScoreTerms.position_only_terms(),
+        value_projection=False,
+        local_tolerance=1e-4,
+    ).double()
     x = torch.randn(1, 2, 12, 12, dtype=torch.float64)
     _, dense = layer(x, return_attention=True)
     layer.implementation = "local"
@@ -280,10 +407,17 @@ def test_local_is_within_its_bound_and_rejects_unsupported_layers():
     left_out = (dense * (local == 0)).sum(-1)  # mass of the keys that local dropped
     assert left_out.max() <= 1e-4 and left_out.max() > 0  # the window really drops keys
     with pytest.raises(ValueError, match="position-only"):
-        MultiHeadSelfAttention2d(4, 2, encoding=QuadraticEncoding(2), implementation="local")
+        MultiHeadSelfAttention2d(
+            4, 2, encoding=QuadraticEncoding(2), implementation="local"
+        )
     with pytest.raises(ValueError, match="Gaussian"):
-        MultiHeadSelfAttention2d(4, 2, encoding=LearnedRelativeEncoding(2, 4, 8), terms=ScoreTerms.position_only_terms(),
-                                 implementation="local")
+        MultiHeadSelfAttention2d(
+            4,
+            2,
+            encoding=LearnedRelativeEncoding(2, 4, 8),
+            terms=ScoreTerms.position_only_terms(),
+            implementation="local",
+        )
     with pytest.raises(ValueError, match="implementation"):
         MultiHeadSelfAttention2d(4, 2, implementation="fast")
 
@@ -315,10 +449,14 @@ def test_separable_heads_match_the_dense_kronecker_product_and_its_gradients():
     weight = torch.randn(d, nh * c, dtype=torch.float64, requires_grad=True)
     bias = torch.randn(d, dtype=torch.float64, requires_grad=True)
     probs = torch.einsum("hik,hjl->hijkl", rows, cols).reshape(nh, h_q * w_q, h_k * w_k)
-    heads = torch.stack([probs[h] @ values.reshape(h_k * w_k, b * c) for h in range(nh)])  # (N_h, T_q, B·C)
+    heads = torch.stack(
+        [probs[h] @ values.reshape(h_k * w_k, b * c) for h in range(nh)]
+    )  # (N_h, T_q, B·C)
     concat = heads.view(nh, h_q * w_q, b, c).permute(1, 2, 0, 3).reshape(-1, nh * c)
     oracle = concat @ weight.t() + bias
-    assert torch.allclose(separable_heads(values, rows, cols, weight, bias), oracle, rtol=0, atol=1e-12)
+    assert torch.allclose(
+        separable_heads(values, rows, cols, weight, bias), oracle, rtol=0, atol=1e-12
+    )
     assert torch.autograd.gradcheck(separable_heads, (values, rows, cols, weight, bias))
     assert torch.autograd.gradcheck(separable_heads, (values, rows, cols, weight, None))
 
@@ -327,8 +465,14 @@ def test_local_layer_uses_the_merged_separable_path_with_the_same_result():
     """A position-only quadratic layer without value projection, local: the merged path (used when
     no attention maps are asked for) equals the unmerged one (used when they are)."""
     torch.manual_seed(1)
-    layer = MultiHeadSelfAttention2d(6, 4, encoding=QuadraticEncoding(4, alpha=0.7), terms=ScoreTerms.position_only_terms(),
-                                     value_projection=False, implementation="local").double()
+    layer = MultiHeadSelfAttention2d(
+        6,
+        4,
+        encoding=QuadraticEncoding(4, alpha=0.7),
+        terms=ScoreTerms.position_only_terms(),
+        value_projection=False,
+        implementation="local",
+    ).double()
     x = torch.randn(2, 6, 7, 5, dtype=torch.float64)
     merged = layer(x)
     unmerged, _ = layer(x, return_attention=True)
@@ -342,9 +486,13 @@ def test_denormal_flush_keeps_exactly_the_probabilities_from_tiny_over_eps(dtype
     edge = torch.tensor(info.tiny / info.eps, dtype=dtype)
     below = torch.nextafter(edge, torch.zeros((), dtype=dtype))
     # scores whose softmax puts probabilities on both sides of the edge
-    scores = torch.log(torch.stack([edge, below, edge * 3, torch.tensor(0.5, dtype=dtype)]))
+    scores = torch.log(
+        torch.stack([edge, below, edge * 3, torch.tensor(0.5, dtype=dtype)])
+    )
     p = torch.softmax(scores, -1)
     assert torch.equal(softmax_without_denormals(scores), p.masked_fill(p < edge, 0.0))
     big = torch.randn(9, 64, 64, dtype=dtype) * 40
     plain = torch.softmax(big, -1)
-    assert torch.equal(softmax_without_denormals(big), plain.masked_fill(plain < edge, 0.0))
+    assert torch.equal(
+        softmax_without_denormals(big), plain.masked_fill(plain < edge, 0.0)
+    )

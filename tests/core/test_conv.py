@@ -6,7 +6,6 @@ from torch import nn
 from attnconv import (
     MultiHeadSelfAttention1d,
     MultiHeadSelfAttention2d,
-    QuadraticEncoding,
     check_supported_conv,
     conv1d_to_mhsa,
     conv_to_mhsa,
@@ -28,7 +27,9 @@ def random_case(seed, dtype, spatial_dims=2):
     batch = int(torch.randint(1, 4, (1,), generator=g))
     cls = nn.Conv2d if spatial_dims == 2 else nn.Conv1d
     torch.manual_seed(seed)
-    conv = cls(d_in, d_out, k, padding="same" if seed % 2 else k // 2, bias=bias).to(dtype)
+    conv = cls(d_in, d_out, k, padding="same" if seed % 2 else k // 2, bias=bias).to(
+        dtype
+    )
     x = torch.randn(batch, d_in, *size, generator=g, dtype=dtype) * 3
     return conv, x
 
@@ -71,8 +72,12 @@ def test_hard_attention_lemma1_and_default_alpha():
     conv = nn.Conv2d(5, 3, 5, padding=2).double()
     x = torch.randn(2, 5, 7, 4, dtype=torch.float64)
     assert max_relative_error(conv_to_mhsa(conv, hard=True)(x), conv(x)) < 1e-13
-    assert conv_to_mhsa(conv).encoding.alpha[0].item() == pytest.approx(one_hot_alpha(torch.float64))
-    assert conv_to_mhsa(conv.float()).encoding.alpha[0].item() == pytest.approx(one_hot_alpha(torch.float32))
+    assert conv_to_mhsa(conv).encoding.alpha[0].item() == pytest.approx(
+        one_hot_alpha(torch.float64)
+    )
+    assert conv_to_mhsa(conv.float()).encoding.alpha[0].item() == pytest.approx(
+        one_hot_alpha(torch.float32)
+    )
 
 
 def test_small_alpha_is_not_exact():
@@ -94,14 +99,19 @@ def test_head_weights_factor_the_kernel_slice():
     for r in range(1, 6):
         w_out, w_val = head_weights_from_kernel(w, r)
         assert torch.linalg.matrix_rank(w_out @ w_val) == r
-        assert torch.isclose(torch.linalg.norm(w - w_out @ w_val), s[r:].norm(), atol=1e-10)
+        assert torch.isclose(
+            torch.linalg.norm(w - w_out @ w_val), s[r:].norm(), atol=1e-10
+        )
 
 
 def test_low_rank_heads_cannot_express_the_convolution():
     torch.manual_seed(0)
     conv = nn.Conv2d(6, 6, 3, padding=1).double()
     x = torch.randn(1, 6, 5, 5, dtype=torch.float64)
-    errors = [max_relative_error(conv_to_mhsa(conv, head_dim=r)(x), conv(x)) for r in range(1, 7)]
+    errors = [
+        max_relative_error(conv_to_mhsa(conv, head_dim=r)(x), conv(x))
+        for r in range(1, 7)
+    ]
     assert all(a > b for a, b in zip(errors, errors[1:]))
     assert errors[-2] > 1e-3 and errors[-1] < 1e-12
 

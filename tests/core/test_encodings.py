@@ -17,7 +17,9 @@ from attnconv import (
 
 def test_kernel_shifts_are_the_k_by_k_window():
     s = kernel_shifts(3)
-    assert [tuple(r) for r in s.tolist()] == list(itertools.product([-1, 0, 1], repeat=2))
+    assert [tuple(r) for r in s.tolist()] == list(
+        itertools.product([-1, 0, 1], repeat=2)
+    )
     assert kernel_shifts(5, 1).squeeze(-1).tolist() == [-2, -1, 0, 1, 2]
     with pytest.raises(ValueError):
         kernel_shifts(4)
@@ -25,11 +27,13 @@ def test_kernel_shifts_are_the_k_by_k_window():
 
 def test_quadratic_scores_equal_eq9_up_to_constant():
     torch.manual_seed(0)
-    enc = QuadraticEncoding(4, centers=torch.randn(4, 2) * 2, alpha=torch.rand(4) * 3).double()
+    enc = QuadraticEncoding(
+        4, centers=torch.randn(4, 2) * 2, alpha=torch.rand(4) * 3
+    ).double()
     delta = relative_shifts((5, 6), 2)
     scores = enc.position_scores(delta)
     eq9 = torch.einsum("qkp,hp->hqk", enc.features(delta), enc.v())
-    const = enc.alpha * (enc.centers ** 2).sum(-1)
+    const = enc.alpha * (enc.centers**2).sum(-1)
     assert torch.allclose(eq9, scores + const[:, None, None], atol=1e-10)
     # plain-loop oracle of −α‖δ−Δ‖²
     for h in range(4):
@@ -37,11 +41,17 @@ def test_quadratic_scores_equal_eq9_up_to_constant():
         for qi in range(0, delta.shape[0], 7):
             for ki in range(0, delta.shape[1], 5):
                 d1, d2 = delta[qi, ki].tolist()
-                assert math.isclose(scores[h, qi, ki].item(), -a * ((d1 - c1) ** 2 + (d2 - c2) ** 2), abs_tol=1e-9)
+                assert math.isclose(
+                    scores[h, qi, ki].item(),
+                    -a * ((d1 - c1) ** 2 + (d2 - c2) ** 2),
+                    abs_tol=1e-9,
+                )
 
 
 def test_quadratic_1d_has_dp_2():
-    enc = QuadraticEncoding(3, spatial_dims=1, centers=[[-1.0], [0.0], [1.0]], alpha=2.0)
+    enc = QuadraticEncoding(
+        3, spatial_dims=1, centers=[[-1.0], [0.0], [1.0]], alpha=2.0
+    )
     assert enc.dim == 2
     r = enc.features(torch.tensor([[3]]))
     assert r.tolist() == [[9.0, 3.0]]
@@ -49,8 +59,12 @@ def test_quadratic_1d_has_dp_2():
 
 @pytest.mark.parametrize(
     "kwargs",
-    [dict(num_heads=0), dict(num_heads=2, spatial_dims=3), dict(num_heads=2, centers=torch.zeros(3, 2)),
-     dict(num_heads=2, alpha=torch.ones(3))],
+    [
+        dict(num_heads=0),
+        dict(num_heads=2, spatial_dims=3),
+        dict(num_heads=2, centers=torch.zeros(3, 2)),
+        dict(num_heads=2, alpha=torch.ones(3)),
+    ],
 )
 def test_quadratic_errors(kwargs):
     with pytest.raises(ValueError):
@@ -64,7 +78,9 @@ def test_encoding_rejects_wrong_shift_dimension():
 
 def test_generalized_matches_gaussian_quadratic_form_loop():
     torch.manual_seed(1)
-    enc = GeneralizedQuadraticEncoding(3, centers=torch.randn(3, 2), inv_sqrt_sigma=torch.randn(3, 2, 2)).double()
+    enc = GeneralizedQuadraticEncoding(
+        3, centers=torch.randn(3, 2), inv_sqrt_sigma=torch.randn(3, 2, 2)
+    ).double()
     enc.requires_grad_(False)
     delta = relative_shifts((4, 4), 0)
     scores = enc.position_scores(delta)
@@ -74,7 +90,9 @@ def test_generalized_matches_gaussian_quadratic_form_loop():
             for ki in range(0, delta.shape[1], 3):
                 d = delta[qi, ki].double() - enc.centers[h]
                 want = -0.5 * float(d @ inv_cov[h] @ d)
-                assert math.isclose(scores[h, qi, ki].item(), want, rel_tol=1e-9, abs_tol=1e-9)
+                assert math.isclose(
+                    scores[h, qi, ki].item(), want, rel_tol=1e-9, abs_tol=1e-9
+                )
     # eq. 16: v·r_δ differs from the centred score by the per-head constant ½ΔᵀΣ⁻¹Δ
     eq16 = torch.einsum("qkp,hp->hqk", enc.features(delta), enc.v())
     const = 0.5 * torch.einsum("hi,hij,hj->h", enc.centers, inv_cov, enc.centers)
@@ -85,10 +103,14 @@ def test_generalized_isotropic_equals_quadratic():
     centers = torch.tensor([[1.0, -2.0], [0.5, 0.0]], dtype=torch.float64)
     alpha = torch.tensor([0.7, 3.0], dtype=torch.float64)
     quad = QuadraticEncoding(2, centers=centers, alpha=alpha).double()
-    m = torch.stack([torch.eye(2, dtype=torch.float64) * math.sqrt(2 * a) for a in alpha])
+    m = torch.stack(
+        [torch.eye(2, dtype=torch.float64) * math.sqrt(2 * a) for a in alpha]
+    )
     gen = GeneralizedQuadraticEncoding(2, centers=centers, inv_sqrt_sigma=m).double()
     delta = relative_shifts((5, 5), 1)
-    assert torch.allclose(quad.position_scores(delta), gen.position_scores(delta), atol=1e-10)
+    assert torch.allclose(
+        quad.position_scores(delta), gen.position_scores(delta), atol=1e-10
+    )
 
 
 def test_generalized_errors():
@@ -150,8 +172,10 @@ def test_learned_grid_scores_are_the_position_scores_of_every_shift(shape, paddi
     fast = enc.grid_position_scores(shape, padding)
     slow = enc.position_scores(relative_shifts(shape, padding))
     assert fast.is_contiguous() and torch.equal(fast, slow)
-    for a, b in zip(torch.autograd.grad(fast.sin().sum(), list(enc.parameters())),
-                    torch.autograd.grad(slow.sin().sum(), list(enc.parameters()))):
+    for a, b in zip(
+        torch.autograd.grad(fast.sin().sum(), list(enc.parameters())),
+        torch.autograd.grad(slow.sin().sum(), list(enc.parameters())),
+    ):
         assert torch.allclose(a, b, rtol=1e-12, atol=1e-12)
     with pytest.raises(ValueError, match="max_shift"):
         LearnedRelativeEncoding(3, 8, 2).grid_position_scores((4, 4))

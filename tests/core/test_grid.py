@@ -1,5 +1,4 @@
 import pytest
-import torch
 
 from attnconv import grid_coordinates, relative_shifts
 

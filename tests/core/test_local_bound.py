@@ -1,4 +1,5 @@
 """The window bound of local attention stays fast and safe for wide heads."""
+
 import math
 import time
 
@@ -18,7 +19,9 @@ def test_wide_heads_are_bounded_from_above_and_fast():
             bound = window_mass_bound(r, lam)
             assert exact <= bound <= 1.5 * exact
     start = time.perf_counter()
-    assert window_radius(1e-12, 0.0, 1e-6, max_radius=15) == 15  # a nearly uniform head keeps every key
+    assert (
+        window_radius(1e-12, 0.0, 1e-6, max_radius=15) == 15
+    )  # a nearly uniform head keeps every key
     assert time.perf_counter() - start < 0.1
 
 

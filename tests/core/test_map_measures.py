@@ -1,11 +1,17 @@
 """attnconv.core.map_measures against plain Python loops over the keys."""
+
 import math
 
 import pytest
 import torch
 
-from attnconv.core.map_measures import (attention_spread, distance_to_uniform, mean_attention_distance,
-                                        mirror_symmetry, shared_mass)
+from attnconv.core.map_measures import (
+    attention_spread,
+    distance_to_uniform,
+    mean_attention_distance,
+    mirror_symmetry,
+    shared_mass,
+)
 
 
 def random_maps(n=4, h=7, w=9, seed=0):
@@ -25,8 +31,11 @@ def test_distance_and_spread_match_loops():
                 e += p * math.hypot(i - q[0], j - q[1])
                 ex += p * i
                 ey += p * j
-        var = sum(float(maps[n, i, j]) * ((i - ex) ** 2 + (j - ey) ** 2)
-                  for i in range(maps.shape[1]) for j in range(maps.shape[2]))
+        var = sum(
+            float(maps[n, i, j]) * ((i - ex) ** 2 + (j - ey) ** 2)
+            for i in range(maps.shape[1])
+            for j in range(maps.shape[2])
+        )
         assert d[n].item() == pytest.approx(e, rel=1e-12)
         assert s[n].item() == pytest.approx(math.sqrt(var), rel=1e-12)
 
@@ -45,7 +54,10 @@ def test_shared_mass_matches_loop_and_bounds():
     s = shared_mass(maps)
     for a in range(3):
         for b in range(3):
-            loop = sum(min(float(x), float(y)) for x, y in zip(maps[a].flatten(), maps[b].flatten()))
+            loop = sum(
+                min(float(x), float(y))
+                for x, y in zip(maps[a].flatten(), maps[b].flatten())
+            )
             assert s[a, b].item() == pytest.approx(loop, rel=1e-12)
     assert torch.allclose(s.diagonal(), torch.ones(3, dtype=torch.float64))
     disjoint = torch.zeros(2, 3, 3, dtype=torch.float64)
@@ -67,7 +79,11 @@ def test_mirror_symmetry_matches_loop():
                 keys = [(i, j) for i in range(q[0] - r, q[0] + r + 1) for j in range(9)]
                 mirror = {(i, j): (2 * q[0] - i, j) for i, j in keys}
             mass = sum(float(maps[n][k]) for k in keys)
-            tv = 0.5 * sum(abs(float(maps[n][k]) - float(maps[n][mirror[k]])) for k in keys) / mass
+            tv = (
+                0.5
+                * sum(abs(float(maps[n][k]) - float(maps[n][mirror[k]])) for k in keys)
+                / mass
+            )
             assert got[n].item() == pytest.approx(1 - tv, rel=1e-12)
 
 

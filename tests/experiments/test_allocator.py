@@ -1,12 +1,15 @@
 """retain_freed_memory: freed blocks are reused instead of being faulted in again (page-fault
 counts of the kernel as the oracle), and nothing the model computes changes."""
+
 import subprocess
 import sys
 import textwrap
 
 import pytest
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="glibc's mallopt"
+)
 
 SCRIPT = textwrap.dedent("""
     import resource, sys, torch
@@ -27,14 +30,18 @@ SCRIPT = textwrap.dedent("""
 
 
 def _faults(mode: str) -> int:
-    out = subprocess.run([sys.executable, "-c", SCRIPT, mode], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT, mode], capture_output=True, text=True, check=True
+    )
     return int(out.stdout.split()[-1])
 
 
 def test_freed_blocks_are_reused_instead_of_faulted_in_again():
     pages = 10 * (64 << 20) // 4096  # ten 64 MiB tensors, 4 KiB pages
     assert _faults("default") >= 0.9 * pages  # glibc maps each one afresh
-    assert _faults("retain") <= 0.2 * pages  # the same memory, reused (seen: 0, at times one block again)
+    assert (
+        _faults("retain") <= 0.2 * pages
+    )  # the same memory, reused (seen: 0, at times one block again)
 
 
 def test_training_numbers_do_not_depend_on_it():
@@ -50,6 +57,13 @@ def test_training_numbers_do_not_depend_on_it():
         loss.backward()
         print(repr(float(loss)), repr(float(sum(p.grad.abs().sum() for p in net.parameters()))))
     """)
-    outs = [subprocess.run([sys.executable, "-c", script, m], capture_output=True, text=True, check=True).stdout
-            for m in ("default", "retain")]
+    outs = [
+        subprocess.run(
+            [sys.executable, "-c", script, m],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for m in ("default", "retain")
+    ]
     assert outs[0] == outs[1]

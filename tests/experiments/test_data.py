@@ -1,5 +1,4 @@
 import hashlib
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -36,7 +35,10 @@ def test_sample_shapes_labels_and_layout():
     assert d.y_train.dtype == torch.int64 and len(d.y_train) == 5085
     assert d.y_test[:10].tolist() == [3, 8, 8, 0, 6, 6, 1, 6, 3, 1]  # data/README.md
     assert d.classes[6] == "frog" and d.classes[9] == "truck"
-    assert d.y_train[:2].tolist() == [6, 9]  # the frog and the truck opening data_batch_1
+    assert d.y_train[:2].tolist() == [
+        6,
+        9,
+    ]  # the frog and the truck opening data_batch_1
     raw = np.load(SAMPLE_PATH)["x_train"][0]  # HWC
     assert torch.equal(d.x_train[0].permute(1, 2, 0), torch.from_numpy(raw))
 
@@ -60,7 +62,11 @@ def test_full_source_through_torchvision(monkeypatch, tmp_path):
     class FakeCIFAR10:
         def __init__(self, root, train, download):
             n = 6 if train else 4
-            self.data = np.arange(n * 32 * 32 * 3, dtype=np.int64).reshape(n, 32, 32, 3).astype(np.uint8)
+            self.data = (
+                np.arange(n * 32 * 32 * 3, dtype=np.int64)
+                .reshape(n, 32, 32, 3)
+                .astype(np.uint8)
+            )
             self.targets = list(range(n))
             self.classes = list(data_mod.CIFAR10_CLASSES)
 
@@ -68,7 +74,11 @@ def test_full_source_through_torchvision(monkeypatch, tmp_path):
 
     monkeypatch.setattr(torchvision.datasets, "CIFAR10", FakeCIFAR10)
     d = load_cifar10("auto", root=tmp_path, verbose=False)
-    assert d.source == "full" and d.x_train.shape == (6, 3, 32, 32) and d.x_test.shape == (4, 3, 32, 32)
+    assert (
+        d.source == "full"
+        and d.x_train.shape == (6, 3, 32, 32)
+        and d.x_test.shape == (4, 3, 32, 32)
+    )
     fake = FakeCIFAR10(None, True, False)
     assert torch.equal(d.x_train[2], torch.from_numpy(fake.data[2]).permute(2, 0, 1))
     assert d.y_test.tolist() == [0, 1, 2, 3]
@@ -105,7 +115,7 @@ def loop_crop_flip(x, offsets, flips, p):
     b, c, h, w = x.shape
     for n in range(b):
         canvas = torch.zeros(c, h + 2 * p, w + 2 * p, dtype=x.dtype)
-        canvas[:, p:p + h, p:p + w] = x[n]
+        canvas[:, p : p + h, p : p + w] = x[n]
         i, j = int(offsets[n, 0]), int(offsets[n, 1])
         for r in range(h):
             for s in range(w):
@@ -121,7 +131,9 @@ def test_crop_flip_matches_plain_loop():
     offsets, flips = augmentation_draws(6, torch.Generator().manual_seed(7))
     assert torch.equal(got, loop_crop_flip(x, offsets, flips, 4))
     xf = x.float()
-    assert torch.equal(crop_flip(xf, offsets, flips), loop_crop_flip(xf, offsets, flips, 4))
+    assert torch.equal(
+        crop_flip(xf, offsets, flips), loop_crop_flip(xf, offsets, flips, 4)
+    )
 
 
 def test_augmentation_draws_cover_all_crops_and_flip_half():
@@ -138,9 +150,13 @@ def test_augmentation_draws_cover_all_crops_and_flip_half():
 def test_crop_flip_errors():
     x = torch.zeros(2, 3, 8, 8)
     with pytest.raises(ValueError):
-        crop_flip(x[0], torch.zeros(2, 2, dtype=torch.long), torch.zeros(2, dtype=torch.bool))
+        crop_flip(
+            x[0], torch.zeros(2, 2, dtype=torch.long), torch.zeros(2, dtype=torch.bool)
+        )
     with pytest.raises(ValueError):
-        crop_flip(x, torch.zeros(3, 2, dtype=torch.long), torch.zeros(2, dtype=torch.bool))
+        crop_flip(
+            x, torch.zeros(3, 2, dtype=torch.long), torch.zeros(2, dtype=torch.bool)
+        )
     with pytest.raises(ValueError):
         crop_flip(x, torch.full((2, 2), 9), torch.zeros(2, dtype=torch.bool))
 
@@ -152,20 +168,31 @@ def test_iterate_batches():
     assert sorted(torch.cat(batches).tolist()) == list(range(23))
     again = list(iterate_batches(23, 5, torch.Generator().manual_seed(1)))
     assert all(torch.equal(a, b) for a, b in zip(batches, again))
-    assert torch.cat(list(iterate_batches(7, 3, shuffle=False))).tolist() == list(range(7))
+    assert torch.cat(list(iterate_batches(7, 3, shuffle=False))).tolist() == list(
+        range(7)
+    )
     assert [len(b) for b in iterate_batches(23, 5, g, drop_last=True)] == [5] * 4
     with pytest.raises(ValueError):
         list(iterate_batches(5, 0))
 
 
 def test_cifar_data_subset_and_validation():
-    d = CifarData(torch.zeros(10, 3, 32, 32, dtype=torch.uint8), torch.arange(10),
-                  torch.zeros(4, 3, 32, 32, dtype=torch.uint8), torch.arange(4))
+    d = CifarData(
+        torch.zeros(10, 3, 32, 32, dtype=torch.uint8),
+        torch.arange(10),
+        torch.zeros(4, 3, 32, 32, dtype=torch.uint8),
+        torch.arange(4),
+    )
     s = d.subset(3, 2)
     assert len(s.x_train) == 3 and len(s.y_test) == 2
     with pytest.raises(ValueError):
         d.subset(0)
     with pytest.raises(ValueError):
-        CifarData(torch.zeros(10, 32, 32, 3, dtype=torch.uint8), torch.arange(10), d.x_test, d.y_test)
+        CifarData(
+            torch.zeros(10, 32, 32, 3, dtype=torch.uint8),
+            torch.arange(10),
+            d.x_test,
+            d.y_test,
+        )
     with pytest.raises(ValueError):
         CifarData(d.x_train, torch.arange(9), d.x_test, d.y_test)

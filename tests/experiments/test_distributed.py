@@ -15,6 +15,7 @@ about 10× per step, in one process as well (a 1e-7 relative nudge of the initia
 its losses by 1e-3 within 10 steps).
 The test accuracy of the same weights is exactly the single-process one.
 """
+
 import json
 import math
 import os
@@ -31,7 +32,6 @@ import torch
 import attnconv.experiments.train_cli as cli_mod
 from attnconv.experiments.data import load_cifar10_sample
 from attnconv.experiments.distributed import (
-    EXIT_PEER_LOST,
     EXIT_PREEMPTED,
     DistributedSetupError,
     check_world_size,
@@ -57,20 +57,46 @@ DIST_TIMEOUT = "30"  # seconds a rank waits for the others
 LOSS_RTOL, PARAM_RTOL = 1e-5, 1e-5
 RESNET_LOSS_RTOL, RESNET_PARAM_RTOL = 1e-4, 1e-3
 
-NO_DROPOUT = dict(hidden_dropout=0.0, attention_dropout=0.0)  # dropout masks are drawn per rank
-TINY_ATTENTION = dict(hidden_size=8, intermediate_size=8, num_layers=1, num_heads=3, downsample=4, **NO_DROPOUT)
+NO_DROPOUT = dict(
+    hidden_dropout=0.0, attention_dropout=0.0
+)  # dropout masks are drawn per rank
+TINY_ATTENTION = dict(
+    hidden_size=8,
+    intermediate_size=8,
+    num_layers=1,
+    num_heads=3,
+    downsample=4,
+    **NO_DROPOUT,
+)
 # 600 images in global batches of 20: 30 steps per epoch, 10 images per rank and step
-BASE = dict(epochs=2, batch_size=20, eval_batch_size=50, data="sample", train_subset=600, test_subset=200,
-            device="cpu", seed=3)
+BASE = dict(
+    epochs=2,
+    batch_size=20,
+    eval_batch_size=50,
+    data="sample",
+    train_subset=600,
+    test_subset=200,
+    device="cpu",
+    seed=3,
+)
 CONFIGS = {
     "quadratic": TrainConfig(model="quadratic", model_overrides=TINY_ATTENTION, **BASE),
-    "learned_content": TrainConfig(model="learned_content", model_overrides=TINY_ATTENTION,
-                                   **{**BASE, "train_subset": 200}),
+    "learned_content": TrainConfig(
+        model="learned_content",
+        model_overrides=TINY_ATTENTION,
+        **{**BASE, "train_subset": 200},
+    ),
     # ResNet18 amplifies rounding ~10× per step at lr 0.1 on batches of 20 (a 1e-7 nudge of the
     # weights of one process moves the losses by 1e-3 within 10 steps): a smaller learning rate
-    "resnet18": TrainConfig(model="resnet18", model_overrides=dict(num_blocks=(1, 1), widths=(8, 16)),
-                            schedule="step", warmup_fraction=0.0, milestones=(2,), lr=0.01,
-                            **{**BASE, "train_subset": 200}),
+    "resnet18": TrainConfig(
+        model="resnet18",
+        model_overrides=dict(num_blocks=(1, 1), widths=(8, 16)),
+        schedule="step",
+        warmup_fraction=0.0,
+        milestones=(2,),
+        lr=0.01,
+        **{**BASE, "train_subset": 200},
+    ),
 }
 
 
@@ -82,7 +108,12 @@ def free_port() -> int:
 
 
 def env():
-    return {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+    return {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "OMP_NUM_THREADS": "1",
+        "PYTHONUNBUFFERED": "1",
+    }
 
 
 def write_config(tmp_path: Path, name: str) -> Path:
@@ -92,18 +123,40 @@ def write_config(tmp_path: Path, name: str) -> Path:
 
 
 def torchrun_args(nproc: int, port: int, nnodes: int = 1):
-    return [PYTHON, "-m", "torch.distributed.run", f"--nnodes={nnodes}", f"--nproc_per_node={nproc}",
-            "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{port}", "--rdzv-id=attnconv-test",
-            "--max-restarts=0", "--monitor-interval=0.2"]
+    return [
+        PYTHON,
+        "-m",
+        "torch.distributed.run",
+        f"--nnodes={nnodes}",
+        f"--nproc_per_node={nproc}",
+        "--rdzv-backend=c10d",
+        f"--rdzv-endpoint=127.0.0.1:{port}",
+        "--rdzv-id=attnconv-test",
+        "--max-restarts=0",
+        "--monitor-interval=0.2",
+    ]
 
 
 def train_args(config: Path, run_dir: Path, *extra):
-    return ["-m", "attnconv.train", "--config", str(config), "--run-dir", str(run_dir), "--no-progress", "--csv",
-            "--dist-timeout", DIST_TIMEOUT, *extra]
+    return [
+        "-m",
+        "attnconv.train",
+        "--config",
+        str(config),
+        "--run-dir",
+        str(run_dir),
+        "--no-progress",
+        "--csv",
+        "--dist-timeout",
+        DIST_TIMEOUT,
+        *extra,
+    ]
 
 
 def run(cmd, timeout=TIMEOUT):
-    p = subprocess.run(cmd, cwd=ROOT, env=env(), capture_output=True, text=True, timeout=timeout)
+    p = subprocess.run(
+        cmd, cwd=ROOT, env=env(), capture_output=True, text=True, timeout=timeout
+    )
     return p.returncode, p.stdout + p.stderr
 
 
@@ -121,7 +174,9 @@ def epochs_without_seconds(history: dict):
 
 
 def parameters(run_dir: Path) -> dict:
-    return torch.load(run_dir / CHECKPOINT, map_location="cpu", weights_only=False)["model"]
+    return torch.load(run_dir / CHECKPOINT, map_location="cpu", weights_only=False)[
+        "model"
+    ]
 
 
 def max_differences(a: Path, b: Path):
@@ -132,8 +187,14 @@ def max_differences(a: Path, b: Path):
     loss = max(abs(x - y) / abs(y) for x, y in zip(la, lb))
     pa, pb = parameters(a), parameters(b)
     assert pa.keys() == pb.keys()
-    param = max(float((pa[k].double() - pb[k].double()).abs().max() / pb[k].double().abs().max().clamp_min(1.0))
-                for k in pa if pa[k].numel() and pa[k].is_floating_point())
+    param = max(
+        float(
+            (pa[k].double() - pb[k].double()).abs().max()
+            / pb[k].double().abs().max().clamp_min(1.0)
+        )
+        for k in pa
+        if pa[k].numel() and pa[k].is_floating_point()
+    )
     return loss, param
 
 
@@ -170,7 +231,14 @@ def wait_for(predicate, timeout: float, what: str):
 def interrupt(cmd, run_dir: Path, after_steps: int, send, timeout: float = TIMEOUT):
     """Start ``cmd``, wait until the run has logged ``after_steps`` steps, ``send(process)`` a signal,
     and wait up to ``timeout`` s for the end: ``(return code, output, seconds waited after the signal)``."""
-    p = subprocess.Popen(cmd, cwd=ROOT, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    p = subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        env=env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         wait_for(lambda: rows(run_dir) >= after_steps, TIMEOUT, f"{after_steps} steps")
         send(p)
@@ -221,8 +289,17 @@ def two_machines(tmp_path_factory):
     as on two machines, both on 127.0.0.1."""
     tmp = tmp_path_factory.mktemp("two_machines")
     config, run_dir, port = write_config(tmp, "quadratic"), tmp / "run", free_port()
-    launchers = [subprocess.Popen(torchrun_args(1, port, nnodes=2) + train_args(config, run_dir), cwd=ROOT, env=env(),
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for _ in range(2)]
+    launchers = [
+        subprocess.Popen(
+            torchrun_args(1, port, nnodes=2) + train_args(config, run_dir),
+            cwd=ROOT,
+            env=env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for _ in range(2)
+    ]
     outputs = []
     try:
         for p in launchers:
@@ -233,7 +310,9 @@ def two_machines(tmp_path_factory):
                 p.kill()
     for rc, out in outputs:
         assert rc == 0, out
-    assert sum("on 2 processes (gloo)" in out for _, out in outputs) == 1  # rank 0 alone speaks
+    assert (
+        sum("on 2 processes (gloo)" in out for _, out in outputs) == 1
+    )  # rank 0 alone speaks
     return run_dir
 
 
@@ -244,29 +323,50 @@ def test_shards_cover_the_batch_in_order():
             bounds = [shard_bounds(n, r, world) for r in range(world)]
             assert bounds[0][0] == 0 and bounds[-1][1] == n
             assert all(a[1] == b[0] for a, b in zip(bounds, bounds[1:]))
-            assert max(hi - lo for lo, hi in bounds) - min(hi - lo for lo, hi in bounds) <= 1
-    assert sorted(b for r in range(3) for b in eval_batches_of_rank(8, r, 3)) == list(range(8))
+            assert (
+                max(hi - lo for lo, hi in bounds) - min(hi - lo for lo, hi in bounds)
+                <= 1
+            )
+    assert sorted(b for r in range(3) for b in eval_batches_of_rank(8, r, 3)) == list(
+        range(8)
+    )
 
 
 def test_world_size_must_divide_the_global_batch(tmp_path, monkeypatch, capsys):
     check_world_size(100, 4)
-    with pytest.raises(DistributedSetupError, match="do not divide the global batch of 100"):
+    with pytest.raises(
+        DistributedSetupError, match="do not divide the global batch of 100"
+    ):
         check_world_size(100, 3)
     monkeypatch.setenv("WORLD_SIZE", "3")
     with pytest.raises(SystemExit) as e:
-        cli_mod.main(["--config", str(write_config(tmp_path, "quadratic")), "--run-dir", str(tmp_path / "r")])
+        cli_mod.main(
+            [
+                "--config",
+                str(write_config(tmp_path, "quadratic")),
+                "--run-dir",
+                str(tmp_path / "r"),
+            ]
+        )
     err = capsys.readouterr().err.strip().splitlines()
-    assert e.value.code == 2 and "3 processes do not divide the global batch of 20" in err[-1]
+    assert (
+        e.value.code == 2
+        and "3 processes do not divide the global batch of 20" in err[-1]
+    )
     assert not (tmp_path / "r").exists()
 
 
 # ----------------------------------------------------------------- equality with one process
 def test_two_machines_match_one_process(two_machines, single, sample):
     loss, param = max_differences(two_machines, single["quadratic"])
-    print(f"quadratic: max relative step-loss difference {loss:.2e}, max parameter difference {param:.2e}")
+    print(
+        f"quadratic: max relative step-loss difference {loss:.2e}, max parameter difference {param:.2e}"
+    )
     assert loss <= LOSS_RTOL and param <= PARAM_RTOL, (loss, param)
     ddp, one = load_run(two_machines).history, load_run(single["quadratic"]).history
-    assert [e["test_acc"] for e in ddp["epochs"]] == [e["test_acc"] for e in one["epochs"]]
+    assert [e["test_acc"] for e in ddp["epochs"]] == [
+        e["test_acc"] for e in one["epochs"]
+    ]
     assert ddp["distributed"]["world_size"] == 2 and "distributed" not in one
     # the sharded evaluation is exactly the single-process one for the same weights
     config = CONFIGS["quadratic"]
@@ -282,17 +382,26 @@ def test_two_machines_match_one_process(two_machines, single, sample):
     assert again == (ddp["epochs"][-1]["test_loss"], ddp["epochs"][-1]["test_acc"])
 
 
-@pytest.mark.parametrize("name, loss_rtol, param_rtol", [("learned_content", LOSS_RTOL, PARAM_RTOL),
-                                                         ("resnet18", RESNET_LOSS_RTOL, RESNET_PARAM_RTOL)])
+@pytest.mark.parametrize(
+    "name, loss_rtol, param_rtol",
+    [
+        ("learned_content", LOSS_RTOL, PARAM_RTOL),
+        ("resnet18", RESNET_LOSS_RTOL, RESNET_PARAM_RTOL),
+    ],
+)
 def test_two_processes_match_one_process(tmp_path, single, name, loss_rtol, param_rtol):
     run_dir = tmp_path / "run"
     rc, out = torchrun(write_config(tmp_path, name), run_dir)
     assert rc == 0, out
     loss, param = max_differences(run_dir, single[name])
-    print(f"{name}: max relative step-loss difference {loss:.2e}, max parameter difference {param:.2e}")
+    print(
+        f"{name}: max relative step-loss difference {loss:.2e}, max parameter difference {param:.2e}"
+    )
     assert loss <= loss_rtol and param <= param_rtol, (loss, param)
     ddp, one = load_run(run_dir).history, load_run(single[name]).history
-    assert [e["test_acc"] for e in ddp["epochs"]] == [e["test_acc"] for e in one["epochs"]]
+    assert [e["test_acc"] for e in ddp["epochs"]] == [
+        e["test_acc"] for e in one["epochs"]
+    ]
     if name == "resnet18":
         assert ddp["distributed"]["sync_batchnorm"] is True
 
@@ -303,13 +412,19 @@ def test_stop_signal_mid_epoch_then_resume(tmp_path, two_machines):
     step, rank 0 saves a mid-epoch checkpoint, both exit 75; --resume gives the uninterrupted
     history exactly."""
     config, run_dir = write_config(tmp_path, "quadratic"), tmp_path / "run"
-    rc, out, _ = interrupt(torchrun_args(2, free_port()) + train_args(config, run_dir), run_dir, 2,
-                           to_rank_1(signal.SIGTERM))
+    rc, out, _ = interrupt(
+        torchrun_args(2, free_port()) + train_args(config, run_dir),
+        run_dir,
+        2,
+        to_rank_1(signal.SIGTERM),
+    )
     assert rc != 0
     assert f"exitcode  : {EXIT_PREEMPTED}" in out, out
     line = next(l for l in out.splitlines() if l.startswith("preempted:"))
     assert "mid-epoch checkpoint" in line and "--resume" in line
-    assert (run_dir / PARTIAL_CHECKPOINT).is_file() and not (run_dir / CHECKPOINT).exists()
+    assert (run_dir / PARTIAL_CHECKPOINT).is_file() and not (
+        run_dir / CHECKPOINT
+    ).exists()
     stopped_at = rows(run_dir)
     assert 2 <= stopped_at < 30
     rc, out = torchrun(config, run_dir, 2, "--resume")
@@ -325,9 +440,20 @@ def test_single_process_stop_signal(tmp_path, single, sample):
     """Without torchrun: SIGUSR1 → mid-epoch checkpoint, exit 75; --resume → the same run."""
     config = write_config(tmp_path, "quadratic")
     run_dir = tmp_path / "run"
-    argv = ["--config", str(config), "--run-dir", str(run_dir), "--no-progress", "--csv"]
-    rc, out, _ = interrupt([PYTHON, "-m", "attnconv.train", *argv], run_dir, 2,
-                           lambda p: p.send_signal(signal.SIGUSR1))
+    argv = [
+        "--config",
+        str(config),
+        "--run-dir",
+        str(run_dir),
+        "--no-progress",
+        "--csv",
+    ]
+    rc, out, _ = interrupt(
+        [PYTHON, "-m", "attnconv.train", *argv],
+        run_dir,
+        2,
+        lambda p: p.send_signal(signal.SIGUSR1),
+    )
     assert rc == EXIT_PREEMPTED, out
     assert out.strip().splitlines()[-1].startswith("preempted: stopped by SIGUSR1")
     threads = torch.get_num_threads()
@@ -337,21 +463,32 @@ def test_single_process_stop_signal(tmp_path, single, sample):
     finally:
         torch.set_num_threads(threads)
     assert epochs_without_seconds(load_run(run_dir).history) == epochs_without_seconds(
-        load_run(single["quadratic"]).history)
+        load_run(single["quadratic"]).history
+    )
 
 
 def test_dead_rank_stops_the_others(tmp_path, single):
     """kill -9 of rank 1 in epoch 2: rank 0 exits within the timeout with a message, the run
     folder keeps epoch 1, and resuming it with ONE process finishes the run as one process would."""
     config, run_dir = write_config(tmp_path, "quadratic"), tmp_path / "run"
-    rc, out, waited = interrupt(torchrun_args(2, free_port()) + train_args(config, run_dir), run_dir, 32,
-                                to_rank_1(signal.SIGKILL), timeout=float(DIST_TIMEOUT) + 40)  # 32 steps: epoch 2
+    rc, out, waited = interrupt(
+        torchrun_args(2, free_port()) + train_args(config, run_dir),
+        run_dir,
+        32,
+        to_rank_1(signal.SIGKILL),
+        timeout=float(DIST_TIMEOUT) + 40,
+    )  # 32 steps: epoch 2
     assert rc != 0 and waited < float(DIST_TIMEOUT) + 40
     assert "rank 0: another process of the run died or stopped answering" in out, out
     assert "checkpoint of epoch 1" in out and "--resume" in out
     history = json.loads((run_dir / HISTORY).read_text())
-    assert len(history["epochs"]) == 1 and torch.load(run_dir / CHECKPOINT, weights_only=False)["epoch"] == 1
-    rc, out = run([PYTHON] + train_args(config, run_dir, "--resume"))  # another N: one process
+    assert (
+        len(history["epochs"]) == 1
+        and torch.load(run_dir / CHECKPOINT, weights_only=False)["epoch"] == 1
+    )
+    rc, out = run(
+        [PYTHON] + train_args(config, run_dir, "--resume")
+    )  # another N: one process
     assert rc == 0, out
     resumed, one = load_run(run_dir).history, load_run(single["quadratic"]).history
     assert [e["epoch"] for e in resumed["epochs"]] == [1, 2]
@@ -359,6 +496,8 @@ def test_dead_rank_stops_the_others(tmp_path, single):
         assert math.isclose(a["train_loss"], b["train_loss"], rel_tol=LOSS_RTOL)
         assert a["test_acc"] == b["test_acc"]
     loss, param = max_differences(run_dir, single["quadratic"])
-    print(f"quadratic, 2 processes then 1: max relative step-loss difference {loss:.2e}, "
-          f"max parameter difference {param:.2e}")
+    print(
+        f"quadratic, 2 processes then 1: max relative step-loss difference {loss:.2e}, "
+        f"max parameter difference {param:.2e}"
+    )
     assert loss <= LOSS_RTOL and param <= PARAM_RTOL, (loss, param)

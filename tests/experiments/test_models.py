@@ -5,9 +5,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
-from attnconv.core.encodings import LearnedRelativeEncoding
 from attnconv.experiments.flops import MacCount, analytic_macs, count_macs, flops_table
-from attnconv.core.grid import relative_shifts
 from attnconv.experiments.models import (
     ResNetConfig,
     SelfAttentionConfig,
@@ -17,12 +15,14 @@ from attnconv.experiments.models import (
     depth_to_space,
     model_config_from_dict,
     model_config_to_dict,
-    parameter_count_table,
     paper_model_config,
+    parameter_count_table,
     space_to_depth,
 )
 
-TINY = dict(hidden_size=8, intermediate_size=12, num_layers=2, num_heads=3, downsample=4)
+TINY = dict(
+    hidden_size=8, intermediate_size=12, num_layers=2, num_heads=3, downsample=4
+)
 
 
 def tiny(name, **kw):
@@ -40,7 +40,9 @@ def loop_space_to_depth(x, f):
             for dh in range(f):
                 for dw in range(f):
                     for ch in range(c):
-                        out[:, i, j, (dh * f + dw) * c + ch] = x[:, ch, f * i + dh, f * j + dw]
+                        out[:, i, j, (dh * f + dw) * c + ch] = x[
+                            :, ch, f * i + dh, f * j + dw
+                        ]
     return out
 
 
@@ -57,7 +59,9 @@ def test_space_to_depth_is_not_pixel_unshuffle_order():
     ours = space_to_depth(x, 2)
     theirs = F.pixel_unshuffle(x, 2).permute(0, 2, 3, 1)  # channel order (c, dh, dw)
     assert not torch.equal(ours, theirs)
-    assert torch.equal(ours.sort(-1).values, theirs.sort(-1).values)  # same pixels, other order
+    assert torch.equal(
+        ours.sort(-1).values, theirs.sort(-1).values
+    )  # same pixels, other order
 
 
 def test_space_to_depth_errors():
@@ -78,13 +82,27 @@ def test_exact_parameter_counts_against_the_paper():
     assert rows["generalized_pruned"]["ours"] == 9_686_916
     assert rows["resnet18"]["ours"] == 11_173_962
     assert all(r["match"] for r in rows.values())
-    assert [r["paper"] for r in rows.values()] == ["12.1M", "12.1M", "12.3M", "9.7M", "11.2M"]
+    assert [r["paper"] for r in rows.values()] == [
+        "12.1M",
+        "12.1M",
+        "12.3M",
+        "9.7M",
+        "11.2M",
+    ]
 
 
 def test_parameter_count_by_formula():
     # D=400, I=512, 6 layers, 9 heads, 12 token channels: the paper's quadratic model term by term
     d, i, h = 400, 512, 9
-    per_layer = (h * d * d + d) + (d * d + d) + 2 * d + (d * i + i) + (i * d + d) + 2 * d + 3 * h
+    per_layer = (
+        (h * d * d + d)
+        + (d * d + d)
+        + 2 * d
+        + (d * i + i)
+        + (i * d + d)
+        + 2 * d
+        + 3 * h
+    )
     assert 12 * d + d + 6 * per_layer + d * 10 + 10 == 12_086_844
     with torch.device("meta"):
         content = build_model("learned_content")
@@ -93,7 +111,9 @@ def test_parameter_count_by_formula():
 
 
 # ----------------------------------------------------------------- forward passes
-@pytest.mark.parametrize("name", ["quadratic", "generalized", "learned", "learned_content", "resnet18"])
+@pytest.mark.parametrize(
+    "name", ["quadratic", "generalized", "learned", "learned_content", "resnet18"]
+)
 def test_forward_shapes(name):
     torch.manual_seed(0)
     m = tiny(name)
@@ -104,7 +124,14 @@ def test_forward_shapes(name):
 
 
 def test_sixteen_by_sixteen_tokens():
-    m = build_model("quadratic", hidden_size=8, intermediate_size=8, num_layers=1, num_heads=2, downsample=2)
+    m = build_model(
+        "quadratic",
+        hidden_size=8,
+        intermediate_size=8,
+        num_layers=1,
+        num_heads=2,
+        downsample=2,
+    )
     assert m.config.grid == (16, 16) and m.config.token_channels == 12
     assert m(torch.randn(1, 3, 32, 32)).shape == (1, 10)
     with pytest.raises(ValueError):
@@ -117,15 +144,32 @@ def test_layer_is_post_ln_bert():
     layer = SelfAttentionLayer(cfg).eval()
     x = torch.randn(cfg.num_tokens, 2, cfg.hidden_size)  # (T, B, D)
     grid = x.permute(1, 2, 0).reshape(2, cfg.hidden_size, *cfg.grid)
-    att = layer.attention(grid).flatten(2).permute(2, 0, 1)  # the core layer on (B, C, H, W)
+    att = (
+        layer.attention(grid).flatten(2).permute(2, 0, 1)
+    )  # the core layer on (B, C, H, W)
     eps = cfg.layer_norm_eps
-    a = F.layer_norm(x + layer.attention_dense(att), (cfg.hidden_size,), layer.attention_norm.weight, layer.attention_norm.bias, eps)
-    h = layer.output(0.5 * layer.intermediate(a) * (1 + torch.erf(layer.intermediate(a) / math.sqrt(2))))
-    expect = F.layer_norm(a + h, (cfg.hidden_size,), layer.output_norm.weight, layer.output_norm.bias, eps)
+    a = F.layer_norm(
+        x + layer.attention_dense(att),
+        (cfg.hidden_size,),
+        layer.attention_norm.weight,
+        layer.attention_norm.bias,
+        eps,
+    )
+    h = layer.output(
+        0.5
+        * layer.intermediate(a)
+        * (1 + torch.erf(layer.intermediate(a) / math.sqrt(2)))
+    )
+    expect = F.layer_norm(
+        a + h, (cfg.hidden_size,), layer.output_norm.weight, layer.output_norm.bias, eps
+    )
     assert torch.allclose(layer(x, cfg.grid), expect, atol=1e-5)
     assert layer.attention_norm.eps == 1e-12 and layer.dropout.p == 0.1
     assert layer.attention.attention_dropout.p == 0.1
-    assert layer.attention.value is None and layer.attention.out.in_features == cfg.num_heads * cfg.hidden_size
+    assert (
+        layer.attention.value is None
+        and layer.attention.out.in_features == cfg.num_heads * cfg.hidden_size
+    )
 
 
 def test_classifier_mean_pools_tokens():
@@ -137,15 +181,24 @@ def test_classifier_mean_pools_tokens():
         t = layer(t, m.config.grid)
     assert torch.allclose(m(x), m.classifier(t.mean(0)), atol=1e-6)
     tok = m.tokens(x)
-    assert torch.allclose(tok, m.embedding(space_to_depth(x, 4).flatten(1, 2)).transpose(0, 1))
+    assert torch.allclose(
+        tok, m.embedding(space_to_depth(x, 4).flatten(1, 2)).transpose(0, 1)
+    )
 
 
 def test_content_term_scale_and_bias():
     m = build_model("learned_content", **TINY)
     att = m.layers[0].attention
-    assert att.terms.content_content and att.terms.position_only and not att.terms.content_position
+    assert (
+        att.terms.content_content
+        and att.terms.position_only
+        and not att.terms.content_position
+    )
     assert att.scale == pytest.approx(1 / math.sqrt(TINY["hidden_size"]))
-    assert att.query.bias is not None and att.query.out_features == TINY["num_heads"] * TINY["hidden_size"]
+    assert (
+        att.query.bias is not None
+        and att.query.out_features == TINY["num_heads"] * TINY["hidden_size"]
+    )
     with torch.device("meta"):
         full = build_model("learned_content")
     assert full.layers[0].attention.scale == pytest.approx(1 / 20)
@@ -156,15 +209,30 @@ def test_initialisations():
     cfg = SelfAttentionConfig(hidden_size=4, num_heads=3000)
     q = SelfAttentionLayer.make_attention(cfg, 3000).encoding
     assert q.parametrization == "spread"
-    assert abs(q.centers.std().item() - 2.0) < 0.1 and abs(q.centers.mean().item()) < 0.1
-    assert abs(q.spread.mean().item() - 1) < 1e-3 and abs(q.spread.std().item() - 0.01) < 1e-3
-    g = SelfAttentionLayer.make_attention(SelfAttentionConfig(encoding="generalized", hidden_size=4), 3000).encoding
+    assert (
+        abs(q.centers.std().item() - 2.0) < 0.1 and abs(q.centers.mean().item()) < 0.1
+    )
+    assert (
+        abs(q.spread.mean().item() - 1) < 1e-3
+        and abs(q.spread.std().item() - 0.01) < 1e-3
+    )
+    g = SelfAttentionLayer.make_attention(
+        SelfAttentionConfig(encoding="generalized", hidden_size=4), 3000
+    ).encoding
     m = g.inv_sqrt_sigma
     assert abs((m - torch.eye(2)).std().item() - 0.01) < 1e-3
-    learned = SelfAttentionLayer.make_attention(SelfAttentionConfig(encoding="learned", hidden_size=200), 9).encoding
-    assert abs(learned.axis_embeddings[0].weight.std().item() - 1) < 0.05  # nn.Embedding default N(0, 1)
-    assert learned.head_keys.abs().max() <= 1 / math.sqrt(200)  # nn.Linear(200, 9) default bound
-    assert learned.max_shift == 15 and learned.dim == 400  # 16×16 tokens at downsample 2
+    learned = SelfAttentionLayer.make_attention(
+        SelfAttentionConfig(encoding="learned", hidden_size=200), 9
+    ).encoding
+    assert (
+        abs(learned.axis_embeddings[0].weight.std().item() - 1) < 0.05
+    )  # nn.Embedding default N(0, 1)
+    assert learned.head_keys.abs().max() <= 1 / math.sqrt(
+        200
+    )  # nn.Linear(200, 9) default bound
+    assert (
+        learned.max_shift == 15 and learned.dim == 400
+    )  # 16×16 tokens at downsample 2
 
 
 def test_attention_parameters():
@@ -174,7 +242,9 @@ def test_attention_parameters():
     enc = q.layers[1].attention.encoding
     assert len(p) == 2 and torch.equal(p[1]["centers"], enc.centers.detach())
     s = enc.spread.detach()
-    assert torch.allclose(p[1]["inverse_covariance"], (s ** 2)[:, None, None] * torch.eye(2))
+    assert torch.allclose(
+        p[1]["inverse_covariance"], (s**2)[:, None, None] * torch.eye(2)
+    )
     g = tiny("generalized")
     pg = g.attention_parameters()[0]
     m = g.layers[0].attention.encoding.inv_sqrt_sigma.detach()
@@ -199,7 +269,9 @@ def test_position_attention_peaks_at_centre():
     maps = m.position_attention(query=(0, 0))[0]
     assert torch.allclose(maps.sum((1, 2)), torch.ones(3))
     assert maps[0, 0, 1] > 0.99 and maps[2, 1, 0] > 0.99
-    assert maps[1].argmax() == 0  # Δ = (−1, 0) falls outside the grid: the nearest key wins
+    assert (
+        maps[1].argmax() == 0
+    )  # Δ = (−1, 0) falls outside the grid: the nearest key wins
     with pytest.raises(ValueError):
         m.position_attention(query=(8, 0))
 
@@ -243,15 +315,22 @@ def test_paper_flops_reproduced_and_attention_left_out():
     rows = {r["model"]: r for r in flops_table(use_hooks=False)}
     for name in ("quadratic", "generalized", "learned"):
         assert round(rows[name]["ours_paper_way_gflops"], 1) == 6.2
-        assert rows[name]["attention_gmacs"] == pytest.approx(9 * 256 * 256 * 400 * 6 / 1e9)
+        assert rows[name]["attention_gmacs"] == pytest.approx(
+            9 * 256 * 256 * 400 * 6 / 1e9
+        )
         assert round(rows[name]["attention_gmacs"], 2) == 1.42
     assert round(rows["resnet18"]["ours_paper_way_gflops"], 1) == 1.1
     assert round(rows["learned_content"]["ours_paper_way_gflops"]) == 15
     c = analytic_macs(paper_model_config("quadratic"))
-    assert c.paper_flops == 2 * (c.linear + c.conv) and c.flops_with_attention == 2 * c.total
+    assert (
+        c.paper_flops == 2 * (c.linear + c.conv)
+        and c.flops_with_attention == 2 * c.total
+    )
 
 
-@pytest.mark.parametrize("name", ["quadratic", "learned", "learned_content", "resnet18"])
+@pytest.mark.parametrize(
+    "name", ["quadratic", "learned", "learned_content", "resnet18"]
+)
 def test_hooks_against_torch_flop_counter(name):
     """FlopCounterMode counts 2 × every matrix product; the per-image part is the difference
     between two batch sizes (the position scores are computed once per batch)."""

@@ -3,12 +3,17 @@ import math
 
 import pytest
 import torch
-from conftest import synthetic_cifar
 import torch.nn.functional as F
+from conftest import synthetic_cifar
 
 import attnconv.experiments.train as train_mod
 from attnconv.experiments.models import build_model
-from attnconv.experiments.profiles import PROFILES, default_profile_name, get_profile, make_config
+from attnconv.experiments.profiles import (
+    PROFILES,
+    default_profile_name,
+    get_profile,
+    make_config,
+)
 from attnconv.experiments.train import (
     NonFiniteLossError,
     ResumeMismatchError,
@@ -24,12 +29,22 @@ from attnconv.experiments.train import (
     train_or_load,
 )
 
-TINY_MODEL = dict(hidden_size=8, intermediate_size=8, num_layers=1, num_heads=3, downsample=4)
+TINY_MODEL = dict(
+    hidden_size=8, intermediate_size=8, num_layers=1, num_heads=3, downsample=4
+)
 
 
 def tiny_config(**kw):
-    base = dict(model="quadratic", model_overrides=TINY_MODEL, epochs=3, batch_size=10, eval_batch_size=16,
-                data="sample", device="cpu", seed=1)
+    base = dict(
+        model="quadratic",
+        model_overrides=TINY_MODEL,
+        epochs=3,
+        batch_size=10,
+        eval_batch_size=16,
+        data="sample",
+        device="cpu",
+        seed=1,
+    )
     base.update(kw)
     return TrainConfig(**base)
 
@@ -40,7 +55,10 @@ def tiny_data():
 
 
 def losses(history):
-    return [(e["train_loss"], e["test_loss"], e["train_acc"], e["test_acc"]) for e in history["epochs"]]
+    return [
+        (e["train_loss"], e["test_loss"], e["train_acc"], e["test_acc"])
+        for e in history["epochs"]
+    ]
 
 
 # ----------------------------------------------------------------- schedule and optimiser
@@ -63,7 +81,9 @@ def test_step_schedule_matches_multisteplr():
     assert cfg.schedule == "step" and cfg.milestones == (80, 150, 250)
     p = torch.nn.Parameter(torch.zeros(1))
     opt = torch.optim.SGD([p], lr=0.1)
-    ref = torch.optim.lr_scheduler.MultiStepLR(opt, milestones=[80, 150, 250], gamma=0.1)
+    ref = torch.optim.lr_scheduler.MultiStepLR(
+        opt, milestones=[80, 150, 250], gamma=0.1
+    )
     spe = 3
     ours, theirs = [], []
     for epoch in range(300):
@@ -101,15 +121,26 @@ def test_parameter_groups_weight_decay_and_multiplier():
     assert seen["layers.0.attention.encoding.inv_sqrt_sigma"] == (0.0, 5.0)
     assert seen["layers.0.attention.out.weight"] == (1e-4, 1.0)
     assert seen["layers.0.attention_norm.weight"] == (1e-4, 1.0)
-    learned = {n: (g["weight_decay"], g["lr_multiplier"]) for g in parameter_groups(build_model("learned", **TINY_MODEL), cfg) for n in g["names"]}
+    learned = {
+        n: (g["weight_decay"], g["lr_multiplier"])
+        for g in parameter_groups(build_model("learned", **TINY_MODEL), cfg)
+        for n in g["names"]
+    }
     assert learned["layers.0.attention.encoding.head_keys"] == (1e-4, 5.0)
-    q = {n: g["weight_decay"] for g in parameter_groups(build_model("quadratic", **TINY_MODEL), cfg) for n in g["names"]}
+    q = {
+        n: g["weight_decay"]
+        for g in parameter_groups(build_model("quadratic", **TINY_MODEL), cfg)
+        for n in g["names"]
+    }
     assert q["layers.0.attention.encoding.spread"] == 0.0
 
 
 def test_one_training_step_lowers_the_loss():
     torch.manual_seed(0)
-    cfg = tiny_config(model_overrides={**TINY_MODEL, "hidden_dropout": 0.0, "attention_dropout": 0.0}, lr=0.05)
+    cfg = tiny_config(
+        model_overrides={**TINY_MODEL, "hidden_dropout": 0.0, "attention_dropout": 0.0},
+        lr=0.05,
+    )
     model = build_model(cfg.model_config())
     opt = make_optimizer(model, cfg)
     x, y = torch.randn(20, 3, 32, 32), torch.randint(0, 10, (20,))
@@ -131,8 +162,12 @@ def test_evaluate_matches_manual(tiny_data):
     model.eval()
     with torch.no_grad():
         logits = model(normalize(tiny_data.x_test))
-    assert loss == pytest.approx(F.cross_entropy(logits, tiny_data.y_test).item(), rel=1e-5)
-    assert acc == pytest.approx((logits.argmax(1) == tiny_data.y_test).double().mean().item())
+    assert loss == pytest.approx(
+        F.cross_entropy(logits, tiny_data.y_test).item(), rel=1e-5
+    )
+    assert acc == pytest.approx(
+        (logits.argmax(1) == tiny_data.y_test).double().mean().item()
+    )
 
 
 # ----------------------------------------------------------------- runs
@@ -141,17 +176,33 @@ def test_run_folder_history_and_load(tmp_path, tiny_data, capsys):
     h = train(cfg, tmp_path / "run", progress=False, data=tiny_data)
     out = capsys.readouterr().out
     assert "synthetic test images" in out
-    assert h["status"] == "complete" and len(h["epochs"]) == 2 and h["data"] == "synthetic"
+    assert (
+        h["status"] == "complete" and len(h["epochs"]) == 2 and h["data"] == "synthetic"
+    )
     e = h["epochs"][1]
-    assert set(e) >= {"epoch", "train_loss", "train_acc", "test_loss", "test_acc", "lr", "attention"}
+    assert set(e) >= {
+        "epoch",
+        "train_loss",
+        "train_acc",
+        "test_loss",
+        "test_acc",
+        "lr",
+        "attention",
+    }
     assert e["lr"] == pytest.approx(0.1 * lr_factor(5, cfg, 3))
     assert len(e["attention"]) == 1 and len(e["attention"][0]["centers"]) == 3
     assert len(h["initial_attention"][0]["spreads"]) == 3
     for name in ("config.json", "history.json", "checkpoint.pt"):
         assert (tmp_path / "run" / name).is_file()
-    assert json.loads((tmp_path / "run" / "history.json").read_text()) == json.loads(json.dumps(h))
+    assert json.loads((tmp_path / "run" / "history.json").read_text()) == json.loads(
+        json.dumps(h)
+    )
     run = load_run(tmp_path / "run", load_model=True)
-    assert run.complete and run.config == cfg and run.series("test_loss") == [r["test_loss"] for r in h["epochs"]]
+    assert (
+        run.complete
+        and run.config == cfg
+        and run.series("test_loss") == [r["test_loss"] for r in h["epochs"]]
+    )
     final = run.model.attention_parameters()[0]["centers"].tolist()
     assert final == e["attention"][0]["centers"]
     with pytest.raises(RunExistsError):
@@ -164,11 +215,34 @@ def test_kill_and_resume_equals_uninterrupted(tmp_path, tiny_data, monkeypatch):
     cfg = tiny_config(epochs=3)
     full = train(cfg, tmp_path / "full", progress=False, data=tiny_data, verbose=False)
     # interrupted after epoch 1, resumed
-    train(cfg, tmp_path / "cut", progress=False, data=tiny_data, stop_after=1, verbose=False)
-    resumed = train(cfg, tmp_path / "cut", resume=True, progress=False, data=tiny_data, verbose=False)
+    train(
+        cfg,
+        tmp_path / "cut",
+        progress=False,
+        data=tiny_data,
+        stop_after=1,
+        verbose=False,
+    )
+    resumed = train(
+        cfg,
+        tmp_path / "cut",
+        resume=True,
+        progress=False,
+        data=tiny_data,
+        verbose=False,
+    )
     assert losses(resumed) == losses(full)
-    again = train(cfg, tmp_path / "cut", resume=True, progress=False, data=tiny_data, verbose=False)
-    assert again["status"] == "complete" and losses(again) == losses(full)  # nothing left to do
+    again = train(
+        cfg,
+        tmp_path / "cut",
+        resume=True,
+        progress=False,
+        data=tiny_data,
+        verbose=False,
+    )
+    assert again["status"] == "complete" and losses(again) == losses(
+        full
+    )  # nothing left to do
     # killed in the middle of epoch 2 (nothing of epoch 2 saved), resumed
     real = train_mod._compute_loss
     calls = {"n": 0}
@@ -184,16 +258,31 @@ def test_kill_and_resume_equals_uninterrupted(tmp_path, tiny_data, monkeypatch):
         train(cfg, tmp_path / "killed", progress=False, data=tiny_data, verbose=False)
     monkeypatch.setattr(train_mod, "_compute_loss", real)
     assert len(load_run(tmp_path / "killed").epochs) == 1
-    resumed = train(cfg, tmp_path / "killed", resume=True, progress=False, data=tiny_data, verbose=False)
+    resumed = train(
+        cfg,
+        tmp_path / "killed",
+        resume=True,
+        progress=False,
+        data=tiny_data,
+        verbose=False,
+    )
     assert losses(resumed) == losses(full)
     a = torch.load(tmp_path / "full" / "checkpoint.pt", weights_only=False)["model"]
     b = torch.load(tmp_path / "killed" / "checkpoint.pt", weights_only=False)["model"]
     assert all(torch.equal(a[k], b[k]) for k in a)
     with pytest.raises(ResumeMismatchError, match="other settings"):
-        train(tiny_config(epochs=3, lr=0.2), tmp_path / "cut", resume=True, progress=False, data=tiny_data)
+        train(
+            tiny_config(epochs=3, lr=0.2),
+            tmp_path / "cut",
+            resume=True,
+            progress=False,
+            data=tiny_data,
+        )
 
 
-def test_nan_loss_stops_and_keeps_last_good_checkpoint(tmp_path, tiny_data, monkeypatch):
+def test_nan_loss_stops_and_keeps_last_good_checkpoint(
+    tmp_path, tiny_data, monkeypatch
+):
     real = train_mod._compute_loss
     calls = {"n": 0}
 
@@ -203,13 +292,27 @@ def test_nan_loss_stops_and_keeps_last_good_checkpoint(tmp_path, tiny_data, monk
         return (loss * float("nan") if calls["n"] == 5 else loss), logits
 
     monkeypatch.setattr(train_mod, "_compute_loss", nan_in_epoch_2)
-    with pytest.raises(NonFiniteLossError, match=r"epoch 2.*last good checkpoint \(epoch 1\)") as e:
-        train(tiny_config(), tmp_path / "run", progress=False, data=tiny_data, verbose=False)
+    with pytest.raises(
+        NonFiniteLossError, match=r"epoch 2.*last good checkpoint \(epoch 1\)"
+    ) as e:
+        train(
+            tiny_config(),
+            tmp_path / "run",
+            progress=False,
+            data=tiny_data,
+            verbose=False,
+        )
     assert e.value.epoch == 2 and e.value.step == 1 and e.value.last_good_epoch == 1
     state = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=False)
-    assert state["epoch"] == 1 and all(torch.isfinite(v).all() for v in state["model"].values())
+    assert state["epoch"] == 1 and all(
+        torch.isfinite(v).all() for v in state["model"].values()
+    )
     run = load_run(tmp_path / "run")
-    assert run.history["status"] == "failed" and len(run.epochs) == 1 and "nan" in run.history["error"]
+    assert (
+        run.history["status"] == "failed"
+        and len(run.epochs) == 1
+        and "nan" in run.history["error"]
+    )
 
 
 def test_train_or_load_uses_a_saved_run(tmp_path, tiny_data, monkeypatch, capsys):
@@ -227,8 +330,15 @@ def test_train_or_load_uses_a_saved_run(tmp_path, tiny_data, monkeypatch, capsys
 
 
 def test_resnet_run_with_tuple_overrides_reloads(tmp_path, tiny_data):
-    cfg = tiny_config(model="resnet18", model_overrides={"widths": (2, 2, 4, 4)}, schedule="step", epochs=1)
-    run = train_or_load(cfg, tmp_path / "r", load_model=True, verbose=False, data=tiny_data)
+    cfg = tiny_config(
+        model="resnet18",
+        model_overrides={"widths": (2, 2, 4, 4)},
+        schedule="step",
+        epochs=1,
+    )
+    run = train_or_load(
+        cfg, tmp_path / "r", load_model=True, verbose=False, data=tiny_data
+    )
     assert run.complete and run.model.config.widths == (2, 2, 4, 4)
     assert train_or_load(cfg, tmp_path / "r", verbose=False).epochs == run.epochs
     assert run.history["data"] == "synthetic" and run.history["train_size"] == 30
@@ -255,18 +365,36 @@ def test_config_validation():
 # ----------------------------------------------------------------- profiles and CLI
 def test_paper_profile_is_the_paper():
     cfg = make_config("quadratic", "paper")
-    assert (cfg.epochs, cfg.batch_size, cfg.lr, cfg.momentum, cfg.weight_decay) == (300, 100, 0.1, 0.9, 1e-4)
-    assert cfg.schedule == "warmup_cosine" and cfg.warmup_fraction == 0.05 and cfg.model_overrides == {}
+    assert (cfg.epochs, cfg.batch_size, cfg.lr, cfg.momentum, cfg.weight_decay) == (
+        300,
+        100,
+        0.1,
+        0.9,
+        1e-4,
+    )
+    assert (
+        cfg.schedule == "warmup_cosine"
+        and cfg.warmup_fraction == 0.05
+        and cfg.model_overrides == {}
+    )
     assert cfg.attention_lr_multiplier == 1.0 and cfg.data == "auto" and cfg.bf16
     m = cfg.model_config()
-    assert (m.hidden_size, m.intermediate_size, m.num_layers, m.num_heads, m.downsample) == (400, 512, 6, 9, 2)
+    assert (
+        m.hidden_size,
+        m.intermediate_size,
+        m.num_layers,
+        m.num_heads,
+        m.downsample,
+    ) == (400, 512, 6, 9, 2)
 
 
 def test_cpu_and_gpu_profiles():
     cpu = make_config("generalized", "cpu")
     assert cpu.data == "sample" and cpu.model_config().num_heads == 9
     gpu = make_config("resnet18", "gpu")
-    assert gpu.data == "auto" and gpu.milestones == tuple(round(m * gpu.epochs / 300) for m in (80, 150, 250))
+    assert gpu.data == "auto" and gpu.milestones == tuple(
+        round(m * gpu.epochs / 300) for m in (80, 150, 250)
+    )
     assert make_config("resnet18", "gpu", epochs=30).milestones == (8, 15, 25)
     assert set(PROFILES) == {"paper", "gpu", "cpu", "deep"}
     assert default_profile_name() == ("gpu" if torch.cuda.is_available() else "cpu")

@@ -10,6 +10,7 @@
   reads them, never computing or writing.
 * :func:`plot_layer_head_maps` draws them, one row per layer and one column per head.
 """
+
 from __future__ import annotations
 
 import json
@@ -51,8 +52,12 @@ def _default_query(model) -> Tuple[int, int]:
 
 
 @torch.no_grad()
-def attention_map_statistics(model, images: torch.Tensor, query: Optional[Sequence[int]] = None,
-                             batch_size: int = 50) -> dict:
+def attention_map_statistics(
+    model,
+    images: torch.Tensor,
+    query: Optional[Sequence[int]] = None,
+    batch_size: int = 50,
+) -> dict:
     """The attention probabilities of every head of every layer for one query token on each of
     ``images`` (normalised, ``(N, 3, 32, 32)``), summarised per layer (``None`` for a layer without
     heads):
@@ -66,7 +71,9 @@ def attention_map_statistics(model, images: torch.Tensor, query: Optional[Sequen
 
     Each layer sees its real input (the model runs in eval mode, no dropout; its mode is restored)."""
     if images.ndim != 4 or len(images) < 1:
-        raise ValueError(f"expected a non-empty batch of images (N, 3, H, W), got shape {tuple(images.shape)}")
+        raise ValueError(
+            f"expected a non-empty batch of images (N, 3, H, W), got shape {tuple(images.shape)}"
+        )
     if batch_size < 1:
         raise ValueError("batch_size must be >= 1")
     cfg = model.config
@@ -80,12 +87,16 @@ def attention_map_statistics(model, images: torch.Tensor, query: Optional[Sequen
     rows: List[List[torch.Tensor]] = [[] for _ in model.layers]
     try:
         for start in range(0, len(images), batch_size):
-            x = model.tokens(images[start:start + batch_size])
+            x = model.tokens(images[start : start + batch_size])
             n = x.shape[1]
             for i, layer in enumerate(model.layers):
                 if layer.attention is not None:
-                    _, probs = layer.attention.forward_tokens(x, cfg.grid, return_attention=True)
-                    rows[i].append(probs[:, :, q, :].double().expand(n, -1, -1))  # (B, N_h, T_k)
+                    _, probs = layer.attention.forward_tokens(
+                        x, cfg.grid, return_attention=True
+                    )
+                    rows[i].append(
+                        probs[:, :, q, :].double().expand(n, -1, -1)
+                    )  # (B, N_h, T_k)
                 x = layer(x, cfg.grid)
     finally:
         model.train(was_training)
@@ -102,8 +113,12 @@ def attention_map_statistics(model, images: torch.Tensor, query: Optional[Sequen
     return {"mean": means, "variation": variations}
 
 
-def average_attention_maps(model, images: torch.Tensor, query: Optional[Sequence[int]] = None,
-                           batch_size: int = 50) -> List[Optional[torch.Tensor]]:
+def average_attention_maps(
+    model,
+    images: torch.Tensor,
+    query: Optional[Sequence[int]] = None,
+    batch_size: int = 50,
+) -> List[Optional[torch.Tensor]]:
     """The ``mean`` of :func:`attention_map_statistics`: per layer an ``(N_h, H', W')`` float64
     tensor, every head's attention probabilities for the query token averaged over ``images``.
     For position-only heads every image gives the map of
@@ -111,8 +126,13 @@ def average_attention_maps(model, images: torch.Tensor, query: Optional[Sequence
     return attention_map_statistics(model, images, query, batch_size)["mean"]
 
 
-def save_attention_maps(run: Run, num_images: int = 100, query: Optional[Sequence[int]] = None,
-                        data=None, digits: int = 6) -> Path:
+def save_attention_maps(
+    run: Run,
+    num_images: int = 100,
+    query: Optional[Sequence[int]] = None,
+    data=None,
+    digits: int = 6,
+) -> Path:
     """Compute :func:`attention_map_statistics` of ``run.model`` over the first ``num_images`` test
     images of the run's data and write the mean maps and the per-head variation to
     ``run_dir/attention_maps.json`` (values rounded to ``digits`` significant digits). ``data``: a :class:`~attnconv.experiments.data.CifarData` to use instead
@@ -124,20 +144,32 @@ def save_attention_maps(run: Run, num_images: int = 100, query: Optional[Sequenc
     if data is None:
         data = load_cifar10(run.config.data, root=run.config.data_root, verbose=False)
     images = normalize(data.x_test[:num_images]).to(next(run.model.parameters()).device)
-    query = _default_query(run.model) if query is None else (int(query[0]), int(query[1]))
+    query = (
+        _default_query(run.model) if query is None else (int(query[0]), int(query[1]))
+    )
     stats = attention_map_statistics(run.model, images, query)
     maps = stats["mean"]
     payload = {
         "description": f"attention probabilities of every head for the query token {list(query)}, "
-                       f"averaged over the first {len(images)} test images ({data.source} data)",
+        f"averaged over the first {len(images)} test images ({data.source} data)",
         "query": list(query),
         "grid": list(run.model.config.grid),
         "num_images": len(images),
         "content": bool(run.model.config.content),
         "epoch": len(run.epochs),
-        "layers": [None if m is None else [[[float(f"{v:.{digits}g}") for v in row] for row in head]
-                                           for head in m.tolist()] for m in maps],
-        "variation": [None if v is None else [float(f"{x:.{digits}g}") for x in v.tolist()] for v in stats["variation"]],
+        "layers": [
+            None
+            if m is None
+            else [
+                [[float(f"{v:.{digits}g}") for v in row] for row in head]
+                for head in m.tolist()
+            ]
+            for m in maps
+        ],
+        "variation": [
+            None if v is None else [float(f"{x:.{digits}g}") for x in v.tolist()]
+            for v in stats["variation"]
+        ],
     }
     path = Path(run.run_dir) / ATTENTION_MAPS
     with open(path, "w") as f:
@@ -154,12 +186,19 @@ def load_attention_maps(run_dir) -> Optional[dict]:
         return None
     with open(path) as f:
         d = json.load(f)
-    d["layers"] = [None if m is None else torch.tensor(m, dtype=torch.float64) for m in d["layers"]]
-    d["variation"] = [None if v is None else torch.tensor(v, dtype=torch.float64) for v in d.get("variation", [])]
+    d["layers"] = [
+        None if m is None else torch.tensor(m, dtype=torch.float64) for m in d["layers"]
+    ]
+    d["variation"] = [
+        None if v is None else torch.tensor(v, dtype=torch.float64)
+        for v in d.get("variation", [])
+    ]
     return d
 
 
-def format_variation(name: str, variation: Sequence[Optional[torch.Tensor]], threshold: float = 0.05) -> str:
+def format_variation(
+    name: str, variation: Sequence[Optional[torch.Tensor]], threshold: float = 0.05
+) -> str:
     """One line per layer from the ``variation`` of :func:`attention_map_statistics`: every head's
     mean total-variation distance to its average map (2 decimals) and how many exceed
     ``threshold`` (layers numbered from 1)."""
@@ -168,8 +207,13 @@ def format_variation(name: str, variation: Sequence[Optional[torch.Tensor]], thr
         if v is None:
             continue
         values = [f"{float(x):.2f}" for x in v]
-        lines.append(pack_items(f"{name}, layer {i + 1}: above {threshold:g} in {int((v > threshold).sum())} of {len(v)} heads; "
-                                "per head: ", values))
+        lines.append(
+            pack_items(
+                f"{name}, layer {i + 1}: above {threshold:g} in {int((v > threshold).sum())} of {len(v)} heads; "
+                "per head: ",
+                values,
+            )
+        )
     return fit_column("\n".join(lines))
 
 
@@ -187,13 +231,21 @@ def run_attention_maps(run: Run, num_images: int = 100) -> dict:
     over ``num_images`` test images. Reads only: missing or made from another epoch, the error names
     the command that makes them (they need the run's weights)."""
     path = Path(run.run_dir) / ATTENTION_MAPS
-    read_keyed(path, {"epoch": len(run.epochs), "num_images": num_images}, attention_maps_name(run),
-               key_of=_attention_maps_key)
+    read_keyed(
+        path,
+        {"epoch": len(run.epochs), "num_images": num_images},
+        attention_maps_name(run),
+        key_of=_attention_maps_key,
+    )
     return load_attention_maps(run.run_dir)
 
 
-def layer_attention_maps(run: Run, query: Optional[Sequence[int]] = None, num_images: int = 100, epoch: int = -1
-                         ) -> Optional[List[Optional[torch.Tensor]]]:
+def layer_attention_maps(
+    run: Run,
+    query: Optional[Sequence[int]] = None,
+    num_images: int = 100,
+    epoch: int = -1,
+) -> Optional[List[Optional[torch.Tensor]]]:
     """The attention maps ``(N_h, H', W')`` of every layer of ``run`` for one query token (default:
     the centre token) after ``epoch`` (-1: the last, 0: the initialisation): from the saved
     Gaussian parameters (:func:`gaussian_head_maps`) for the quadratic and generalized encodings,
@@ -205,10 +257,21 @@ def layer_attention_maps(run: Run, query: Optional[Sequence[int]] = None, num_im
     g = tokens_per_side(run.history)
     centre = (g // 2, g // 2)
     query = centre if query is None else (int(query[0]), int(query[1]))
-    records = layer_records(run.history, epoch) if run.epochs or epoch == 0 else run.history["initial_attention"]
+    records = (
+        layer_records(run.history, epoch)
+        if run.epochs or epoch == 0
+        else run.history["initial_attention"]
+    )
     with_heads = [r for r in records if "centers" in r]
-    if with_heads and not mc.get("content", False) and all("inverse_covariance" in r for r in with_heads):
-        return [gaussian_head_maps(r, (g, g), query) if "inverse_covariance" in r else None for r in records]
+    if (
+        with_heads
+        and not mc.get("content", False)
+        and all("inverse_covariance" in r for r in with_heads)
+    ):
+        return [
+            gaussian_head_maps(r, (g, g), query) if "inverse_covariance" in r else None
+            for r in records
+        ]
     if query != centre:
         raise ValueError("saved attention maps exist for the centre query only")
     if epoch not in (-1, len(run.epochs)):
@@ -217,9 +280,16 @@ def layer_attention_maps(run: Run, query: Optional[Sequence[int]] = None, num_im
     return None if d is None else d["layers"]
 
 
-def plot_layer_head_maps(maps: Sequence[Optional[torch.Tensor]], query: Sequence[int], suptitle: Optional[str] = None,
-                         panel_size: float = 1.25, cmap: str = "Blues", contours: bool = False,
-                         masses: Sequence[float] = (0.5, 0.9), vmax_floor: float = 0.05):
+def plot_layer_head_maps(
+    maps: Sequence[Optional[torch.Tensor]],
+    query: Sequence[int],
+    suptitle: Optional[str] = None,
+    panel_size: float = 1.25,
+    cmap: str = "Blues",
+    contours: bool = False,
+    masses: Sequence[float] = (0.5, 0.9),
+    vmax_floor: float = 0.05,
+):
     """v1 Fig. 6 (ICLR Figs. 5 and 6): a grid of attention maps, one row per layer and one column per head, each with the
     query token marked by a red square; each panel has its own colour scale from 0 to
     max(its largest probability, ``vmax_floor``), so that a nearly uniform head shows pale.
@@ -228,15 +298,21 @@ def plot_layer_head_maps(maps: Sequence[Optional[torch.Tensor]], query: Sequence
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
 
-
     if not maps:
         raise ValueError("no maps to draw")
     n_heads = max((m.shape[0] for m in maps if m is not None), default=0)
     if n_heads == 0:
         raise ValueError("no layer has heads")
-    panel = min(panel_size, (COLUMN_INCHES - 0.6) / n_heads)  # never wider than the book's column
-    fig, axes = plt.subplots(len(maps), n_heads, figsize=(panel * n_heads + 0.3, panel * len(maps) + 0.5),
-                             squeeze=False, layout="constrained")
+    panel = min(
+        panel_size, (COLUMN_INCHES - 0.6) / n_heads
+    )  # never wider than the book's column
+    fig, axes = plt.subplots(
+        len(maps),
+        n_heads,
+        figsize=(panel * n_heads + 0.3, panel * len(maps) + 0.5),
+        squeeze=False,
+        layout="constrained",
+    )
     fig.get_layout_engine().set(w_pad=0.01, h_pad=0.01, wspace=0.02, hspace=0.02)
     for i, layer_maps in enumerate(maps):
         for h in range(n_heads):
@@ -248,10 +324,19 @@ def plot_layer_head_maps(maps: Sequence[Optional[torch.Tensor]], query: Sequence
             m = layer_maps[h].double().numpy()
             ax.imshow(m, cmap=cmap, vmin=0, vmax=max(float(m.max()), vmax_floor, 1e-12))
             if contours:
-                draw_mass_contours(ax, layer_maps[h], masses, color="darkorange", linewidth=1.0)
-            ax.add_patch(Rectangle((query[1] - 0.5, query[0] - 0.5), 1, 1, fill=False, ec="red", lw=1.2))
+                draw_mass_contours(
+                    ax, layer_maps[h], masses, color="darkorange", linewidth=1.0
+                )
+            ax.add_patch(
+                Rectangle(
+                    (query[1] - 0.5, query[0] - 0.5), 1, 1, fill=False, ec="red", lw=1.2
+                )
+            )
             if i == 0:
-                ax.set_title(f"head {h + 1}" if n_heads <= 9 or h == 0 else f"{h + 1}", fontsize=7.5)
+                ax.set_title(
+                    f"head {h + 1}" if n_heads <= 9 or h == 0 else f"{h + 1}",
+                    fontsize=7.5,
+                )
             if h == 0:
                 ax.set_ylabel(f"layer {i + 1}", fontsize=7.5)
     if suptitle:

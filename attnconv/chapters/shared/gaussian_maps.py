@@ -8,6 +8,7 @@
   probability-mass regions of a map, as in the paper's Fig. 3; :func:`mass_ellipse` and
   :func:`draw_mass_ellipses` — the same regions of the continuous Gaussian.
 """
+
 from __future__ import annotations
 
 import math
@@ -43,7 +44,9 @@ def query_shifts(grid_shape: Sequence[int], query: Sequence[int]) -> torch.Tenso
     return torch.stack([rows, cols], dim=-1)
 
 
-def head_attention_maps(encoding: RelativeEncoding, grid_shape: Sequence[int], query: Sequence[int]) -> torch.Tensor:
+def head_attention_maps(
+    encoding: RelativeEncoding, grid_shape: Sequence[int], query: Sequence[int]
+) -> torch.Tensor:
     """Each head's attention probabilities over an ``(H, W)`` key grid for one query pixel:
     softmax over the keys of the position-only score (eqs. 9 and 16). Returns ``(N_h, H, W)``."""
     delta = query_shifts(grid_shape, query)
@@ -59,12 +62,18 @@ def gaussian_heads_of_record(record: Mapping) -> GeneralizedQuadraticEncoding:
     M_h = the saved ``inv_sqrt_sigma`` (generalized encoding), else the symmetric square root of
     Σ_h⁻¹ (quadratic encoding, Σ⁻¹ = 2α·I of eq. 9, so M = √(2α)·I)."""
     if "centers" not in record or "inverse_covariance" not in record:
-        raise ValueError("the record has no Gaussian heads (needs 'centers' and 'inverse_covariance')")
+        raise ValueError(
+            "the record has no Gaussian heads (needs 'centers' and 'inverse_covariance')"
+        )
     centers = torch.as_tensor(record["centers"], dtype=torch.float64).reshape(-1, 2)
     if "inv_sqrt_sigma" in record:
-        m = torch.as_tensor(record["inv_sqrt_sigma"], dtype=torch.float64).reshape(-1, 2, 2)
+        m = torch.as_tensor(record["inv_sqrt_sigma"], dtype=torch.float64).reshape(
+            -1, 2, 2
+        )
     else:
-        a = torch.as_tensor(record["inverse_covariance"], dtype=torch.float64).reshape(-1, 2, 2)
+        a = torch.as_tensor(record["inverse_covariance"], dtype=torch.float64).reshape(
+            -1, 2, 2
+        )
         eig, vec = torch.linalg.eigh(a)
         m = vec @ torch.diag_embed(eig.clamp_min(0).sqrt()) @ vec.transpose(-1, -2)
     encoding = GeneralizedQuadraticEncoding(len(centers)).double()
@@ -74,7 +83,9 @@ def gaussian_heads_of_record(record: Mapping) -> GeneralizedQuadraticEncoding:
     return encoding
 
 
-def gaussian_head_maps(record: Mapping, grid: Sequence[int], query: Sequence[int]) -> torch.Tensor:
+def gaussian_head_maps(
+    record: Mapping, grid: Sequence[int], query: Sequence[int]
+) -> torch.Tensor:
     """Attention probabilities of the Gaussian heads of one layer record for one query token:
     :func:`head_attention_maps` of :func:`gaussian_heads_of_record`, i.e. the softmax over the keys
     of −½ (δ − Δ_h)ᵀ Σ_h⁻¹ (δ − Δ_h) (eq. 9 with Σ⁻¹ = 2α·I, eq. 16 in general). Returns
@@ -105,7 +116,9 @@ def probability_mass_levels(probs, masses) -> torch.Tensor:
     sorted_p, _ = torch.sort(p, descending=True)
     cum = torch.cumsum(sorted_p, 0) / total
     # index of the first cell whose cumulative mass reaches m (guard rounding at m = 1)
-    idx = torch.searchsorted(cum, m.reshape(-1) * (1 - 4 * torch.finfo(torch.float64).eps))
+    idx = torch.searchsorted(
+        cum, m.reshape(-1) * (1 - 4 * torch.finfo(torch.float64).eps)
+    )
     idx = idx.clamp_max(p.numel() - 1)
     return sorted_p[idx].reshape(m.shape)
 
@@ -129,8 +142,14 @@ def _superlevel_outline(mask: np.ndarray) -> list:
     return segs
 
 
-def draw_mass_contours(ax, probs, masses: Sequence[float] = (0.5, 0.9), color: str = "black",
-                       linestyles: Sequence[str] = ("solid", "dashed"), linewidth: float = 1.2) -> list:
+def draw_mass_contours(
+    ax,
+    probs,
+    masses: Sequence[float] = (0.5, 0.9),
+    color: str = "black",
+    linestyles: Sequence[str] = ("solid", "dashed"),
+    linewidth: float = 1.2,
+) -> list:
     """Outline, on an ``imshow`` of the 2D map ``probs``, the smallest superlevel sets holding each
     mass (solid 50 %, dashed 90 % by default, as the paper's Fig. 3). The outline follows cell
     edges, so it encloses exactly the cells counted by :func:`probability_mass_levels`.
@@ -148,8 +167,13 @@ def draw_mass_contours(ax, probs, masses: Sequence[float] = (0.5, 0.9), color: s
     out = []
     for i, (t, ls) in enumerate(zip(levels.tolist(), linestyles)):
         # earlier masses on top, so a solid 50 % outline stays visible where it meets the 90 % one
-        lc = LineCollection(_superlevel_outline(arr >= t), colors=color, linestyles=ls, linewidths=linewidth,
-                            zorder=3 + len(masses) - i)
+        lc = LineCollection(
+            _superlevel_outline(arr >= t),
+            colors=color,
+            linestyles=ls,
+            linewidths=linewidth,
+            zorder=3 + len(masses) - i,
+        )
         ax.add_collection(lc)
         out.append(lc)
     return out
@@ -173,10 +197,17 @@ def mass_ellipse(inverse_covariance, mass: float) -> Tuple[float, float, float]:
     return float(2 * half[0]), float(2 * half[1]), angle
 
 
-def draw_mass_ellipses(ax, center, inverse_covariance, origin: Sequence[float] = (0.0, 0.0),
-                       masses: Sequence[float] = (0.5, 0.9), color: str = "black",
-                       linestyles: Sequence[str] = ("solid", "dashed"), linewidth: float = 1.2,
-                       max_size: Optional[float] = None) -> list:
+def draw_mass_ellipses(
+    ax,
+    center,
+    inverse_covariance,
+    origin: Sequence[float] = (0.0, 0.0),
+    masses: Sequence[float] = (0.5, 0.9),
+    color: str = "black",
+    linestyles: Sequence[str] = ("solid", "dashed"),
+    linewidth: float = 1.2,
+    max_size: Optional[float] = None,
+) -> list:
     """Draw a Gaussian head as the paper's Fig. 3 does: the ellipses holding 50 % (solid) and 90 %
     (dashed) of its probability (:func:`mass_ellipse`), centred at ``origin + center``, on axes
     whose x is the column and y the row (``imshow`` coordinates; ``center`` is (row, column) in
@@ -195,8 +226,17 @@ def draw_mass_ellipses(ax, center, inverse_covariance, origin: Sequence[float] =
             continue
         if max_size is not None and max(width, height) > max_size:
             continue
-        patch = Ellipse((origin[1] + c[1], origin[0] + c[0]), width, height, angle=angle, fill=False,
-                        edgecolor=color, linestyle=ls, linewidth=linewidth, zorder=3)
+        patch = Ellipse(
+            (origin[1] + c[1], origin[0] + c[0]),
+            width,
+            height,
+            angle=angle,
+            fill=False,
+            edgecolor=color,
+            linestyle=ls,
+            linewidth=linewidth,
+            zorder=3,
+        )
         ax.add_patch(patch)
         out.append(patch)
     return out

@@ -1,4 +1,5 @@
 """Figures shared by the chapters: attention maps around a query pixel, kernels, error maps."""
+
 from __future__ import annotations
 
 from typing import Optional, Sequence, Tuple
@@ -6,8 +7,19 @@ from typing import Optional, Sequence, Tuple
 import numpy as np
 import torch
 
-__all__ = ["COLUMN_INCHES", "COLUMN_PX", "MIN_TEXT_PX", "BOOK_STYLE", "use_book_style", "install_figure_check",
-           "figure_text_sizes", "shown_text_px", "attention_map", "plot_attention_heads", "plot_error_map"]
+__all__ = [
+    "COLUMN_INCHES",
+    "COLUMN_PX",
+    "MIN_TEXT_PX",
+    "BOOK_STYLE",
+    "use_book_style",
+    "install_figure_check",
+    "figure_text_sizes",
+    "shown_text_px",
+    "attention_map",
+    "plot_attention_heads",
+    "plot_error_map",
+]
 
 #: Width of the book's text column in inches at matplotlib's 100 dpi: the rendered column is about
 #: 784 px wide (tests/browser/check_book.py measures it), so a figure up to this wide is shown at
@@ -20,9 +32,16 @@ MIN_TEXT_PX = 9.0
 #: The book's font sizes (points). At 100 dpi one point is 1.39 px, so 7 pt is 9.7 px when a figure
 #: is no wider than the column.
 BOOK_STYLE = {
-    "figure.dpi": 100, "font.size": 8, "axes.titlesize": 8.5, "axes.labelsize": 8,
-    "xtick.labelsize": 7, "ytick.labelsize": 7, "legend.fontsize": 7.5, "figure.titlesize": 9,
-    "legend.title_fontsize": 7.5, "figure.figsize": (COLUMN_INCHES, 3.0),
+    "figure.dpi": 100,
+    "font.size": 8,
+    "axes.titlesize": 8.5,
+    "axes.labelsize": 8,
+    "xtick.labelsize": 7,
+    "ytick.labelsize": 7,
+    "legend.fontsize": 7.5,
+    "figure.titlesize": 9,
+    "legend.title_fontsize": 7.5,
+    "figure.figsize": (COLUMN_INCHES, 3.0),
 }
 
 
@@ -113,18 +132,37 @@ def install_figure_check() -> None:
         log = os.environ.get("ATTNCONV_FIGURE_LOG")
         if log:
             with open(log, "a") as f:
-                f.write(json.dumps({"width_px": width, "scale": min(1.0, COLUMN_PX / width),
-                                    "min_points": pt, "min_px": round(px, 2), "text": text[:40]}) + "\n")
+                f.write(
+                    json.dumps(
+                        {
+                            "width_px": width,
+                            "scale": min(1.0, COLUMN_PX / width),
+                            "min_points": pt,
+                            "min_px": round(px, 2),
+                            "text": text[:40],
+                        }
+                    )
+                    + "\n"
+                )
         if px < MIN_TEXT_PX - 1e-6:
-            print(f"figure text {px:.1f} px on the page (< {MIN_TEXT_PX:g}): {text[:30]!r}", file=sys.stderr)
+            print(
+                f"figure text {px:.1f} px on the page (< {MIN_TEXT_PX:g}): {text[:30]!r}",
+                file=sys.stderr,
+            )
         return out
 
     checked._attnconv_checked = True
     formatter.for_type(Figure, checked)
 
 
-def attention_map(probs: torch.Tensor, shape: Sequence[int], query: Tuple[int, int], head: int,
-                  key_padding: int = 0, image: int = 0) -> np.ndarray:
+def attention_map(
+    probs: torch.Tensor,
+    shape: Sequence[int],
+    query: Tuple[int, int],
+    head: int,
+    key_padding: int = 0,
+    image: int = 0,
+) -> np.ndarray:
     """One head's attention probabilities over the (padded) key grid for one query pixel.
 
     ``probs`` is what ``MultiHeadSelfAttention2d(..., return_attention=True)`` returns:
@@ -141,10 +179,18 @@ def attention_map(probs: torch.Tensor, shape: Sequence[int], query: Tuple[int, i
     return row.reshape(h + 2 * p, w + 2 * p)
 
 
-def plot_attention_heads(probs: torch.Tensor, shape: Sequence[int], query: Tuple[int, int],
-                         key_padding: int = 0, ncols: Optional[int] = None, image: int = 0,
-                         titles: Optional[Sequence[str]] = None, suptitle: Optional[str] = None,
-                         cmap: str = "Blues", axes=None):
+def plot_attention_heads(
+    probs: torch.Tensor,
+    shape: Sequence[int],
+    query: Tuple[int, int],
+    key_padding: int = 0,
+    ncols: Optional[int] = None,
+    image: int = 0,
+    titles: Optional[Sequence[str]] = None,
+    suptitle: Optional[str] = None,
+    cmap: str = "Blues",
+    axes=None,
+):
     """Draw every head's attention map around ``query`` (marked by a red square), one panel a head.
 
     Padded key cells (outside the image) lie beyond the dashed frame.
@@ -157,7 +203,9 @@ def plot_attention_heads(probs: torch.Tensor, shape: Sequence[int], query: Tuple
     nrows = int(np.ceil(n_heads / ncols))
     if axes is None:
         panel = min(2.1, COLUMN_INCHES / ncols)
-        fig, axes = plt.subplots(nrows, ncols, figsize=(panel * ncols, panel * nrows), squeeze=False)
+        fig, axes = plt.subplots(
+            nrows, ncols, figsize=(panel * ncols, panel * nrows), squeeze=False
+        )
     else:
         axes = np.asarray(axes).reshape(nrows, ncols)
         fig = axes.flat[0].figure
@@ -170,9 +218,22 @@ def plot_attention_heads(probs: torch.Tensor, shape: Sequence[int], query: Tuple
             continue
         m = attention_map(probs, shape, query, i, key_padding, image)
         ax.imshow(m, cmap=cmap, vmin=0, vmax=max(float(m.max()), 1e-12))
-        ax.add_patch(Rectangle((query[1] + p - 0.5, query[0] + p - 0.5), 1, 1, fill=False, ec="red", lw=1.5))
+        ax.add_patch(
+            Rectangle(
+                (query[1] + p - 0.5, query[0] + p - 0.5),
+                1,
+                1,
+                fill=False,
+                ec="red",
+                lw=1.5,
+            )
+        )
         if p:
-            ax.add_patch(Rectangle((p - 0.5, p - 0.5), w, h, fill=False, ec="gray", ls="--", lw=0.8))
+            ax.add_patch(
+                Rectangle(
+                    (p - 0.5, p - 0.5), w, h, fill=False, ec="gray", ls="--", lw=0.8
+                )
+            )
         ax.set_title(titles[i] if titles else f"head {i + 1}", fontsize=8)
     if suptitle:
         fig.suptitle(suptitle)

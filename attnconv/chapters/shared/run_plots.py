@@ -2,6 +2,7 @@
 v1 Fig. 2), the 50 % / 90 % probability-mass regions of every head (v1 Figs. 3 and 10) and the
 accuracy curves (v1 Fig. 4 = ICLR Fig. 2).
 """
+
 from __future__ import annotations
 
 import math
@@ -29,8 +30,14 @@ def _head_colors(n: int):
     return [cmap(i % cmap.N) for i in range(n)]
 
 
-def plot_center_trajectories(history: dict, layer: int, ax=None, kernel_size: int = 3, title: Optional[str] = None,
-                             lim: Optional[float] = None):
+def plot_center_trajectories(
+    history: dict,
+    layer: int,
+    ax=None,
+    kernel_size: int = 3,
+    title: Optional[str] = None,
+    lim: Optional[float] = None,
+):
     """Fig. 2: the path of every head centre of ``layer`` over the epochs (circle: initial, cross:
     final), around the query (red square at 0) and the K×K lattice of shifts of Lemma 1 (grey
     dots). Axes in token units: column shift right, row shift down, as in an image. Layers are
@@ -42,8 +49,17 @@ def plot_center_trajectories(history: dict, layer: int, ax=None, kernel_size: in
         _, ax = plt.subplots(figsize=(4.2, 4.2))
     r = kernel_size // 2
     lattice = np.array([(i, j) for i in range(-r, r + 1) for j in range(-r, r + 1)])
-    ax.scatter(lattice[:, 1], lattice[:, 0], s=60, color="lightgray", zorder=1, label=f"{kernel_size}×{kernel_size} lattice")
-    ax.add_patch(plt.Rectangle((-0.5, -0.5), 1, 1, fill=False, ec="red", lw=1.5, zorder=2))
+    ax.scatter(
+        lattice[:, 1],
+        lattice[:, 0],
+        s=60,
+        color="lightgray",
+        zorder=1,
+        label=f"{kernel_size}×{kernel_size} lattice",
+    )
+    ax.add_patch(
+        plt.Rectangle((-0.5, -0.5), 1, 1, fill=False, ec="red", lw=1.5, zorder=2)
+    )
     for h, c in enumerate(_head_colors(traj.shape[1])):
         ax.plot(traj[:, h, 1], traj[:, h, 0], "-", color=c, lw=1.2, zorder=3)
         ax.plot(traj[0, h, 1], traj[0, h, 0], "o", color=c, ms=4, mfc="white", zorder=4)
@@ -56,24 +72,35 @@ def plot_center_trajectories(history: dict, layer: int, ax=None, kernel_size: in
     ax.set_ylabel("row shift (tokens)")
     ax.grid(alpha=0.3)
     n_layers = len(history["initial_attention"])
-    ax.set_title(title if title is not None else f"layer {layer % n_layers + 1}", fontsize=9)
+    ax.set_title(
+        title if title is not None else f"layer {layer % n_layers + 1}", fontsize=9
+    )
     return ax.figure
 
 
-def plot_trajectories_per_layer(history: dict, kernel_size: int = 3, panel_size: float = 3.6,
-                                suptitle: Optional[str] = None):
+def plot_trajectories_per_layer(
+    history: dict,
+    kernel_size: int = 3,
+    panel_size: float = 3.6,
+    suptitle: Optional[str] = None,
+):
     """:func:`plot_center_trajectories` for every layer with heads, side by side, on common axes."""
     import matplotlib.pyplot as plt
 
     layers = [i for i, r in enumerate(history["initial_attention"]) if "centers" in r]
     if not layers:
         raise ValueError("no layer has head centres")
-    lim = max(kernel_size // 2 + 1.0, max(float(np.abs(center_trajectories(history, i)).max()) for i in layers) + 0.5)
+    lim = max(
+        kernel_size // 2 + 1.0,
+        max(float(np.abs(center_trajectories(history, i)).max()) for i in layers) + 0.5,
+    )
     ncols = min(len(layers), 3)
     nrows = math.ceil(len(layers) / ncols)
     panel = min(panel_size, COLUMN_INCHES / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(panel * ncols, panel * nrows + 0.4), squeeze=False)
-    for ax in axes.flat[len(layers):]:
+    fig, axes = plt.subplots(
+        nrows, ncols, figsize=(panel * ncols, panel * nrows + 0.4), squeeze=False
+    )
+    for ax in axes.flat[len(layers) :]:
         ax.axis("off")
     for ax, i in zip(axes.flat, layers):
         plot_center_trajectories(history, i, ax=ax, kernel_size=kernel_size, lim=lim)
@@ -83,9 +110,17 @@ def plot_trajectories_per_layer(history: dict, kernel_size: int = 3, panel_size:
     return fig
 
 
-def plot_layer_contours(history: dict, grid: Sequence[int], query: Optional[Sequence[int]] = None,
-                        masses: Sequence[float] = (0.5, 0.9), epoch: int = -1, panel_size: float = 2.5,
-                        suptitle: Optional[str] = None, hide_uniform: bool = True, ncols: int = 3):
+def plot_layer_contours(
+    history: dict,
+    grid: Sequence[int],
+    query: Optional[Sequence[int]] = None,
+    masses: Sequence[float] = (0.5, 0.9),
+    epoch: int = -1,
+    panel_size: float = 2.5,
+    suptitle: Optional[str] = None,
+    hide_uniform: bool = True,
+    ncols: int = 3,
+):
     """Fig. 3 as the paper draws it: one panel per layer; each head (one colour a head, numbered
     from 1 in the legend) as the ellipses holding 50 % (solid) and 90 % (dashed) of its Gaussian's
     probability (:func:`attnconv.chapters.gaussian.draw_mass_ellipses`, token units, from the
@@ -97,7 +132,6 @@ def plot_layer_contours(history: dict, grid: Sequence[int], query: Optional[Sequ
     from matplotlib.lines import Line2D
     from matplotlib.patches import Rectangle
 
-
     records = layer_records(history, epoch)
     h, w = (int(s) for s in grid)
     query = (h // 2, w // 2) if query is None else tuple(query)
@@ -106,8 +140,13 @@ def plot_layer_contours(history: dict, grid: Sequence[int], query: Optional[Sequ
     nrows = math.ceil(n / ncols)
     legend_rows = math.ceil((max(len(r.get("centers", [])) for r in records) + 2) / 6)
     panel_size = min(panel_size, (COLUMN_INCHES - 0.4) / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(COLUMN_INCHES - 0.4, panel_size * nrows + 0.3 * legend_rows + 0.5),
-                             squeeze=False, layout="constrained")
+    fig, axes = plt.subplots(
+        nrows,
+        ncols,
+        figsize=(COLUMN_INCHES - 0.4, panel_size * nrows + 0.3 * legend_rows + 0.5),
+        squeeze=False,
+        layout="constrained",
+    )
     num_heads = 0
     for i, ax in enumerate(axes.flat):
         ax.set_xticks([]), ax.set_yticks([])
@@ -122,7 +161,9 @@ def plot_layer_contours(history: dict, grid: Sequence[int], query: Optional[Sequ
         if "centers" not in rec:
             continue
         centers = np.asarray(rec["centers"], dtype=np.float64).reshape(-1, 2)
-        inverse = np.asarray(rec["inverse_covariance"], dtype=np.float64).reshape(-1, 2, 2)
+        inverse = np.asarray(rec["inverse_covariance"], dtype=np.float64).reshape(
+            -1, 2, 2
+        )
         num_heads = max(num_heads, len(centers))
         hidden = 0
         for k, c in enumerate(_head_colors(len(centers))):
@@ -131,22 +172,55 @@ def plot_layer_contours(history: dict, grid: Sequence[int], query: Optional[Sequ
                 hidden += 1
                 continue
             draw_mass_ellipses(ax, centers[k], inverse[k], query, masses, color=c)
-            ax.plot(query[1] + centers[k, 1], query[0] + centers[k, 0], "x", color=c, ms=5, mew=1.5)
+            ax.plot(
+                query[1] + centers[k, 1],
+                query[0] + centers[k, 0],
+                "x",
+                color=c,
+                ms=5,
+                mew=1.5,
+            )
         if hidden:
-            ax.set_title(f"layer {i + 1}: {hidden} wide head{'s' if hidden > 1 else ''} not drawn", fontsize=8.5)
-        ax.add_patch(Rectangle((query[1] - 0.5, query[0] - 0.5), 1, 1, fill=True, fc="red", alpha=0.35, ec="red"))
-    handles = [Line2D([], [], color=c, marker="x", lw=1.2, label=f"head {k + 1}")
-               for k, c in enumerate(_head_colors(num_heads))]
-    handles += [Line2D([], [], color="gray", ls="-", label=f"{masses[0]:.0%} mass"),
-                Line2D([], [], color="gray", ls="--", label=f"{masses[1]:.0%} mass")]
-    fig.legend(handles=handles, loc="outside lower center", ncol=min(6, len(handles)), fontsize=7.5, frameon=False,
-               columnspacing=1.0, handlelength=1.6)
+            ax.set_title(
+                f"layer {i + 1}: {hidden} wide head{'s' if hidden > 1 else ''} not drawn",
+                fontsize=8.5,
+            )
+        ax.add_patch(
+            Rectangle(
+                (query[1] - 0.5, query[0] - 0.5),
+                1,
+                1,
+                fill=True,
+                fc="red",
+                alpha=0.35,
+                ec="red",
+            )
+        )
+    handles = [
+        Line2D([], [], color=c, marker="x", lw=1.2, label=f"head {k + 1}")
+        for k, c in enumerate(_head_colors(num_heads))
+    ]
+    handles += [
+        Line2D([], [], color="gray", ls="-", label=f"{masses[0]:.0%} mass"),
+        Line2D([], [], color="gray", ls="--", label=f"{masses[1]:.0%} mass"),
+    ]
+    fig.legend(
+        handles=handles,
+        loc="outside lower center",
+        ncol=min(6, len(handles)),
+        fontsize=7.5,
+        frameon=False,
+        columnspacing=1.0,
+        handlelength=1.6,
+    )
     if suptitle:
         fig.suptitle(suptitle, fontsize=9)
     return fig
 
 
-def plot_accuracy_curves(runs: Mapping[str, Run], ax=None, key: str = "test_acc", title: Optional[str] = None):
+def plot_accuracy_curves(
+    runs: Mapping[str, Run], ax=None, key: str = "test_acc", title: Optional[str] = None
+):
     """v1 Fig. 4 (ICLR Fig. 2): ``key`` (default the test accuracy) against the epoch for each labelled run."""
     import matplotlib.pyplot as plt
 
@@ -156,12 +230,21 @@ def plot_accuracy_curves(runs: Mapping[str, Run], ax=None, key: str = "test_acc"
         values = run.series(key)
         ax.plot(range(1, len(values) + 1), values, label=label)
     ax.set_xlabel("epoch")
-    names = {"test_acc": "test accuracy", "train_acc": "training accuracy", "test_loss": "test loss",
-             "train_loss": "training loss"}
+    names = {
+        "test_acc": "test accuracy",
+        "train_acc": "training accuracy",
+        "test_loss": "test loss",
+        "train_loss": "training loss",
+    }
     ax.set_ylabel(names.get(key, key.replace("_", " ")))
     ax.grid(alpha=0.3)
     # one legend, below the axes, outside the data
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=min(4, len(runs)), frameon=False)
+    ax.legend(
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.16),
+        ncol=min(4, len(runs)),
+        frameon=False,
+    )
     if title:
         ax.set_title(title, fontsize=9)
     return ax.figure

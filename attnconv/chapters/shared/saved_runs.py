@@ -7,6 +7,7 @@
 * :func:`load_saved_runs` — the saved runs among several, and the labels of those not saved;
 * :func:`run_summary` and :func:`run_caption` — a run described in two lines or in a caption.
 """
+
 from __future__ import annotations
 
 from typing import Mapping, Optional
@@ -30,7 +31,9 @@ def book_run_changes(model: str, profile: str, tag: Optional[str] = None) -> dic
     the profile's :class:`~attnconv.experiments.train.TrainConfig` (its registry entry's
     :meth:`~attnconv.experiments.registry.RunEntry.changes`, ``epochs`` first)."""
     if tag == "16heads" and model == "resnet18":
-        raise ValueError("the 16-head variant exists for the self-attention models only")
+        raise ValueError(
+            "the 16-head variant exists for the self-attention models only"
+        )
     name = book_run_name(model, profile, tag)
     try:
         return run_entry(name).changes()
@@ -38,7 +41,9 @@ def book_run_changes(model: str, profile: str, tag: Optional[str] = None) -> dic
         raise ValueError(f"unknown book run {name!r}") from None
 
 
-def book_run(model: str, tag: Optional[str] = None, profile: Optional[str] = None) -> Run:
+def book_run(
+    model: str, tag: Optional[str] = None, profile: Optional[str] = None
+) -> Run:
     """The book's saved run of ``model`` (``tag="16heads"``: 16 heads) under ``profile`` (default
     :func:`active_profile`), read from the registry (:func:`attnconv.experiments.registry.load_run`):
     a missing run raises with the command that makes it."""
@@ -61,8 +66,10 @@ def _architecture(history: Mapping, detailed: bool) -> str:
         return f"ResNet18 with {widths}" if detailed else widths
     g = tokens_per_side(history)
     if detailed:
-        return (f"{mc['num_layers']} layers × {mc['num_heads']} heads, hidden {mc['hidden_size']}, "
-                f"{g}×{g} tokens")
+        return (
+            f"{mc['num_layers']} layers × {mc['num_heads']} heads, hidden {mc['hidden_size']}, "
+            f"{g}×{g} tokens"
+        )
     return f"{mc['num_layers']} layers, {mc['num_heads']} heads, {g}×{g} tokens"
 
 
@@ -72,8 +79,10 @@ def run_summary(run: Run, label: Optional[str] = None) -> str:
     h = run.history
     arch = _architecture(h, detailed=True)
     acc = f"{100 * run.epochs[-1]['test_acc']:.1f}%" if run.epochs else "n/a"
-    return (f"{label or run.config.model}: {len(run.epochs)} epochs on the {h['data']} data ({h['train_size']:,} training / "
-            f"{h['test_size']:,} test images)\n    {arch}; {h['num_parameters']:,} parameters; test accuracy {acc}")
+    return (
+        f"{label or run.config.model}: {len(run.epochs)} epochs on the {h['data']} data ({h['train_size']:,} training / "
+        f"{h['test_size']:,} test images)\n    {arch}; {h['num_parameters']:,} parameters; test accuracy {acc}"
+    )
 
 
 def run_caption(run: Run, epochs: bool = True) -> str:

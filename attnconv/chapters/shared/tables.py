@@ -1,5 +1,6 @@
 """Tables for the book's pages: rendered as HTML tables (Markdown), never as padded text that
 overflows the column."""
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -22,13 +23,26 @@ def fit_column(text: str, width: int = COLUMN_CHARS, indent: str = "    ") -> st
             out.append(line)
             continue
         lead = line[: len(line) - len(line.lstrip())]
-        out.extend(textwrap.wrap(line, width=width, initial_indent="", subsequent_indent=lead + indent,
-                                 break_long_words=False, break_on_hyphens=False))
+        out.extend(
+            textwrap.wrap(
+                line,
+                width=width,
+                initial_indent="",
+                subsequent_indent=lead + indent,
+                break_long_words=False,
+                break_on_hyphens=False,
+            )
+        )
     return "\n".join(out)
 
 
-def pack_items(prefix: str, items: Sequence[str], sep: str = ", ", width: int = COLUMN_CHARS,
-               indent: str = "    ") -> str:
+def pack_items(
+    prefix: str,
+    items: Sequence[str],
+    sep: str = ", ",
+    width: int = COLUMN_CHARS,
+    indent: str = "    ",
+) -> str:
     """``prefix`` followed by ``items`` joined with ``sep``, broken into lines of at most ``width``
     characters between items (never inside one); continuation lines start with ``indent``."""
     lines, line = [], prefix
@@ -44,7 +58,9 @@ def pack_items(prefix: str, items: Sequence[str], sep: str = ", ", width: int = 
     return "\n".join(lines)
 
 
-def markdown_table(columns: Sequence[str], rows: Sequence[Sequence[object]], align: str = "") -> "object":
+def markdown_table(
+    columns: Sequence[str], rows: Sequence[Sequence[object]], align: str = ""
+) -> "object":
     """A Markdown table as an ``IPython.display.Markdown`` object (Jupyter and the book render it
     as an HTML table; its ``text/plain`` form, which nbval compares, is the Markdown source).
 
@@ -59,7 +75,9 @@ def markdown_table(columns: Sequence[str], rows: Sequence[Sequence[object]], ali
     if len(align) != n or set(align) - set("lr"):
         raise ValueError("align needs one 'l' or 'r' per column")
     cell = lambda v: str(v).replace("|", "\\|")
-    lines = ["| " + " | ".join(cell(c) for c in columns) + " |",
-             "| " + " | ".join(":---" if a == "l" else "---:" for a in align) + " |"]
+    lines = [
+        "| " + " | ".join(cell(c) for c in columns) + " |",
+        "| " + " | ".join(":---" if a == "l" else "---:" for a in align) + " |",
+    ]
     lines += ["| " + " | ".join(cell(v) for v in r) + " |" for r in rows]
     return Markdown("\n".join(lines))

@@ -7,6 +7,7 @@
 * :func:`format_head_table` — one line per head: centre, spread, distance to the lattice, largest
   probability (from :func:`attnconv.chapters.shared.gaussian_maps.gaussian_head_maps`).
 """
+
 from __future__ import annotations
 
 from typing import List, Mapping, Sequence
@@ -44,16 +45,29 @@ def center_trajectories(history: dict, layer: int) -> np.ndarray:
 
     For the learned encoding the recorded "centre" is the mean shift E[δ] of the head's
     position-only attention (:meth:`SelfAttentionClassifier.attention_parameters`)."""
-    records = [history["initial_attention"]] + [e["attention"] for e in history["epochs"]]
+    records = [history["initial_attention"]] + [
+        e["attention"] for e in history["epochs"]
+    ]
     n_layers = len(records[0])
     if not -n_layers <= layer < n_layers:
-        raise ValueError(f"layer {layer} out of range: the model has {n_layers} attention layers")
+        raise ValueError(
+            f"layer {layer} out of range: the model has {n_layers} attention layers"
+        )
     if "centers" not in records[0][layer]:
-        raise ValueError(f"layer {layer} has no head centres (pruned or not an attention layer)")
-    return np.stack([np.asarray(r[layer]["centers"], dtype=np.float64).reshape(-1, 2) for r in records])
+        raise ValueError(
+            f"layer {layer} has no head centres (pruned or not an attention layer)"
+        )
+    return np.stack(
+        [
+            np.asarray(r[layer]["centers"], dtype=np.float64).reshape(-1, 2)
+            for r in records
+        ]
+    )
 
 
-def head_summary(history: dict, kernel_size: int = 3, radius: float = 0.5) -> List[dict]:
+def head_summary(
+    history: dict, kernel_size: int = 3, radius: float = 0.5
+) -> List[dict]:
     """Per attention layer, how its head centres moved from the initialisation to the last epoch:
     ``mean_movement`` (mean ‖Δ_end − Δ_init‖), ``mean_offset`` (mean ‖Δ_end‖, the distance from
     the query; ``mean_offset_init`` at initialisation), ``coverage_init`` / ``coverage_end`` (lattice points of the K×K kernel with a head
@@ -89,18 +103,24 @@ def format_head_summary(rows: Sequence[dict], kernel_size: int = 3) -> str:
     k2 = kernel_size * kernel_size
     lines = []
     for r in rows:
-        lines.append(f"layer {r['layer'] + 1}: {r['num_heads']} heads, mean centre movement {r['mean_movement']:.2f} tokens")
+        lines.append(
+            f"layer {r['layer'] + 1}: {r['num_heads']} heads, mean centre movement {r['mean_movement']:.2f} tokens"
+        )
         line = f"    mean distance from the query {r['mean_offset_init']:.2f} -> {r['mean_offset']:.2f}"
         if "spread_end" in r:
             line += f", median spread s {r['spread_init']:.2f} -> {r['spread_end']:.2f}"
         lines.append(line)
         points = " ".join(f"({a:+d},{b:+d})" for a, b in r.get("covered_end", []))
-        lines.append(f"    {kernel_size}×{kernel_size} lattice points covered {r['coverage_init']}/{k2} -> "
-                     f"{r['coverage_end']}/{k2}: {points or 'none'}")
+        lines.append(
+            f"    {kernel_size}×{kernel_size} lattice points covered {r['coverage_init']}/{k2} -> "
+            f"{r['coverage_end']}/{k2}: {points or 'none'}"
+        )
     return fit_column("\n".join(lines))
 
 
-def format_head_table(history: dict, layer: int, epoch: int = -1, kernel_size: int = 3) -> str:
+def format_head_table(
+    history: dict, layer: int, epoch: int = -1, kernel_size: int = 3
+) -> str:
     """One line per head of ``layer`` (0-based) after ``epoch``: its centre Δ_h (row, column), its
     spread s_h (quadratic encoding) or the eigenvalues of Σ_h⁻¹ (generalized), the distance of Δ_h
     to the nearest point of the K×K lattice and the largest attention probability of the head for
@@ -117,8 +137,12 @@ def format_head_table(history: dict, layer: int, epoch: int = -1, kernel_size: i
         if "spreads" in rec:
             width = f"s = {abs(float(rec['spreads'][h])):.2f}"
         else:
-            eig = torch.linalg.eigvalsh(torch.as_tensor(rec["inverse_covariance"][h], dtype=torch.float64))
+            eig = torch.linalg.eigvalsh(
+                torch.as_tensor(rec["inverse_covariance"][h], dtype=torch.float64)
+            )
             width = f"eig(Σ⁻¹) = ({float(eig[0]):.2f}, {float(eig[1]):.2f})"
-        lines.append(f"head {h + 1}: Δ = ({float(centers[h, 0]):+.2f}, {float(centers[h, 1]):+.2f}), {width}, "
-                     f"to the lattice {float(dist[h]):.2f}, largest probability {float(maps[h].max()):.2f}")
+        lines.append(
+            f"head {h + 1}: Δ = ({float(centers[h, 0]):+.2f}, {float(centers[h, 1]):+.2f}), {width}, "
+            f"to the lattice {float(dist[h]):.2f}, largest probability {float(maps[h].max()):.2f}"
+        )
     return fit_column("\n".join(lines))
