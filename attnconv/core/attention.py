@@ -26,7 +26,6 @@ import torch
 from torch import nn
 
 from .encodings import AbsoluteEncoding, RelativeEncoding
-from .grid import relative_shifts
 from .local import (
     is_axis_aligned,
     local_attention_matrix,
@@ -77,45 +76,71 @@ class ScoreTerms:
 class _MergeHeads(torch.autograd.Function):
     """Σ_h heads_h W_out^hᵀ + b_out for heads ``(N_h, N, D_h)`` and W_out ``(D_out, N_h·D_h)``.
 
-    The same products as a loop of ``addmm`` over the heads (same numbers, bit for bit), but the
-    backward pass writes the gradients of all heads and of all blocks of W_out straight into one
+    The same products as a loop of ``addmm`` over the heads (same numbers, bit for bit, in fp32),
+    but the backward pass writes the gradients of all heads and of all blocks of W_out straight into one
     tensor each, instead of autograd's stacking of per-head gradients (a copy of the size of all
-    heads, 6 % of a training step of the ``deep`` profile)."""
+    heads, 6 % of a training step of the ``deep`` profile).
+
+    Precision: autocast is off inside; W_out and b_out (fp32 parameters) are used in the heads'
+    dtype, and in bf16/fp16 the heads are summed in fp32 (:func:`_merge_heads_forward`), so nine
+    heads are not rounded to bf16 one after another. Gradients come back in each input's dtype."""
 
     @staticmethod
     def forward(ctx, heads, weight, bias):
-        blocks = weight.view(weight.shape[0], heads.shape[0], heads.shape[2])
-        y = (
-            heads[0] @ blocks[:, 0].t()
-            if bias is None
-            else torch.addmm(bias, heads[0], blocks[:, 0].t())
-        )
-        for h in range(1, heads.shape[0]):
-            torch.addmm(
-                y, heads[h], blocks[:, h].t(), out=y
-            )  # in place: no copy of y per head
+        with torch.autocast(heads.device.type, enabled=False):
+            y = _merge_heads_forward(heads, weight.to(heads.dtype), bias)
         ctx.save_for_backward(heads, weight)
         ctx.has_bias = bias is not None
+        ctx.bias_dtype = None if bias is None else bias.dtype
         return y
 
     @staticmethod
     def backward(ctx, grad):
         heads, weight = ctx.saved_tensors
-        grad = grad.contiguous()
-        blocks = weight.view(weight.shape[0], heads.shape[0], heads.shape[2])
-        grad_heads = grad_weight = grad_bias = None
-        if ctx.needs_input_grad[0]:
-            grad_heads = torch.empty_like(heads)
-            for h in range(heads.shape[0]):
-                torch.mm(grad, blocks[:, h], out=grad_heads[h])
-        if ctx.needs_input_grad[1]:
-            grad_weight = torch.empty_like(weight)
-            grad_blocks = grad_weight.view_as(blocks)
-            for h in range(heads.shape[0]):
-                grad_blocks[:, h] = grad.t() @ heads[h]
-        if ctx.has_bias and ctx.needs_input_grad[2]:
-            grad_bias = grad.sum(0)
+        with torch.autocast(heads.device.type, enabled=False):
+            grad = grad.to(heads.dtype).contiguous()
+            blocks = weight.to(heads.dtype).view(
+                weight.shape[0], heads.shape[0], heads.shape[2]
+            )
+            grad_heads = grad_weight = grad_bias = None
+            if ctx.needs_input_grad[0]:
+                grad_heads = torch.empty_like(heads)
+                for h in range(heads.shape[0]):
+                    torch.mm(grad, blocks[:, h], out=grad_heads[h])
+            if ctx.needs_input_grad[1]:
+                grad_blocks = torch.empty_like(blocks)
+                for h in range(heads.shape[0]):
+                    grad_blocks[:, h] = grad.t() @ heads[h]
+                grad_weight = grad_blocks.view_as(weight).to(weight.dtype)
+            if ctx.has_bias and ctx.needs_input_grad[2]:
+                grad_bias = grad.sum(0, dtype=torch.float32).to(ctx.bias_dtype)
         return grad_heads, grad_weight, grad_bias
+
+
+def _merge_heads_forward(heads, weight, bias):
+    """Σ_h heads_h W_out^hᵀ + b_out, autocast off, in the heads' dtype. In fp32/fp64 one ``addmm``
+    per head into the result; in bf16/fp16 each head's product (accumulated in fp32 by the matrix
+    product) is added into an fp32 sum, which is rounded once at the end, as one matrix product
+    over the concatenated heads would."""
+    blocks = weight.view(weight.shape[0], heads.shape[0], heads.shape[2])
+    if heads.dtype in (torch.float32, torch.float64):
+        b = None if bias is None else bias.to(heads.dtype)
+        y = (
+            heads[0] @ blocks[:, 0].t()
+            if b is None
+            else torch.addmm(b, heads[0], blocks[:, 0].t())
+        )
+        for h in range(1, heads.shape[0]):
+            torch.addmm(y, heads[h], blocks[:, h].t(), out=y)  # in place: no copy
+        return y
+    y = torch.zeros(
+        heads.shape[1], weight.shape[0], dtype=torch.float32, device=heads.device
+    )
+    if bias is not None:
+        y += bias.float()
+    for h in range(heads.shape[0]):
+        y += heads[h] @ blocks[:, h].t()
+    return y.to(heads.dtype)
 
 
 class MultiHeadSelfAttention(nn.Module):
@@ -342,7 +367,6 @@ class MultiHeadSelfAttention(nn.Module):
         self, tokens: torch.Tensor, shape, qk_tokens: torch.Tensor
     ) -> torch.Tensor:
         terms, enc = self.terms, self.encoding
-        relative = isinstance(enc, RelativeEncoding)
         position = (
             enc.grid_position_scores(shape, self.key_padding, tokens.device)
             if terms.position_only
@@ -364,11 +388,6 @@ class MultiHeadSelfAttention(nn.Module):
             return (
                 scores if position is None else scores.add_(position.to(scores.dtype))
             )
-        delta = (
-            relative_shifts(shape, self.key_padding, tokens.device)
-            if relative
-            else None
-        )
         q = self._heads_first(self.query(qk_tokens)) if self.query is not None else None
         k = (
             self._heads_first(self.key(self._pad_tokens(qk_tokens, shape)))
@@ -383,7 +402,7 @@ class MultiHeadSelfAttention(nn.Module):
                 "hd,bhkd->bhk", self.key_bias_query.to(k.dtype), k
             ).unsqueeze(2)
         if terms.content_position:
-            r = enc.features(delta).to(q.dtype)  # (T_q, T_k, D_p)
+            r = enc.grid_features(shape, self.key_padding, tokens.device).to(q.dtype)
             qr = torch.einsum("bhqd,hdp->bhqp", q, self.relative_key.to(q.dtype))
             scores = scores + torch.einsum("bhqp,qkp->bhqk", qr, r)
         scores = scores * self.scale
@@ -434,11 +453,7 @@ class MultiHeadSelfAttention(nn.Module):
     def _merge_heads(self, heads: torch.Tensor) -> torch.Tensor:
         """concat_h(heads) W_out + b_out of eq. (4), as Σ_h heads_h W_out^h (no concatenation copy,
         forward or backward: :class:`_MergeHeads`)."""
-        return _MergeHeads.apply(
-            heads,
-            self.out.weight.to(heads.dtype),
-            None if self.out.bias is None else self.out.bias.to(heads.dtype),
-        )
+        return _MergeHeads.apply(heads, self.out.weight, self.out.bias)
 
     def forward_tokens(
         self, tokens: torch.Tensor, shape, return_attention: bool = False
