@@ -33,6 +33,7 @@ from .local import (
     separable_local_factors,
     sparse_rows,
 )
+from .precision import autocast_off
 from .softmax import softmax_without_denormals
 
 __all__ = [
@@ -87,7 +88,7 @@ class _MergeHeads(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, heads, weight, bias):
-        with torch.autocast(heads.device.type, enabled=False):
+        with autocast_off(heads.device.type):
             y = _merge_heads_forward(heads, weight.to(heads.dtype), bias)
         ctx.save_for_backward(heads, weight)
         ctx.has_bias = bias is not None
@@ -97,7 +98,7 @@ class _MergeHeads(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         heads, weight = ctx.saved_tensors
-        with torch.autocast(heads.device.type, enabled=False):
+        with autocast_off(heads.device.type):
             grad = grad.to(heads.dtype).contiguous()
             blocks = weight.to(heads.dtype).view(
                 weight.shape[0], heads.shape[0], heads.shape[2]
@@ -121,25 +122,26 @@ def _merge_heads_forward(heads, weight, bias):
     """Σ_h heads_h W_out^hᵀ + b_out, autocast off, in the heads' dtype. In fp32/fp64 one ``addmm``
     per head into the result; in bf16/fp16 each head's product (accumulated in fp32 by the matrix
     product) is added into an fp32 sum, which is rounded once at the end, as one matrix product
-    over the concatenated heads would."""
+    over the concatenated heads would. (Heads and blocks are taken with ``select``: indexing with
+    ``[]`` under disabled CUDA autocast initialises CUDA even for fake tensors.)"""
     blocks = weight.view(weight.shape[0], heads.shape[0], heads.shape[2])
+    pairs = [
+        (heads.select(0, h), blocks.select(1, h).t()) for h in range(heads.shape[0])
+    ]
     if heads.dtype in (torch.float32, torch.float64):
         b = None if bias is None else bias.to(heads.dtype)
-        y = (
-            heads[0] @ blocks[:, 0].t()
-            if b is None
-            else torch.addmm(b, heads[0], blocks[:, 0].t())
-        )
-        for h in range(1, heads.shape[0]):
-            torch.addmm(y, heads[h], blocks[:, h].t(), out=y)  # in place: no copy
+        first, w0 = pairs[0]
+        y = first @ w0 if b is None else torch.addmm(b, first, w0)
+        for head, w in pairs[1:]:
+            torch.addmm(y, head, w, out=y)  # in place: no copy of y per head
         return y
     y = torch.zeros(
         heads.shape[1], weight.shape[0], dtype=torch.float32, device=heads.device
     )
     if bias is not None:
         y += bias.float()
-    for h in range(heads.shape[0]):
-        y += heads[h] @ blocks[:, h].t()
+    for head, w in pairs:
+        y += head @ w
     return y.to(heads.dtype)
 
 

@@ -15,13 +15,13 @@ query and key projections, and :class:`attnconv.core.attention.MultiHeadSelfAtte
 from __future__ import annotations
 
 import math
-from contextlib import nullcontext
 from typing import Dict, Sequence, Tuple
 
 import torch
 from torch import nn
 
 from .grid import relative_shifts
+from .precision import autocast_off
 
 __all__ = [
     "RelativeEncoding",
@@ -51,14 +51,6 @@ def grid_shifts(shape, padding: int = 0, device=None) -> torch.Tensor:
             return moved
         _SHIFTS[key] = moved
     return _SHIFTS[key]
-
-
-def _full_precision(device_type: str):
-    """Autocast off for ``device_type`` when it is on (the position scores stay in the
-    parameters' precision)."""
-    if torch.is_autocast_enabled(device_type):
-        return torch.autocast(device_type, enabled=False)
-    return nullcontext()
 
 
 def kernel_shifts(kernel_size: int, spatial_dims: int = 2) -> torch.Tensor:
@@ -92,7 +84,7 @@ class RelativeEncoding(nn.Module):
 
         Computed in the parameters' precision even under autocast (CUDA or CPU): these few
         thousand numbers reach magnitudes of ~100 and bf16 would round them to the nearest 0.5."""
-        with _full_precision(delta.device.type):
+        with autocast_off(delta.device.type):
             return self._position_scores(delta)
 
     def _position_scores(self, delta: torch.Tensor) -> torch.Tensor:
@@ -106,7 +98,7 @@ class RelativeEncoding(nn.Module):
         ``(N_h, T_q, T_k)`` tensor, in the parameters' precision under autocast as
         :meth:`position_scores`. Subclasses may compute the same numbers faster
         (``_grid_position_scores``)."""
-        with _full_precision(self._device_type(device)):
+        with autocast_off(self._device_type(device)):
             return self._grid_position_scores(
                 tuple(int(s) for s in shape), padding, device
             )
@@ -401,7 +393,7 @@ class LearnedRelativeEncoding(RelativeEncoding):
         """Per axis a ``(2·max_shift+1, N_h)`` table: each head's score for each shift on that axis."""
         half = self.dim // self.spatial_dims
         return [
-            emb.weight @ self.head_keys[:, a * half : (a + 1) * half].t()
+            emb.weight @ self.head_keys.narrow(1, a * half, half).t()
             for a, emb in enumerate(self.axis_embeddings)
         ]
 
@@ -433,7 +425,8 @@ class LearnedRelativeEncoding(RelativeEncoding):
     def _grid_position_scores(self, shape, padding: int, device) -> torch.Tensor:
         """The same numbers as :meth:`position_scores` of the grid's shifts (row score + column
         score, added in that order), built from one small ``(N_h, H, H + 2p)`` table per axis and a
-        broadcast sum: no gather over the T_q × T_k pairs, and a contiguous result."""
+        broadcast sum: no gather over the T_q × T_k pairs, and a contiguous result. (No ``[]``
+        indexing: under disabled CUDA autocast it initialises CUDA, even for fake tensors.)"""
         if len(shape) != self.spatial_dims:
             return super()._grid_position_scores(shape, padding, device)
         self._check_grid(shape, padding)
@@ -441,8 +434,9 @@ class LearnedRelativeEncoding(RelativeEncoding):
         for a, (n, table) in enumerate(zip(shape, self.axis_scores())):
             q = torch.arange(n, device=table.device)
             k = torch.arange(-padding, n + padding, device=table.device)
-            idx = k[None, :] - q[:, None]  # (n, n + 2p) shifts on this axis
-            s = table.t()[:, idx + self.max_shift]  # (N_h, n, n + 2p)
+            idx = k.unsqueeze(0) - q.unsqueeze(1)  # (n, n + 2p) shifts on this axis
+            rows = (idx + self.max_shift).reshape(-1)
+            s = table.t().index_select(1, rows).view(-1, *idx.shape)  # (N_h, n, n + 2p)
             view = [s.shape[0]] + [1] * (2 * len(shape))
             view[1 + a], view[1 + len(shape) + a] = s.shape[1], s.shape[2]
             s = s.view(view)

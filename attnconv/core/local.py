@@ -37,6 +37,7 @@ from typing import Sequence, Tuple
 
 import torch
 
+from .precision import autocast_off
 from .softmax import softmax_without_denormals
 
 __all__ = [
@@ -308,7 +309,7 @@ class _SeparableHeads(torch.autograd.Function):
         ]
         rows, cols, weight = rows.to(dtype), cols.to(dtype), weight.to(dtype)
         keep = any(ctx.needs_input_grad)  # each head's two intermediates, for backward
-        with torch.autocast(values.device.type, enabled=False):
+        with autocast_off(values.device.type):
             out, zs, us = _separable_forward(values, rows, cols, weight, keep)
             if bias is not None:
                 out.add_(bias.to(out.dtype))
@@ -319,7 +320,7 @@ class _SeparableHeads(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         values, rows, cols, weight, zs, us = ctx.saved_tensors
-        with torch.autocast(values.device.type, enabled=False):
+        with autocast_off(values.device.type):
             grads = _separable_backward(
                 grad.to(values.dtype), values, rows, cols, weight, zs, us
             )
