@@ -526,12 +526,18 @@ class MultiHeadSelfAttention(nn.Module):
             )
         else:
             values = keys.reshape(1, t_k, -1)  # shared by all heads
-        precision = enc.precision()
+        with autocast_off(keys.device.type):  # the probabilities in fp32, as dense ones
+            precision = enc.precision()
         drop = self.training and self.attention_dropout.p > 0
         if is_axis_aligned(precision):
-            rows, cols, _ = separable_local_factors(
-                enc.centers, precision, shape, self.key_padding, self.local_tolerance
-            )
+            with autocast_off(keys.device.type):
+                rows, cols, _ = separable_local_factors(
+                    enc.centers,
+                    precision,
+                    shape,
+                    self.key_padding,
+                    self.local_tolerance,
+                )
             if drop:  # structured dropout: on the row and on the column factor (expectation unchanged)
                 rows, cols = self.attention_dropout(rows), self.attention_dropout(cols)
             h_k, w_k = rows.shape[2], cols.shape[2]
@@ -565,14 +571,15 @@ class MultiHeadSelfAttention(nn.Module):
                 else None
             )
         else:
-            matrix, _ = local_attention_matrix(
-                enc.centers,
-                precision,
-                shape,
-                self.key_padding,
-                self.local_tolerance,
-                stack_heads_in_columns=self.value is not None,
-            )
+            with autocast_off(keys.device.type):
+                matrix, _ = local_attention_matrix(
+                    enc.centers,
+                    precision,
+                    shape,
+                    self.key_padding,
+                    self.local_tolerance,
+                    stack_heads_in_columns=self.value is not None,
+                )
             if drop:
                 matrix = sparse_rows(
                     matrix.crow_indices(),
@@ -580,9 +587,16 @@ class MultiHeadSelfAttention(nn.Module):
                     self.attention_dropout(matrix.values()),
                     matrix.shape,
                 )
-            heads = (
-                matrix.to(values.dtype) @ values.reshape(-1, values.shape[-1])
-            ).view(nh, -1, d)
+            # the sparse product in the matrix's precision (fp32) when the values are bf16/fp16:
+            # sparse kernels have no bf16 on the CPU, and the windows' sums stay fp32
+            wide = values.dtype in (torch.float32, torch.float64)
+            flat = values.reshape(-1, values.shape[-1])
+            with autocast_off(values.device.type):
+                heads = (
+                    matrix.to(values.dtype) @ flat
+                    if wide
+                    else (matrix @ flat.to(matrix.dtype)).to(values.dtype)
+                ).view(nh, -1, d)
             probs = None
             if return_attention:
                 dense = matrix.detach().to_dense().view(nh, tokens.shape[0], -1)
