@@ -109,6 +109,7 @@ def _config(model, overrides, steps, tiny, precision, epochs=1) -> TrainConfig:
 
 def _step_losses(config: TrainConfig, data, device) -> List[float]:
     """The loss of every step of one epoch of ``config`` (fresh model, seed 0)."""
+    data = data.subset(config.train_subset, config.test_subset).to(device)
     torch.manual_seed(0)
     model = build_model(config.model_config()).to(device).train()
     optimizer = make_optimizer(model, config)
@@ -166,6 +167,7 @@ def _stop_and_resume(model, overrides, steps, tiny, data, folder: Path) -> dict:
 def _speed(model, overrides, tiny, data, device, repeats: int) -> dict:
     """Images/s of bf16 training steps, with CUDA's sync debug mode on during the timed steps."""
     config = _config(model, overrides, repeats + 3, tiny, "bf16")
+    data = data.subset(config.train_subset, config.test_subset).to(device)
     torch.manual_seed(0)
     net = build_model(config.model_config()).to(device).train()
     optimizer = make_optimizer(net, config)

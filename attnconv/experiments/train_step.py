@@ -299,74 +299,81 @@ def train_epoch(
     steps_per_epoch = math.ceil(n_train / config.batch_size)
     model.train()
     start_step = int(partial["step"]) if partial is not None else 0
-    batches = EpochBatches(
-        data,
-        config,
-        epoch,
-        device,
-        start_step,
-        partial["aug_state"] if partial is not None else None,
-    )
-    loss_sum = torch.zeros((), device=device)
-    correct = torch.zeros((), device=device, dtype=torch.long)
-    if partial is not None:
-        loss_sum += partial["loss_sum"].to(device)
-        correct += partial["correct"].to(device)
-    recorded = list(step_losses) if step_losses is not None else None
-    pending: List[torch.Tensor] = []
-    watch = NonFiniteWatch(device)
-    bar = _Progress(
-        steps_per_epoch,
-        start_step,
-        f"{config.model} epoch {epoch}/{config.epochs}",
-        progress,
-    )
-    asked = None  # multi-process: the ranks' stop flags of the previous step
+    aug_state = partial["aug_state"] if partial is not None else None
+    batches = EpochBatches(data, config, epoch, device, start_step, aug_state)
+    tally = _EpochTally(device, partial, step_losses)
+    desc = f"{config.model} epoch {epoch}/{config.epochs}"
+    bar = _Progress(steps_per_epoch, start_step, desc, progress)
+    step_fn = _Stepper(model, batches, config, optimizer, scheduler, precision, scaler)
     for step in range(start_step, steps_per_epoch):
-        if distributed is None:
-            loss, right = _single_step(
-                model, batches, step, config, optimizer, scheduler, precision, scaler
-            )
-            stopping = stop is not None and bool(stop)
-        else:
-            loss, right, flags = _distributed_step(
-                model,
-                batches,
-                step,
-                config,
-                optimizer,
-                scheduler,
-                precision,
-                scaler,
-                distributed,
-                stop,
-            )
-            stopping = asked is not None and float(asked.get()) > 0
-            asked = HostValue(flags)
-        watch.see(step, loss)
-        loss_sum += loss * batches.sizes[step]
-        correct += right
-        if recorded is not None and len(recorded) + len(pending) < RECORDED_STEPS:
-            pending.append(loss)
+        loss, right, stopping = step_fn(step, distributed, stop)
+        tally.add(step, loss, right, batches.sizes[step])
         if on_step is not None:
             on_step(step, float(loss))
         bar.update(step, loss)
         if stopping and step + 1 < steps_per_epoch:
             bar.close()
-            watch.check()
-            _record(step_losses, recorded, pending)
-            raise StopRequested(
-                _partial_state(epoch, step, loss_sum, correct, batches, step_losses)
-            )
+            tally.finish(step_losses)
+            raise StopRequested(tally.partial_state(epoch, step, batches, step_losses))
     bar.close()
-    watch.check()
-    _record(step_losses, recorded, pending)
-    return float(loss_sum) / n_train, int(correct) / n_train
+    tally.finish(step_losses)
+    return float(tally.loss_sum) / n_train, int(tally.correct) / n_train
 
 
-def _record(step_losses, recorded, pending) -> None:
-    if step_losses is not None:
-        step_losses[:] = recorded + [float(v) for v in pending]
+class _Stepper:
+    """One step of the epoch, single- or multi-process; returns (loss, correct count, whether
+    to stop after it). Multi-process, the ranks' stop flags are read one step late (their copy
+    to the host has arrived by then): every rank stops after the same step."""
+
+    def __init__(self, model, batches, config, optimizer, scheduler, precision, scaler):
+        self.args = (model, batches)
+        self.rest = (config, optimizer, scheduler, precision, scaler)
+        self.asked = None  # the ranks' stop flags of the previous step
+
+    def __call__(self, step, distributed, stop):
+        if distributed is None:
+            loss, right = _single_step(*self.args, step, *self.rest)
+            return loss, right, stop is not None and bool(stop)
+        loss, right, flags = _distributed_step(
+            *self.args, step, *self.rest, distributed, stop
+        )
+        stopping = self.asked is not None and float(self.asked.get()) > 0
+        self.asked = HostValue(flags)
+        return loss, right, stopping
+
+
+class _EpochTally:
+    """The epoch's sums on the device (loss, correct, first non-finite step) and the first
+    steps' losses to record, read on the host once (:meth:`finish`)."""
+
+    def __init__(self, device, partial, step_losses):
+        self.loss_sum = torch.zeros((), device=device)
+        self.correct = torch.zeros((), device=device, dtype=torch.long)
+        if partial is not None:
+            self.loss_sum += partial["loss_sum"].to(device)
+            self.correct += partial["correct"].to(device)
+        self.recorded = list(step_losses) if step_losses is not None else None
+        self.pending: List[torch.Tensor] = []
+        self.watch = NonFiniteWatch(device)
+
+    def add(self, step, loss, right, size) -> None:
+        self.watch.see(step, loss)
+        self.loss_sum += loss * size
+        self.correct += right
+        if self.recorded is not None:
+            if len(self.recorded) + len(self.pending) < RECORDED_STEPS:
+                self.pending.append(loss)
+
+    def finish(self, step_losses) -> None:
+        """Raise :class:`NonFiniteStep` for a NaN/inf step, else fill ``step_losses``."""
+        self.watch.check()
+        if step_losses is not None:
+            step_losses[:] = self.recorded + [float(v) for v in self.pending]
+
+    def partial_state(self, epoch, step, batches, step_losses) -> dict:
+        return _partial_state(
+            epoch, step, self.loss_sum, self.correct, batches, step_losses
+        )
 
 
 @torch.no_grad()
