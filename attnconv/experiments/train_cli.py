@@ -104,6 +104,13 @@ def _parser() -> argparse.ArgumentParser:
         "or cpu with --device cpu)",
     )
     parser.add_argument(
+        "--precision",
+        choices=("fp32", "bf16", "fp16"),
+        default=None,
+        help="default: bf16 autocast on CUDA (fp16 with loss scaling on cards without bf16), "
+        "fp32 on the CPU; bf16 on the CPU runs the GPU's code path",
+    )
+    parser.add_argument(
         "--threads",
         type=int,
         default=None,
@@ -145,6 +152,7 @@ def _config(args, parser) -> TrainConfig:
             data_root=args.data_root,
             seed=args.seed,
             device=args.device,
+            precision=args.precision,
         ).items()
         if v is not None
     }

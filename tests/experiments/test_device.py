@@ -170,3 +170,13 @@ def test_cpu_profile_runs_without_cuda(tmp_path, monkeypatch, fake_train):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     args = ["--model", "quadratic", "--profile", "cpu", "--run-dir", str(tmp_path)]
     assert cli_mod.main(args) == 0 and len(fake_train) == 1
+
+
+def test_precision_flag_reaches_the_config(tmp_path, fake_train):
+    args = ["--model", "quadratic", "--profile", "cpu", "--run-dir", str(tmp_path)]
+    assert cli_mod.main(args + ["--precision", "bf16"]) == 0
+    assert fake_train[-1].precision == "bf16"
+    assert cli_mod.main(args) == 0 and fake_train[-1].precision is None
+    assert (
+        "precision" not in fake_train[-1].to_dict()
+    )  # saved configs stay as they were
