@@ -40,8 +40,11 @@ import torch
 from .experiments.data import load_cifar10_sample
 from .experiments.device import (
     device_name,
+    gpu_count,
     resolve_precision,
     select_device,
+    sync_warnings,
+    synchronize,
 )
 from .experiments.models import build_model
 from .experiments.store import results_dir
@@ -188,19 +191,14 @@ def _speed(model, overrides, tiny, data, device, repeats: int) -> dict:
 
     for s in range(3):  # warm-up: kernels chosen, constants on the device
         step(s)
-    _synchronize(device)
+    synchronize(device)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        if device.type == "cuda":
-            torch.cuda.set_sync_debug_mode("warn")
         t0 = time.perf_counter()
-        try:
+        with sync_warnings(device):
             for s in range(3, 3 + repeats):
                 step(s)
-        finally:
-            if device.type == "cuda":
-                torch.cuda.set_sync_debug_mode("default")
-        _synchronize(device)
+        synchronize(device)
         seconds = time.perf_counter() - t0
     syncs = [
         str(w.message).splitlines()[0] for w in caught if "synchroniz" in str(w.message)
@@ -212,11 +210,6 @@ def _speed(model, overrides, tiny, data, device, repeats: int) -> dict:
         "sync_warnings": len(syncs) if device.type == "cuda" else None,
         "sync_warning_examples": sorted(set(syncs))[:5],
     }
-
-
-def _synchronize(device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 def _torchrun(folder: Path) -> dict:
@@ -292,7 +285,7 @@ def smoke(
             )
             out["models"][label] = record
             say(_summary(label, record, time.perf_counter() - t0))
-        if device.type == "cuda" and torch.cuda.device_count() >= 2:
+        if device.type == "cuda" and gpu_count() >= 2:
             out["torchrun"] = _torchrun(Path(tmp))
             say(f"torchrun, 2 processes: exit {out['torchrun']['returncode']}")
     out["ok"] = (

@@ -19,7 +19,7 @@ constants kept on the device, and the line that says so.
 from __future__ import annotations
 
 import random
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Callable, Dict, Optional, Tuple
 
@@ -31,6 +31,10 @@ __all__ = [
     "GPU_PROFILES",
     "select_device",
     "cuda_available",
+    "gpu_count",
+    "use_device",
+    "synchronize",
+    "sync_warnings",
     "bf16_supported",
     "Precision",
     "resolve_precision",
@@ -55,6 +59,37 @@ _AUTOCAST_DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
 def cuda_available() -> bool:
     """Whether CUDA works here (the one place the package asks)."""
     return torch.cuda.is_available()
+
+
+def gpu_count() -> int:
+    """CUDA devices visible to this process (0 without CUDA)."""
+    return torch.cuda.device_count() if cuda_available() else 0
+
+
+def use_device(device: torch.device) -> None:
+    """Make ``device`` the current CUDA device (a no-op on the CPU)."""
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+
+
+def synchronize(device: torch.device) -> None:
+    """Wait for ``device``'s queued work (for timing only; a no-op on the CPU)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+@contextmanager
+def sync_warnings(device: torch.device):
+    """CUDA's sync debug mode at "warn" inside (every host synchronisation warns); nothing on
+    the CPU."""
+    if device.type != "cuda":
+        yield
+        return
+    torch.cuda.set_sync_debug_mode("warn")
+    try:
+        yield
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
 
 
 def select_device(name: Optional[str] = None) -> torch.device:

@@ -50,7 +50,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from .device import cuda_available
+from .device import cuda_available, gpu_count, use_device
 
 __all__ = [
     "EXIT_PREEMPTED",
@@ -155,7 +155,7 @@ def init_from_environment(
     rank, local_rank = int(os.environ["RANK"]), int(os.environ.get("LOCAL_RANK", "0"))
     wants_cpu = device_name is not None and torch.device(device_name).type == "cpu"
     if cuda_available() and not wants_cpu:
-        gpus = torch.cuda.device_count()
+        gpus = gpu_count()
         if local_rank >= gpus:
             raise DistributedSetupError(
                 f"process {local_rank} of this machine has no GPU: {gpus} GPU"
@@ -163,7 +163,7 @@ def init_from_environment(
                 "or fewer (the batch is split over the processes, so fewer is fine)."
             )
         device, backend = torch.device("cuda", local_rank), "nccl"
-        torch.cuda.set_device(device)
+        use_device(device)
         # On a failed collective NCCL's watchdog aborts the communicators and the waiting call
         # raises (2, "CleanUpOnly"), so the survivors exit 76 with a message (PeerLostError);
         # 1 and 3 would kill this process from the watchdog thread first.
