@@ -73,3 +73,10 @@ check-book: $(BOOK_INDEX)
 
 clean:
 	rm -rf _build
+
+# Five minutes on a GPU box (attnconv/gpu_smoke.py): every paper-size model in bf16 against fp32,
+# stop-and-resume equality, images/s with CUDA's sync debug mode, torchrun on 2 GPUs; writes
+# book/results/gpu-smoke.json. Refuses without CUDA (python -m attnconv.gpu_smoke --tiny runs it on the CPU).
+.PHONY: gpu-smoke
+gpu-smoke: $(STAMP)
+	$(BIN)/python -m attnconv.gpu_smoke

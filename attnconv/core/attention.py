@@ -26,7 +26,6 @@ import torch
 from torch import nn
 
 from .encodings import AbsoluteEncoding, RelativeEncoding
-from .grid import relative_shifts
 from .local import (
     is_axis_aligned,
     local_attention_matrix,
@@ -34,6 +33,7 @@ from .local import (
     separable_local_factors,
     sparse_rows,
 )
+from .precision import autocast_off
 from .softmax import softmax_without_denormals
 
 __all__ = [
@@ -77,45 +77,72 @@ class ScoreTerms:
 class _MergeHeads(torch.autograd.Function):
     """Σ_h heads_h W_out^hᵀ + b_out for heads ``(N_h, N, D_h)`` and W_out ``(D_out, N_h·D_h)``.
 
-    The same products as a loop of ``addmm`` over the heads (same numbers, bit for bit), but the
-    backward pass writes the gradients of all heads and of all blocks of W_out straight into one
+    The same products as a loop of ``addmm`` over the heads (same numbers, bit for bit, in fp32),
+    but the backward pass writes the gradients of all heads and of all blocks of W_out straight into one
     tensor each, instead of autograd's stacking of per-head gradients (a copy of the size of all
-    heads, 6 % of a training step of the ``deep`` profile)."""
+    heads, 6 % of a training step of the ``deep`` profile).
+
+    Precision: autocast is off inside; W_out and b_out (fp32 parameters) are used in the heads'
+    dtype, and in bf16/fp16 the heads are summed in fp32 (:func:`_merge_heads_forward`), so nine
+    heads are not rounded to bf16 one after another. Gradients come back in each input's dtype."""
 
     @staticmethod
     def forward(ctx, heads, weight, bias):
-        blocks = weight.view(weight.shape[0], heads.shape[0], heads.shape[2])
-        y = (
-            heads[0] @ blocks[:, 0].t()
-            if bias is None
-            else torch.addmm(bias, heads[0], blocks[:, 0].t())
-        )
-        for h in range(1, heads.shape[0]):
-            torch.addmm(
-                y, heads[h], blocks[:, h].t(), out=y
-            )  # in place: no copy of y per head
+        with autocast_off(heads.device.type):
+            y = _merge_heads_forward(heads, weight.to(heads.dtype), bias)
         ctx.save_for_backward(heads, weight)
         ctx.has_bias = bias is not None
+        ctx.bias_dtype = None if bias is None else bias.dtype
         return y
 
     @staticmethod
     def backward(ctx, grad):
         heads, weight = ctx.saved_tensors
-        grad = grad.contiguous()
-        blocks = weight.view(weight.shape[0], heads.shape[0], heads.shape[2])
-        grad_heads = grad_weight = grad_bias = None
-        if ctx.needs_input_grad[0]:
-            grad_heads = torch.empty_like(heads)
-            for h in range(heads.shape[0]):
-                torch.mm(grad, blocks[:, h], out=grad_heads[h])
-        if ctx.needs_input_grad[1]:
-            grad_weight = torch.empty_like(weight)
-            grad_blocks = grad_weight.view_as(blocks)
-            for h in range(heads.shape[0]):
-                grad_blocks[:, h] = grad.t() @ heads[h]
-        if ctx.has_bias and ctx.needs_input_grad[2]:
-            grad_bias = grad.sum(0)
+        with autocast_off(heads.device.type):
+            grad = grad.to(heads.dtype).contiguous()
+            blocks = weight.to(heads.dtype).view(
+                weight.shape[0], heads.shape[0], heads.shape[2]
+            )
+            grad_heads = grad_weight = grad_bias = None
+            if ctx.needs_input_grad[0]:
+                grad_heads = torch.empty_like(heads)
+                for h in range(heads.shape[0]):
+                    torch.mm(grad, blocks[:, h], out=grad_heads[h])
+            if ctx.needs_input_grad[1]:
+                grad_blocks = torch.empty_like(blocks)
+                for h in range(heads.shape[0]):
+                    grad_blocks[:, h] = grad.t() @ heads[h]
+                grad_weight = grad_blocks.view_as(weight).to(weight.dtype)
+            if ctx.has_bias and ctx.needs_input_grad[2]:
+                grad_bias = grad.sum(0, dtype=torch.float32).to(ctx.bias_dtype)
         return grad_heads, grad_weight, grad_bias
+
+
+def _merge_heads_forward(heads, weight, bias):
+    """Σ_h heads_h W_out^hᵀ + b_out, autocast off, in the heads' dtype. In fp32/fp64 one ``addmm``
+    per head into the result; in bf16/fp16 each head's product (accumulated in fp32 by the matrix
+    product) is added into an fp32 sum, which is rounded once at the end, as one matrix product
+    over the concatenated heads would. (Heads and blocks are taken with ``select``: indexing with
+    ``[]`` under disabled CUDA autocast initialises CUDA even for fake tensors.)"""
+    blocks = weight.view(weight.shape[0], heads.shape[0], heads.shape[2])
+    pairs = [
+        (heads.select(0, h), blocks.select(1, h).t()) for h in range(heads.shape[0])
+    ]
+    if heads.dtype in (torch.float32, torch.float64):
+        b = None if bias is None else bias.to(heads.dtype)
+        first, w0 = pairs[0]
+        y = first @ w0 if b is None else torch.addmm(b, first, w0)
+        for head, w in pairs[1:]:
+            torch.addmm(y, head, w, out=y)  # in place: no copy of y per head
+        return y
+    y = torch.zeros(
+        heads.shape[1], weight.shape[0], dtype=torch.float32, device=heads.device
+    )
+    if bias is not None:
+        y += bias.float()
+    for head, w in pairs:
+        y += head @ w
+    return y.to(heads.dtype)
 
 
 class MultiHeadSelfAttention(nn.Module):
@@ -342,7 +369,6 @@ class MultiHeadSelfAttention(nn.Module):
         self, tokens: torch.Tensor, shape, qk_tokens: torch.Tensor
     ) -> torch.Tensor:
         terms, enc = self.terms, self.encoding
-        relative = isinstance(enc, RelativeEncoding)
         position = (
             enc.grid_position_scores(shape, self.key_padding, tokens.device)
             if terms.position_only
@@ -364,11 +390,6 @@ class MultiHeadSelfAttention(nn.Module):
             return (
                 scores if position is None else scores.add_(position.to(scores.dtype))
             )
-        delta = (
-            relative_shifts(shape, self.key_padding, tokens.device)
-            if relative
-            else None
-        )
         q = self._heads_first(self.query(qk_tokens)) if self.query is not None else None
         k = (
             self._heads_first(self.key(self._pad_tokens(qk_tokens, shape)))
@@ -383,7 +404,7 @@ class MultiHeadSelfAttention(nn.Module):
                 "hd,bhkd->bhk", self.key_bias_query.to(k.dtype), k
             ).unsqueeze(2)
         if terms.content_position:
-            r = enc.features(delta).to(q.dtype)  # (T_q, T_k, D_p)
+            r = enc.grid_features(shape, self.key_padding, tokens.device).to(q.dtype)
             qr = torch.einsum("bhqd,hdp->bhqp", q, self.relative_key.to(q.dtype))
             scores = scores + torch.einsum("bhqp,qkp->bhqk", qr, r)
         scores = scores * self.scale
@@ -434,11 +455,7 @@ class MultiHeadSelfAttention(nn.Module):
     def _merge_heads(self, heads: torch.Tensor) -> torch.Tensor:
         """concat_h(heads) W_out + b_out of eq. (4), as Σ_h heads_h W_out^h (no concatenation copy,
         forward or backward: :class:`_MergeHeads`)."""
-        return _MergeHeads.apply(
-            heads,
-            self.out.weight.to(heads.dtype),
-            None if self.out.bias is None else self.out.bias.to(heads.dtype),
-        )
+        return _MergeHeads.apply(heads, self.out.weight, self.out.bias)
 
     def forward_tokens(
         self, tokens: torch.Tensor, shape, return_attention: bool = False
@@ -509,12 +526,18 @@ class MultiHeadSelfAttention(nn.Module):
             )
         else:
             values = keys.reshape(1, t_k, -1)  # shared by all heads
-        precision = enc.precision()
+        with autocast_off(keys.device.type):  # the probabilities in fp32, as dense ones
+            precision = enc.precision()
         drop = self.training and self.attention_dropout.p > 0
         if is_axis_aligned(precision):
-            rows, cols, _ = separable_local_factors(
-                enc.centers, precision, shape, self.key_padding, self.local_tolerance
-            )
+            with autocast_off(keys.device.type):
+                rows, cols, _ = separable_local_factors(
+                    enc.centers,
+                    precision,
+                    shape,
+                    self.key_padding,
+                    self.local_tolerance,
+                )
             if drop:  # structured dropout: on the row and on the column factor (expectation unchanged)
                 rows, cols = self.attention_dropout(rows), self.attention_dropout(cols)
             h_k, w_k = rows.shape[2], cols.shape[2]
@@ -548,14 +571,15 @@ class MultiHeadSelfAttention(nn.Module):
                 else None
             )
         else:
-            matrix, _ = local_attention_matrix(
-                enc.centers,
-                precision,
-                shape,
-                self.key_padding,
-                self.local_tolerance,
-                stack_heads_in_columns=self.value is not None,
-            )
+            with autocast_off(keys.device.type):
+                matrix, _ = local_attention_matrix(
+                    enc.centers,
+                    precision,
+                    shape,
+                    self.key_padding,
+                    self.local_tolerance,
+                    stack_heads_in_columns=self.value is not None,
+                )
             if drop:
                 matrix = sparse_rows(
                     matrix.crow_indices(),
@@ -563,9 +587,16 @@ class MultiHeadSelfAttention(nn.Module):
                     self.attention_dropout(matrix.values()),
                     matrix.shape,
                 )
-            heads = (
-                matrix.to(values.dtype) @ values.reshape(-1, values.shape[-1])
-            ).view(nh, -1, d)
+            # the sparse product in the matrix's precision (fp32) when the values are bf16/fp16:
+            # sparse kernels have no bf16 on the CPU, and the windows' sums stay fp32
+            wide = values.dtype in (torch.float32, torch.float64)
+            flat = values.reshape(-1, values.shape[-1])
+            with autocast_off(values.device.type):
+                heads = (
+                    matrix.to(values.dtype) @ flat
+                    if wide
+                    else (matrix @ flat.to(matrix.dtype)).to(values.dtype)
+                ).view(nh, -1, d)
             probs = None
             if return_attention:
                 dense = matrix.detach().to_dense().view(nh, tokens.shape[0], -1)

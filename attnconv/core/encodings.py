@@ -15,12 +15,13 @@ query and key projections, and :class:`attnconv.core.attention.MultiHeadSelfAtte
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Dict, Sequence, Tuple
 
 import torch
 from torch import nn
 
 from .grid import relative_shifts
+from .precision import autocast_off
 
 __all__ = [
     "RelativeEncoding",
@@ -30,7 +31,26 @@ __all__ = [
     "HardShiftEncoding",
     "AbsoluteEncoding",
     "kernel_shifts",
+    "grid_shifts",
 ]
+
+_SHIFTS: Dict[Tuple[Tuple[int, ...], int, str], torch.Tensor] = {}
+
+
+def grid_shifts(shape, padding: int = 0, device=None) -> torch.Tensor:
+    """:func:`~attnconv.core.grid.relative_shifts` kept on ``device`` once per grid, padding and
+    device: a forward pass never copies the table from the host again (fake and meta tensors are
+    not kept)."""
+    table = relative_shifts(shape, padding)
+    if device is None or torch.device(device) == table.device:
+        return table
+    key = (tuple(int(s) for s in shape), int(padding), str(torch.device(device)))
+    if key not in _SHIFTS:
+        moved = table.to(device)
+        if type(moved) is not torch.Tensor or moved.device.type == "meta":
+            return moved
+        _SHIFTS[key] = moved
+    return _SHIFTS[key]
 
 
 def kernel_shifts(kernel_size: int, spatial_dims: int = 2) -> torch.Tensor:
@@ -62,12 +82,10 @@ class RelativeEncoding(nn.Module):
     def position_scores(self, delta: torch.Tensor) -> torch.Tensor:
         """The position-only score v_hᵀ Ŵ_key r_δ of eq. (8): a ``(N_h, ...)`` tensor.
 
-        Computed in the parameters' precision even under CUDA autocast: these few thousand numbers
-        reach magnitudes of ~100 and bf16 would round them to the nearest 0.5."""
-        if delta.device.type == "cuda" and torch.is_autocast_enabled("cuda"):
-            with torch.autocast("cuda", enabled=False):
-                return self._position_scores(delta)
-        return self._position_scores(delta)
+        Computed in the parameters' precision even under autocast (CUDA or CPU): these few
+        thousand numbers reach magnitudes of ~100 and bf16 would round them to the nearest 0.5."""
+        with autocast_off(delta.device.type):
+            return self._position_scores(delta)
 
     def _position_scores(self, delta: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
@@ -77,8 +95,29 @@ class RelativeEncoding(nn.Module):
     ) -> torch.Tensor:
         """The position-only scores of every query of a grid for every key of the grid padded by
         ``padding``: :meth:`position_scores` of :func:`~attnconv.core.grid.relative_shifts`, a
-        ``(N_h, T_q, T_k)`` tensor. Subclasses may compute the same numbers faster."""
-        return self.position_scores(relative_shifts(shape, padding, device))
+        ``(N_h, T_q, T_k)`` tensor, in the parameters' precision under autocast as
+        :meth:`position_scores`. Subclasses may compute the same numbers faster
+        (``_grid_position_scores``)."""
+        with autocast_off(self._device_type(device)):
+            return self._grid_position_scores(
+                tuple(int(s) for s in shape), padding, device
+            )
+
+    def _grid_position_scores(self, shape, padding: int, device) -> torch.Tensor:
+        return self._position_scores(grid_shifts(shape, padding, device))
+
+    def grid_features(self, shape, padding: int = 0, device=None) -> torch.Tensor:
+        """:meth:`features` of every (query, key) shift of the grid: ``(T_q, T_k, D_p)``."""
+        return self.features(grid_shifts(shape, padding, device))
+
+    def _device_type(self, device) -> str:
+        if device is not None:
+            return torch.device(device).type
+        for t in self.parameters():
+            return t.device.type
+        for t in self.buffers():
+            return t.device.type
+        return "cpu"
 
     def _check_delta(self, delta: torch.Tensor) -> None:
         if delta.shape[-1] != self.spatial_dims:
@@ -354,7 +393,7 @@ class LearnedRelativeEncoding(RelativeEncoding):
         """Per axis a ``(2·max_shift+1, N_h)`` table: each head's score for each shift on that axis."""
         half = self.dim // self.spatial_dims
         return [
-            emb.weight @ self.head_keys[:, a * half : (a + 1) * half].t()
+            emb.weight @ self.head_keys.narrow(1, a * half, half).t()
             for a, emb in enumerate(self.axis_embeddings)
         ]
 
@@ -366,26 +405,38 @@ class LearnedRelativeEncoding(RelativeEncoding):
             out = s if out is None else out + s
         return out.movedim(-1, 0)
 
-    def grid_position_scores(
-        self, shape, padding: int = 0, device=None
-    ) -> torch.Tensor:
+    def _check_grid(self, shape, padding: int) -> None:
+        largest = max(shape) - 1 + padding
+        if largest > self.max_shift:
+            raise ValueError(
+                f"shift {largest} exceeds max_shift={self.max_shift} of this "
+                f"LearnedRelativeEncoding; use max_shift >= (grid size - 1) + padding"
+            )
+
+    def grid_features(self, shape, padding: int = 0, device=None) -> torch.Tensor:
+        """:meth:`features` of the grid's shifts, their range checked from the grid's size (no
+        read of the device's shift table)."""
+        self._check_grid(shape, padding)
+        idx = grid_shifts(shape, padding, device).long() + self.max_shift
+        return torch.cat(
+            [emb(idx[..., a]) for a, emb in enumerate(self.axis_embeddings)], dim=-1
+        )
+
+    def _grid_position_scores(self, shape, padding: int, device) -> torch.Tensor:
         """The same numbers as :meth:`position_scores` of the grid's shifts (row score + column
         score, added in that order), built from one small ``(N_h, H, H + 2p)`` table per axis and a
-        broadcast sum: no gather over the T_q × T_k pairs, and a contiguous result."""
-        shape = tuple(int(s) for s in shape)
+        broadcast sum: no gather over the T_q × T_k pairs, and a contiguous result. (No ``[]``
+        indexing: under disabled CUDA autocast it initialises CUDA, even for fake tensors.)"""
         if len(shape) != self.spatial_dims:
-            return super().grid_position_scores(shape, padding, device)
+            return super()._grid_position_scores(shape, padding, device)
+        self._check_grid(shape, padding)
         out = None
         for a, (n, table) in enumerate(zip(shape, self.axis_scores())):
             q = torch.arange(n, device=table.device)
             k = torch.arange(-padding, n + padding, device=table.device)
-            idx = k[None, :] - q[:, None]  # (n, n + 2p) shifts on this axis
-            if n - 1 + padding > self.max_shift:
-                raise ValueError(
-                    f"shift {n - 1 + padding} exceeds max_shift={self.max_shift} of this "
-                    f"LearnedRelativeEncoding; use max_shift >= (grid size - 1) + padding"
-                )
-            s = table.t()[:, idx + self.max_shift]  # (N_h, n, n + 2p)
+            idx = k.unsqueeze(0) - q.unsqueeze(1)  # (n, n + 2p) shifts on this axis
+            rows = (idx + self.max_shift).reshape(-1)
+            s = table.t().index_select(1, rows).view(-1, *idx.shape)  # (N_h, n, n + 2p)
             view = [s.shape[0]] + [1] * (2 * len(shape))
             view[1 + a], view[1 + len(shape) + a] = s.shape[1], s.shape[2]
             s = s.view(view)

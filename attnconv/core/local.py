@@ -37,6 +37,7 @@ from typing import Sequence, Tuple
 
 import torch
 
+from .precision import autocast_off
 from .softmax import softmax_without_denormals
 
 __all__ = [
@@ -294,73 +295,114 @@ def local_attention_matrix(
 
 
 class _SeparableHeads(torch.autograd.Function):
-    """Σ_h (R_h ⊗ C_h) X W_out^hᵀ + b_out, one head at a time (see :func:`separable_heads`)."""
+    """Σ_h (R_h ⊗ C_h) X W_out^hᵀ + b_out, one head at a time (see :func:`separable_heads`).
+
+    Autocast is off inside: every product is in the values' dtype (the other inputs are cast to
+    it), intermediates are written into buffers of that dtype, and in bf16/fp16 the heads are
+    summed in fp32 and rounded once. Gradients come back in each input's dtype."""
 
     @staticmethod
     def forward(ctx, values, rows, cols, weight, bias):
-        h_k, w_k, b, c = values.shape
-        nh, h_q, w_q = rows.shape[0], rows.shape[1], cols.shape[1]
-        d = weight.shape[0]
-        x = values.reshape(-1, c)
-        keep = any(
-            ctx.needs_input_grad
-        )  # keep each head's two intermediates for the backward pass
-        zs = (
-            values.new_empty(nh, h_k, w_k * b * d) if keep else None
-        )  # X W_out^hᵀ of every head
-        us = (
-            values.new_empty(nh, h_q, w_k * b * d) if keep else None
-        )  # and its row factor applied
-        out = values.new_empty(h_q, w_q, b * d)
-        for h in range(nh):
-            w_h = weight[:, h * c : (h + 1) * c].t()
-            z = (torch.mm(x, w_h, out=zs[h].view(-1, d)) if keep else x @ w_h).view(
-                h_k, -1
-            )
-            u = (torch.mm(rows[h], z, out=us[h]) if keep else rows[h] @ z).view(
-                h_q, w_k, b * d
-            )
-            col = (
-                cols[h].expand(h_q, w_q, w_k).contiguous()
-            )  # the same (W, W_k) factor for every row
-            if h == 0:
-                torch.bmm(col, u, out=out)
-            else:
-                out.baddbmm_(col, u)  # columns, summed over the heads
-        out = out.view(-1, d)
-        if bias is not None:
-            out.add_(bias)
+        dtype = values.dtype
+        ctx.dtypes = [
+            None if t is None else t.dtype for t in (rows, cols, weight, bias)
+        ]
+        rows, cols, weight = rows.to(dtype), cols.to(dtype), weight.to(dtype)
+        keep = any(ctx.needs_input_grad)  # each head's two intermediates, for backward
+        with autocast_off(values.device.type):
+            out, zs, us = _separable_forward(values, rows, cols, weight, keep)
+            if bias is not None:
+                out.add_(bias.to(out.dtype))
         ctx.save_for_backward(values, rows, cols, weight, zs, us)
         ctx.has_bias = bias is not None
-        return out
+        return out.to(dtype)
 
     @staticmethod
     def backward(ctx, grad):
         values, rows, cols, weight, zs, us = ctx.saved_tensors
-        h_k, w_k, b, c = values.shape
-        nh, h_q, w_q = rows.shape[0], rows.shape[1], cols.shape[1]
-        d = weight.shape[0]
-        x = values.reshape(-1, c)
-        g = grad.contiguous().view(h_q, w_q, b * d)
-        grad_x = torch.zeros_like(x)
-        grad_w, grad_rows, grad_cols = (
-            torch.empty_like(weight),
-            torch.empty_like(rows),
-            torch.empty_like(cols),
+        with autocast_off(values.device.type):
+            grads = _separable_backward(
+                grad.to(values.dtype), values, rows, cols, weight, zs, us
+            )
+            grad_bias = (
+                grad.sum(0, dtype=torch.float32).to(ctx.dtypes[3])
+                if ctx.has_bias
+                else None
+            )
+        grad_x, grad_rows, grad_cols, grad_w = grads
+        return (
+            grad_x,
+            grad_rows.to(ctx.dtypes[0]),
+            grad_cols.to(ctx.dtypes[1]),
+            grad_w.to(ctx.dtypes[2]),
+            grad_bias,
         )
-        for h in range(nh):
-            w_h = weight[:, h * c : (h + 1) * c]
-            z, u = zs[h], us[h].view(h_q, w_k, b * d)
-            grad_cols[h] = torch.bmm(g, u.transpose(1, 2)).sum(0)
-            gu = torch.bmm(cols[h].t().expand(h_q, w_k, w_q).contiguous(), g).view(
-                h_q, -1
-            )  # (H, W_k·B·D)
-            grad_rows[h] = gu @ z.t()
-            gz = (rows[h].t() @ gu).view(-1, d)  # (H_k·W_k·B, D)
-            grad_x.addmm_(gz, w_h)
-            grad_w[:, h * c : (h + 1) * c] = gz.t() @ x
-        grad_bias = grad.sum(0) if ctx.has_bias else None
-        return grad_x.view_as(values), grad_rows, grad_cols, grad_w, grad_bias
+
+
+def _separable_forward(values, rows, cols, weight, keep: bool):
+    """The heads' sum ``(H·W·B, D)`` and, with ``keep``, each head's X W_out^hᵀ and its row
+    factor applied (for backward). fp32/fp64: accumulated in place in the values' dtype (bit for
+    bit the earlier numbers); bf16/fp16: accumulated in fp32."""
+    h_k, w_k, b, c = values.shape
+    nh, h_q, w_q = rows.shape[0], rows.shape[1], cols.shape[1]
+    d = weight.shape[0]
+    x = values.reshape(-1, c)
+    zs = values.new_empty(nh, h_k, w_k * b * d) if keep else None
+    us = values.new_empty(nh, h_q, w_k * b * d) if keep else None
+    wide = values.dtype in (torch.float32, torch.float64)
+    out = torch.empty(
+        h_q,
+        w_q,
+        b * d,
+        device=values.device,
+        dtype=values.dtype if wide else torch.float32,
+    )
+    for h in range(nh):
+        w_h = weight[:, h * c : (h + 1) * c].t()
+        z = (torch.mm(x, w_h, out=zs[h].view(-1, d)) if keep else x @ w_h).view(h_k, -1)
+        u = (torch.mm(rows[h], z, out=us[h]) if keep else rows[h] @ z).view(
+            h_q, w_k, b * d
+        )
+        col = (
+            cols[h].expand(h_q, w_q, w_k).contiguous()
+        )  # the same factor for every row
+        if not wide:  # bf16/fp16: each head's product added into the fp32 sum
+            product = torch.bmm(col, u)
+            if h == 0:
+                out.copy_(product)
+            else:
+                out.add_(product)
+        elif h == 0:
+            torch.bmm(col, u, out=out)
+        else:
+            out.baddbmm_(col, u)  # columns, summed over the heads
+    return out.view(-1, d), zs, us
+
+
+def _separable_backward(grad, values, rows, cols, weight, zs, us):
+    h_k, w_k, b, c = values.shape
+    nh, h_q, w_q = rows.shape[0], rows.shape[1], cols.shape[1]
+    d = weight.shape[0]
+    x = values.reshape(-1, c)
+    g = grad.contiguous().view(h_q, w_q, b * d)
+    grad_x = torch.zeros_like(x)
+    grad_w, grad_rows, grad_cols = (
+        torch.empty_like(weight),
+        torch.empty_like(rows),
+        torch.empty_like(cols),
+    )
+    for h in range(nh):
+        w_h = weight[:, h * c : (h + 1) * c]
+        z, u = zs[h], us[h].view(h_q, w_k, b * d)
+        grad_cols[h] = torch.bmm(g, u.transpose(1, 2)).sum(0)
+        gu = torch.bmm(cols[h].t().expand(h_q, w_k, w_q).contiguous(), g).view(
+            h_q, -1
+        )  # (H, W_k·B·D)
+        grad_rows[h] = gu @ z.t()
+        gz = (rows[h].t() @ gu).view(-1, d)  # (H_k·W_k·B, D)
+        grad_x.addmm_(gz, w_h)
+        grad_w[:, h * c : (h + 1) * c] = gz.t() @ x
+    return grad_x.view_as(values), grad_rows, grad_cols, grad_w
 
 
 def separable_heads(

@@ -27,7 +27,10 @@ def softmax_without_denormals(scores: torch.Tensor, dim: int = -1) -> torch.Tens
 
 @lru_cache(maxsize=None)
 def _below_smallest_kept(dtype: torch.dtype) -> float:
-    """The largest number below tiny/eps in ``dtype``: ``x > it`` is ``x >= tiny/eps``."""
+    """The largest number below tiny/eps in ``dtype``: ``x > it`` is ``x >= tiny/eps``.
+
+    tiny/eps is a power of two, and the number just below a power of two x is x·(1 − eps/2):
+    exact in Python's float for every floating dtype, and computed without a tensor (so also
+    under fake or meta tensors)."""
     info = torch.finfo(dtype)
-    smallest = torch.tensor(info.tiny / info.eps, dtype=dtype, device="cpu")
-    return float(torch.nextafter(smallest, torch.zeros((), dtype=dtype, device="cpu")))
+    return info.tiny / info.eps * (1 - info.eps / 2)

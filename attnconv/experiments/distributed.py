@@ -50,10 +50,13 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from .device import cuda_available, gpu_count, use_device
+
 __all__ = [
     "EXIT_PREEMPTED",
     "EXIT_PEER_LOST",
     "DEFAULT_TIMEOUT_SECONDS",
+    "NCCL_ERROR_HANDLING",
     "DistributedSetupError",
     "PeerLostError",
     "DistContext",
@@ -79,6 +82,9 @@ __all__ = [
 EXIT_PREEMPTED = 75
 #: Exit status of the surviving ranks when another rank died or stopped answering.
 EXIT_PEER_LOST = 76
+#: TORCH_NCCL_ASYNC_ERROR_HANDLING of a NCCL run (unless set in the environment): "2", clean up
+#: the communicators and raise in the waiting call, so that a dead peer gives :data:`EXIT_PEER_LOST`.
+NCCL_ERROR_HANDLING = "2"
 #: Seconds a collective operation may wait for the other ranks before the run is stopped.
 DEFAULT_TIMEOUT_SECONDS = 600
 
@@ -140,17 +146,28 @@ def init_from_environment(
     """Join the process group torchrun described in the environment; ``None`` when there is one process.
 
     The device is ``cuda:LOCAL_RANK`` when CUDA is available and ``device_name`` does not ask for the
-    CPU (backend NCCL), else the CPU (backend gloo). ``timeout_seconds`` bounds every collective
+    CPU (backend NCCL), else the CPU (backend gloo); a LOCAL_RANK without a GPU of its own (more
+    processes per machine than GPUs) is a :class:`DistributedSetupError`. ``timeout_seconds`` bounds every collective
     operation: a rank that waits longer on the others stops with :class:`PeerLostError`."""
     world = environment_world_size()
     if world <= 1:
         return None
     rank, local_rank = int(os.environ["RANK"]), int(os.environ.get("LOCAL_RANK", "0"))
     wants_cpu = device_name is not None and torch.device(device_name).type == "cpu"
-    if torch.cuda.is_available() and not wants_cpu:
+    if cuda_available() and not wants_cpu:
+        gpus = gpu_count()
+        if local_rank >= gpus:
+            raise DistributedSetupError(
+                f"process {local_rank} of this machine has no GPU: {gpus} GPU"
+                f"{'s are' if gpus != 1 else ' is'} visible; use --nproc_per_node={gpus} "
+                "or fewer (the batch is split over the processes, so fewer is fine)."
+            )
         device, backend = torch.device("cuda", local_rank), "nccl"
-        torch.cuda.set_device(device)
-        os.environ.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")
+        use_device(device)
+        # On a failed collective NCCL's watchdog aborts the communicators and the waiting call
+        # raises (2, "CleanUpOnly"), so the survivors exit 76 with a message (PeerLostError);
+        # 1 and 3 would kill this process from the watchdog thread first.
+        os.environ.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", NCCL_ERROR_HANDLING)
     else:
         device, backend = torch.device("cpu"), "gloo"
     timeout = datetime.timedelta(seconds=timeout_seconds)

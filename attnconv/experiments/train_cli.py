@@ -4,7 +4,8 @@ The same command runs under ``torchrun`` (``torchrun --nproc_per_node=N -m attnc
 each process then trains its share of every global batch (:mod:`attnconv.experiments.distributed`).
 
 Exit status: 0 done; 1 the loss became NaN/inf; 2 a bad request (one line says why, nothing
-changed); 75 stopped by SIGTERM/SIGUSR1 after saving a checkpoint (resume with ``--resume``);
+changed; also ``--profile paper|gpu`` on a machine without CUDA, unless ``--device cpu``);
+75 stopped by SIGTERM/SIGUSR1 after saving a checkpoint (resume with ``--resume``);
 76 another process of a multi-process run died or stopped answering; 130 interrupted (Ctrl-C).
 """
 
@@ -20,6 +21,7 @@ from typing import Optional, Sequence
 import torch
 
 from .data import DataUnavailableError
+from .device import check_profile_device, cuda_available
 from .distributed import (
     DEFAULT_TIMEOUT_SECONDS,
     EXIT_PEER_LOST,
@@ -102,6 +104,13 @@ def _parser() -> argparse.ArgumentParser:
         "or cpu with --device cpu)",
     )
     parser.add_argument(
+        "--precision",
+        choices=("fp32", "bf16", "fp16"),
+        default=None,
+        help="default: bf16 autocast on CUDA (fp16 with loss scaling on cards without bf16), "
+        "fp32 on the CPU; bf16 on the CPU runs the GPU's code path",
+    )
+    parser.add_argument(
         "--threads",
         type=int,
         default=None,
@@ -143,6 +152,7 @@ def _config(args, parser) -> TrainConfig:
             data_root=args.data_root,
             seed=args.seed,
             device=args.device,
+            precision=args.precision,
         ).items()
         if v is not None
     }
@@ -188,7 +198,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             parser.error(
                 f"--device {args.device!r} is not a device name (e.g. cpu, cuda, cuda:1)"
             )
-        if device.type == "cuda" and not torch.cuda.is_available():
+        if device.type == "cuda" and not cuda_available():
             parser.error(
                 f"--device {args.device}: no CUDA device is available here; use --device cpu"
             )
@@ -209,14 +219,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 "or use --csv for steps.csv and epochs.csv in the run folder"
             )
     config = _config(args, parser)
+    refusal = check_profile_device(config.profile, args.device)
+    if refusal is not None:
+        print(f"error: {refusal}", file=sys.stderr)
+        return 2
 
     world = environment_world_size()
-    if world > 1:
-        try:
+    try:
+        if world > 1:
             check_world_size(config.batch_size, world)
-        except DistributedSetupError as e:
-            parser.error(str(e))
-    ctx = init_from_environment(args.device, args.dist_timeout) if world > 1 else None
+        ctx = (
+            init_from_environment(args.device, args.dist_timeout) if world > 1 else None
+        )
+    except DistributedSetupError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     lead = ctx is None or ctx.is_writer
     try:
         return _run(args, config, ctx, lead)

@@ -7,6 +7,7 @@ import torch.nn.functional as F
 from conftest import synthetic_cifar
 
 import attnconv.experiments.train as train_mod
+import attnconv.experiments.train_step as train_step_mod
 from attnconv.experiments.models import build_model
 from attnconv.experiments.profiles import (
     PROFILES,
@@ -144,11 +145,11 @@ def test_one_training_step_lowers_the_loss():
     model = build_model(cfg.model_config())
     opt = make_optimizer(model, cfg)
     x, y = torch.randn(20, 3, 32, 32), torch.randint(0, 10, (20,))
-    before, _ = train_mod._compute_loss(model, x, y)
+    before, _ = train_step_mod.compute_loss(model, x, y)
     opt.zero_grad()
     before.backward()
     opt.step()
-    after, _ = train_mod._compute_loss(model, x, y)
+    after, _ = train_step_mod.compute_loss(model, x, y)
     assert after.item() < before.item()
 
 
@@ -244,7 +245,7 @@ def test_kill_and_resume_equals_uninterrupted(tmp_path, tiny_data, monkeypatch):
         full
     )  # nothing left to do
     # killed in the middle of epoch 2 (nothing of epoch 2 saved), resumed
-    real = train_mod._compute_loss
+    real = train_step_mod.compute_loss
     calls = {"n": 0}
 
     def dies(*args):
@@ -253,10 +254,10 @@ def test_kill_and_resume_equals_uninterrupted(tmp_path, tiny_data, monkeypatch):
             raise KeyboardInterrupt
         return real(*args)
 
-    monkeypatch.setattr(train_mod, "_compute_loss", dies)
+    monkeypatch.setattr(train_step_mod, "compute_loss", dies)
     with pytest.raises(KeyboardInterrupt):
         train(cfg, tmp_path / "killed", progress=False, data=tiny_data, verbose=False)
-    monkeypatch.setattr(train_mod, "_compute_loss", real)
+    monkeypatch.setattr(train_step_mod, "compute_loss", real)
     assert len(load_run(tmp_path / "killed").epochs) == 1
     resumed = train(
         cfg,
@@ -283,7 +284,7 @@ def test_kill_and_resume_equals_uninterrupted(tmp_path, tiny_data, monkeypatch):
 def test_nan_loss_stops_and_keeps_last_good_checkpoint(
     tmp_path, tiny_data, monkeypatch
 ):
-    real = train_mod._compute_loss
+    real = train_step_mod.compute_loss
     calls = {"n": 0}
 
     def nan_in_epoch_2(*args):
@@ -291,7 +292,7 @@ def test_nan_loss_stops_and_keeps_last_good_checkpoint(
         loss, logits = real(*args)
         return (loss * float("nan") if calls["n"] == 5 else loss), logits
 
-    monkeypatch.setattr(train_mod, "_compute_loss", nan_in_epoch_2)
+    monkeypatch.setattr(train_step_mod, "compute_loss", nan_in_epoch_2)
     with pytest.raises(
         NonFiniteLossError, match=r"epoch 2.*last good checkpoint \(epoch 1\)"
     ) as e:
