@@ -18,8 +18,10 @@ unpruned value). This module holds what the chapter needs:
   retraining, computed from the trained weights and saved as a small JSON next to the run by
   ``python -m attnconv.regenerate``; the chapter reads it (:func:`load_pruning_study`,
   :func:`load_pruned_run`) and needs no weights;
-* :func:`plot_heads_by_layer` (Fig. 7), :func:`plot_pruning` (Fig. 8), :func:`pruning_table`
-  (Fig. 9's table).
+* :func:`initial_drop`, :func:`initial_drop_claim` — the verdict on "this ablation initially
+  hurts a bit the performance" (App. A.1) from every saved pruning study;
+* :func:`plot_heads_by_layer` (Fig. 7), :func:`plot_eigenvalues`, :func:`plot_pruning` (Fig. 8),
+  :func:`pruning_table` (Fig. 9's table).
 """
 
 from __future__ import annotations
@@ -73,6 +75,13 @@ from ..experiments.train import (
     make_scheduler,
     train_epoch,
 )
+from ..experiments.verdicts import (
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    REPRODUCED,
+    Claim,
+    Evidence,
+)
 from .shared.gaussian_maps import draw_mass_contours, head_attention_maps
 from .shared.plotting import COLUMN_INCHES
 
@@ -96,7 +105,12 @@ __all__ = [
     "pruned_folder",
     "load_pruned_run",
     "plot_heads_by_layer",
+    "plot_eigenvalues",
     "plot_pruning",
+    "INITIAL_DROP_QUOTE",
+    "NOISE_STANDARD_ERRORS",
+    "initial_drop",
+    "initial_drop_claim",
     "pruning_table",
     "PAPER_FIG9",
     "paper_pruning_reduction",
@@ -646,6 +660,87 @@ def plot_heads_by_layer(
     return fig
 
 
+def _power(value: float) -> str:
+    return f"$10^{{{round(math.log10(value))}}}$"
+
+
+def plot_eigenvalues(
+    rows: Sequence[dict],
+    max_eigenvalue_threshold: float = PAPER_MAX_EIGENVALUE_THRESHOLD,
+    condition_threshold: float = PAPER_CONDITION_THRESHOLD,
+    code_condition_threshold: Optional[float] = None,
+):
+    """The pruning rule as a picture: every head of :func:`head_table`'s ``rows`` at (largest
+    eigenvalue of Σ⁻¹, condition number), log–log, one marker shape and colour per layer (layers
+    numbered from 1), degenerate heads circled; the rule's thresholds as lines (the paper's solid,
+    the authors' code's ``code_condition_threshold`` dotted). A head is pruned left of the
+    vertical line or above the horizontal one. Returns the figure."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(min(COLUMN_INCHES, 5.8), 3.6))
+    layers = sorted({r["layer"] for r in rows})
+    markers = "osD^vP*X"
+    for i, li in enumerate(layers):
+        mine = [r for r in rows if r["layer"] == li]
+        ax.scatter(
+            [r["lambda_max"] for r in mine],
+            [r["condition"] for r in mine],
+            marker=markers[i % len(markers)],
+            color=f"C{i}",
+            s=30,
+            label=f"layer {li + 1}",
+            zorder=3,
+        )
+    bad = [r for r in rows if r["degenerate"]]
+    if bad:
+        ax.scatter(
+            [r["lambda_max"] for r in bad],
+            [r["condition"] for r in bad],
+            s=160,
+            facecolors="none",
+            edgecolors="black",
+            lw=1.2,
+            label="degenerate (pruned)",
+            zorder=4,
+        )
+    ax.set_xscale("log"), ax.set_yscale("log")
+    ax.axvline(max_eigenvalue_threshold, color="0.3", lw=1)
+    ax.axhline(condition_threshold, color="0.3", lw=1)
+    if code_condition_threshold is not None:
+        ax.axhline(code_condition_threshold, color="0.3", lw=1, ls=":")
+    x = [r["lambda_max"] for r in rows] + [max_eigenvalue_threshold]
+    y = [r["condition"] for r in rows] + [condition_threshold]
+    ax.set_xlim(min(x) / 10, max(x) * 10)
+    ax.set_ylim(0.5, max(y) * 10)
+    ax.text(
+        max_eigenvalue_threshold,
+        0.6,
+        f" λ_max = {_power(max_eigenvalue_threshold)}",
+        fontsize=7.5,
+        va="bottom",
+    )
+    ax.text(
+        min(x) / 8,
+        condition_threshold,
+        f"condition = {_power(condition_threshold)}",
+        fontsize=7.5,
+        va="bottom",
+    )
+    if code_condition_threshold is not None:
+        ax.text(
+            min(x) / 8,
+            code_condition_threshold,
+            f"authors' code: {_power(code_condition_threshold)}",
+            fontsize=7.5,
+            va="bottom",
+        )
+    ax.set_xlabel("largest eigenvalue of Σ⁻¹")
+    ax.set_ylabel("condition number of Σ⁻¹")
+    ax.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(0.28, 1.0))
+    fig.tight_layout()
+    return fig
+
+
 def plot_pruning(study: dict, title: str = ""):
     """Fig. 8: (left) test accuracy against the number of heads pruned — most degenerate first
     without retraining, random heads without retraining (mean and range) and after retraining;
@@ -768,3 +863,85 @@ def pruning_table(study: dict, profile: str) -> str:
         "(after retraining with lr ÷ 10).",
     ]
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- "initially hurts a bit"
+#: App. A.1, verbatim (arXiv v1), and where.
+INITIAL_DROP_QUOTE = (
+    "this ablation initially hurts a bit the performance",
+    "App. A.1, Fig. 8",
+)
+#: A drop counts as more than the test set's noise when it exceeds this many binomial standard
+#: errors of the unpruned accuracy, sqrt(p (1 − p) / n) over the n test images.
+NOISE_STANDARD_ERRORS = 2.0
+
+
+def initial_drop(study: dict, test_size: int) -> Dict[str, float]:
+    """From a saved pruning study: the unpruned test accuracy ``full``, the accuracy with the ``k``
+    degenerate heads pruned and no retraining ``pruned``, its ``drop`` (points), the range of drops
+    when ``k`` random heads are pruned (``random_lo``, ``random_hi``), the ``noise`` (points,
+    :data:`NOISE_STANDARD_ERRORS` binomial standard errors over ``test_size`` images) and the
+    retraining's length (``retrain_epochs`` of ``base_epochs``)."""
+    k = count_selected(study["selected"])
+    curve = study["curve"]["degenerate_first"]
+    full, pruned = float(curve[0]), float(curve[k])
+    random_drops = [100 * (float(o[0]) - float(o[k])) for o in study["curve"]["random"]]
+    se = math.sqrt(full * (1 - full) / test_size)
+    return {
+        "k": k,
+        "full": full,
+        "pruned": pruned,
+        "drop": 100 * (full - pruned),
+        "random_lo": min(random_drops),
+        "random_hi": max(random_drops),
+        "noise": 100 * NOISE_STANDARD_ERRORS * se,
+        "retrain_epochs": int(study["retrain_epochs"]),
+        "base_epochs": int(study["base_epochs"]),
+    }
+
+
+def initial_drop_claim(drops: Dict[str, Dict[str, float]]) -> Claim:
+    """The verdict on "this ablation initially hurts a bit the performance" (App. A.1), tested as
+    written: pruning the degenerate heads, before any retraining, lowers the test accuracy by more
+    than the test set's noise. ``drops``: run label → :func:`initial_drop`. Reproduced when every
+    run shows it, not reproduced when none does, inconclusive when the runs disagree. The paper
+    gives no number for "a bit"; the evidence states each drop next to pruning as many random heads."""
+    if not drops:
+        raise ValueError("no pruning study to judge the claim on")
+    evidence, shows = [], []
+    for label, d in drops.items():
+        shows.append(d["drop"] > d["noise"])
+        evidence.append(
+            Evidence(
+                label,
+                f"{d['k']} degenerate heads pruned: {100 * d['full']:.1f} % → "
+                f"{100 * d['pruned']:.1f} % without retraining, a drop of {d['drop']:.1f} "
+                f"points (noise {d['noise']:.1f}); {d['k']} random heads: "
+                f"{d['random_lo']:.1f} to {d['random_hi']:.1f} points; retrained "
+                f"{d['retrain_epochs']} of {d['base_epochs']} epochs",
+            )
+        )
+    if all(shows):
+        verdict, reason = (
+            REPRODUCED,
+            "every run drops by more than the test set's noise",
+        )
+    elif not any(shows):
+        verdict, reason = (
+            NOT_REPRODUCED,
+            "no run drops by more than the test set's noise",
+        )
+    else:
+        hurt = [label for label, ok in zip(drops, shows) if ok]
+        flat = [label for label, ok in zip(drops, shows) if not ok]
+        verdict = INCONCLUSIVE
+        reason = (
+            f"the runs disagree: {', '.join(hurt)} drops by more than the noise, "
+            f"{', '.join(flat)} does not; the paper gives no number for 'a bit'"
+        )
+    quote, source = INITIAL_DROP_QUOTE
+    test = (
+        "pruning the degenerate heads, before retraining, lowers the test accuracy by more "
+        f"than {NOISE_STANDARD_ERRORS:g} binomial standard errors over the test images"
+    )
+    return Claim(quote, source, test, tuple(evidence), verdict, reason)

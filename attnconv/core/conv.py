@@ -12,6 +12,10 @@ At the border, a convolution with 'same' zero padding reads zeros outside the im
 head cannot attend to a pixel that does not exist, so the returned layer attends over the image
 zero-padded by (K−1)/2 (``key_padding``). Its value projection has no bias, so a padded key
 contributes exactly 0, as in the convolution.
+
+With keys on the image only (eq. 15 normalises over k′ ∈ [W]×[H]), a quadratic head's nearest key
+to q + Δ_h is the clamp of q + Δ_h onto the image, and it is unique: as α → ∞ that layer is
+exactly the convolution with *replicate* (edge) padding, :func:`conv2d_replicate_padding`.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ __all__ = [
     "conv1d_to_mhsa",
     "check_supported_conv",
     "head_weights_from_kernel",
+    "conv2d_replicate_padding",
 ]
 
 
@@ -196,3 +201,23 @@ def conv1d_to_mhsa(
     """The 1D remark of Sec. 3: :func:`conv_to_mhsa` for ``nn.Conv1d``, with N_h = K heads and the
     D_p = 2 quadratic encoding r_δ = (δ², δ)."""
     return _conv_to_attention(conv, 1, alpha, head_dim, hard)
+
+
+def conv2d_replicate_padding(conv: nn.Conv2d, x: torch.Tensor) -> torch.Tensor:
+    """``conv`` applied to ``x`` with replicate (edge) padding instead of its zero padding: the
+    limit α → ∞ of the quadratic layer whose keys are the image's pixels only.
+
+    Eq. (5) does not say which padding the convolution uses. With keys k ∈ [H]×[W] (eq. 15's
+    normalisation), head h's scores are −α‖k − (q + Δ_h)‖² + const. The squared distance splits
+    into one term per axis, each minimised over an interval of integers by clamping, so the
+    nearest key is c_h(q) = clamp(q + Δ_h) onto the image, unique. Every other key scores at least
+    α·‖k − c_h(q)‖² ≥ α lower (per axis, (k − t)² − (c − t)² ≥ (k − c)² when c is t's clamp), so
+    the off-target mass is at most S(α) of :func:`attnconv.core.bounds.off_target_mass_bound`, as
+    for the padded layer, and the head tends to one-hot on c_h(q). Lemma 1's sum
+    Σ_h X_{c_h(q)} W^(h) + b is then the convolution of the image padded by repeating its edge
+    pixels, which this function computes with ``F.pad(mode="replicate")`` and ``F.conv2d``.
+    """
+    k = check_supported_conv(conv, 2)
+    r = (k - 1) // 2
+    padded = torch.nn.functional.pad(x, (r, r, r, r), mode="replicate")
+    return torch.nn.functional.conv2d(padded, conv.weight, conv.bias)

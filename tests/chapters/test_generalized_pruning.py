@@ -2,11 +2,13 @@ import copy
 import json
 import math
 from dataclasses import replace
+from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
 
+import matplotlib.pyplot as plt
 import pytest
 import torch
 
@@ -15,6 +17,19 @@ from attnconv.experiments.data import load_cifar10_sample
 from attnconv.experiments.models import build_model, model_config_to_dict
 from attnconv.experiments.pruning import degenerate_heads, prune_heads
 from attnconv.experiments.train import Run, TrainConfig, attention_record, evaluate
+from attnconv.experiments.verdicts import (
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    REPRODUCED,
+    paper_text_contains,
+)
+
+PAPER = (
+    Path(__file__).resolve().parents[3]
+    / "shared"
+    / "papers"
+    / "002_3c48580c3ebf0097.txt"
+)
 
 TINY = dict(
     hidden_size=8, intermediate_size=12, num_layers=2, num_heads=4, downsample=8
@@ -354,3 +369,83 @@ def test_paper_pruning_reduction_is_a_fifth_not_a_fourth():
         abs(red["parameters"] - 0.25) > 0.04 and abs(red["flops"] - 0.25) > 0.04
     )  # not a fourth
     assert red["heads"] == pytest.approx(15 / 54)
+
+
+def _study(curve, random_curves, selected, retrain=14, base=40):
+    return {
+        "selected": selected,
+        "curve": {"degenerate_first": curve, "random": random_curves},
+        "retrain_epochs": retrain,
+        "base_epochs": base,
+    }
+
+
+def test_initial_drop_reads_the_study_and_states_the_noise():
+    s = _study(
+        [0.5, 0.45, 0.40, 0.3],
+        [[0.5, 0.46, 0.41, 0.2], [0.5, 0.4, 0.38, 0.1]],
+        {"0": [1], "1": [0]},
+    )
+    d = gf.initial_drop(s, test_size=1000)
+    assert d["k"] == 2 and d["full"] == 0.5 and d["pruned"] == 0.40
+    assert abs(d["drop"] - 10.0) < 1e-9
+    assert abs(d["random_lo"] - 9.0) < 1e-9 and abs(d["random_hi"] - 12.0) < 1e-9
+    # two binomial standard errors of 0.5 over 1000 images, in points: 2 * sqrt(0.25 / 1000)
+    assert abs(d["noise"] - 200 * (0.25 / 1000) ** 0.5) < 1e-9
+    assert (d["retrain_epochs"], d["base_epochs"]) == (14, 40)
+
+
+def test_initial_drop_claim_follows_the_runs():
+    big = gf.initial_drop(
+        _study([0.5, 0.4, 0.3], [[0.5, 0.4, 0.3]], {"0": [0, 1]}), 1000
+    )
+    small = gf.initial_drop(
+        _study([0.5, 0.499, 0.498], [[0.5, 0.48, 0.47]], {"0": [0, 1]}), 1000
+    )
+    assert gf.initial_drop_claim({"a": big, "b": big}).verdict == REPRODUCED
+    assert gf.initial_drop_claim({"a": small}).verdict == NOT_REPRODUCED
+    mixed = gf.initial_drop_claim({"2 layers": big, "6 layers": small})
+    assert mixed.verdict == INCONCLUSIVE and "2 layers" in mixed.reason
+    assert "20.0 points" in mixed.evidence[0].measured
+    assert "retrained 14 of 40 epochs" in mixed.evidence[0].measured
+    if PAPER.is_file():  # the quote is verbatim (arXiv v1)
+        assert paper_text_contains(mixed.quote, PAPER.read_text())
+    with pytest.raises(ValueError):
+        gf.initial_drop_claim({})
+
+
+def test_plot_eigenvalues_marks_the_degenerate_heads():
+    rows = [
+        {
+            "layer": 0,
+            "head": 0,
+            "lambda_max": 2.0,
+            "condition": 3.0,
+            "degenerate": False,
+        },
+        {
+            "layer": 0,
+            "head": 1,
+            "lambda_max": 1e-7,
+            "condition": 2.0,
+            "degenerate": True,
+        },
+        {
+            "layer": 1,
+            "head": 0,
+            "lambda_max": 1.0,
+            "condition": 1e9,
+            "degenerate": True,
+        },
+    ]
+    fig = gf.plot_eigenvalues(rows, code_condition_threshold=1e3)
+    ax = fig.axes[0]
+    sizes = [len(c.get_offsets()) for c in ax.collections]
+    assert sizes == [2, 1, 2]  # layer 1, layer 2, the circled degenerate heads
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
+        "layer 1",
+        "layer 2",
+        "degenerate (pruned)",
+    ]
+    assert len(ax.lines) == 3  # the two thresholds and the code's
+    plt.close(fig)

@@ -335,7 +335,7 @@ def test_paper_size_parameters_and_table(tmp_path, tiny_data):
         and "93.8%" in text
         and f"{counted['quadratic']:,}" in text
     )
-    for table in text.split("\n\n"):  # ours, then the paper's
+    for table in text.split("\n\n"):  # our runs, our paper-size models, the paper's
         lines = table.splitlines()
         assert len(lines) == 3 and all(
             line.startswith("| ") and line.endswith(" |") for line in lines
@@ -343,7 +343,10 @@ def test_paper_size_parameters_and_table(tmp_path, tiny_data):
         assert (
             len({line.count(" | ") for line in lines}) == 1
         )  # a well-formed Markdown table
-    assert len(text.split("\n\n")) == 2
+    assert len(text.split("\n\n")) == 3
+    # narrow enough for the column: four columns, short headers
+    assert all(line.count("|") == 5 for line in text.splitlines() if line)
+    assert "(ICLR only)" not in text  # the quadratic row is in v1 Fig. 5
     with pytest.raises(ValueError):
         table1_rows({"generalized_pruned": run})
 
@@ -557,3 +560,27 @@ def test_format_variation():
         text
         == "m, layer 1: above 0.05 in 2 of 3 heads; per head: 0.00, 0.30, 0.05\nm, layer 3: above 0.05 in 0 of 1 heads; per head: 0.01"
     )
+
+
+def test_layer_contours_max_extent_and_degenerate_heads():
+    """``max_extent`` leaves out heads whose 50 % ellipse is wider than it; heads named as
+    degenerate are drawn black and dotted, clipped to a finite size, with a legend entry."""
+    h = fake_history(1)
+    h["epochs"][-1]["attention"][0]["inverse_covariance"] = [
+        [[0.25, 0.0], [0.0, 0.25]],  # 50 % ellipse 2·sqrt(2 ln 2)/0.5 ≈ 4.7 wide
+        [[1e-9, 0.0], [0.0, 4.0]],  # a line along the columns: nearly singular
+    ]
+    fig = plot_layer_contours(h, (6, 6), max_extent=4.0)
+    ellipses = [p for p in fig.axes[0].patches if type(p).__name__ == "Ellipse"]
+    assert fig.axes[0].get_title() == "layer 1: 2 wide heads not drawn"
+    assert ellipses == []
+    plt.close(fig)
+    fig = plot_layer_contours(h, (6, 6), degenerate={0: [1]})
+    ellipses = [p for p in fig.axes[0].patches if type(p).__name__ == "Ellipse"]
+    dotted = [e for e in ellipses if e.get_linestyle() == "dotted"]
+    assert len(ellipses) == 4 and len(dotted) == 2  # head 1 normal, head 2 degenerate
+    assert all(max(e.width, e.height) == 4.0 * 6 for e in dotted)  # clipped
+    assert all(e.get_edgecolor()[:3] == (0.0, 0.0, 0.0) for e in dotted)
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert labels[-1] == "degenerate"
+    plt.close(fig)

@@ -207,12 +207,15 @@ def draw_mass_ellipses(
     linestyles: Sequence[str] = ("solid", "dashed"),
     linewidth: float = 1.2,
     max_size: Optional[float] = None,
+    clip_size: Optional[float] = None,
 ) -> list:
     """Draw a Gaussian head as the paper's Fig. 3 does: the ellipses holding 50 % (solid) and 90 %
     (dashed) of its probability (:func:`mass_ellipse`), centred at ``origin + center``, on axes
     whose x is the column and y the row (``imshow`` coordinates; ``center`` is (row, column) in
     token units). Ellipses with an axis longer than ``max_size`` (nearly uniform heads) are not
-    drawn. Returns the added patches."""
+    drawn; with ``clip_size``, an axis longer than it is drawn ``clip_size`` long instead (a
+    nearly singular head then shows as a stripe across the panel, and huge patches, which
+    matplotlib renders very slowly, are never made). Returns the added patches."""
     from matplotlib.patches import Ellipse
 
     c = np.asarray(center, dtype=np.float64).reshape(2)
@@ -222,10 +225,12 @@ def draw_mass_ellipses(
     out = []
     for mass, ls in zip(masses, linestyles):
         width, height, angle = mass_ellipse(a_xy, mass)
-        if not (math.isfinite(width) and math.isfinite(height)):
+        if clip_size is None and not (math.isfinite(width) and math.isfinite(height)):
             continue
         if max_size is not None and max(width, height) > max_size:
             continue
+        if clip_size is not None:
+            width, height = min(width, clip_size), min(height, clip_size)
         patch = Ellipse(
             (origin[1] + c[1], origin[0] + c[0]),
             width,

@@ -120,14 +120,18 @@ def plot_layer_contours(
     suptitle: Optional[str] = None,
     hide_uniform: bool = True,
     ncols: int = 3,
+    max_extent: Optional[float] = None,
+    degenerate: Optional[Mapping[int, Sequence[int]]] = None,
 ):
     """Fig. 3 as the paper draws it: one panel per layer; each head (one colour a head, numbered
     from 1 in the legend) as the ellipses holding 50 % (solid) and 90 % (dashed) of its Gaussian's
     probability (:func:`attnconv.chapters.gaussian.draw_mass_ellipses`, token units, from the
     saved Δ_h and Σ_h⁻¹ at ``epoch``: -1 the last, 0 the initialisation), around the query token
     (red square), with the centre marked (cross). With ``hide_uniform``, heads whose 50 % ellipse
-    is wider than the grid (nearly uniform attention) are not drawn; the panel title counts them.
-    The legend sits below the panels."""
+    is wider than ``max_extent`` tokens (default: the grid; nearly uniform attention) are not
+    drawn; the panel title counts them. Heads in ``degenerate`` ({layer: [heads]}, 0-based) are
+    drawn black and dotted whatever their size, clipped to the panel (a head attending along a line
+    shows as a thin stripe), with a legend entry of their own. The legend sits below the panels."""
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
     from matplotlib.patches import Rectangle
@@ -135,6 +139,8 @@ def plot_layer_contours(
     records = layer_records(history, epoch)
     h, w = (int(s) for s in grid)
     query = (h // 2, w // 2) if query is None else tuple(query)
+    extent = float(max(h, w)) if max_extent is None else float(max_extent)
+    degenerate = {int(k): [int(x) for x in v] for k, v in (degenerate or {}).items()}
     n = len(records)
     ncols = min(n, ncols)
     nrows = math.ceil(n / ncols)
@@ -167,8 +173,23 @@ def plot_layer_contours(
         num_heads = max(num_heads, len(centers))
         hidden = 0
         for k, c in enumerate(_head_colors(len(centers))):
+            if k in degenerate.get(i, ()):
+                styles = ("dotted",) * len(masses)
+                draw_mass_ellipses(
+                    ax,
+                    centers[k],
+                    inverse[k],
+                    query,
+                    masses,
+                    "black",
+                    styles,
+                    clip_size=4.0 * max(h, w),
+                )
+                x, y = query[1] + centers[k, 1], query[0] + centers[k, 0]
+                ax.plot(x, y, "x", color="black", ms=5, mew=1.5)
+                continue
             width, height, _ = mass_ellipse(inverse[k], masses[0])
-            if hide_uniform and not max(width, height) <= max(h, w):
+            if hide_uniform and not max(width, height) <= extent:
                 hidden += 1
                 continue
             draw_mass_ellipses(ax, centers[k], inverse[k], query, masses, color=c)
@@ -200,10 +221,13 @@ def plot_layer_contours(
         Line2D([], [], color=c, marker="x", lw=1.2, label=f"head {k + 1}")
         for k, c in enumerate(_head_colors(num_heads))
     ]
+    styles = ("-", "--")
     handles += [
-        Line2D([], [], color="gray", ls="-", label=f"{masses[0]:.0%} mass"),
-        Line2D([], [], color="gray", ls="--", label=f"{masses[1]:.0%} mass"),
+        Line2D([], [], color="gray", ls=ls, label=f"{m:.0%} mass")
+        for m, ls in zip(masses, styles)
     ]
+    if any(degenerate.values()):
+        handles.append(Line2D([], [], color="black", ls=":", label="degenerate"))
     fig.legend(
         handles=handles,
         loc="outside lower center",
