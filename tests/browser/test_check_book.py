@@ -113,9 +113,9 @@ def _measure(browser, html: str, width: int = 1400) -> dict:
 
 def test_word_broken_in_a_narrow_cell(browser):
     squeezed = (
-        "<table style='width:120px'><tr>"
-        "<td style='width:30px;overflow-wrap:anywhere'>quadratic</td>"
-        "<td style='overflow-wrap:anywhere'>176,402</td></tr></table>"
+        "<table style='width:80px;table-layout:fixed'><tr>"
+        "<td style='width:40px;overflow-wrap:anywhere'>quadratic</td>"
+        "<td style='width:40px;overflow-wrap:anywhere'>176,402</td></tr></table>"
     )
     words = _measure(browser, squeezed)["words"]
     assert {w["word"] for w in words} == {"quadratic", "176,402"}
