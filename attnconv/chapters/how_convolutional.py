@@ -52,6 +52,7 @@ __all__ = [
     "run_measures",
     "measures_rows",
     "reference_measures",
+    "MEASURES_KEY",
     "format_measures",
     "plot_measures",
 ]
@@ -265,16 +266,17 @@ def reference_measures(
 
 
 def format_measures(rows: Sequence[dict], kernel_size: int = 3) -> str:
-    """A Markdown table of :func:`measures_rows` (distances and masses to 2 decimals; layers
-    numbered from 1 as in the paper). Two kinds of "convolution-like": against the K×K lattice
-    (distance, coverage, window mass, one-hot heads inside the window) and at any integer shift
-    (distance to Z², one-hot heads anywhere), since Lemma 1 holds for any set of shifts."""
+    """A Markdown table of :func:`measures_rows`, narrow enough for the book's column (distances
+    and masses to 2 decimals; layers numbered from 1 as in the paper). Two kinds of
+    "convolution-like": against the K×K lattice (distance, coverage, window mass, one-hot heads
+    inside the window) and at any integer shift (distance to Z², one-hot heads anywhere), since
+    Lemma 1 holds for any set of shifts. The column ``one-hot`` reads "all (in K×K)";
+    :data:`MEASURES_KEY` names the columns."""
     k = f"{kernel_size}×{kernel_size}"
     k2 = kernel_size * kernel_size
     lines = [
-        f"| model | layer | heads | dist. to {k} lattice | dist. to any integer shift | lattice points "
-        f"covered | mass in {k} window | one-hot heads (any shift) | one-hot heads in {k} |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        f"| model | layer | to lattice | to ℤ² | covered | {k} mass | one-hot |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
 
     def count(v):
@@ -282,19 +284,33 @@ def format_measures(rows: Sequence[dict], kernel_size: int = 3) -> str:
 
     for r in rows:
         lines.append(
-            f"| {r['model']} | {r['layer'] + 1} | {r['num_heads']} | {r['mean_distance']:.2f} "
-            f"| {r['mean_integer_distance']:.2f} | {r['coverage']} / {k2} | {r['mean_mass']:.2f} "
-            f"| {count(r['one_hot'])} | {count(r['one_hot_in_window'])} |"
+            f"| {r['model']} | {r['layer'] + 1} | {r['mean_distance']:.2f} "
+            f"| {r['mean_integer_distance']:.2f} | {r['coverage']} / {k2} "
+            f"| {r['mean_mass']:.2f} "
+            f"| {count(r['one_hot'])} ({count(r['one_hot_in_window'])}) |"
         )
     return "\n".join(lines)
 
 
+#: What the columns of :func:`format_measures` are (for the text below its tables).
+MEASURES_KEY = (
+    "*to lattice*: mean distance of the head centres to the 3×3 lattice (tokens); "
+    "*to ℤ²*: to the nearest integer shift; *covered*: lattice points with a head centre "
+    "within 0.5; *3×3 mass*: mean attention mass in the 3×3 window; *one-hot*: heads with "
+    "more than 0.9 on one key (in brackets: of them, inside the 3×3 window)."
+)
+
+
 def plot_measures(
-    rows: Sequence[dict], kernel_size: int = 3, title: Optional[str] = None
+    rows: Sequence[dict],
+    kernel_size: int = 3,
+    title: Optional[str] = None,
+    before: Optional[Sequence[dict]] = None,
 ):
     """Three panels against the layer (numbered from 1), one line per model: mean distance to the lattice,
     lattice points covered, mean attention mass in the K×K window. Dotted lines: the values of
-    the Lemma-1 convolution layer (0, K², 1)."""
+    the Lemma-1 convolution layer (0, K², 1). With ``before`` (rows at initialisation), each
+    model's values there are drawn too, dashed with open markers in the model's colour."""
     import matplotlib.pyplot as plt
 
     models = list(dict.fromkeys(r["model"] for r in rows))
@@ -312,7 +328,19 @@ def plot_measures(
     for ax, (key, label, ideal) in zip(axes, specs):
         for name in models:
             pts = [(r["layer"], r[key]) for r in rows if r["model"] == name]
-            ax.plot([p[0] + 1 for p in pts], [p[1] for p in pts], "o-", label=name)
+            (line,) = ax.plot(
+                [p[0] + 1 for p in pts], [p[1] for p in pts], "o-", label=name
+            )
+            init = [(r["layer"], r[key]) for r in before or () if r["model"] == name]
+            if init:
+                ax.plot(
+                    [p[0] + 1 for p in init],
+                    [p[1] for p in init],
+                    "o--",
+                    color=line.get_color(),
+                    mfc="white",
+                    lw=1,
+                )
         ax.axhline(ideal, color="gray", ls=":", lw=1)
         top = {"mean_distance": None, "coverage": k2 + 0.5, "mean_mass": 1.05}[key]
         ax.set_ylim(bottom=0, top=top)
@@ -322,6 +350,14 @@ def plot_measures(
         layers = sorted({r["layer"] + 1 for r in rows})
         ax.set_xticks(layers)
     handles, labels = axes[0].get_legend_handles_labels()
+    if before:
+        from matplotlib.lines import Line2D
+
+        handles += [
+            Line2D([], [], color="gray", marker="o", ls="-"),
+            Line2D([], [], color="gray", marker="o", mfc="white", ls="--", lw=1),
+        ]
+        labels += ["after training", "at initialisation"]
     fig.legend(
         handles,
         labels,

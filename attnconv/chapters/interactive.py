@@ -425,7 +425,11 @@ def _gaussian_layers(history: dict):
 
 
 def trajectory_figure(
-    history: dict, kernel_size: int = 3, tail: Optional[int] = None, ncols: int = 3
+    history: dict,
+    kernel_size: int = 3,
+    tail: Optional[int] = None,
+    ncols: int = 3,
+    start: int = -1,
 ):
     """The paper's Fig. 2 as an animation: one panel per attention layer with every head's centre
     Δ_h (row shift down, column shift right, in tokens, around the query at 0) after each epoch,
@@ -435,7 +439,9 @@ def trajectory_figure(
 
     Frame ``e`` (named ``"e"``; 0 is the initialisation) shows the centres of
     :func:`~attnconv.chapters.shared.trained_heads.center_trajectories` at row ``e``; a slider and a
-    play button step through the E + 1 frames. Head colours are shared by the layers; one legend."""
+    play button step through the E + 1 frames. The figure opens at frame ``start`` (-1: after the
+    last epoch, the trained heads, so a reader who does not press play sees the result); play runs
+    from the initialisation. Head colours are shared by the layers; one legend."""
     go = _go()
     from plotly.subplots import make_subplots
 
@@ -533,7 +539,8 @@ def trajectory_figure(
                 )
         return out
 
-    for tr in dynamic(0):
+    first = range(n_frames)[start]
+    for tr in dynamic(first):
         fig.add_trace(tr)
     dyn = list(range(n_static, len(fig.data)))
 
@@ -580,7 +587,7 @@ def trajectory_figure(
                             None,
                             {
                                 "mode": "immediate",
-                                "fromcurrent": True,
+                                "fromcurrent": False,
                                 "frame": {"duration": 150, "redraw": False},
                                 "transition": {"duration": 0},
                             },
@@ -603,7 +610,7 @@ def trajectory_figure(
         ],
         sliders=[
             {
-                "active": 0,
+                "active": first,
                 "x": 0.3,
                 "len": 0.7,
                 "y": -77 / below,

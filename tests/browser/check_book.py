@@ -9,7 +9,10 @@ Part A, structural, always runs (no browser): every HTML page is parsed and
     must be local (links <a href> to other sites are fine);
   - no line of text output (div.cell_output pre, div.output pre, ...) is wider than
     MAX_OUTPUT_CHARS characters, the width of the content column (see below);
-  - every <img> file referenced exists.
+  - every <img> file referenced exists;
+  - reader pages keep the workshop out (workshop-text): no page outside the appendix
+    (WORKSHOP_PAGES) names an issue ("issue 20"), a commit ("commit 30b81eb", or a bare 7-40
+    digit hex id), page faults or a pass/fail goal ("goal ... met").
 Part B, in a browser, runs when Chromium is found (/usr/bin/chromium, or $CHROMIUM); it opens every
 page from file:// in headless Chromium with every other request blocked (and recorded as a
 failure), waits for MathJax, and checks: math typeset (no raw \\( \\[ $$ left in the visible text,
@@ -19,7 +22,13 @@ shown at its own width (not shrunk to the column, so its text stays the size it 
 9 px, which attnconv.chapters.shared.plotting checks when the figure is made) and as a 2x PNG, no console errors,
 interactive elements respond (every slider, the play button and, where the figure says it is
 clickable, a click on its image change each Plotly figure; ipywidgets embedded from widget state
-render and respond). A full-page screenshot of every page at 1400 px width goes to
+render and respond), and the reading checks: no word or number in a table cell broken across
+lines, at 1400 px and at 1280 px (broken-table-word: every word of every visible td/th is a
+DOM Range, and its rects must lie on one line, except after a compound's own hyphen); no code block (notebook input or Markdown
+code) that scrolls sideways at 1400 px (overflow-code); every experiment chapter
+(EXPERIMENT_CHAPTERS) has a result box (an admonition with class result-box) starting in the
+first FIRST_SCREEN_PX px of its content (no-result-box). Each page's height at 1400 px is
+recorded (page_height in --json). A full-page screenshot of every page at 1400 px width goes to
 _build/screenshots/.
 
 Exit status 0 when everything passes, 1 on any failure, 2 when the book is not built.
@@ -58,6 +67,40 @@ MAX_OUTPUT_CHARS = 89
 VIEWPORT = {"width": 1400, "height": 900}
 TAB = 8
 MAX_LISTED = 20  # offenders listed per kind; the rest are counted
+# Widths at which table cells must not break a word: the reference width, and a common laptop
+# width at which the page's own table of contents narrows the column (see MAX_OUTPUT_CHARS).
+TABLE_WIDTHS = (1400, 1280)
+
+# The experiment chapters (GUIDE.md, "Result box markup"): each opens with a result box, an
+# admonition with class result-box, starting within the first screen of its content.
+EXPERIMENT_CHAPTERS = (
+    "book/07_quadratic_training",
+    "book/08_generalized_pruning",
+    "book/09_learned_encoding",
+    "book/10_sixteen_heads",
+    "book/11_learning_to_convolve",
+    "book/12_how_convolutional",
+    "book/12b_six_layers",
+    "book/13_performance",
+    "book/18_beyond_the_paper",
+)
+RESULT_BOX_SELECTOR = ".admonition.result-box"
+FIRST_SCREEN_PX = 1400
+
+# Workshop pages, where build details, CI, benchmark history and corrections live (the
+# appendix); every other page is a reader page and must not name issues, commits, page faults or
+# pass/fail goals.
+WORKSHOP_PAGES = re.compile(r"^book/appendix_")
+WORKSHOP_TEXT_RE = re.compile(
+    r"\bissues?\s+#?\d+"  # "issue 20", "issues 12"
+    r"|#\d+\b(?=[^.\n]{0,40}\b(?:issue|pull request|PR)\b)"
+    r"|\bcommits?\s+[0-9a-f]{7,40}\b"  # "commit 30b81eb"
+    # a bare commit id: 7-40 hex digits with at least one letter and one digit
+    r"|(?<![\w./-])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}(?![\w-])"
+    r"|\bpage[- ]faults?\b"
+    r"|\bgoal\b[^.\n]{0,80}?\bmet\b",
+    re.IGNORECASE,
+)
 
 # Text output blocks rendered by myst-nb (and nbsphinx/nbconvert style, should they appear).
 OUTPUT_PRE_SELECTOR = (
@@ -110,6 +153,10 @@ KIND_TEXT = {
     "interactive": "interactive element does not respond",
     "page-load": "page did not load",
     "missing-page": "redirect to a missing page",
+    "workshop-text": "reader page names an issue, a commit, page faults or a goal",
+    "broken-table-word": "word or number broken across lines in a table cell",
+    "overflow-code": "code block scrolls sideways",
+    "no-result-box": "experiment chapter without a result box on its first screen",
 }
 
 
@@ -183,6 +230,32 @@ def code_cell_numbers(
             numbers.append(k)
         k += 1
     return numbers if len(numbers) == n_cells_on_page else None
+
+
+def is_workshop_page(page: str) -> bool:
+    return bool(WORKSHOP_PAGES.match(page))
+
+
+def reader_text(soup: BeautifulSoup) -> str:
+    """The text a reader sees in a page's article (prose, code and outputs), without scripts,
+    styles and the navigation around it."""
+    article = soup.select_one("article") or soup.select_one("main") or soup.body
+    if article is None:
+        return ""
+    article = BeautifulSoup(str(article), "html.parser")
+    for el in article.find_all(["script", "style", "noscript"]):
+        el.decompose()
+    return article.get_text(" ")
+
+
+def workshop_mentions(text: str) -> list[str]:
+    """Each mention of an issue, a commit, page faults or a pass/fail goal, with its context."""
+    out = []
+    for m in WORKSHOP_TEXT_RE.finditer(text):
+        before = text[max(0, m.start() - 30) : m.start()]
+        after = text[m.end() : m.end() + 30]
+        out.append(re.sub(r"\s+", " ", f"{before}[{m.group(0)}]{after}").strip())
+    return out
 
 
 def redirect_target(soup: BeautifulSoup) -> str | None:
@@ -294,6 +367,10 @@ def structural_checks(
             plotly_divs=len(soup.select("div.plotly-graph-div")),
         )
 
+        if not is_workshop_page(page):
+            for hit in workshop_mentions(reader_text(soup)):
+                rep.fail(page, "workshop-text", hit)
+
         # images exist
         for img in soup.find_all("img", src=True):
             src = img["src"]
@@ -403,6 +480,137 @@ async (sel) => {
   return out;
 }
 """
+
+# Words and numbers broken across lines inside table cells: each whitespace-separated token of
+# each text node of a visible td/th is a DOM Range; its rects lie on more than one line when the
+# browser broke it (the part on each line is reported). A compound's own break after a hyphen or
+# slash between two letters ("one-/hot") is a line break, not a broken word; any other break
+# ("quadrati/c", "176,40/2", "CIFAR/-10", "1–/4") fails.
+TABLE_WORDS_JS = r"""
+() => {
+  const visible = el => !!(el.offsetWidth || el.offsetHeight || el.getClientRects().length);
+  const lines = rects => {
+    const tops = rects.filter(r => r.width > 0.5).map(r => r.top).sort((a, b) => a - b);
+    let n = 0, last = -1e9;
+    for (const t of tops) { if (t - last > 3) { n++; last = t; } }
+    return n;
+  };
+  const tables = [...document.querySelectorAll('article table, main table')].filter(visible);
+  const out = [];
+  tables.forEach((table, ti) => {
+    [...table.querySelectorAll('td, th')].filter(visible).forEach(cell => {
+      const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+      for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+        if (!n.parentElement || n.parentElement.closest('mjx-container, script, style')) continue;
+        const re = /\S+/g; let m;
+        while ((m = re.exec(n.textContent))) {
+          const r = document.createRange();
+          r.setStart(n, m.index); r.setEnd(n, m.index + m[0].length);
+          if (lines([...r.getClientRects()]) < 2) continue;
+          const parts = []; let part = '', lastTop = null;  // the piece on each line
+          let inside = false;  // a break inside a word, not after a compound's own hyphen
+          for (let i = 0; i < m[0].length; i++) {
+            const c = document.createRange();
+            c.setStart(n, m.index + i); c.setEnd(n, m.index + i + 1);
+            const rc = [...c.getClientRects()].filter(x => x.width > 0.5);
+            const top = rc.length ? rc[0].top : lastTop;
+            if (lastTop !== null && top - lastTop > 3) {
+              const w = m[0];
+              if (!(/[-\u2010\/]/.test(w[i - 1]) && /\p{L}/u.test(w[i - 2] || '')
+                    && /\p{L}/u.test(w[i]))) inside = true;
+              parts.push(part); part = '';
+            }
+            part += m[0][i]; lastTop = top;
+          }
+          parts.push(part);
+          if (!inside) continue;
+          out.push({table: ti + 1, word: m[0], parts: parts.join(' / '),
+                    cellWidth: Math.round(cell.getBoundingClientRect().width)});
+        }
+      }
+    });
+  });
+  return out;
+}
+"""
+
+# Code blocks (notebook inputs and Markdown code) that scroll sideways.
+CODE_SCROLL_JS = r"""
+() => {
+  const visible = el => !!(el.offsetWidth || el.offsetHeight || el.getClientRects().length);
+  const cells = [...document.querySelectorAll('div.cell')];
+  return [...document.querySelectorAll('div.cell_input pre, article div.highlight pre, main div.highlight pre')]
+    .filter((p, i, all) => all.indexOf(p) === i)
+    .filter(p => visible(p) && !p.closest('div.cell_output, div.output'))
+    .map(p => [p, ...[p.parentElement].filter(e => e && e.matches('div.highlight'))])
+    .filter(els => els.some(e => e.scrollWidth > e.clientWidth + 1))
+    .map(([p]) => {
+      const c = p.closest('div.cell');
+      const longest = p.textContent.split('\n').reduce((a, b) => b.length > a.length ? b : a, '');
+      return {cell: c ? cells.indexOf(c) : null, scrollWidth: p.scrollWidth,
+              clientWidth: p.clientWidth, chars: longest.length, text: longest.trim().slice(0, 60)};
+    });
+}
+"""
+
+# Where the result box starts, in px below the top of the page's content (null: none).
+RESULT_BOX_JS = r"""
+(sel) => {
+  const content = document.querySelector('article.bd-article, article, main');
+  const box = document.querySelector(sel);
+  if (!content || !box) return null;
+  return Math.round(box.getBoundingClientRect().top - content.getBoundingClientRect().top);
+}
+"""
+
+
+def is_experiment_chapter(page: str) -> bool:
+    return page[: -len(".html")] in EXPERIMENT_CHAPTERS
+
+
+def reading_checks(page, rep: Report, name: str, info: dict, numbers) -> None:
+    """Broken words in tables (at each of TABLE_WIDTHS), code that scrolls sideways, the result
+    box of an experiment chapter, and the page height, at the 1400 px viewport. Leaves the
+    viewport as it found it."""
+    info["page_height"] = page.evaluate("() => document.documentElement.scrollHeight")
+    scrolling = page.evaluate(CODE_SCROLL_JS)
+    for o in scrolling:
+        label = cell_label(numbers, o["cell"])
+        rep.fail(
+            name,
+            "overflow-code",
+            f"{label}: {o['scrollWidth']} px in {o['clientWidth']} px "
+            f"({o['chars']} chars): {o['text']}",
+        )
+    info["overflow_code"] = len(scrolling)
+    if is_experiment_chapter(name):
+        top = page.evaluate(RESULT_BOX_JS, RESULT_BOX_SELECTOR)
+        info["result_box_top"] = top
+        if top is None:
+            rep.fail(name, "no-result-box", "no result box on the page")
+        elif top >= FIRST_SCREEN_PX:
+            rep.fail(
+                name,
+                "no-result-box",
+                f"result box starts {top} px into the content "
+                f"(first screen: {FIRST_SCREEN_PX} px)",
+            )
+    broken = {}
+    for width in TABLE_WIDTHS:
+        page.set_viewport_size({"width": width, "height": VIEWPORT["height"]})
+        page.evaluate("() => new Promise(r => requestAnimationFrame(() => r()))")
+        words = page.evaluate(TABLE_WORDS_JS)
+        broken[width] = len(words)
+        for w in words:
+            rep.fail(
+                name,
+                "broken-table-word",
+                f"{width} px, table {w['table']}: {w['parts']} "
+                f"(cell {w['cellWidth']} px)",
+            )
+    info["broken_table_words"] = broken
+    page.set_viewport_size(VIEWPORT)
+
 
 # A signature of what a Plotly figure shows: its data and layout, minus the widgets' own state.
 PLOTLY_SIG_JS = r"""
@@ -738,6 +946,14 @@ def browser_checks(
                     if shot.is_relative_to(ROOT)
                     else str(shot)
                 )
+                n_cells = info.get("code_cells", 0)
+                reading_checks(
+                    page,
+                    rep,
+                    name,
+                    info,
+                    code_cell_numbers(html_dir, name, n_cells) if n_cells else None,
+                )
             except PWError as exc:
                 rep.fail(name, "page-load", str(exc).splitlines()[0][:200])
                 context.close()
@@ -869,6 +1085,13 @@ def main(argv: list[str] | None = None) -> int:
         help=f"widest allowed output line (default {MAX_OUTPUT_CHARS}, measured)",
     )
     ap.add_argument("--no-browser", action="store_true", help="structural checks only")
+    ap.add_argument(
+        "--pages",
+        nargs="*",
+        default=[],
+        metavar="SUBSTRING",
+        help="check only the pages whose path contains one of these",
+    )
     ap.add_argument("--json", type=Path, help="write all measurements to this file")
     ap.add_argument(
         "--max-listed", type=int, default=MAX_LISTED, help="offenders listed per kind"
@@ -893,6 +1116,8 @@ def main(argv: list[str] | None = None) -> int:
         for p in html_dir.rglob("*.html")
         if p.relative_to(html_dir).parts[0] not in ("_static", "_sources", "_images")
     )
+    if args.pages:
+        pages = [p for p in pages if any(k in p for k in args.pages)]
     rep = Report()
     t0 = time.monotonic()
     structural_checks(html_dir, pages, rep, args.max_chars)

@@ -289,12 +289,15 @@ def plot_layer_head_maps(
     contours: bool = False,
     masses: Sequence[float] = (0.5, 0.9),
     vmax_floor: float = 0.05,
+    heads_per_row: Optional[int] = None,
 ):
     """v1 Fig. 6 (ICLR Figs. 5 and 6): a grid of attention maps, one row per layer and one column per head, each with the
     query token marked by a red square; each panel has its own colour scale from 0 to
     max(its largest probability, ``vmax_floor``), so that a nearly uniform head shows pale.
     With ``contours``, the outlines of each head's 50 % (solid) and 90 % (dashed) probability-mass
-    regions (:func:`attnconv.chapters.gaussian.draw_mass_contours`) are drawn too."""
+    regions (:func:`attnconv.chapters.gaussian.draw_mass_contours`) are drawn too.
+    ``heads_per_row`` wraps a layer's heads over several rows (e.g. 8 for 16 heads: two rows
+    per layer, each panel twice as wide as in one row of 16), every panel titled with its head."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
 
@@ -303,20 +306,30 @@ def plot_layer_head_maps(
     n_heads = max((m.shape[0] for m in maps if m is not None), default=0)
     if n_heads == 0:
         raise ValueError("no layer has heads")
+    ncols = min(n_heads, heads_per_row or n_heads)
+    rows_per_layer = -(-n_heads // ncols)
+    wrapped = rows_per_layer > 1
     panel = min(
-        panel_size, (COLUMN_INCHES - 0.6) / n_heads
+        panel_size, (COLUMN_INCHES - 0.6) / ncols
     )  # never wider than the book's column
     fig, axes = plt.subplots(
-        len(maps),
-        n_heads,
-        figsize=(panel * n_heads + 0.3, panel * len(maps) + 0.5),
+        len(maps) * rows_per_layer,
+        ncols,
+        figsize=(
+            panel * ncols + 0.3,
+            (panel + (0.15 if wrapped else 0)) * len(maps) * rows_per_layer + 0.5,
+        ),
         squeeze=False,
         layout="constrained",
     )
     fig.get_layout_engine().set(w_pad=0.01, h_pad=0.01, wspace=0.02, hspace=0.02)
+    for ax in axes[:, n_heads % ncols or ncols :][
+        rows_per_layer - 1 :: rows_per_layer
+    ].flat:
+        ax.axis("off")  # the empty places of a layer's last row
     for i, layer_maps in enumerate(maps):
         for h in range(n_heads):
-            ax = axes[i, h]
+            ax = axes[i * rows_per_layer + h // ncols, h % ncols]
             ax.set_xticks([]), ax.set_yticks([])
             if layer_maps is None or h >= layer_maps.shape[0]:
                 ax.axis("off")
@@ -332,13 +345,17 @@ def plot_layer_head_maps(
                     (query[1] - 0.5, query[0] - 0.5), 1, 1, fill=False, ec="red", lw=1.2
                 )
             )
-            if i == 0:
+            if wrapped:
+                ax.set_title(f"head {h + 1}", fontsize=7.5, pad=2)
+            elif i == 0:
                 ax.set_title(
                     f"head {h + 1}" if n_heads <= 9 or h == 0 else f"{h + 1}",
                     fontsize=7.5,
                 )
-            if h == 0:
-                ax.set_ylabel(f"layer {i + 1}", fontsize=7.5)
+            if h % ncols == 0:
+                ax.set_ylabel(
+                    f"layer {i + 1}" if h == 0 or not wrapped else "", fontsize=7.5
+                )
     if suptitle:
         fig.suptitle(suptitle, fontsize=9)
     return fig

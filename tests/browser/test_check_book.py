@@ -1,0 +1,158 @@
+"""The reading checks of tests/browser/check_book.py, on small pages made for each case.
+
+The text checks run everywhere; the checks measured in a browser run when Chromium and
+playwright are installed (as for ``make check-book``) and are skipped otherwise."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+spec = importlib.util.spec_from_file_location("check_book", HERE / "check_book.py")
+check_book = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(check_book)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Against the code before issue 20",
+        "the 75 % that Issue 20 asks for",
+        "the attnconv of commit 30b81eb, the code before",
+        "git worktree add ../attnconv-before 30b81eb",
+        "the minor page faults per step",
+        "goal (at least 2x in every case) met: False",
+        "a full id 9ceb90b1c3a4e5f60718293a4b5c6d7e8f901234 here",
+    ],
+)
+def test_workshop_text_found(text):
+    assert check_book.workshop_mentions(text), text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "CIFAR-10 at 16×16 tokens, 3600 → 400, 1e-06 and 0.000123",
+        "the issues this raises are two",
+        "a commitment to reproduce; decade 1990s",
+        "deadbeef has no digit; 1234567 has no letter",
+        "sha256 " + "0123456789abcdef" * 4,  # a checksum, not a commit id
+        "the goal of this chapter is a figure.",
+        "file attention_cnn/a1b2c3d4e5.py",
+    ],
+)
+def test_reader_text_passes(text):
+    assert not check_book.workshop_mentions(text), check_book.workshop_mentions(text)
+
+
+def _page(tmp_path: Path, name: str, body: str) -> str:
+    path = tmp_path / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"<html><body><main><article>{body}</article></main></body></html>")
+    return name
+
+
+def test_structural_check_flags_reader_pages_only(tmp_path):
+    body = (
+        "<p>Against the code before issue 20 (commit 30b81eb).</p><script>x=1</script>"
+    )
+    pages = [
+        _page(tmp_path, "book/13_performance.html", body),
+        _page(tmp_path, "book/appendix_benchmarks.html", body),
+        _page(tmp_path, "book/01_self_attention.html", "<p>Attention, 9 heads.</p>"),
+    ]
+    rep = check_book.Report()
+    check_book.structural_checks(tmp_path, pages, rep, 89)
+    hits = rep.failures["workshop-text"]
+    assert [p for p, _ in hits] == ["book/13_performance.html"] * 2
+
+
+def test_experiment_chapter_list():
+    assert check_book.is_experiment_chapter("book/13_performance.html")
+    assert check_book.is_experiment_chapter("book/18_beyond_the_paper.html")
+    assert check_book.is_experiment_chapter("book/12b_six_layers.html")
+    assert not check_book.is_experiment_chapter("book/06_head_explorer.html")
+
+
+# ------------------------------------------------------------------ in a browser --
+
+
+@pytest.fixture(scope="module")
+def browser():
+    chromium = check_book.find_chromium()
+    if chromium is None:
+        pytest.skip("chromium not installed")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as pw:
+        b = pw.chromium.launch(
+            executable_path=chromium, args=check_book.LAUNCH_ARGS, headless=True
+        )
+        yield b
+        b.close()
+
+
+def _measure(browser, html: str, width: int = 1400) -> dict:
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    page.set_content(
+        "<html><body style='margin:0;font:16px sans-serif'><main><article class='bd-article'>"
+        + html
+        + "</article></main></body></html>"
+    )
+    out = {
+        "words": page.evaluate(check_book.TABLE_WORDS_JS),
+        "code": page.evaluate(check_book.CODE_SCROLL_JS),
+        "box": page.evaluate(check_book.RESULT_BOX_JS, check_book.RESULT_BOX_SELECTOR),
+    }
+    context.close()
+    return out
+
+
+def test_word_broken_in_a_narrow_cell(browser):
+    squeezed = (
+        "<table style='width:80px;table-layout:fixed'><tr>"
+        "<td style='width:40px;overflow-wrap:anywhere'>quadratic</td>"
+        "<td style='width:40px;overflow-wrap:anywhere'>176,402</td></tr></table>"
+    )
+    words = _measure(browser, squeezed)["words"]
+    assert {w["word"] for w in words} == {"quadratic", "176,402"}
+    assert all(" / " in w["parts"] for w in words)
+
+
+def test_words_that_wrap_between_them_pass(browser):
+    table = (
+        "<table style='width:200px'><tr><td>the quadratic encoding, six layers, "
+        "176,402 parameters, one-hot</td><td>1.00</td></tr></table>"
+    )
+    assert _measure(browser, table)["words"] == []
+
+
+def test_compound_broken_at_its_hyphen_passes_a_number_range_fails(browser):
+    cell = "<table><tr><td style='width:{}px;display:block'>{}</td></tr></table>"
+    assert _measure(browser, cell.format(40, "one-hot"))["words"] == []
+    words = _measure(
+        browser, cell.format(20, "<span style='word-break:break-all'>1–4</span>")
+    )["words"]
+    assert [w["word"] for w in words] == ["1–4"]
+
+
+def test_code_block_that_scrolls(browser):
+    long = "x = " + "1 + " * 60 + "1"
+    html = (
+        "<div class='cell'><div class='cell_input'><div class='highlight'>"
+        f"<pre style='width:300px;overflow:auto'>{long}</pre></div></div></div>"
+        "<div class='highlight'><pre style='width:300px;overflow:auto'>y = 1</pre></div>"
+    )
+    code = _measure(browser, html)["code"]
+    assert len(code) == 1 and code[0]["cell"] == 0 and code[0]["chars"] == len(long)
+
+
+def test_result_box_position(browser):
+    box = "<div class='admonition tip result-box'>In short</div>"
+    assert _measure(browser, box)["box"] == 0
+    low = f"<div style='height:{check_book.FIRST_SCREEN_PX + 100}px'></div>{box}"
+    assert _measure(browser, low)["box"] >= check_book.FIRST_SCREEN_PX
+    assert _measure(browser, "<p>no box</p>")["box"] is None
