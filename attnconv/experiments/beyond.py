@@ -1,0 +1,142 @@
+"""The data-efficiency experiment of the chapter *Beyond the paper*: the GPSA classifier
+(:mod:`attnconv.experiments.gpsa_models`) under each initialisation, and ResNet18 as the
+convolutional reference, trained on nested subsets of the bundled CIFAR-10 sample.
+
+* Sizes: :data:`FRACTIONS` of the 5,085 training images, the first n of the sample (so each subset
+  holds the smaller ones), the same 1,017 test images for all.
+* Seeds: 3 at each fraction below 100 %, 5 at 100 % (:data:`SEEDS`).
+* Budget: :data:`EPOCHS` epochs at every size (equal epochs, so a run on 10 % takes 6 steps per
+  epoch where a run on 100 % takes 51), the ``cpu`` profile's optimiser (SGD, lr 0.1, warm-up +
+  cosine for the attention models; ResNet18's step schedule), the same architecture and settings
+  for every initialisation.
+
+:func:`beyond_runs` lists the runs for the registry (registered at the end of
+:mod:`attnconv.experiments.registry`); :func:`accuracy_summary` reduces the saved runs to the
+numbers the chapter plots.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+
+from .initialisations import INITIALISATIONS
+
+__all__ = [
+    "SAMPLE_TRAIN_SIZE",
+    "FRACTIONS",
+    "SEEDS",
+    "EPOCHS",
+    "GPSA_OVERRIDES",
+    "MODELS",
+    "BeyondRun",
+    "subset_size",
+    "run_name",
+    "series_name",
+    "beyond_runs",
+    "SizeSummary",
+    "accuracy_summary",
+]
+
+#: Training images of the bundled sample (attnconv/data/cifar10-sample.npz).
+SAMPLE_TRAIN_SIZE = 5085
+#: Fractions of the sample each model is trained on.
+FRACTIONS: Tuple[float, ...] = (0.10, 0.25, 0.50, 1.00)
+#: Seeds per fraction: 5 at the full sample, 3 below.
+SEEDS: Dict[float, int] = {0.10: 3, 0.25: 3, 0.50: 3, 1.00: 5}
+#: Epochs of every run (equal epochs at every size; see the module docstring).
+EPOCHS = 8
+#: The GPSA classifier of the experiment: 3 layers of 9 heads (a 3×3 lattice), hidden 72 (8 per
+#: head), 8×8 tokens of 4×4 pixels: 131k parameters, about ResNet18's 176k at the cpu profile's
+#: 1/8 width.
+GPSA_OVERRIDES = dict(
+    hidden_size=72, intermediate_size=144, num_layers=3, num_heads=9, downsample=4
+)
+#: The compared models: the four initialisations of the GPSA classifier, then ResNet18.
+MODELS: Tuple[str, ...] = tuple(INITIALISATIONS) + ("resnet18",)
+
+
+def subset_size(fraction: float) -> Optional[int]:
+    """The number of training images at ``fraction`` (``None``: the whole sample)."""
+    return None if fraction >= 1 else round(fraction * SAMPLE_TRAIN_SIZE)
+
+
+def _percent(fraction: float) -> int:
+    return round(100 * fraction)
+
+
+def series_name(model: str, fraction: float) -> str:
+    """``beyond/<model>/frac<percent>``: the runs of one model at one size, over seeds."""
+    return f"beyond/{model}/frac{_percent(fraction)}"
+
+
+def run_name(model: str, fraction: float, seed: int) -> str:
+    """``beyond/<model>/frac<percent>/seed<k>``."""
+    return f"{series_name(model, fraction)}/seed{seed}"
+
+
+@dataclass(frozen=True)
+class BeyondRun:
+    """One run to register: its name, the registry's model name, its series and the changes to
+    the ``cpu`` profile's :class:`~attnconv.experiments.train.TrainConfig`."""
+
+    name: str
+    model: str
+    series: str
+    changes: dict
+    description: str
+
+
+def beyond_runs() -> Iterator[BeyondRun]:
+    """Every run of the experiment, model by model, the full sample first."""
+    for model in MODELS:
+        for fraction in sorted(FRACTIONS, reverse=True):
+            for seed in range(SEEDS[fraction]):
+                changes = dict(epochs=EPOCHS, seed=seed)
+                if subset_size(fraction) is not None:
+                    changes["train_subset"] = subset_size(fraction)
+                if model != "resnet18":
+                    changes["model_overrides"] = dict(GPSA_OVERRIDES, init=model)
+                yield BeyondRun(
+                    run_name(model, fraction, seed),
+                    "resnet18" if model == "resnet18" else "gpsa",
+                    series_name(model, fraction),
+                    changes,
+                    f"{model} on {_percent(fraction)} % of the sample, seed {seed}",
+                )
+
+
+@dataclass(frozen=True)
+class SizeSummary:
+    """The final test accuracies of one model at one size over its seeds."""
+
+    model: str
+    fraction: float
+    accuracies: Tuple[float, ...]
+
+    @property
+    def mean(self) -> float:
+        return sum(self.accuracies) / len(self.accuracies)
+
+    @property
+    def low(self) -> float:
+        return min(self.accuracies)
+
+    @property
+    def high(self) -> float:
+        return max(self.accuracies)
+
+
+def accuracy_summary(
+    final_accuracy: Dict[str, List[float]],
+    models: Sequence[str] = MODELS,
+) -> List[SizeSummary]:
+    """Summaries from ``{series name: [final test accuracy of each seed]}`` (series with no saved
+    run left out)."""
+    out = []
+    for model in models:
+        for fraction in FRACTIONS:
+            accs = final_accuracy.get(series_name(model, fraction)) or []
+            if accs:
+                out.append(SizeSummary(model, fraction, tuple(accs)))
+    return out
