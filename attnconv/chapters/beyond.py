@@ -51,6 +51,9 @@ __all__ = [
     "COLOURS",
     "LANES",
     "SAMPLE_TEST_SIZE",
+    "theorem1_errors",
+    "initial_position_maps",
+    "plot_initial_position_maps",
     "Experiment",
     "load_experiment",
     "final_accuracies",
@@ -65,6 +68,7 @@ __all__ = [
     "test_set_noise",
     "gain_verdict",
     "later_claims",
+    "later_claims_from",
     "claims_table",
 ]
 
@@ -91,6 +95,76 @@ LANES = (
 )
 #: Test images of the bundled sample: every accuracy of the experiment is measured on them.
 SAMPLE_TEST_SIZE = 1017
+
+
+# --------------------------------------------------------------------------- the layer
+def theorem1_errors(
+    alphas: Sequence[float] = (0.5, 2.0, 8.0, 32.0, 128.0), seed: int = 0
+) -> List[Tuple[float, float]]:
+    """(α, largest difference) between a GPSA layer built from a random 3×3 convolution of 18
+    channels (:func:`~attnconv.experiments.initialisations.gpsa_from_conv`, gate closed on
+    position) and the book's Theorem 1 layer with exactly one-hot heads
+    (:func:`~attnconv.core.conv.conv_to_mhsa`), on a 7×7 image in float64, at the queries whose
+    3×3 window lies inside the image."""
+    import torch
+    from torch import nn
+
+    from ..core.conv import conv_to_mhsa
+    from ..experiments.initialisations import gpsa_from_conv
+
+    torch.manual_seed(seed)
+    conv = nn.Conv2d(18, 18, 3, padding=1).double()
+    x = torch.randn(2, 18, 7, 7, dtype=torch.float64)
+    inside = [7 * i + j for i in range(1, 6) for j in range(1, 6)]
+    with torch.no_grad():
+        want = conv_to_mhsa(conv, head_dim=2, hard=True)(x).flatten(2).transpose(1, 2)
+        tokens = x.flatten(2).transpose(1, 2)
+        out = []
+        for a in alphas:
+            got = gpsa_from_conv(conv, a)(tokens, (7, 7))
+            out.append((a, (got - want)[:, inside].abs().max().item()))
+    return out
+
+
+def initial_position_maps(seed: int = 0):
+    """Per GPSA initialisation, the positional attention of the 9 heads of one layer for the
+    query at token (4, 4) of the 8×8 grid, right after initialisation: ``{init: (9, 8, 8)}``."""
+    import torch
+
+    from ..core.gpsa import GatedPositionalSelfAttention
+    from ..experiments.initialisations import INITIALISATIONS
+
+    maps = {}
+    for name, init in INITIALISATIONS.items():
+        torch.manual_seed(seed)
+        layer = GatedPositionalSelfAttention(72, 9)
+        init(layer)
+        with torch.no_grad():
+            maps[name] = layer.positional_attention((8, 8))[:, 4 * 8 + 4].view(9, 8, 8)
+    return maps
+
+
+def plot_initial_position_maps(maps):
+    """One row per initialisation, one panel per head; the query's token outlined."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    names = list(maps)
+    fig, axes = plt.subplots(
+        len(names), 9, figsize=(COLUMN_INCHES, 0.95 * len(names) + 0.3)
+    )
+    for i, name in enumerate(names):
+        for h in range(9):
+            ax = axes[i, h]
+            ax.imshow(maps[name][h].numpy(), cmap="viridis", vmin=0, vmax=1)
+            ax.add_patch(Rectangle((3.5, 3.5), 1, 1, fill=False, ec="white", lw=0.8))
+            ax.set_xticks([])
+            ax.set_yticks([])
+            if i == 0:
+                ax.set_title(f"head {h + 1}")
+        axes[i, 0].set_ylabel(LABELS[name], fontsize=7)
+    fig.tight_layout(pad=0.3)
+    return fig
 
 
 # --------------------------------------------------------------------------- loading
@@ -250,6 +324,9 @@ def plot_locality(locality: Mapping[str, Mapping[str, np.ndarray]]):
     initialisation."""
     import matplotlib.pyplot as plt
 
+    if not locality:
+        print("no saved GPSA run on the full sample yet")
+        return None
     layers = next(iter(locality.values()))["gate"].shape[1]
     fig, axes = plt.subplots(
         2, layers, figsize=(COLUMN_INCHES, 4.2), sharex=True, sharey="row"
@@ -434,7 +511,11 @@ _SPECS = (
 def later_claims(exp: Experiment) -> List[Claim]:
     """The later papers' claims with the book's verdict, from the saved runs (a size without runs
     of both models is left out; a claim with no size left is inconclusive for want of runs)."""
-    acc = final_accuracies(exp)
+    return later_claims_from(final_accuracies(exp))
+
+
+def later_claims_from(acc: Mapping[str, Sequence[float]]) -> List[Claim]:
+    """:func:`later_claims` from ``{series name: final test accuracy of each seed}``."""
     claims = []
     for spec in _SPECS:
         evidence, verdicts = [], []
