@@ -95,6 +95,8 @@ LANES = (
 )
 #: Test images of the bundled sample: every accuracy of the experiment is measured on them.
 SAMPLE_TEST_SIZE = 1017
+#: Seeds each side needs before :func:`gain_verdict` states anything but *inconclusive*.
+MIN_SEEDS = 3
 
 
 # --------------------------------------------------------------------------- the layer
@@ -419,12 +421,17 @@ def gain_verdict(
     """The verdict on "``init`` is above ``base``" (by at least ``claimed_gain``, a fraction) from
     the final accuracies of each seed, and the numbers behind it.
 
+    Fewer than :data:`MIN_SEEDS` seeds on either side: *inconclusive*. Otherwise
     *reproduced*: every seed of ``init`` above every seed of ``base`` (the seed ranges separate)
     and the mean gain at least twice the test set's noise and at least ``claimed_gain``;
     *not reproduced*: every seed of ``base`` above every seed of ``init`` by that margin, or a
     claimed gain that no pair of seeds reaches; *inconclusive* otherwise (a difference within the
     seed spread or the test set's noise proves nothing)."""
     a, b = spread(init), spread(base)
+    if a.n < MIN_SEEDS or b.n < MIN_SEEDS:
+        return INCONCLUSIVE, (
+            f"{a.n} and {b.n} seeds saved; the rule needs at least {MIN_SEEDS} each"
+        )
     gain = a.mean - b.mean
     noise = 2 * test_set_noise((a.mean + b.mean) / 2)
     numbers = (

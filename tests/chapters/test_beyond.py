@@ -28,6 +28,8 @@ def test_gain_verdict_needs_separated_seeds_beyond_the_noise():
     assert beyond.gain_verdict([0.44, 0.45, 0.46], base, claimed_gain=0.05)[0] == (
         INCONCLUSIVE
     )
+    verdict, reason = beyond.gain_verdict([0.60, 0.61], base)  # two seeds only
+    assert verdict == INCONCLUSIVE and "at least 3" in reason
 
 
 def test_claims_are_judged_from_the_runs():
