@@ -27,9 +27,12 @@ from ..experiments.beyond import (
     FRACTIONS,
     MODELS,
     SAMPLE_TRAIN_SIZE,
+    STEPS_FRACTIONS,
     SizeSummary,
     accuracy_summary,
+    equal_steps_epochs,
     series_name,
+    steps_series_name,
     subset_size,
 )
 from ..experiments.registry import SERIES, load_series
@@ -58,6 +61,7 @@ __all__ = [
     "load_experiment",
     "final_accuracies",
     "accuracy_summaries",
+    "steps_summaries",
     "plot_accuracy_vs_size",
     "results_table",
     "locality_over_epochs",
@@ -65,6 +69,7 @@ __all__ = [
     "learning_curves",
     "plot_learning_curves",
     "speed_table",
+    "total_minutes",
     "test_set_noise",
     "gain_verdict",
     "later_claims",
@@ -189,22 +194,22 @@ class Experiment:
         return (
             f"{len(self.missing)} of the experiment's runs are not saved yet "
             f"(e.g. {self.missing[0]}); make them with: "
-            f"{regenerate_command('beyond')}"
+            f"{regenerate_command('beyond')} beyond-steps"
         )
 
 
 def load_experiment() -> Experiment:
     """Every saved run of the experiment (reads only)."""
     exp = Experiment()
-    for model in MODELS:
-        for fraction in FRACTIONS:
-            name = series_name(model, fraction)
-            runs = load_series(name, skip_missing=True)
-            exp.runs[name] = runs
-            saved = {str(r.run_dir) for r in runs}
-            exp.missing += [
-                n for n in SERIES[name] if not any(s.endswith(n) for s in saved)
-            ]
+    names = [series_name(m, f) for m in MODELS for f in FRACTIONS]
+    names += [steps_series_name(m, f) for m in MODELS for f in STEPS_FRACTIONS]
+    for name in names:
+        runs = load_series(name, skip_missing=True)
+        exp.runs[name] = runs
+        saved = {str(r.run_dir) for r in runs}
+        exp.missing += [
+            n for n in SERIES[name] if not any(s.endswith(n) for s in saved)
+        ]
     return exp
 
 
@@ -217,8 +222,20 @@ def final_accuracies(exp: Experiment) -> Dict[str, List[float]]:
 
 
 def accuracy_summaries(exp: Experiment) -> List[SizeSummary]:
-    """One :class:`~attnconv.experiments.beyond.SizeSummary` per model and size with saved runs."""
+    """One :class:`~attnconv.experiments.beyond.SizeSummary` per model and size with saved runs
+    (equal epochs)."""
     return accuracy_summary(final_accuracies(exp))
+
+
+def steps_summaries(exp: Experiment) -> List[SizeSummary]:
+    """The same for the equal-steps runs (the small sizes trained for the full sample's steps)."""
+    acc = final_accuracies(exp)
+    return [
+        SizeSummary(m, f, tuple(acc[steps_series_name(m, f)]))
+        for m in MODELS
+        for f in STEPS_FRACTIONS
+        if acc.get(steps_series_name(m, f))
+    ]
 
 
 def _size(fraction: float) -> int:
@@ -226,9 +243,12 @@ def _size(fraction: float) -> int:
 
 
 # --------------------------------------------------------------------------- accuracy vs data
-def plot_accuracy_vs_size(summaries: Sequence[SizeSummary]):
+def plot_accuracy_vs_size(
+    summaries: Sequence[SizeSummary], steps: Sequence[SizeSummary] = ()
+):
     """Final test accuracy against the number of training images (log scale), one line per
-    model through the means, each seed a dot, the seed range as a bar."""
+    model through the means, each seed a dot, the seed range as a bar; ``steps`` (the
+    equal-steps runs) as open markers joined by a dotted line to the full sample's point."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(COLUMN_INCHES, 3.4))
@@ -257,6 +277,24 @@ def plot_accuracy_vs_size(summaries: Sequence[SizeSummary]):
         ax.plot(
             [], [], color=COLOURS[model], ls=style.get("ls", "-"), label=LABELS[model]
         )
+        extra = [s for s in steps if s.model == model]
+        if extra:
+            xs = np.array([_size(s.fraction) for s in extra]) * np.exp(offsets[model])
+            ms = np.array([s.mean for s in extra]) * 100
+            low = ms - np.array([s.low for s in extra]) * 100
+            high = np.array([s.high for s in extra]) * 100 - ms
+            ax.errorbar(
+                xs,
+                ms,
+                yerr=[low, high],
+                fmt="o",
+                mfc="white",
+                ms=4,
+                capsize=2.5,
+                color=COLOURS[model],
+                lw=1.0,
+            )
+            ax.plot([*xs, x[-1]], [*ms, mean[-1]], ":", color=COLOURS[model], lw=1)
     sizes = [_size(f) for f in FRACTIONS]
     ax.set_xscale("log")
     ax.set_xticks(sizes)
@@ -267,6 +305,8 @@ def plot_accuracy_vs_size(summaries: Sequence[SizeSummary]):
     ax.set_xlabel("training images (share of the 5,085-image sample)")
     ax.set_ylabel("test accuracy after training (%)")
     ax.grid(alpha=0.3)
+    if steps:
+        ax.plot([], [], "o:", mfc="white", color="0.4", label="same steps as 100 %")
     ax.legend(loc="upper left", frameon=False, ncol=2)
     ax.set_title(
         f"Accuracy against training-set size, {EPOCHS} epochs each "
@@ -276,7 +316,9 @@ def plot_accuracy_vs_size(summaries: Sequence[SizeSummary]):
     return fig
 
 
-def results_table(summaries: Sequence[SizeSummary]):
+def results_table(
+    summaries: Sequence[SizeSummary], fractions: Sequence[float] = FRACTIONS
+):
     """Mean and seed range of the final test accuracy (%) per model (rows) and size (columns)."""
     cells: Dict[Tuple[str, float], str] = {
         (
@@ -286,10 +328,10 @@ def results_table(summaries: Sequence[SizeSummary]):
         for s in summaries
     }
     rows = [
-        [LABELS[m]] + [cells.get((m, f), "not saved") for f in FRACTIONS]
+        [LABELS[m]] + [cells.get((m, f), "not saved") for f in fractions]
         for m in MODELS
     ]
-    columns = ["model"] + [f"{round(100 * f)} %" for f in FRACTIONS]
+    columns = ["model"] + [f"{round(100 * f)} %" for f in fractions]
     return markdown_table(columns, rows)
 
 
@@ -384,28 +426,38 @@ def plot_learning_curves(curves: Mapping[str, np.ndarray]):
     return fig
 
 
+def _run_seconds(run: Run) -> float:
+    """A run's recorded time: the sum of its epochs' seconds (training + evaluation)."""
+    return sum(e["seconds"] for e in run.history.epochs)
+
+
 def speed_table(exp: Experiment):
-    """Seconds per epoch on the full sample (training + evaluation, mean over seeds) and the total
-    recorded training time of each model's runs."""
+    """Seconds per epoch on the full sample (training + evaluation; the median over seeds and
+    epochs, as the machine's load varied) and the total recorded time of each model's runs."""
     rows = []
     for m in MODELS:
         full = exp.runs.get(series_name(m, 1.0)) or []
-        per_epoch = [
-            r.history.epochs[-1]["seconds"] / len(r.history.epochs) for r in full
-        ]
+        per_epoch = [e["seconds"] for r in full for e in r.history.epochs]
         total = sum(
-            r.history.epochs[-1]["seconds"]
+            _run_seconds(r)
             for f in FRACTIONS
             for r in exp.runs.get(series_name(m, f)) or []
         )
         rows.append(
             [
                 LABELS[m],
-                f"{np.mean(per_epoch):.0f}" if per_epoch else "not saved",
-                f"{total / 60:.0f}",
+                f"{np.median(per_epoch):.1f}" if per_epoch else "not saved",
+                f"{total / 60:.1f}",
             ]
         )
-    return markdown_table(["model", "s per epoch, 100 %", "minutes, all runs"], rows)
+    return markdown_table(
+        ["model", "median s per epoch, 100 %", "minutes, all runs"], rows
+    )
+
+
+def total_minutes(exp: Experiment) -> float:
+    """The recorded time of every saved run of the experiment, in minutes."""
+    return sum(_run_seconds(r) for runs in exp.runs.values() for r in runs) / 60
 
 
 # --------------------------------------------------------------------------- verdicts
@@ -435,9 +487,9 @@ def gain_verdict(
     gain = a.mean - b.mean
     noise = 2 * test_set_noise((a.mean + b.mean) / 2)
     numbers = (
-        f"mean {100 * a.mean:.1f} vs {100 * b.mean:.1f} % ({100 * gain:+.1f} points; seed "
-        f"ranges {100 * a.lo:.1f}–{100 * a.hi:.1f} and {100 * b.lo:.1f}–{100 * b.hi:.1f} %; "
-        f"twice the test set's noise: {100 * noise:.1f} points)"
+        f"{100 * a.mean:.1f} vs {100 * b.mean:.1f} % ({100 * gain:+.1f} points; seeds "
+        f"{100 * a.lo:.1f}–{100 * a.hi:.1f} vs {100 * b.lo:.1f}–{100 * b.hi:.1f} %; twice "
+        f"the test noise {100 * noise:.1f})"
     )
     if a.lo > b.hi and gain >= max(noise, claimed_gain):
         return REPRODUCED, numbers
@@ -526,19 +578,21 @@ def later_claims_from(acc: Mapping[str, Sequence[float]]) -> List[Claim]:
     claims = []
     for spec in _SPECS:
         evidence, verdicts = [], []
-        for f in spec.fractions:
-            mine = acc.get(series_name(spec.init, f)) or []
-            base = acc.get(series_name("random", f)) or []
+        cases = [(f, series_name, f"{EPOCHS} epochs") for f in spec.fractions]
+        cases += [
+            (f, steps_series_name, f"{equal_steps_epochs(f)} epochs, same steps")
+            for f in spec.fractions
+            if f in STEPS_FRACTIONS
+        ]
+        for f, name, budget in cases:
+            mine = acc.get(name(spec.init, f)) or []
+            base = acc.get(name("random", f)) or []
             if not mine or not base:
                 continue
             verdict, numbers = gain_verdict(mine, base, spec.claimed_gain)
             verdicts.append(verdict)
             evidence.append(
-                Evidence(
-                    f"{LABELS[spec.init]} vs {LABELS['random']}, {round(100 * f)} % "
-                    f"({len(mine)} and {len(base)} seeds)",
-                    f"{numbers}: {verdict}",
-                )
+                Evidence(f"{round(100 * f)} %, {budget}", f"{numbers}: {verdict}")
             )
         if not evidence:
             evidence = [Evidence("none saved", "the runs are not saved yet")]

@@ -34,6 +34,12 @@ __all__ = [
     "run_name",
     "series_name",
     "beyond_runs",
+    "STEPS_FRACTIONS",
+    "STEPS_SEEDS",
+    "steps_per_epoch",
+    "equal_steps_epochs",
+    "steps_series_name",
+    "steps_runs",
     "SizeSummary",
     "accuracy_summary",
 ]
@@ -84,6 +90,50 @@ class BeyondRun:
     series: str
     changes: dict
     description: str
+
+
+#: The equal-steps complement: the small sizes trained for as many steps as the full sample
+#: (:data:`EPOCHS` × 51 steps of 100 images), 3 seeds each, under ``beyond-steps/``.
+STEPS_FRACTIONS: Tuple[float, ...] = (0.10, 0.25)
+STEPS_SEEDS = 3
+
+
+def steps_per_epoch(fraction: float, batch_size: int = 100) -> int:
+    """Optimizer steps per epoch on ``fraction`` of the sample (the last batch may be short)."""
+    return -(-(subset_size(fraction) or SAMPLE_TRAIN_SIZE) // batch_size)
+
+
+def equal_steps_epochs(fraction: float) -> int:
+    """Epochs on ``fraction`` of the sample that give the steps of :data:`EPOCHS` epochs on all
+    of it (rounded)."""
+    return round(EPOCHS * steps_per_epoch(1.0) / steps_per_epoch(fraction))
+
+
+def steps_series_name(model: str, fraction: float) -> str:
+    """``beyond-steps/<model>/frac<percent>``."""
+    return f"beyond-steps/{model}/frac{_percent(fraction)}"
+
+
+def steps_runs() -> Iterator[BeyondRun]:
+    """The equal-steps runs, seed by seed."""
+    for seed in range(STEPS_SEEDS):
+        for fraction in STEPS_FRACTIONS:
+            for model in MODELS:
+                changes = dict(
+                    epochs=equal_steps_epochs(fraction),
+                    seed=seed,
+                    train_subset=subset_size(fraction),
+                )
+                if model != "resnet18":
+                    changes["model_overrides"] = dict(GPSA_OVERRIDES, init=model)
+                yield BeyondRun(
+                    f"{steps_series_name(model, fraction)}/seed{seed}",
+                    "resnet18" if model == "resnet18" else "gpsa",
+                    steps_series_name(model, fraction),
+                    changes,
+                    f"{model} on {_percent(fraction)} % of the sample for the full sample's "
+                    f"steps, seed {seed}",
+                )
 
 
 def beyond_runs() -> Iterator[BeyondRun]:

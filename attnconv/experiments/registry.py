@@ -443,9 +443,9 @@ def train_entry(
 # ---------------------------------------------------------------------------- beyond the paper
 # Chapter 18's data-efficiency runs (attnconv.experiments.beyond): the GPSA classifier under four
 # initialisations and ResNet18 on nested subsets of the sample, cpu profile.
-from .beyond import beyond_runs  # noqa: E402
+from .beyond import beyond_runs, steps_runs  # noqa: E402
 
-for _run in beyond_runs():
+for _run in [*beyond_runs(), *steps_runs()]:
     register_run(
         _run.name,
         _run.model,

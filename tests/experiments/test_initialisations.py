@@ -9,10 +9,15 @@ import torch
 from attnconv.core.encodings import kernel_shifts
 from attnconv.core.gpsa import GatedPositionalSelfAttention
 from attnconv.experiments.beyond import (
+    EPOCHS,
     FRACTIONS,
     GPSA_OVERRIDES,
     SEEDS,
+    STEPS_FRACTIONS,
     beyond_runs,
+    equal_steps_epochs,
+    steps_per_epoch,
+    steps_runs,
     subset_size,
 )
 from attnconv.experiments.gpsa_models import GPSAClassifier, GPSAConfig
@@ -181,3 +186,13 @@ def test_the_experiment_registers_every_size_and_seed():
         for r in gpsa
     )
     assert len({r.changes["epochs"] for r in runs}) == 1  # equal epochs for every run
+
+
+def test_the_equal_steps_runs_take_the_full_samples_steps():
+    runs = list(steps_runs())
+    assert len(runs) == 5 * 2 * 3
+    full = EPOCHS * steps_per_epoch(1.0)
+    for r in runs:
+        steps = r.changes["epochs"] * -(-r.changes["train_subset"] // 100)
+        assert abs(steps - full) <= steps_per_epoch(0.25) / 2  # rounded to whole epochs
+    assert {equal_steps_epochs(f) for f in STEPS_FRACTIONS} == {51, 24}
