@@ -10,7 +10,7 @@ later papers' claims.
   per layer during training;
 * :func:`learning_curves`, :func:`plot_learning_curves`, :func:`speed_table` — what each
   initialisation costs and gains in time;
-* :func:`test_set_noise`, :func:`gain_verdict`, :func:`later_claims`, :func:`claims_table` — the
+* :func:`test_set_noise`, :func:`gain_verdict`, :func:`later_claims`, :func:`claims_markdown` — the
   book's verdict rule (:mod:`attnconv.experiments.verdicts`) applied to the later papers' claims.
 """
 
@@ -74,7 +74,7 @@ __all__ = [
     "gain_verdict",
     "later_claims",
     "later_claims_from",
-    "claims_table",
+    "claims_markdown",
 ]
 
 #: How the chapter names each model.
@@ -100,6 +100,8 @@ LANES = (
 )
 #: Test images of the bundled sample: every accuracy of the experiment is measured on them.
 SAMPLE_TEST_SIZE = 1017
+#: Why a difference proves nothing (the reason :func:`gain_verdict` gives).
+WITHIN_NOISE = "within the seed spread or the test set's noise"
 #: Seeds each side needs before :func:`gain_verdict` states anything but *inconclusive*.
 MIN_SEEDS = 3
 
@@ -451,7 +453,7 @@ def speed_table(exp: Experiment):
             ]
         )
     return markdown_table(
-        ["model", "median s per epoch, 100 %", "minutes, all runs"], rows
+        ["model", "median s per epoch, 100 %", "minutes, 6-epoch runs"], rows
     )
 
 
@@ -487,7 +489,7 @@ def gain_verdict(
     gain = a.mean - b.mean
     noise = 2 * test_set_noise((a.mean + b.mean) / 2)
     numbers = (
-        f"{100 * a.mean:.1f} vs {100 * b.mean:.1f} % ({100 * gain:+.1f} points; seeds "
+        f"{100 * a.mean:.1f} vs {100 * b.mean:.1f} % ({round(100 * gain, 1) + 0.0:+.1f} points; seeds "
         f"{100 * a.lo:.1f}–{100 * a.hi:.1f} vs {100 * b.lo:.1f}–{100 * b.hi:.1f} %; twice "
         f"the test noise {100 * noise:.1f})"
     )
@@ -500,7 +502,7 @@ def gain_verdict(
             NOT_REPRODUCED,
             f"{numbers}; no pair of seeds is {100 * claimed_gain:g} points apart",
         )
-    return INCONCLUSIVE, f"{numbers}; within the seed spread or the test set's noise"
+    return INCONCLUSIVE, f"{numbers}; {WITHIN_NOISE}"
 
 
 def _combine(verdicts: Sequence[str]) -> str:
@@ -610,19 +612,23 @@ def later_claims_from(acc: Mapping[str, Sequence[float]]) -> List[Claim]:
     return claims
 
 
-def claims_table(claims: Sequence[Claim]):
-    """The claims as a Markdown table: the quote, the test, the evidence and the verdict."""
-    rows = []
+def claims_markdown(claims: Sequence[Claim]):
+    """The claims as Markdown (an ``IPython.display.Markdown``): per claim the quote and its
+    source, the test as written, one line of evidence per size and budget, and the verdict."""
+    from IPython.display import Markdown
+
+    blocks = []
     for c in claims:
-        evidence = "; ".join(f"{e.run}: {e.measured}" for e in c.evidence)
-        rows.append(
-            [
-                f"“{c.quote}” ({c.source})",
-                c.test,
-                evidence,
-                f"**{c.verdict}** ({c.reason})",
-            ]
-        )
-    return markdown_table(
-        ["the later paper says", "tested here as", "evidence", "verdict"], rows, "llll"
-    )
+        lines = [
+            f"**“{c.quote}”** ({c.source})",
+            "",
+            f"*Tested as:* {c.test}",
+            "",
+        ]
+        lines += [
+            f"* {e.run}: {e.measured.replace('; ' + WITHIN_NOISE, '')}"
+            for e in c.evidence
+        ]
+        lines += ["", f"**Verdict: {c.verdict}** ({c.reason}).", ""]
+        blocks.append("\n".join(lines))
+    return Markdown("\n".join(blocks))
