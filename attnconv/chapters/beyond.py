@@ -310,10 +310,10 @@ def plot_accuracy_vs_size(
     if steps:
         ax.plot([], [], "o:", mfc="white", color="0.4", label="same steps as 100 %")
     ax.legend(loc="upper left", frameon=False, ncol=2)
-    ax.set_title(
-        f"Accuracy against training-set size, {EPOCHS} epochs each "
-        "(line: mean over seeds; bar: seed range; dots: seeds)"
-    )
+    budget = f"filled: {EPOCHS} epochs at every size"
+    if steps:
+        budget += "; open: the full sample's number of steps"
+    ax.set_title(f"{budget} (line: mean over seeds; bar: seed range; dots: seeds)")
     fig.tight_layout()
     return fig
 
