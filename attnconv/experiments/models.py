@@ -36,6 +36,7 @@ from ..core.encodings import (
     QuadraticEncoding,
 )
 from ..core.grid import relative_shifts
+from .gpsa_models import GPSAClassifier, GPSAConfig
 from .paper_numbers import PAPER_PARAMETERS
 
 __all__ = [
@@ -60,6 +61,8 @@ __all__ = [
 
 ENCODINGS = ("quadratic", "generalized", "learned")
 MODEL_NAMES = ("quadratic", "generalized", "learned", "learned_content", "resnet18")
+# chapter 18's GPSA classifier (attnconv.experiments.gpsa_models)
+MODEL_NAMES += ("gpsa",)
 
 
 # --------------------------------------------------------------------------- configs
@@ -169,6 +172,8 @@ def paper_model_config(name: str, **overrides) -> ModelConfig:
     """The paper's configuration of model ``name`` (one of :data:`MODEL_NAMES`), with ``overrides``."""
     if name == "resnet18":
         return ResNetConfig(**overrides)
+    if name == "gpsa":
+        return GPSAConfig(**overrides)
     base = {
         "quadratic": dict(encoding="quadratic"),
         "generalized": dict(encoding="generalized"),
@@ -183,6 +188,7 @@ def paper_model_config(name: str, **overrides) -> ModelConfig:
 def model_config_to_dict(config: ModelConfig) -> dict:
     """A JSON-ready dict with a ``kind`` tag (inverse: :func:`model_config_from_dict`)."""
     kind = "resnet" if isinstance(config, ResNetConfig) else "self_attention"
+    kind = "gpsa" if isinstance(config, GPSAConfig) else kind
     d = asdict(config)
     return {
         "kind": kind,
@@ -194,6 +200,7 @@ def model_config_from_dict(d: dict) -> ModelConfig:
     d = dict(d)
     kind = d.pop("kind", "self_attention")
     cls = ResNetConfig if kind == "resnet" else SelfAttentionConfig
+    cls = GPSAConfig if kind == "gpsa" else cls
     names = {f.name for f in fields(cls)}
     unknown = set(d) - names
     if unknown:
@@ -525,6 +532,8 @@ def build_model(config: Union[ModelConfig, str], **overrides) -> nn.Module:
         return ResNet(config)
     if isinstance(config, SelfAttentionConfig):
         return SelfAttentionClassifier(config)
+    if isinstance(config, GPSAConfig):
+        return GPSAClassifier(config)
     raise TypeError(f"not a model config: {type(config).__name__}")
 
 

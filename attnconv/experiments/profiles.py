@@ -69,7 +69,7 @@ class Profile:
         (``epochs`` among them rescales the ResNet18 milestones)."""
         if model not in MODEL_NAMES:
             raise ValueError(f"model must be one of {MODEL_NAMES}, got {model!r}")
-        epochs = int(changes.pop("epochs", self.epochs[model]))
+        epochs = int(changes.pop("epochs", self.epochs.get(model, self.paper_epochs)))
         base = dict(
             model=model,
             profile=self.name,

@@ -438,3 +438,20 @@ def train_entry(
                 os.replace(target / f, entry.path / f)
         shutil.rmtree(target)
     return load_run(name, load_model=keep_model)
+
+
+# ---------------------------------------------------------------------------- beyond the paper
+# Chapter 18's data-efficiency runs (attnconv.experiments.beyond): the GPSA classifier under four
+# initialisations and ResNet18 on nested subsets of the sample, cpu profile.
+from .beyond import beyond_runs, steps_runs  # noqa: E402
+
+for _run in [*beyond_runs(), *steps_runs()]:
+    register_run(
+        _run.name,
+        _run.model,
+        "cpu",
+        _run.description,
+        series=_run.series,
+        chapters=("18",),
+        **_run.changes,
+    )
