@@ -71,6 +71,12 @@ class ResultEntry:
     def path(self) -> Path:
         return book_dir() / self.file
 
+    @property
+    def committed(self) -> bool:
+        """Whether the result is committed: made from committed runs only (a study of a ``gpu``
+        or ``paper`` run is made by a reader who trained that run, like the run itself)."""
+        return all(RUNS[n].committed for n in self.runs if n in RUNS)
+
 
 def _trained(name: str):
     """The registered run ``name`` with its trained model: from its checkpoint when there, else trained again."""
@@ -108,13 +114,32 @@ def _attention_maps(name: str) -> ResultEntry:
     )
 
 
+#: The profiles whose runs a reader trains on a GPU box (not committed); every study the chapters
+#: read is made for their runs too, so that the chapters work under ``ATTNCONV_PROFILE=gpu|paper``
+#: (and chapter 12b under ``ATTNCONV_DEEP_PROFILE=gpu|paper``).
+FULL_SCALE_PROFILES = ("gpu", "paper")
+
+#: Runs whose attention maps are saved (chapters 9, 12 and 12b read them for the learned encodings).
+ATTENTION_MAP_RUNS = ("cpu/learned", "cpu/learned_content", "deep/learned") + tuple(
+    f"{p}/{m}" for p in FULL_SCALE_PROFILES for m in ("learned", "learned_content")
+)
+
 #: The pruning studies: run → (random pruning orders (each costs one evaluation per head), retraining
 #: counts besides the degenerate heads' (None: a third and two thirds of the heads; "code": the count the
-#: authors' code's condition threshold 1e3 selects), minutes on 2 cores).
+#: authors' code's condition threshold 1e3 selects), minutes on 2 cores). A paper-size run is read by
+#: chapter 8 (its profile) and chapter 12b (``ATTNCONV_DEEP_PROFILE``): "code" serves both.
 PRUNING_STUDIES = {
     "cpu/generalized": (3, None, None),
     "deep/generalized": (1, "code", None),
+    **{f"{p}/generalized": (3, "code", None) for p in FULL_SCALE_PROFILES},
 }
+
+#: Runs whose layer and head removal is saved (chapter 12b, for the 6-layer runs of its profile).
+REMOVAL_RUNS = tuple(
+    f"{p}/{m}"
+    for p in ("deep",) + FULL_SCALE_PROFILES
+    for m in ("quadratic", "generalized", "learned")
+)
 
 
 def _pruning(name: str) -> ResultEntry:
@@ -367,12 +392,9 @@ def _benchmark_before_after() -> ResultEntry:
 
 def _results() -> List[ResultEntry]:
     return (
-        [
-            _attention_maps(n)
-            for n in ("cpu/learned", "cpu/learned_content", "deep/learned")
-        ]
+        [_attention_maps(n) for n in ATTENTION_MAP_RUNS]
         + [_pruning(n) for n in PRUNING_STUDIES]
-        + [_removal(n) for n in ("deep/quadratic", "deep/generalized", "deep/learned")]
+        + [_removal(n) for n in REMOVAL_RUNS]
         + [
             _sweep(9),
             _sweep(16),
@@ -407,7 +429,11 @@ def entries(patterns: Sequence[str] = (), everything: bool = False) -> List[obje
         for e in RUNS.values()
         if (e.committed or everything or patterns) and matches(e.name)
     ]
-    return runs + [r for r in RESULTS if matches(r.name)]
+    return runs + [
+        r
+        for r in RESULTS
+        if (r.committed or everything or patterns) and matches(r.name)
+    ]
 
 
 def _minutes(seconds: float) -> str:
@@ -470,9 +496,10 @@ def _check(entry) -> bool:
         if run_state(entry) != "present":
             print(f"{entry.name}: {run_state(entry)}; nothing to check")
             return run_state(entry) == "missing" and not entry.committed
-        check = verify_first_epoch(load_run(entry.name))
+        check = verify_first_epoch(load_run(entry.name), on_request=True)
         print(
-            f"{entry.name}: epoch 1 re-trained matches the saved run: {check['match']} {check['checks']}"
+            f"{entry.name}: epoch 1 re-trained matches the saved run "
+            f"({check['tolerances']} tolerances): {check['match']} {check['checks']}"
         )
         return check["match"]
     try:
