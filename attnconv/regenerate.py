@@ -144,16 +144,17 @@ REMOVAL_RUNS = tuple(
 
 def _pruning(name: str) -> ResultEntry:
     from .chapters import generalized_pruning as gp
-    from .experiments.data import load_cifar10
-    from .experiments.pruning import (
-        AUTHORS_CODE_CONDITION_THRESHOLD,
-        PAPER_MAX_EIGENVALUE_THRESHOLD,
-    )
-    from .experiments.train import select_device
 
     random_orders, counts, minutes = PRUNING_STUDIES[name]
 
     def make():
+        from .experiments import data as data_module
+        from .experiments.pruning import (
+            AUTHORS_CODE_CONDITION_THRESHOLD,
+            PAPER_MAX_EIGENVALUE_THRESHOLD,
+        )
+        from .experiments.train import select_device
+
         trained = _trained(name)
         model = trained.model.to(select_device(trained.config.device))
         retrain_counts = None
@@ -162,7 +163,7 @@ def _pruning(name: str) -> ResultEntry:
                 model, PAPER_MAX_EIGENVALUE_THRESHOLD, AUTHORS_CODE_CONDITION_THRESHOLD
             )
             retrain_counts = [sum(r["degenerate"] for r in rows)]
-        data = load_cifar10(
+        data = data_module.load_cifar10(
             trained.config.data, root=trained.config.data_root, verbose=True
         )
         study = gp.pruning_study(
