@@ -12,7 +12,9 @@ PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 NOTEBOOKS := $(wildcard book/*.ipynb)
 JOBS ?= 2
 # Another CUDA build of the pinned torch/torchvision (README, "Running the notebooks on a GPU box"),
-# e.g. make setup TORCH_INDEX=https://download.pytorch.org/whl/cu126
+# e.g. make setup TORCH_INDEX=https://download.pytorch.org/whl/cu126: the installed torch and
+# torchvision are replaced by that index's builds of the pinned versions (their CUDA libraries
+# come from the same index); requirements.txt's other pins are then installed as usual.
 TORCH_INDEX ?=
 TORCH_PINS := $(shell grep -E '^(torch|torchvision)==' requirements.txt)
 # The test targets read the committed cpu runs whatever the machine (on a CUDA box the chapters'
@@ -39,6 +41,7 @@ $(STAMP): requirements.txt pyproject.toml $(if $(TORCH_INDEX),FORCE)
 	  $$py -c '$(PYTHON_OK)' 2>/dev/null || { echo "error: attnconv needs Python >= 3.11; $$py is" \
 	  "$$($$py -V 2>&1 || echo missing) (make setup PYTHON=python3.11, after rm -rf $(VENV) if it exists)" >&2; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(if $(TORCH_INDEX),$(PIP) uninstall -y torch torchvision 2>/dev/null || true)
 	$(if $(TORCH_INDEX),$(PIP) install --index-url $(TORCH_INDEX) $(TORCH_PINS))
 	$(PIP) install -r requirements.txt 2>&1 | { grep -v "is ignored" || true; }
 	$(PIP) install --no-deps -e . 2>&1 | { grep -v "is ignored" || true; }

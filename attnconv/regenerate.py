@@ -10,8 +10,15 @@ name — a run of the registry (:mod:`attnconv.experiments.registry`, e.g. ``cpu
     python -m attnconv.regenerate --only cpu/quadratic --force   # make it again (replaced when done)
     python -m attnconv.regenerate --check               # re-train epoch 1 of each run and compare;
                                                         # re-compute what is cheap and compare
+    python -m attnconv.regenerate --only 'paper/*'      # on a GPU box: every paper run (the five
+                                                        # models, quadratic-16heads), then the
+                                                        # studies the chapters read from them
 
-Without ``--only`` every committed entry is considered. An entry already present with the
+Without ``--only`` every committed entry is considered: the ``gpu`` and ``paper`` runs, and the
+studies made from them, are trained by a reader with a GPU and never committed (``--only`` or
+``--all`` takes them in). ``--check`` re-trains the first epoch of paper-size runs too (the
+chapters do not: :func:`attnconv.experiments.runs.verify_first_epoch`), with the tolerances of
+the precision and device each was trained with. An entry already present with the
 settings the book asks for is left alone unless ``--force``. Results that need a run's trained
 weights (pruning, removal, attention maps) use its ``checkpoint.pt`` when it is there; otherwise
 the run is trained again first (its history is then replaced by the new one).
@@ -545,7 +552,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument(
         "--all",
         action="store_true",
-        help="include the runs of the gpu and paper profiles",
+        help="include the runs of the gpu and paper profiles and the studies made from them",
     )
     args = parser.parse_args(argv)
     chosen = entries(args.only, args.all)

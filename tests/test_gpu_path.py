@@ -93,6 +93,7 @@ def test_make_setup_installs_another_cuda_build_of_the_pinned_torch(tmp_path):
         if line.startswith(("torch==", "torchvision=="))
     ]
     index = next(i for i, line in enumerate(lines) if "--index-url" in line)
+    assert "uninstall -y torch torchvision" in lines[index - 1]  # else pip keeps PyPI's
     assert lines[index].endswith(
         "install --index-url https://download.pytorch.org/whl/cu126 " + " ".join(pins)
     )
