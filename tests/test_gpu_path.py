@@ -451,3 +451,14 @@ def test_every_make_it_with_message_names_an_entry(
     h["config"]["lr"], h["status"] = entry.config.lr, "running"
     path.write_text(json.dumps(h))
     assert assert_entries_exist([read_message(lambda: registry.load_run(entry.name))])
+
+
+def test_every_result_names_an_entry_when_missing(tmp_path, monkeypatch):
+    """In an empty book every result's reader (sweeps, benchmarks and the kernel spread included)
+    names an entry that exists: the result itself, or the run it is made from."""
+    monkeypatch.setenv("ATTNCONV_BOOK_DIR", str(tmp_path))
+    for result in regenerate.RESULTS:
+        message = read_message(result.read)
+        assert message is not None, result.name
+        named = assert_entries_exist([message])
+        assert set(named) <= {result.name, *result.runs}, (result.name, named)
