@@ -86,14 +86,20 @@ class ResultEntry:
 
 
 def _trained(name: str):
-    """The registered run ``name`` with its trained model: from its checkpoint when there, else trained again."""
+    """The registered run ``name`` with its trained model on the run's device (a paper-size
+    model's studies take days on a CPU): from its checkpoint when there, else trained again."""
+    from .experiments.train import select_device
+
     entry = run_entry(name)
     if (entry.path / CHECKPOINT).is_file() and run_state(entry) == "present":
-        return load_run(name, load_model=True)
-    print(
-        f"{name}: no checkpoint.pt (weights are never committed); training the run again to get the model."
-    )
-    return train_entry(name, force=run_state(entry) == "present", keep_model=True)
+        run = load_run(name, load_model=True)
+    else:
+        print(
+            f"{name}: no checkpoint.pt (weights are never committed); training the run again to get the model."
+        )
+        run = train_entry(name, force=run_state(entry) == "present", keep_model=True)
+    run.model.to(select_device(run.config.device))
+    return run
 
 
 def _write_json(path: Path, obj) -> None:
