@@ -47,6 +47,7 @@ __all__ = [
     "DataUnavailableError",
     "CifarData",
     "default_data_root",
+    "DATA_SOURCES",
     "CIFAR10_URL",
     "CIFAR10_MD5",
     "CIFAR10_FOLDER",
@@ -178,6 +179,10 @@ def load_cifar10_sample(path=None) -> CifarData:
     )
     return data
 
+
+#: The data sources (``CifarData.source``, a history's ``data``: what a run trained on) that each
+#: ``data`` setting of a run allows: ``auto`` takes the full set, else falls back to the sample.
+DATA_SOURCES = {"auto": ("full", "sample"), "full": ("full",), "sample": ("sample",)}
 
 #: Where torchvision's CIFAR-10 comes from, its archive's MD5, and the folder it unpacks to (the
 #: values of :class:`torchvision.datasets.CIFAR10`).

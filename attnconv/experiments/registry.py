@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
+from .data import DATA_SOURCES
 from .profiles import PROFILES, default_profile_name, make_config
 from .store import (
     CHECKPOINT,
@@ -66,9 +67,6 @@ __all__ = [
 #: where its data lay (``data_root``). ``data`` is compared by what the run used, not by how it was asked
 #: for (:func:`data_matches`): ``--data full`` for an entry of ``data="auto"`` is the same run.
 _IGNORED = ("device", "data_root", "data")
-
-#: The data sources (the history's ``data``: what the run trained on) each ``data`` setting allows.
-DATA_SOURCES = {"auto": ("full", "sample"), "full": ("full",), "sample": ("sample",)}
 
 
 @dataclass(frozen=True)
@@ -342,7 +340,7 @@ def _differences(a: dict, b: dict) -> List[str]:
 
 def data_matches(history: History, config: TrainConfig) -> bool:
     """Whether the data a saved run trained on (its history's ``data``, ``full`` or ``sample``) is
-    one that ``config.data`` allows (:data:`DATA_SOURCES`); a history that does not say is taken
+    one that ``config.data`` allows (:data:`~attnconv.experiments.data.DATA_SOURCES`); a history that does not say is taken
     at its config's word."""
     used = history.data or (history.config or {}).get("data")
     if used == "auto":  # a config that asked for auto and no record of what it got
