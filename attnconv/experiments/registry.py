@@ -339,9 +339,9 @@ def _differences(a: dict, b: dict) -> List[str]:
 
 
 def data_matches(history: History, config: TrainConfig) -> bool:
-    """Whether the data a saved run trained on (its history's ``data``, ``full`` or ``sample``) is
-    one that ``config.data`` allows (:data:`~attnconv.experiments.data.DATA_SOURCES`); a history that does not say is taken
-    at its config's word."""
+    """Whether the data a saved run trained on (its history's ``data``, ``full`` or ``sample``)
+    is one that ``config.data`` allows (:data:`~attnconv.experiments.data.DATA_SOURCES`); a
+    history that does not say is taken at its config's word."""
     used = history.data or (history.config or {}).get("data")
     if used == "auto":  # a config that asked for auto and no record of what it got
         return config.data == "auto"
