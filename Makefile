@@ -11,13 +11,22 @@ STAMP  := $(VENV)/.installed
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 NOTEBOOKS := $(wildcard book/*.ipynb)
 JOBS ?= 2
+# Another CUDA build of the pinned torch/torchvision (README, "Running the notebooks on a GPU box"),
+# e.g. make setup TORCH_INDEX=https://download.pytorch.org/whl/cu126: the installed torch and
+# torchvision are replaced by that index's builds of the pinned versions (their CUDA libraries
+# come from the same index); requirements.txt's other pins are then installed as usual.
+TORCH_INDEX ?=
+TORCH_PINS := $(shell grep -E '^(torch|torchvision)==' requirements.txt)
+# The test targets read the committed cpu runs whatever the machine (on a CUDA box the chapters'
+# default profile is gpu, whose runs are not committed): tests/test_gpu_path.py checks this line.
+TEST_ENV := ATTNCONV_PROFILE=cpu ATTNCONV_DEEP_PROFILE=deep
 # Matplotlib's font cache lives in the venv: it records absolute font paths, and a cache shared by
 # several checkouts is rebuilt (with a warning on stderr, which nbval fails on) when the venv that
 # wrote it is removed. Built once, before any notebook runs.
 export MPLCONFIGDIR := $(CURDIR)/$(VENV)/matplotlib
 FONT_CACHE := $(VENV)/matplotlib/.built
 
-.PHONY: setup book test unit nbval lint check-book clean
+.PHONY: setup book test unit nbval lint check-book clean FORCE
 
 setup: $(STAMP) $(FONT_CACHE)
 
@@ -25,8 +34,15 @@ $(FONT_CACHE): $(STAMP)
 	$(BIN)/python -c "import matplotlib.font_manager" 2>&1 | { grep -v "building the font cache" || true; }
 	touch $(FONT_CACHE)
 
-$(STAMP): requirements.txt pyproject.toml
+# Python >= 3.11 (torch 2.15 has no wheel for older ones), checked before anything is installed.
+PYTHON_OK := import sys; sys.exit(sys.version_info < (3, 11))
+$(STAMP): requirements.txt pyproject.toml $(if $(TORCH_INDEX),FORCE)
+	@py=$$(test -x $(BIN)/python && echo $(BIN)/python || echo $(PYTHON)); \
+	  $$py -c '$(PYTHON_OK)' 2>/dev/null || { echo "error: attnconv needs Python >= 3.11; $$py is" \
+	  "$$($$py -V 2>&1 || echo missing) (make setup PYTHON=python3.11, after rm -rf $(VENV) if it exists)" >&2; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(if $(TORCH_INDEX),$(PIP) uninstall -y torch torchvision 2>/dev/null || true)
+	$(if $(TORCH_INDEX),$(PIP) install --index-url $(TORCH_INDEX) $(TORCH_PINS))
 	$(PIP) install -r requirements.txt 2>&1 | { grep -v "is ignored" || true; }
 	$(PIP) install --no-deps -e . 2>&1 | { grep -v "is ignored" || true; }
 	$(BIN)/python -c "import torch, torchvision, attnconv, nbval, jupyter_book; print('torch', torch.__version__, '| attnconv', attnconv.__version__)"
@@ -52,13 +68,13 @@ lint: $(STAMP)
 	$(BIN)/ruff check attnconv tests book
 
 test: $(STAMP) $(FONT_CACHE) lint
-	$(call book_unchanged,$(BIN)/python -m pytest -n $(JOBS) --dist loadfile --nbval --nbval-current-env tests $(NOTEBOOKS))
+	$(call book_unchanged,$(TEST_ENV) $(BIN)/python -m pytest -n $(JOBS) --dist loadfile --nbval --nbval-current-env tests $(NOTEBOOKS))
 
 unit: $(STAMP) $(FONT_CACHE)
-	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile tests
+	$(TEST_ENV) $(BIN)/python -m pytest -n $(JOBS) --dist loadfile tests
 
 nbval: $(STAMP) $(FONT_CACHE)
-	$(call book_unchanged,$(BIN)/python -m pytest -n $(JOBS) --dist loadfile --nbval --nbval-current-env $(NOTEBOOKS))
+	$(call book_unchanged,$(TEST_ENV) $(BIN)/python -m pytest -n $(JOBS) --dist loadfile --nbval --nbval-current-env $(NOTEBOOKS))
 
 # The book is rebuilt for check-book only when a source is newer than the last build
 # (`make book` always rebuilds).
@@ -80,3 +96,5 @@ clean:
 .PHONY: gpu-smoke
 gpu-smoke: $(STAMP)
 	$(BIN)/python -m attnconv.gpu_smoke
+
+FORCE:

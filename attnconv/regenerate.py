@@ -10,8 +10,15 @@ name — a run of the registry (:mod:`attnconv.experiments.registry`, e.g. ``cpu
     python -m attnconv.regenerate --only cpu/quadratic --force   # make it again (replaced when done)
     python -m attnconv.regenerate --check               # re-train epoch 1 of each run and compare;
                                                         # re-compute what is cheap and compare
+    python -m attnconv.regenerate --only 'paper/*'      # on a GPU box: every paper run (the five
+                                                        # models, quadratic-16heads), then the
+                                                        # studies the chapters read from them
 
-Without ``--only`` every committed entry is considered. An entry already present with the
+Without ``--only`` every committed entry is considered: the ``gpu`` and ``paper`` runs, and the
+studies made from them, are trained by a reader with a GPU and never committed (``--only`` or
+``--all`` takes them in). ``--check`` re-trains the first epoch of paper-size runs too (the
+chapters do not: :func:`attnconv.experiments.runs.verify_first_epoch`), with the tolerances of
+the precision and device each was trained with. An entry already present with the
 settings the book asks for is left alone unless ``--force``. Results that need a run's trained
 weights (pruning, removal, attention maps) use its ``checkpoint.pt`` when it is there; otherwise
 the run is trained again first (its history is then replaced by the new one).
@@ -71,16 +78,28 @@ class ResultEntry:
     def path(self) -> Path:
         return book_dir() / self.file
 
+    @property
+    def committed(self) -> bool:
+        """Whether the result is committed: made from committed runs only (a study of a ``gpu``
+        or ``paper`` run is made by a reader who trained that run, like the run itself)."""
+        return all(RUNS[n].committed for n in self.runs if n in RUNS)
+
 
 def _trained(name: str):
-    """The registered run ``name`` with its trained model: from its checkpoint when there, else trained again."""
+    """The registered run ``name`` with its trained model on the run's device (a paper-size
+    model's studies take days on a CPU): from its checkpoint when there, else trained again."""
+    from .experiments.train import select_device
+
     entry = run_entry(name)
     if (entry.path / CHECKPOINT).is_file() and run_state(entry) == "present":
-        return load_run(name, load_model=True)
-    print(
-        f"{name}: no checkpoint.pt (weights are never committed); training the run again to get the model."
-    )
-    return train_entry(name, force=run_state(entry) == "present", keep_model=True)
+        run = load_run(name, load_model=True)
+    else:
+        print(
+            f"{name}: no checkpoint.pt (weights are never committed); training the run again to get the model."
+        )
+        run = train_entry(name, force=run_state(entry) == "present", keep_model=True)
+    run.model.to(select_device(run.config.device))
+    return run
 
 
 def _write_json(path: Path, obj) -> None:
@@ -108,27 +127,47 @@ def _attention_maps(name: str) -> ResultEntry:
     )
 
 
+#: The profiles whose runs a reader trains on a GPU box (not committed); every study the chapters
+#: read is made for their runs too, so that the chapters work under ``ATTNCONV_PROFILE=gpu|paper``
+#: (and chapter 12b under ``ATTNCONV_DEEP_PROFILE=gpu|paper``).
+FULL_SCALE_PROFILES = ("gpu", "paper")
+
+#: Runs whose attention maps are saved (chapters 9, 12 and 12b read them for the learned encodings).
+ATTENTION_MAP_RUNS = ("cpu/learned", "cpu/learned_content", "deep/learned") + tuple(
+    f"{p}/{m}" for p in FULL_SCALE_PROFILES for m in ("learned", "learned_content")
+)
+
 #: The pruning studies: run → (random pruning orders (each costs one evaluation per head), retraining
 #: counts besides the degenerate heads' (None: a third and two thirds of the heads; "code": the count the
-#: authors' code's condition threshold 1e3 selects), minutes on 2 cores).
+#: authors' code's condition threshold 1e3 selects), minutes on 2 cores). A paper-size run is read by
+#: chapter 8 (its profile) and chapter 12b (``ATTNCONV_DEEP_PROFILE``): "code" serves both.
 PRUNING_STUDIES = {
     "cpu/generalized": (3, None, None),
     "deep/generalized": (1, "code", None),
+    **{f"{p}/generalized": (3, "code", None) for p in FULL_SCALE_PROFILES},
 }
+
+#: Runs whose layer and head removal is saved (chapter 12b, for the 6-layer runs of its profile).
+REMOVAL_RUNS = tuple(
+    f"{p}/{m}"
+    for p in ("deep",) + FULL_SCALE_PROFILES
+    for m in ("quadratic", "generalized", "learned")
+)
 
 
 def _pruning(name: str) -> ResultEntry:
     from .chapters import generalized_pruning as gp
-    from .experiments.data import load_cifar10
-    from .experiments.pruning import (
-        AUTHORS_CODE_CONDITION_THRESHOLD,
-        PAPER_MAX_EIGENVALUE_THRESHOLD,
-    )
-    from .experiments.train import select_device
 
     random_orders, counts, minutes = PRUNING_STUDIES[name]
 
     def make():
+        from .experiments import data as data_module
+        from .experiments.pruning import (
+            AUTHORS_CODE_CONDITION_THRESHOLD,
+            PAPER_MAX_EIGENVALUE_THRESHOLD,
+        )
+        from .experiments.train import select_device
+
         trained = _trained(name)
         model = trained.model.to(select_device(trained.config.device))
         retrain_counts = None
@@ -137,7 +176,7 @@ def _pruning(name: str) -> ResultEntry:
                 model, PAPER_MAX_EIGENVALUE_THRESHOLD, AUTHORS_CODE_CONDITION_THRESHOLD
             )
             retrain_counts = [sum(r["degenerate"] for r in rows)]
-        data = load_cifar10(
+        data = data_module.load_cifar10(
             trained.config.data, root=trained.config.data_root, verbose=True
         )
         study = gp.pruning_study(
@@ -367,12 +406,9 @@ def _benchmark_before_after() -> ResultEntry:
 
 def _results() -> List[ResultEntry]:
     return (
-        [
-            _attention_maps(n)
-            for n in ("cpu/learned", "cpu/learned_content", "deep/learned")
-        ]
+        [_attention_maps(n) for n in ATTENTION_MAP_RUNS]
         + [_pruning(n) for n in PRUNING_STUDIES]
-        + [_removal(n) for n in ("deep/quadratic", "deep/generalized", "deep/learned")]
+        + [_removal(n) for n in REMOVAL_RUNS]
         + [
             _sweep(9),
             _sweep(16),
@@ -407,7 +443,11 @@ def entries(patterns: Sequence[str] = (), everything: bool = False) -> List[obje
         for e in RUNS.values()
         if (e.committed or everything or patterns) and matches(e.name)
     ]
-    return runs + [r for r in RESULTS if matches(r.name)]
+    return runs + [
+        r
+        for r in RESULTS
+        if (r.committed or everything or patterns) and matches(r.name)
+    ]
 
 
 def _minutes(seconds: float) -> str:
@@ -470,9 +510,10 @@ def _check(entry) -> bool:
         if run_state(entry) != "present":
             print(f"{entry.name}: {run_state(entry)}; nothing to check")
             return run_state(entry) == "missing" and not entry.committed
-        check = verify_first_epoch(load_run(entry.name))
+        check = verify_first_epoch(load_run(entry.name), on_request=True)
         print(
-            f"{entry.name}: epoch 1 re-trained matches the saved run: {check['match']} {check['checks']}"
+            f"{entry.name}: epoch 1 re-trained matches the saved run "
+            f"({check['tolerances']} tolerances): {check['match']} {check['checks']}"
         )
         return check["match"]
     try:
@@ -517,7 +558,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument(
         "--all",
         action="store_true",
-        help="include the runs of the gpu and paper profiles",
+        help="include the runs of the gpu and paper profiles and the studies made from them",
     )
     args = parser.parse_args(argv)
     chosen = entries(args.only, args.all)

@@ -6,8 +6,11 @@ there, so a GPU run never waits on a data loader.
 
 Data sources, in the order :func:`load_cifar10` tries them with ``source="auto"``:
 
-1. the full CIFAR-10 through :class:`torchvision.datasets.CIFAR10` under ``root`` (downloaded if
-   absent and ``download=True``);
+1. the full CIFAR-10 through :class:`torchvision.datasets.CIFAR10` under ``root`` (default
+   ``~/.cache/attnconv/cifar10``, or ``$ATTNCONV_DATA_ROOT``; downloaded if absent and
+   ``download=True``, by :func:`fetch_cifar10`: progress on stderr, a timeout, once per data root
+   under a file lock, so that the processes of one machine, or of machines sharing the folder,
+   download it once; a distributed trainer calls it before any barrier);
 2. the bundled sample ``attnconv/data/cifar10-sample.npz``: the first 1,017 images of each official
    training batch (5,085 images) and of the test batch (1,017 images), see ``data/README.md``.
 
@@ -21,9 +24,13 @@ Pre-processing as in the authors' code (epfml/attention-cnn): normalisation with
 
 from __future__ import annotations
 
-import contextlib
-import io
+import hashlib
 import os
+import shutil
+import sys
+import tarfile
+import time
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Optional, Tuple
@@ -40,6 +47,13 @@ __all__ = [
     "DataUnavailableError",
     "CifarData",
     "default_data_root",
+    "DATA_SOURCES",
+    "CIFAR10_URL",
+    "CIFAR10_MD5",
+    "CIFAR10_FOLDER",
+    "DOWNLOAD_TIMEOUT_S",
+    "cifar10_present",
+    "fetch_cifar10",
     "load_cifar10",
     "load_cifar10_full",
     "load_cifar10_sample",
@@ -166,10 +180,152 @@ def load_cifar10_sample(path=None) -> CifarData:
     return data
 
 
+#: The data sources (``CifarData.source``, a history's ``data``: what a run trained on) that each
+#: ``data`` setting of a run allows: ``auto`` takes the full set, else falls back to the sample.
+DATA_SOURCES = {"auto": ("full", "sample"), "full": ("full",), "sample": ("sample",)}
+
+#: Where torchvision's CIFAR-10 comes from, its archive's MD5, and the folder it unpacks to (the
+#: values of :class:`torchvision.datasets.CIFAR10`).
+CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
+CIFAR10_MD5 = "c58f30108f718f92721af3b95e74349a"
+CIFAR10_FOLDER = "cifar-10-batches-py"
+_CIFAR10_FILES = tuple(f"data_batch_{i}" for i in range(1, 6)) + ("test_batch",)
+#: Seconds a download may wait for the server before it gives up (per connection and per read:
+#: a stalled transfer fails instead of hanging); the whole download is also limited to
+#: ``DOWNLOAD_DEADLINE_S``.
+DOWNLOAD_TIMEOUT_S = 60.0
+DOWNLOAD_DEADLINE_S = 1800.0
+_LOCK = ".download.lock"
+
+
+def cifar10_present(root=None) -> bool:
+    """Whether ``root`` (default :func:`default_data_root`) holds the unpacked CIFAR-10 (the six
+    batch files of ``cifar-10-batches-py``); their checksums are torchvision's to check."""
+    root = Path(root).expanduser() if root is not None else default_data_root()
+    return all((root / CIFAR10_FOLDER / f).is_file() for f in _CIFAR10_FILES)
+
+
+class _FileLock:
+    """An exclusive ``flock`` on ``path`` (a no-op where ``fcntl`` is missing); prints once when it
+    has to wait for another process."""
+
+    def __init__(self, path: Path, what: str):
+        self.path, self.what, self.handle = path, what, None
+
+    def __enter__(self):
+        try:
+            import fcntl
+        except ImportError:  # not POSIX: no lock
+            return self
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.handle = open(self.path, "a")
+        try:
+            fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            print(
+                f"waiting for another process to finish {self.what} ({self.path})",
+                file=sys.stderr,
+                flush=True,
+            )
+            fcntl.flock(self.handle, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        if self.handle is not None:
+            import fcntl
+
+            fcntl.flock(self.handle, fcntl.LOCK_UN)
+            self.handle.close()
+        return False
+
+
+def _download(url: str, dest: Path, timeout: float, deadline: float, progress: bool):
+    """Stream ``url`` into ``dest`` with a progress bar on stderr; ``TimeoutError`` past the
+    deadline, ``socket.timeout`` (an ``OSError``) when the server stalls for ``timeout`` s."""
+    from tqdm.auto import tqdm
+
+    start = time.monotonic()
+    with (
+        urllib.request.urlopen(url, timeout=timeout) as response,
+        open(dest, "wb") as f,
+    ):
+        total = int(response.headers.get("Content-Length") or 0) or None
+        with tqdm(
+            total=total,
+            unit="B",
+            unit_scale=True,
+            desc=f"downloading {url.rsplit('/', 1)[-1]}",
+            file=sys.stderr,
+            disable=not progress,
+            mininterval=1.0,
+        ) as bar:
+            while chunk := response.read(1 << 20):
+                f.write(chunk)
+                bar.update(len(chunk))
+                if time.monotonic() - start > deadline:
+                    raise TimeoutError(f"the download took more than {deadline:.0f} s")
+
+
+def fetch_cifar10(
+    root=None,
+    url: str = CIFAR10_URL,
+    md5: str = CIFAR10_MD5,
+    timeout: float = DOWNLOAD_TIMEOUT_S,
+    deadline: float = DOWNLOAD_DEADLINE_S,
+    progress: bool = True,
+) -> Path:
+    """Make sure the full CIFAR-10 is unpacked under ``root`` (default :func:`default_data_root`)
+    and return that folder: nothing to do when it is there; else download ``url`` (progress on
+    stderr, ``timeout`` seconds per stalled read, ``deadline`` for the whole), check its MD5 and
+    unpack it. Only one process per data root downloads: the others wait on a file lock in
+    ``root`` and then find the data. A distributed trainer calls this on every process (or each
+    machine's first) *before* its first barrier, so that a long download cannot exceed the
+    process group's timeout. Raises ``RuntimeError`` with the reason when it cannot be had."""
+    root = Path(root).expanduser() if root is not None else default_data_root()
+    if cifar10_present(root):
+        return root
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        with _FileLock(root / _LOCK, "the CIFAR-10 download"):
+            if cifar10_present(root):  # another process downloaded it meanwhile
+                return root
+            archive = root / url.rsplit("/", 1)[-1]
+            part = archive.with_name(archive.name + ".part")
+            print(f"downloading CIFAR-10 into {root}", file=sys.stderr, flush=True)
+            _download(url, part, timeout, deadline, progress)
+            digest = hashlib.md5(part.read_bytes()).hexdigest()
+            if digest != md5:
+                part.unlink()
+                raise RuntimeError(
+                    f"the downloaded archive is damaged (MD5 {digest}, expected {md5})"
+                )
+            os.replace(part, archive)
+            unpacking = root / (CIFAR10_FOLDER + ".unpacking")
+            shutil.rmtree(unpacking, ignore_errors=True)
+            with tarfile.open(archive, "r:gz") as tar:
+                safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+                tar.extractall(unpacking, **safe)
+            shutil.rmtree(root / CIFAR10_FOLDER, ignore_errors=True)
+            os.replace(unpacking / CIFAR10_FOLDER, root / CIFAR10_FOLDER)
+            shutil.rmtree(unpacking, ignore_errors=True)
+            archive.unlink()
+    except (
+        OSError,
+        tarfile.TarError,
+        KeyError,
+    ) as e:  # no network, timeout, disk full ...
+        raise RuntimeError(
+            f"could not download CIFAR-10 into {root}: {type(e).__name__}: {e}"
+        ) from e
+    if not cifar10_present(root):
+        raise RuntimeError(f"the CIFAR-10 archive did not unpack into {root}")
+    return root
+
+
 def load_cifar10_full(root=None, download: bool = True) -> CifarData:
     """The full CIFAR-10 (50,000 / 10,000 images) through torchvision, downloaded into ``root``
-    if absent and ``download``. Raises ``RuntimeError``/``OSError`` when it cannot be had; the
-    download attempt's own messages are swallowed (they are part of the error raised)."""
+    by :func:`fetch_cifar10` if absent and ``download``. Raises ``RuntimeError``/``OSError`` when
+    it cannot be had."""
     from torchvision.datasets import CIFAR10
 
     root = Path(root).expanduser() if root is not None else default_data_root()
@@ -180,14 +336,8 @@ def load_cifar10_full(root=None, download: bool = True) -> CifarData:
         except RuntimeError:
             if not download:
                 raise
-            log = io.StringIO()
-            try:
-                with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
-                    sets[train] = CIFAR10(str(root), train=train, download=True)
-            except Exception as e:  # no network, disk full, corrupt archive ...
-                raise RuntimeError(
-                    f"could not download CIFAR-10 into {root}: {type(e).__name__}: {e}"
-                ) from e
+            fetch_cifar10(root)
+            sets[train] = CIFAR10(str(root), train=train, download=False)
     tr, te = sets[True], sets[False]
     data = CifarData(
         _hwc_to_tensor(tr.data),

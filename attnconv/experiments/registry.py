@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
+from .data import DATA_SOURCES
 from .profiles import PROFILES, default_profile_name, make_config
 from .store import (
     CHECKPOINT,
@@ -57,10 +58,15 @@ __all__ = [
     "load_run",
     "load_series",
     "run_state",
+    "data_matches",
+    "settings_differences",
     "train_entry",
 ]
 
-_IGNORED = ("device",)  # a run made on another device is the same run
+#: Config fields that do not make a saved run one "of other settings": where it ran (``device``) and
+#: where its data lay (``data_root``). ``data`` is compared by what the run used, not by how it was asked
+#: for (:func:`data_matches`): ``--data full`` for an entry of ``data="auto"`` is the same run.
+_IGNORED = ("device", "data_root", "data")
 
 
 @dataclass(frozen=True)
@@ -332,6 +338,25 @@ def _differences(a: dict, b: dict) -> List[str]:
     return sorted(k for k in (set(a) | set(b)) - set(_IGNORED) if a.get(k) != b.get(k))
 
 
+def data_matches(history: History, config: TrainConfig) -> bool:
+    """Whether the data a saved run trained on (its history's ``data``, ``full`` or ``sample``)
+    is one that ``config.data`` allows (:data:`~attnconv.experiments.data.DATA_SOURCES`); a
+    history that does not say is taken at its config's word."""
+    used = history.data or (history.config or {}).get("data")
+    if used == "auto":  # a config that asked for auto and no record of what it got
+        return config.data == "auto"
+    return used in DATA_SOURCES[config.data]
+
+
+def settings_differences(history: History, config: TrainConfig) -> List[str]:
+    """The settings in which a saved run differs from ``config`` (:data:`_IGNORED` aside; ``data``
+    when it trained on data ``config.data`` does not allow)."""
+    diff = _differences(history.config or {}, config.to_dict())
+    if not data_matches(history, config):
+        diff = sorted(diff + ["data"])
+    return diff
+
+
 def run_state(entry: RunEntry) -> str:
     """``present`` (a complete run of the entry's config), ``missing``, ``incomplete`` (stopped;
     resumable when ``checkpoint.pt`` is there) or ``stale`` (a run of other settings)."""
@@ -339,7 +364,7 @@ def run_state(entry: RunEntry) -> str:
     if not path.is_file():
         return "missing"
     history = read_history(entry.path)
-    if _differences(history.config, entry.config.to_dict()):
+    if settings_differences(history, entry.config):
         return "stale"
     return "present" if history.complete else "incomplete"
 
@@ -356,9 +381,7 @@ def load_run(name: str, load_model: bool = False) -> Run:
             f"{where} holds no run: make it with: {regenerate_command(name)}"
         )
     if state == "stale":
-        diff = ", ".join(
-            _differences(read_history(entry.path).config, entry.config.to_dict())
-        )
+        diff = ", ".join(settings_differences(read_history(entry.path), entry.config))
         raise StaleResultError(
             f"{where} holds a run of other settings ({diff}); make it again with: "
             f"{regenerate_command(name)} --force"

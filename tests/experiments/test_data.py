@@ -196,3 +196,91 @@ def test_cifar_data_subset_and_validation():
         )
     with pytest.raises(ValueError):
         CifarData(d.x_train, torch.arange(9), d.x_test, d.y_test)
+
+
+# --------------------------------------------------------------------------- the download
+def fake_archive(tmp_path):
+    """A tar.gz laid out like CIFAR-10's (six batch files under cifar-10-batches-py) and its MD5."""
+    import tarfile
+
+    src = tmp_path / "src" / data_mod.CIFAR10_FOLDER
+    src.mkdir(parents=True)
+    for name in data_mod._CIFAR10_FILES:
+        (src / name).write_bytes(name.encode() * 100)
+    archive = tmp_path / "cifar-10-python.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(src, arcname=data_mod.CIFAR10_FOLDER)
+    return archive, hashlib.md5(archive.read_bytes()).hexdigest()
+
+
+def test_fetch_downloads_once_with_progress_and_checks_the_archive(tmp_path, capsys):
+    archive, md5 = fake_archive(tmp_path)
+    root = tmp_path / "root"
+    assert not data_mod.cifar10_present(root)
+    got = data_mod.fetch_cifar10(root, url=archive.as_uri(), md5=md5)
+    err = capsys.readouterr().err
+    assert got == root and data_mod.cifar10_present(root)
+    assert (
+        f"downloading CIFAR-10 into {root}" in err and "cifar-10-python.tar.gz" in err
+    )
+    assert sorted(p.name for p in root.iterdir()) == [
+        ".download.lock",
+        "cifar-10-batches-py",
+    ]
+    # present: no second download (an unreachable URL is not even tried)
+    data_mod.fetch_cifar10(root, url="http://127.0.0.1:9/none.tar.gz", md5=md5)
+    assert capsys.readouterr().err == ""
+    with pytest.raises(RuntimeError, match="damaged"):
+        data_mod.fetch_cifar10(tmp_path / "other", url=archive.as_uri(), md5="0" * 32)
+    assert not list((tmp_path / "other").glob("*.tar.gz*"))
+
+
+def test_fetch_has_a_timeout_and_a_one_line_reason(tmp_path, monkeypatch):
+    import socket
+
+    seen = {}
+
+    def stalled(url, timeout=None):
+        seen["timeout"] = timeout
+        raise socket.timeout("timed out")
+
+    monkeypatch.setattr(data_mod.urllib.request, "urlopen", stalled)
+    with pytest.raises(
+        RuntimeError, match="could not download CIFAR-10 into .*timed out"
+    ):
+        data_mod.fetch_cifar10(tmp_path, progress=False)
+    assert seen["timeout"] == data_mod.DOWNLOAD_TIMEOUT_S > 0
+    # load_cifar10 ("auto") then falls back to the sample and says so
+    d = load_cifar10("auto", root=tmp_path, verbose=False)
+    assert d.source == "sample" and "could not be downloaded" in d.note
+
+
+def test_fetch_waits_for_the_process_that_downloads(tmp_path, monkeypatch, capsys):
+    """A second process (here a thread with its own lock handle) waits on the file lock and then
+    finds the data the first one unpacked, without downloading."""
+    import threading
+
+    archive, md5 = fake_archive(tmp_path)
+    root = tmp_path / "root"
+
+    def no_network(*a, **k):
+        raise AssertionError("the waiting process downloaded")
+
+    monkeypatch.setattr(data_mod.urllib.request, "urlopen", no_network)
+    with data_mod._FileLock(root / ".download.lock", "a test"):
+        outcome = []
+        waiter = threading.Thread(
+            target=lambda: outcome.append(data_mod.fetch_cifar10(root, md5=md5))
+        )
+        waiter.start()
+        waiter.join(1.0)
+        assert waiter.is_alive()  # blocked on the lock
+        import tarfile
+
+        with tarfile.open(archive) as tar:  # the first process unpacks meanwhile
+            tar.extractall(root)
+    waiter.join(10)
+    assert not waiter.is_alive() and outcome == [root]
+    assert "waiting for another process to finish the CIFAR-10 download" in (
+        capsys.readouterr().err
+    )

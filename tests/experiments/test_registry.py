@@ -174,7 +174,11 @@ def test_regenerate_list_and_bad_pattern(capsys):
         "seeds/deep/learned/seed2",
     ]
     for r in RESULTS:  # every committed result file is listed with its maker
-        assert r.path.is_file() or r.name.startswith("results/benchmark"), r.name
+        assert (
+            r.path.is_file()
+            or r.name.startswith("results/benchmark")
+            or not r.committed
+        ), r.name
     listed = {r.file for r in RESULTS}
     book = runs_dir().parent
     for p in list((book / "results").glob("*.json")) + [
@@ -183,3 +187,43 @@ def test_regenerate_list_and_bad_pattern(capsys):
         if p.name not in ("history.json", "config.json")
     ]:
         assert p.relative_to(book).as_posix() in listed, p
+
+
+def write_history(entry, used="sample", status="complete", **config_changes):
+    """A minimal history of the registered ``entry`` in its folder, its config changed by
+    ``config_changes``, trained on ``data``."""
+    entry.path.mkdir(parents=True, exist_ok=True)
+    cfg = {**entry.config.to_dict(), **config_changes}
+    (entry.path / HISTORY).write_text(
+        json.dumps({"config": cfg, "data": used, "status": status, "epochs": []})
+    )
+
+
+def test_where_a_run_ran_and_found_its_data_are_not_other_settings(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setenv("ATTNCONV_BOOK_DIR", str(tmp_path))
+    paper = registry.run_entry("paper/quadratic")
+    assert paper.config.data == "auto"
+    for changes in (
+        dict(data="full"),
+        dict(data_root="/shared/cifar"),
+        dict(device="cuda:3"),
+        dict(data="full", data_root="/scratch/c10", device="cpu"),
+    ):
+        write_history(paper, used="full", **changes)
+        assert registry.run_state(paper) == "present", changes
+    # a paper run that fell back to the sample is the paper entry's run (its chapters say so)
+    write_history(paper, used="sample")
+    assert registry.run_state(paper) == "present"
+    # ... but a run of other training settings is not
+    write_history(paper, used="full", lr=0.05)
+    assert registry.run_state(paper) == "stale"
+    # a cpu run (data="sample") trained on the full set is a run of other settings
+    cpu = registry.run_entry("cpu/learned")
+    write_history(cpu, used="full", data="full")
+    assert registry.run_state(cpu) == "stale"
+    with pytest.raises(StaleResultError, match=r"other settings \(data\)"):
+        registry.load_run("cpu/learned")
+    write_history(cpu, used="sample", data_root="/elsewhere", device="cuda:0")
+    assert registry.run_state(cpu) == "present"

@@ -5,7 +5,9 @@
   naming the command that makes it (``python -m attnconv.regenerate``);
   :func:`book_run_changes` — what that run changes in its profile's training settings;
 * :func:`load_saved_runs` — the saved runs among several, and the labels of those not saved;
-* :func:`run_summary` and :func:`run_caption` — a run described in two lines or in a caption.
+* :func:`run_summary` and :func:`run_caption` — a run described in two lines or in a caption; a
+  ``gpu`` or ``paper`` run that trained on the bundled sample (the full set was absent) is shown
+  as such (:func:`data_caveat`), never as the profile's.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ __all__ = [
     "tokens_per_side",
     "run_summary",
     "run_caption",
+    "on_sample_instead_of_full",
+    "data_caveat",
     "load_saved_runs",
 ]
 
@@ -73,25 +77,55 @@ def _architecture(history: Mapping, detailed: bool) -> str:
     return f"{mc['num_layers']} layers, {mc['num_heads']} heads, {g}×{g} tokens"
 
 
+def on_sample_instead_of_full(run: Run) -> bool:
+    """Whether ``run`` trained on the bundled sample although its profile asks for the full
+    CIFAR-10 (``data="auto"`` falls back to the sample when the full set is absent): such a run is
+    not the profile's (for ``paper``: not the paper's) and is shown as such."""
+    used = run.history.get("data") or run.config.data
+    return run.config.data != "sample" and used == "sample"
+
+
+def data_caveat(run: Run) -> Optional[str]:
+    """One line saying that ``run`` trained on the sample instead of the full CIFAR-10, with what
+    to do (``None`` when it trained on the data its profile asks for)."""
+    if not on_sample_instead_of_full(run):
+        return None
+    h = run.history
+    return (
+        f"    not the {run.config.profile} profile's run: it trained on the bundled sample "
+        f"({h.get('train_size', 0):,} images), not the full CIFAR-10 (50,000); put CIFAR-10 under "
+        "the data root (python -m attnconv.doctor) and train it again with --force"
+    )
+
+
 def run_summary(run: Run, label: Optional[str] = None) -> str:
     """Two lines describing a saved run: ``label`` (default: the model name), epochs and data;
-    then size and final test accuracy."""
+    then size and final test accuracy; a third when a full-data profile's run trained on the
+    sample (:func:`data_caveat`)."""
     h = run.history
     arch = _architecture(h, detailed=True)
     acc = f"{100 * run.epochs[-1]['test_acc']:.1f}%" if run.epochs else "n/a"
+    caveat = data_caveat(run)
     return (
         f"{label or run.config.model}: {len(run.epochs)} epochs on the {h['data']} data ({h['train_size']:,} training / "
         f"{h['test_size']:,} test images)\n    {arch}; {h['num_parameters']:,} parameters; test accuracy {acc}"
+        + ("" if caveat is None else "\n" + caveat)
     )
 
 
 def run_caption(run: Run, epochs: bool = True) -> str:
     """A short figure caption naming the run's profile and scale, e.g. ``CPU profile (2 layers,
-    9 heads, 8×8 tokens, sample data, 40 epochs)`` (without the epochs if ``epochs`` is False)."""
+    9 heads, 8×8 tokens, sample data, 40 epochs)`` (without the epochs if ``epochs`` is False). A
+    full-data profile's run trained on the sample says so first: ``PAPER profile on the
+    5,085-image sample, NOT the paper's data (...)``."""
     h = run.history
     arch = _architecture(h, detailed=False)
     length = f", {len(run.epochs)} epochs" if epochs else ""
-    return f"{run.config.profile.upper()} profile ({arch}, {h['data']} data{length})"
+    name = f"{run.config.profile.upper()} profile"
+    if on_sample_instead_of_full(run):
+        whose = "the paper's" if run.config.profile == "paper" else "its profile's"
+        name += f" on the {h.get('train_size', 0):,}-image sample, not {whose} data"
+    return f"{name} ({arch}, {h['data']} data{length})"
 
 
 def load_saved_runs(specs: Mapping[str, tuple], profile: str):

@@ -1,0 +1,353 @@
+"""``python -m attnconv.doctor``: is this machine ready to run the book's GPU profiles?
+
+One line per item, each ``ok``, ``--`` (not applicable here) or ``!!`` (wrong), and under a wrong
+one what to do::
+
+    python            3.11.7
+    torch             2.15.0+cu132, built for CUDA 13.2
+    CUDA              no GPU: torch.cuda.is_available() is False and nvidia-smi finds none
+    ...
+
+The items: the Python version; the torch build and its CUDA version; whether CUDA works; the NVIDIA
+driver against the one the build needs; the card's compute capability against the architectures
+the build has kernels for (``torch.cuda.get_arch_list()``); bf16 support; the data root and whether
+the full CIFAR-10 is there; the profile the chapters will use and whether its runs are saved.
+``--download`` fetches CIFAR-10 into the data root. :func:`probe` reads the machine into a
+:class:`Machine` and :func:`diagnose` judges it, so both are tested with made-up machines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from typing import List, Mapping, Optional, Sequence, Tuple
+
+__all__ = [
+    "Machine",
+    "Check",
+    "MIN_DRIVER",
+    "TORCH_INDEX_HINT",
+    "probe",
+    "diagnose",
+    "verdict",
+    "report",
+    "main",
+]
+
+#: The oldest Linux NVIDIA driver each CUDA major version runs with (NVIDIA's CUDA toolkit release
+#: notes, "minor version compatibility").
+MIN_DRIVER = {11: "450.80.02", 12: "525.60.13", 13: "580.65.06"}
+#: How to install the pinned torch for another CUDA version (README, "Running the notebooks on a
+#: GPU box").
+TORCH_INDEX_HINT = (
+    "make setup TORCH_INDEX=https://download.pytorch.org/whl/cuXYZ (a CUDA build PyTorch "
+    "publishes for the pinned torch, e.g. cu126 for CUDA 12.6)"
+)
+
+
+@dataclass
+class Machine:
+    """What :func:`diagnose` needs to know, as :func:`probe` reads it."""
+
+    python: Tuple[int, int, int]
+    torch_version: str
+    torch_cuda: Optional[str]  # torch.version.cuda: None for a CPU-only build
+    cuda_available: bool
+    arch_list: List[str] = field(default_factory=list)
+    device_name: Optional[str] = None
+    capability: Optional[Tuple[int, int]] = None
+    bf16: Optional[bool] = None
+    driver: Optional[str] = None  # from nvidia-smi
+    smi_gpus: List[Tuple[str, str, Optional[Tuple[int, int]]]] = field(
+        default_factory=list
+    )  # (name, driver, capability) of every card nvidia-smi lists
+    data_root: str = ""
+    cifar10_present: bool = False
+    profile: str = "cpu"
+    profile_from_env: bool = False
+    profile_runs: Tuple[int, int] = (0, 0)  # (saved, registered)
+
+
+@dataclass
+class Check:
+    """One item of the report: its ``name``, what was found, ``ok`` (True, False, or None: does
+    not apply here) and what to do when it is wrong."""
+
+    name: str
+    found: str
+    ok: Optional[bool]
+    advice: str = ""
+
+
+def _nvidia_smi() -> List[Tuple[str, str, Optional[Tuple[int, int]]]]:
+    """(name, driver version, compute capability) of every card ``nvidia-smi`` lists; empty when
+    there is no ``nvidia-smi`` or it fails (no driver)."""
+    try:
+        out = subprocess.run(
+            [
+                "nvidia-smi",
+                "--query-gpu=name,driver_version,compute_cap",
+                "--format=csv,noheader",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return []
+    if out.returncode != 0:
+        return []
+    cards = []
+    for line in out.stdout.strip().splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) < 2:
+            continue
+        cap = None
+        if len(parts) > 2 and "." in parts[2]:
+            major, minor = parts[2].split(".", 1)
+            if major.isdigit() and minor.isdigit():
+                cap = (int(major), int(minor))
+        cards.append((parts[0], parts[1], cap))
+    return cards
+
+
+def probe(env: Optional[Mapping[str, str]] = None) -> Machine:
+    """Read this machine: torch and CUDA, ``nvidia-smi``, the data root and the chapters' profile."""
+    import torch
+
+    from .experiments.data import cifar10_present, default_data_root
+    from .experiments.registry import active_profile, book_runs, run_state
+
+    env = os.environ if env is None else env
+    available = bool(torch.cuda.is_available())
+    cards = _nvidia_smi()
+    m = Machine(
+        python=tuple(sys.version_info[:3]),
+        torch_version=torch.__version__,
+        torch_cuda=torch.version.cuda,
+        cuda_available=available,
+        arch_list=list(torch.cuda.get_arch_list()) if torch.version.cuda else [],
+        driver=cards[0][1] if cards else None,
+        smi_gpus=cards,
+    )
+    if available:
+        m.device_name = torch.cuda.get_device_name(0)
+        m.capability = tuple(torch.cuda.get_device_capability(0))
+        m.bf16 = bool(torch.cuda.is_bf16_supported())
+    elif cards:
+        m.device_name, m.capability = cards[0][0], cards[0][2]
+    root = default_data_root()
+    m.data_root, m.cifar10_present = str(root), cifar10_present(root)
+    m.profile = active_profile()
+    m.profile_from_env = bool(env.get("ATTNCONV_PROFILE"))
+    runs = book_runs(m.profile)
+    m.profile_runs = (sum(run_state(e) == "present" for e in runs), len(runs))
+    return m
+
+
+def _version_tuple(v: str) -> Tuple[int, ...]:
+    return tuple(int(x) for x in v.split(".") if x.isdigit())
+
+
+def _arch_supported(capability: Tuple[int, int], arch_list: Sequence[str]) -> bool:
+    """Whether a build with kernels for ``arch_list`` (``sm_XY`` binaries, ``compute_XY`` PTX)
+    runs on a card of ``capability``: a binary of the same major version and a minor version at
+    most the card's, or PTX of a capability at most the card's (compiled when first used)."""
+    major, minor = capability
+    for arch in arch_list:
+        kind, _, num = arch.partition("_")
+        if not num.isdigit() or len(num) < 2:
+            continue
+        a_major, a_minor = int(num[:-1]), int(num[-1])
+        if kind == "sm" and a_major == major and a_minor <= minor:
+            return True
+        if kind == "compute" and (a_major, a_minor) <= (major, minor):
+            return True
+    return False
+
+
+def diagnose(m: Machine) -> List[Check]:
+    """The report's items for the machine ``m``."""
+    checks = [
+        Check(
+            "python",
+            ".".join(map(str, m.python)),
+            m.python[:2] >= (3, 11),
+            "attnconv needs Python 3.11 or newer (torch 2.15 has no wheel for older ones): "
+            "make setup PYTHON=python3.11",
+        )
+    ]
+    cuda_major = int(m.torch_cuda.split(".")[0]) if m.torch_cuda else None
+    checks.append(
+        Check(
+            "torch",
+            f"{m.torch_version}, "
+            + (
+                f"built for CUDA {m.torch_cuda}"
+                if m.torch_cuda
+                else "a CPU-only build (no CUDA)"
+            ),
+            None if not m.smi_gpus and not m.torch_cuda else bool(m.torch_cuda),
+            f"this build cannot use the GPU: {TORCH_INDEX_HINT}",
+        )
+    )
+    gpu = m.smi_gpus or m.cuda_available
+    if m.cuda_available:
+        found = f"works: {m.device_name}"
+    elif not gpu:
+        found = "no GPU: torch.cuda.is_available() is False and nvidia-smi finds none"
+    else:
+        found = (
+            f"does not work: nvidia-smi lists {m.smi_gpus[0][0]}, torch cannot use it"
+        )
+    checks.append(
+        Check(
+            "CUDA",
+            found,
+            True if m.cuda_available else (None if not gpu else False),
+            "see the driver and architecture lines below",
+        )
+    )
+    if m.driver is None:
+        checks.append(
+            Check(
+                "driver",
+                "none (nvidia-smi absent or failing)",
+                None if not m.cuda_available else True,
+                "install the NVIDIA driver",
+            )
+        )
+    else:
+        need = MIN_DRIVER.get(cuda_major) if cuda_major else None
+        ok = need is None or _version_tuple(m.driver) >= _version_tuple(need)
+        checks.append(
+            Check(
+                "driver",
+                m.driver
+                + (f" (CUDA {m.torch_cuda} needs {need} or newer)" if need else ""),
+                ok,
+                f"update the NVIDIA driver to {need} or newer, or install a torch build for "
+                f"an older CUDA that this driver runs: {TORCH_INDEX_HINT}",
+            )
+        )
+    if m.capability is None:
+        checks.append(Check("architecture", "no card", None))
+    else:
+        cap = f"{m.capability[0]}.{m.capability[1]}"
+        ok = _arch_supported(m.capability, m.arch_list) if m.torch_cuda else False
+        checks.append(
+            Check(
+                "architecture",
+                f"compute capability {cap}; the build has kernels for "
+                f"{' '.join(m.arch_list) or 'none'}",
+                ok,
+                f"this torch build has no kernels for sm_{cap.replace('.', '')}: install a "
+                f"build that has them: {TORCH_INDEX_HINT}",
+            )
+        )
+    if m.bf16 is None:
+        checks.append(Check("bf16", "no CUDA card to ask", None))
+    else:
+        checks.append(
+            Check(
+                "bf16",
+                "supported" if m.bf16 else "not supported by this card",
+                m.bf16,
+                "the gpu and paper profiles train under bf16 autocast, which needs compute "
+                "capability 8.0 or newer (A100, RTX 30xx, H100 and later)",
+            )
+        )
+    checks.append(
+        Check(
+            "data",
+            f"{m.data_root}: "
+            + (
+                "the full CIFAR-10 is there"
+                if m.cifar10_present
+                else "no full CIFAR-10 (runs of the gpu and paper profiles would "
+                "download it, or fall back to the 5,085-image sample)"
+            ),
+            True if m.cifar10_present else (None if m.profile == "cpu" else False),
+            "python -m attnconv.doctor --download fetches it (170 MB), or copy the folder "
+            "cifar-10-batches-py there, or set ATTNCONV_DATA_ROOT to where it is",
+        )
+    )
+    saved, registered = m.profile_runs
+    why = (
+        "ATTNCONV_PROFILE"
+        if m.profile_from_env
+        else "the default: " + ("CUDA works" if m.cuda_available else "no CUDA")
+    )
+    command = f"python -m attnconv.regenerate --only '{m.profile}/*'"
+    checks.append(
+        Check(
+            "profile",
+            f"the chapters use {m.profile} ({why}); {saved} of its {registered} runs saved",
+            saved == registered,
+            f"make them with: {command} (or read the book's committed runs: "
+            "ATTNCONV_PROFILE=cpu)",
+        )
+    )
+    return checks
+
+
+def verdict(m: Machine, checks: Sequence[Check]) -> str:
+    """One closing line: what is wrong, or what this machine is ready for."""
+    wrong = [c.name for c in checks if c.ok is False]
+    if wrong:
+        return f"to fix: {', '.join(wrong)} (what to do is under each)"
+    if not m.cuda_available:
+        return (
+            "no GPU: the chapters read the committed cpu runs; the gpu and paper profiles "
+            "need a CUDA machine"
+        )
+    return (
+        "ready: python -m attnconv.regenerate --only 'paper/*' trains the paper's runs, then "
+        "ATTNCONV_PROFILE=paper for the chapters"
+    )
+
+
+def report(checks: Sequence[Check], m: Optional[Machine] = None) -> str:
+    """The report as text: one line per item, the advice under each wrong one, and the
+    :func:`verdict` when the machine ``m`` is given."""
+    mark = {True: "ok", False: "!!", None: "--"}
+    lines = []
+    for c in checks:
+        lines.append(f"{mark[c.ok]} {c.name:<13}{c.found}")
+        if c.ok is False and c.advice:
+            lines.append(f"   {'':<13}-> {c.advice}")
+    if m is not None:
+        lines.append(verdict(m, checks))
+    return "\n".join(lines)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m attnconv.doctor", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument(
+        "--download",
+        action="store_true",
+        help="download the full CIFAR-10 into the data root if it is not there",
+    )
+    args = parser.parse_args(argv)
+    if args.download:
+        from .experiments.data import fetch_cifar10
+
+        try:
+            print(f"CIFAR-10 is in {fetch_cifar10()}")
+        except RuntimeError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+    print(f"attnconv doctor ({platform.platform()})")
+    machine = probe()
+    print(report(diagnose(machine), machine))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
