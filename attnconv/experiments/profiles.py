@@ -24,8 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Tuple
 
-import torch
-
+from .device import cuda_available
 from .models import MODEL_NAMES
 from .train import TrainConfig
 
@@ -232,7 +231,7 @@ def get_profile(name: str) -> Profile:
 
 def default_profile_name() -> str:
     """``gpu`` when CUDA is available, else ``cpu``."""
-    return "gpu" if torch.cuda.is_available() else "cpu"
+    return "gpu" if cuda_available() else "cpu"
 
 
 def make_config(model: str, profile: Optional[str] = None, **changes) -> TrainConfig:

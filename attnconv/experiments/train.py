@@ -244,24 +244,6 @@ def _share(ctx: Optional[DistContext], compute):
     return outcome[1]
 
 
-def _load_data(
-    config: TrainConfig, ctx: Optional[DistContext], verbose: bool
-) -> CifarData:
-    """The data set; under torchrun the first process of each machine loads (and, if needed,
-    downloads) it before the others read it."""
-    if ctx is None:
-        return load_cifar10(config.data, root=config.data_root, verbose=verbose)
-    first = ctx.local_rank == 0
-    if not first:
-        barrier()
-    data = load_cifar10(
-        config.data, root=config.data_root, verbose=verbose and ctx.is_writer
-    )
-    if first:
-        barrier()
-    return data
-
-
 def _format_duration(seconds: float) -> str:
     seconds = int(round(seconds))
     return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
@@ -305,18 +287,22 @@ def _seed_everything(seed: int) -> None:
 def _load_data(
     config: TrainConfig, ctx: Optional[DistContext], verbose: bool
 ) -> CifarData:
-    """The data set; under torchrun the first process of each machine loads (and, if needed,
-    downloads) it before the others read it."""
-    if ctx is None:
-        return load_cifar10(config.data, root=config.data_root, verbose=verbose)
-    first = ctx.local_rank == 0
-    if not first:
-        barrier()
+    """The data set, loaded by every process before any barrier: a download, if needed, happens
+    once per data root under a file lock (:func:`~attnconv.experiments.data.fetch_cifar10`), so
+    no barrier waits on it. Under torchrun the processes then check that they all hold the same
+    data (``auto`` could fall back to the sample on one machine and not on another)."""
     data = load_cifar10(
-        config.data, root=config.data_root, verbose=verbose and ctx.is_writer
+        config.data,
+        root=config.data_root,
+        verbose=verbose and (ctx is None or ctx.is_writer),
     )
-    if first:
-        barrier()
+    if ctx is not None:
+        sources = gather_objects(data.source)
+        if len(set(sources)) > 1:
+            raise DistributedSetupError(
+                f"the processes loaded different data ({', '.join(sources)} by rank); "
+                "give every machine the same --data and --data-root"
+            )
     return data
 
 
