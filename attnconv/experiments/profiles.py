@@ -21,17 +21,21 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Dict, Optional, Tuple
 
 from .device import cuda_available
 from .models import MODEL_NAMES
+from .store import results_dir
 from .train import TrainConfig
 
 __all__ = [
     "Profile",
     "PROFILES",
     "GPU_ESTIMATE",
+    "gpu_seconds_per_epoch",
     "CPU_MEASURED_SECONDS_PER_EPOCH",
     "DEEP_MEASURED_SECONDS_PER_STEP",
     "get_profile",
@@ -118,6 +122,24 @@ GPU_ESTIMATE = {
         "resnet18": 8.0,
     },
 }
+
+
+def gpu_seconds_per_epoch(
+    smoke_file: Optional[Path] = None,
+) -> Tuple[Dict[str, float], str]:
+    """Seconds per epoch of 50,000 images on one GPU, per model, and where they come from: the
+    images/s that ``make gpu-smoke`` measured (``book/results/gpu-smoke.json``) once it has run
+    on a GPU, else :data:`GPU_ESTIMATE`'s arithmetic (``"estimated"``)."""
+    path = smoke_file or results_dir() / "gpu-smoke.json"
+    if path.is_file():
+        smoke = json.loads(path.read_text())
+        measured = {
+            name: record["speed"]["seconds_per_epoch_of_50000"]
+            for name, record in smoke["models"].items()
+        }
+        return measured, f"measured on {smoke['device']}"
+    return dict(GPU_ESTIMATE["seconds_per_epoch"]), "estimated"
+
 
 #: Seconds per epoch (5,085 training + 1,017 test images) of the ``cpu`` profile, measured on the
 #: 2-core development machine with 1 torch thread while other jobs kept its load average near 4

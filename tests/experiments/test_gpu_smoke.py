@@ -6,6 +6,7 @@ import json
 import torch
 
 from attnconv import gpu_smoke
+from attnconv.experiments.profiles import GPU_ESTIMATE, gpu_seconds_per_epoch
 
 
 def test_smoke_runs_tiny_on_the_cpu(tmp_path, capsys):
@@ -27,6 +28,17 @@ def test_smoke_runs_tiny_on_the_cpu(tmp_path, capsys):
         assert record["speed"]["images_per_second"] > 0
         assert record["speed"]["sync_warnings"] is None  # CUDA's debug mode only
     assert results["device"] == "cpu" and "torchrun" not in results
+    # the results file replaces the estimate: seconds per epoch of 50,000 images, measured
+    seconds, source = gpu_seconds_per_epoch(out)
+    assert source == "measured on cpu" and set(seconds) == set(models)
+    for label, record in results["models"].items():
+        images_per_second = record["speed"]["images_per_second"]
+        assert abs(seconds[label] * images_per_second - 50_000) < 1e-6 * 50_000
+
+
+def test_without_a_smoke_run_the_gpu_times_are_the_estimate(tmp_path):
+    seconds, source = gpu_seconds_per_epoch(tmp_path / "gpu-smoke.json")
+    assert source == "estimated" and seconds == GPU_ESTIMATE["seconds_per_epoch"]
 
 
 def test_smoke_wants_a_gpu_unless_tiny(monkeypatch, capsys):
