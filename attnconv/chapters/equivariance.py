@@ -366,25 +366,28 @@ def plot_score_terms(
     key_padding: int = 0,
     image: int = 0,
     axes=None,
+    per_row: int = 3,
 ):
     """One panel per term of eq. (8) plus their sum: the scores of ``head`` for one query pixel
-    over the (padded) key grid. ``terms`` is what :func:`score_terms` returns."""
-    import matplotlib.pyplot as plt
+    over the (padded) key grid. ``terms`` is what :func:`score_terms` returns. The panels go
+    ``per_row`` to a row across the book's column (the last row centred)."""
+    import numpy as np
     from matplotlib.colors import TwoSlopeNorm
     from matplotlib.patches import Rectangle
 
     h, w = shape
     if not (0 <= query[0] < h and 0 <= query[1] < w):
         raise ValueError(f"query {query} is outside the {h}×{w} grid")
+    if per_row < 1:
+        raise ValueError(f"per_row must be at least 1, got {per_row}")
     p = key_padding
     qi = query[0] * w + query[1]
     panels = [(name.replace("_", "-"), terms[name]) for name in TERM_NAMES]
     panels.append(("sum = score A", sum(terms[name] for name in TERM_NAMES)))
     if axes is None:
-        fig, axes = plt.subplots(
-            1, len(panels), figsize=(min(COLUMN_INCHES, 2.6 * len(panels)), 2.3)
-        )
+        fig, axes = _panel_grid(len(panels), per_row)
     else:
+        axes = list(np.asarray(axes).ravel())
         fig = axes[0].figure
     for ax, (title, t) in zip(axes, panels):
         m = (
@@ -408,10 +411,30 @@ def plot_score_terms(
             )
         )
         fig.colorbar(im, ax=ax, fraction=0.046)
-        ax.set_title(title, fontsize=8)
+        ax.set_title(title, fontsize=8.5)
         ax.set_xticks([]), ax.set_yticks([])
-    fig.tight_layout(pad=0.4, w_pad=0.4)
+    fig.tight_layout(pad=0.4, w_pad=0.8, h_pad=0.8)
     return fig
+
+
+def _panel_grid(n: int, per_row: int):
+    """A figure as wide as the book's column with ``n`` equal panels, ``per_row`` to a row; a
+    last row with fewer panels is centred (each panel spans two of ``2 * per_row`` columns)."""
+    import matplotlib.pyplot as plt
+
+    per_row = min(per_row, n)
+    rows = -(-n // per_row)
+    width = COLUMN_INCHES - 0.1  # the tight bounding box adds a few pixels
+    row_height = max(0.92 * width / per_row, 2.3)  # inches: room for title and bar
+    fig = plt.figure(figsize=(width, rows * row_height))
+    grid = fig.add_gridspec(rows, 2 * per_row)
+    axes = []
+    for i in range(n):
+        row, col = divmod(i, per_row)
+        in_row = min(per_row, n - row * per_row)
+        start = per_row - in_row + 2 * col
+        axes.append(fig.add_subplot(grid[row, start : start + 2]))
+    return fig, axes
 
 
 # --------------------------------------------------------------------------- translations

@@ -34,6 +34,7 @@ from attnconv.chapters.equivariance import (  # noqa: E402
     shift_image,
     translation_error_map,
 )
+from attnconv.chapters.shared.plotting import BOOK_STYLE, COLUMN_INCHES  # noqa: E402
 
 F64 = torch.float64
 
@@ -363,6 +364,32 @@ def test_plot_score_terms():
     plt.close(fig)
     with pytest.raises(ValueError, match="outside"):
         plot_score_terms(terms, (4, 5), (4, 0))
+
+
+def test_plot_score_terms_rows():
+    """Three panels on the first row, the last two centred below, all in the book's column."""
+    torch.manual_seed(0)
+    layer = MultiHeadSelfAttention2d(3, 2, encoding=QuadraticEncoding(2)).double()
+    terms = score_terms(layer, torch.randn(1, 3, 4, 4, dtype=F64))
+    fig = plot_score_terms(terms, (4, 4), (1, 1))
+    boxes = [ax.get_position() for ax in fig.axes if ax.images]
+    assert len(boxes) == 5 and fig.get_figwidth() <= COLUMN_INCHES
+    tops = [round(b.y1, 6) for b in boxes]
+    assert tops[0] == tops[1] == tops[2] > tops[3] == tops[4]
+    first_row = (boxes[0].x0 + boxes[2].x1) / 2
+    second_row = (boxes[3].x0 + boxes[4].x1) / 2
+    assert abs(first_row - second_row) < 0.03
+    panel_inches = boxes[0].width * fig.get_figwidth()
+    assert panel_inches > 1.6  # heat map without its colour bar
+    plt.close(fig)
+    with matplotlib.rc_context(BOOK_STYLE):  # the book's fonts leave room for 5 bars
+        one_row = plot_score_terms(terms, (4, 4), (1, 1), per_row=5)
+    assert (
+        len({round(ax.get_position().y1, 6) for ax in one_row.axes if ax.images}) == 1
+    )
+    plt.close(one_row)
+    with pytest.raises(ValueError, match="per_row"):
+        plot_score_terms(terms, (4, 4), (1, 1), per_row=0)
 
 
 # ----------------------------------------------------------------------------- translations
