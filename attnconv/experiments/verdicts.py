@@ -30,8 +30,9 @@ histories of a seed series (see :data:`SEED_SERIES`).
 * A *comparative* claim ("similar or better", "faster", "more in the first layers") is judged by
   :func:`comparative_verdict` over :class:`SeriesPair` rows, one per series that bears on it: each
   series is *for*, *against* or *open* (:func:`series_outcome`, from the seed ranges, or for a single
-  run its binomial interval); *reproduced* when every series at the setting is for, *not
-  reproduced* when every one is against, *inconclusive* otherwise, naming which series say what.
+  run its binomial interval); *reproduced* when series at the setting are for and none against,
+  *not reproduced* when some are against and none for, *inconclusive* when they disagree or none
+  can tell, naming which series say what.
 """
 
 from __future__ import annotations
@@ -614,9 +615,11 @@ def comparative_verdict(
     pairs: Sequence[SeriesPair], relation: str, min_seeds: int = 3
 ) -> Tuple[str, str]:
     """The verdict on a comparative claim, and why, from every series that bears on it: only the
-    series at the claim's setting count; *reproduced at CPU scale* when all of them are for,
-    *not reproduced at CPU scale* when all are against, *inconclusive* when they disagree (which
-    series say what is named), when none can tell, or when no series is at the setting."""
+    series at the claim's setting count; *reproduced at CPU scale* when some are for and none is
+    against, *not reproduced at CPU scale* when some are against and none is for, *inconclusive*
+    when they disagree (which series say what is named), when none can tell, or when no series is
+    at the setting. A series that cannot tell (too few seeds, ranges that touch where an order is
+    claimed) is named, never counted either way."""
     if not pairs:
         raise ValueError("a verdict needs the evidence of at least one series")
     at = [p for p in pairs if p.at_setting]
@@ -624,28 +627,19 @@ def comparative_verdict(
         return INCONCLUSIVE, "no series at the claim's setting"
     outcome = {p.name: series_outcome(p, relation, min_seeds) for p in at}
     by = {k: [n for n, o in outcome.items() if o == k] for k in _OUTCOME_WORDS}
-    noise = (
-        f"the seed ranges (at least {min_seeds} seeds), or for a single run "
-        "its 95 % binomial interval"
-    )
-    if by["for"] and not by["against"] and not by["open"]:
-        return (
-            REPRODUCED,
-            f"every series is consistent with it ({_names(by['for'])}); noise: {noise}",
-        )
-    if by["against"] and not by["for"] and not by["open"]:
-        return (
-            NOT_REPRODUCED,
-            f"every series is against it ({_names(by['against'])}); noise: {noise}",
-        )
-    parts = [f"{_OUTCOME_WORDS[k]}: {_names(v)}" for k, v in by.items() if v]
-    if by["for"] and by["against"]:
-        head = "the series disagree"
-    elif by["open"] and not (by["for"] or by["against"]):
-        head = "no series can tell"
-    else:
-        head = "not every series can tell"
-    return INCONCLUSIVE, f"{head} — {'; '.join(parts)}; noise: {noise}"
+    few = [p for p in at if min(p.a.n, p.b.n) < min_seeds]
+    noise = f"noise: the seed ranges (at least {min_seeds} seeds)"
+    if any(p.noise is not None for p in few):
+        noise += ", or for a single run its 95 % binomial interval"
+    if any(p.noise is None for p in few):
+        noise += f"; a series with fewer than {min_seeds} seeds and no such interval cannot tell"
+    parts = "; ".join(f"{_OUTCOME_WORDS[k]}: {_names(v)}" for k, v in by.items() if v)
+    if by["for"] and not by["against"]:
+        return REPRODUCED, f"{parts} ({noise})"
+    if by["against"] and not by["for"]:
+        return NOT_REPRODUCED, f"{parts} ({noise})"
+    head = "the series disagree" if by["for"] else "no series can tell"
+    return INCONCLUSIVE, f"{head} — {parts} ({noise})"
 
 
 def claim_block(claim: Claim, heading: Optional[str] = None, link: str = "") -> str:
