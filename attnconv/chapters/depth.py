@@ -109,6 +109,12 @@ __all__ = [
     "learned_seed_localized",
     "pruned_counts_from_history",
     "book_claims",
+    "lemma_shifts_covered",
+    "learned_lemma_claim",
+    "plot_depth_measures",
+    "plot_removal",
+    "plot_pruned_counts",
+    "plot_accuracy_series",
 ]
 
 #: The profile whose saved runs the chapter reads: ``$ATTNCONV_DEEP_PROFILE``, else ``deep`` (set it to
@@ -390,6 +396,7 @@ LOCAL_DROPOUT_CONFOUND = (
 #: Where in the book each claim's evidence is printed (MyST labels).
 WHERE = {
     "grid_layer4": "sec-six-layers-grid",
+    "learned_matched_lemma": "ch-learned-encoding",
     "local_then_far": "sec-six-layers-claims",
     "no_overlap": "sec-six-layers-claims",
     "localized_first": "sec-six-layers-claims",
@@ -909,6 +916,56 @@ def depth_claims(
     return out
 
 
+def lemma_shifts_covered(history: Mapping, kernel_size: int = 3) -> List[int]:
+    """Per layer of a learned-encoding run, the shifts of the K×K kernel (out of K²) on which some
+    head puts more than :data:`LOCALIZED_PEAK` of its attention (its saved ``peak_shift`` and
+    ``peak_probability``, centre query): Lemma 1's condition needs all K² in one layer."""
+    half = kernel_size // 2
+    out = []
+    for rec in layer_records(history, -1):
+        if "peak_probability" not in rec:
+            continue
+        hit = {
+            (int(round(d[0])), int(round(d[1])))
+            for d, p in zip(rec["peak_shift"], rec["peak_probability"])
+            if p > LOCALIZED_PEAK and max(abs(d[0]), abs(d[1])) <= half
+        }
+        out.append(len(hit))
+    return out
+
+
+def learned_lemma_claim(runs: Mapping[str, Mapping], kernel_size: int = 3) -> Claim:
+    """Sec. 3's "the relative encoding learned by the neural network also matched the conditions of
+    the lemma", judged on every learned run (any depth: the sentence names none): ``runs`` label →
+    history. A run shows it when one layer has heads with more than :data:`LOCALIZED_PEAK` on each
+    of the K² shifts of the kernel (:func:`lemma_shifts_covered`)."""
+    k2 = kernel_size**2
+    obs = []
+    for label, h in runs.items():
+        cov = lemma_shifts_covered(h, kernel_size)
+        obs.append(
+            Observation(
+                label,
+                f"kernel shifts with a head > 50 % on them, per layer: "
+                f"{', '.join(map(str, cov))} of {k2}",
+                max(cov, default=0) >= k2,
+            )
+        )
+    if not obs:
+        obs.append(Observation("none", "no learned run saved", False, at_setting=False))
+    verdict, reason = existence_verdict(obs, Setting("learned"))
+    return _claim(
+        "learned_matched_lemma",
+        f"in some layer of a learned-encoding run, heads with more than 50 % of their "
+        f"attention on each of the {k2} shifts of a {kernel_size}×{kernel_size} kernel "
+        "(Lemma 1's condition: one head per shift)",
+        [o.evidence() for o in obs],
+        verdict,
+        reason,
+        (POSITIONAL_LR_CONFOUND,),
+    )
+
+
 def pruning_claims(
     paper_counts: Sequence[int],
     ours: Mapping[str, Sequence[int]],
@@ -1232,6 +1289,7 @@ CLAIM_TITLES = {
     "no_overlap": "Fig. 10: heads do not overlap",
     "localized_first": "App. A.2: localized heads in the first layers",
     "learned_pixels": "Fig. 6: learned heads on single pixels",
+    "learned_matched_lemma": "Sec. 3: the learned encoding matched the lemma",
     "high_layers_deviate": "Fig. 6: layers 4-6 deviate",
     "vertical_rare": "Fig. 6: vertical symmetry rarer in high layers",
     "redundant": "Fig. 6: redundant heads in layers 5-6",
@@ -1443,6 +1501,18 @@ def book_claims(deep_profile: str = "deep") -> Dict[str, List[Claim]]:
     removal = {k: v for k, v in removal.items() if v is not None}
     out: Dict[str, list] = {"missing": list(missing) + m1 + m2}
     out["depth"] = depth_claims(rows, removal, shallow_rows, qseeds, lseeds)
+    learned_runs = {}
+    for name, layers in (
+        (f"{deep_profile}/learned", 6),
+        ("cpu/learned", 2),
+        ("cpu/learned-40epochs", 2),
+    ):
+        found, _ = _series_runs(name)
+        for k, r in found.items():
+            learned_runs[f"learned, {layers} layers, {len(r.epochs)} epochs, {k}"] = (
+                r.history
+            )
+    out["depth"].append(learned_lemma_claim(learned_runs))
     series, messages = accuracy_series()
     out["missing"] += messages
     acc = [accuracy_claim(series)]
@@ -1491,3 +1561,154 @@ def book_claims(deep_profile: str = "deep") -> Dict[str, List[Claim]]:
         if ours:
             out["pruning"] = pruning_claims(PAPER_PRUNED_PER_LAYER, ours, accuracies)
     return out
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def plot_depth_measures(
+    rows_by_run: Mapping[str, Sequence[dict]], learned_seeds: Optional[Mapping] = None
+):
+    """Three panels over the layers (from 1): mean attention distance (tokens), heads with more
+    than half their attention on one key, and the share of overlapping pairs; one line per run
+    (the quadratic seeds in one colour, one marker each). ``learned_seeds``: seed label →
+    per-layer localized counts of the learned seeds (:func:`learned_seed_localized`), drawn in the
+    middle panel. Returns the figure."""
+    import matplotlib.pyplot as plt
+
+    from .shared.plotting import COLUMN_INCHES
+
+    colours = {
+        "quadratic": "tab:blue",
+        "generalized": "tab:orange",
+        "learned": "tab:green",
+        "16 heads": "tab:purple",
+    }
+    markers = ["o", "s", "^", "D", "v"]
+
+    def style(label):
+        for key, c in colours.items():
+            if key in label:
+                colour = c
+        seed = int(label.rsplit("seed", 1)[1]) if "seed" in label else 0
+        return dict(color=colour, marker=markers[seed % 5], ms=4, lw=1.2)
+
+    fig, axes = plt.subplots(
+        1, 3, figsize=(COLUMN_INCHES, 2.9), constrained_layout=True
+    )
+    for label, rows in rows_by_run.items():
+        layers = [r["layer"] + 1 for r in rows]
+        axes[0].plot(
+            layers, [r["attention_distance"] for r in rows], label=label, **style(label)
+        )
+        if not label.startswith("learned"):
+            axes[1].plot(layers, [r["localized"] for r in rows], **style(label))
+        axes[2].plot(
+            layers,
+            [100 * r["overlapping_pairs"] / r["pairs"] for r in rows],
+            **style(label),
+        )
+    for label, counts in (learned_seeds or {}).items():
+        axes[1].plot(
+            range(1, len(counts) + 1), counts, label=None, **style(f"learned, {label}")
+        )
+    titles = (
+        "attention distance (tokens)",
+        "heads > 50 % on one key",
+        "overlapping pairs (% of pairs)",
+    )
+    for ax, title in zip(axes, titles):
+        ax.set_title(title)
+        ax.set_xlabel("layer")
+        ax.set_xticks(range(1, 7))
+    fig.legend(loc="lower center", ncol=4, bbox_to_anchor=(0.5, -0.16), frameon=False)
+    return fig
+
+
+def plot_removal(removal: Mapping[str, dict], n_test: int = 1017):
+    """Per layer (from 1) and run: the test accuracy lost when the layer's heads are removed
+    (left) and the heads whose removal alone costs at most :data:`HARMLESS_DROP` (right), with
+    the test set's noise (±, 95 % binomial) as a band on the left. Returns the figure."""
+    import matplotlib.pyplot as plt
+
+    from .shared.plotting import COLUMN_INCHES
+
+    fig, axes = plt.subplots(
+        1, 2, figsize=(COLUMN_INCHES, 2.6), constrained_layout=True
+    )
+    rows = removal_rows(removal)
+    models = list(removal)
+    width = 0.8 / max(len(models), 1)
+    for i, model in enumerate(models):
+        mine = [r for r in rows if r["model"] == model]
+        x = (
+            np.array([r["layer"] + 1 for r in mine])
+            + (i - (len(models) - 1) / 2) * width
+        )
+        axes[0].bar(
+            x,
+            [100 * (r["full"] - r["without_layer"]) for r in mine],
+            width,
+            label=model,
+        )
+        axes[1].bar(x, [r["harmless_heads"] for r in mine], width)
+    full = np.mean([rem["full"] for rem in removal.values()])
+    noise = 100 * binomial_half_width(float(full), n_test)
+    axes[0].axhspan(0, noise, color="0.85", zorder=0, label=f"noise (±{noise:.1f})")
+    axes[0].set_title("accuracy lost without the layer (points)")
+    axes[1].set_title(f"heads costing ≤ {100 * HARMLESS_DROP:.1f} points alone")
+    for ax in axes:
+        ax.set_xlabel("layer")
+        ax.set_xticks(range(1, 7))
+    fig.legend(loc="lower center", ncol=4, bbox_to_anchor=(0.5, -0.14), frameon=False)
+    return fig
+
+
+def plot_pruned_counts(counts: Mapping[str, Sequence[int]]):
+    """Heads pruned per layer (from 1), one group of bars per layer, one bar per source (the
+    paper's and ours). Returns the figure."""
+    import matplotlib.pyplot as plt
+
+    from .shared.plotting import COLUMN_INCHES
+
+    fig, ax = plt.subplots(figsize=(COLUMN_INCHES * 0.7, 2.4), constrained_layout=True)
+    width = 0.8 / len(counts)
+    for i, (label, c) in enumerate(counts.items()):
+        x = np.arange(1, len(c) + 1) + (i - (len(counts) - 1) / 2) * width
+        ax.bar(x, list(c), width, label=f"{label} ({sum(c)})")
+    ax.set_xlabel("layer")
+    ax.set_ylabel("heads pruned")
+    ax.set_xticks(range(1, 7))
+    ax.legend(frameon=False)
+    return fig
+
+
+def plot_accuracy_series(series: Mapping[str, tuple], labels=("quadratic", "learned")):
+    """Final test accuracy of every seed, one column per series and model: ``series`` description
+    → (Spread, Spread) as :func:`accuracy_series` gives them (``None`` sides are skipped), with
+    each side's seed range as a bar. Returns the figure."""
+    import matplotlib.pyplot as plt
+
+    from .shared.plotting import COLUMN_INCHES
+
+    fig, ax = plt.subplots(figsize=(COLUMN_INCHES * 0.75, 2.6), constrained_layout=True)
+    colours = ("tab:blue", "tab:green")
+    for i, (name, pair) in enumerate(series.items()):
+        for j, s in enumerate(pair):
+            if s is None:
+                continue
+            x = i + (j - 0.5) * 0.3
+            ax.vlines(x, 100 * s.lo, 100 * s.hi, color=colours[j], lw=6, alpha=0.3)
+            ax.plot(
+                [x] * s.n,
+                [100 * v for v in s.values],
+                "o",
+                color=colours[j],
+                ms=4,
+                label=labels[j] if i == 0 else None,
+            )
+    ax.set_xticks(range(len(series)))
+    ax.set_xticklabels(list(series))
+    ax.set_ylabel("test accuracy (%)")
+    ax.legend(frameon=False)
+    return fig

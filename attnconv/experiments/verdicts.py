@@ -75,6 +75,8 @@ __all__ = [
     "series_outcome",
     "comparative_verdict",
     "claim_block",
+    "short_quote",
+    "claim_summary",
 ]
 
 REPRODUCED = "reproduced at CPU scale"
@@ -662,3 +664,26 @@ def claim_block(claim: Claim, heading: Optional[str] = None, link: str = "") -> 
         lines.append("")
         lines.append(f"*Where.* {link}")
     return "\n".join(lines)
+
+
+def short_quote(quote: str, limit: int = 140) -> str:
+    """The quote as it is, or, when longer than ``limit`` characters, its first words up to the
+    limit followed by "[...]" (still verbatim by :func:`paper_text_contains`)."""
+    q = _squash(quote)
+    if len(q) <= limit:
+        return q
+    cut = q[:limit].rsplit(" ", 1)[0].rstrip(",;:")
+    return f"{cut} [...]"
+
+
+def claim_summary(claim: Claim, title: str = "", link: str = "") -> str:
+    """One claim in two short lines for a summary page: the title, the short quote and its source;
+    the verdict with the first part of its reason (what decided it, without the noise
+    statement) and where in the book the evidence is."""
+    reason = _squash(claim.reason).split(" (noise:")[0]
+    head = f"**{title}.** " if title else ""
+    where = f" Evidence: {link}." if link else ""
+    return (
+        f"{head}“{short_quote(claim.quote)}” ({claim.source})\n\n"
+        f"*{claim.verdict}* — {reason}.{where}"
+    )

@@ -391,3 +391,31 @@ def test_claim_block_carries_quote_test_evidence_verdict_confounds():
     ):
         assert part in block
     assert claim().confounds == () and claim().where == ""  # the old API still works
+
+
+def test_short_quote_stays_verbatim_and_summary_names_the_verdict():
+    from attnconv.experiments.verdicts import claim_summary, short_quote
+
+    long = (
+        "The figure confirms our hypothesis for the first two layers and partially for the "
+        "third: even when left to learn the encoding from the data, certain self-attention "
+        "heads (depicted on the left) learn to attend to individual pixels"
+    )
+    s = short_quote(long)
+    assert s.endswith("[...]") and len(s) <= 146
+    assert paper_text_contains(s, long)
+    assert short_quote("short") == "short"
+    c = claim(reason="no series can tell — x (noise: the seed ranges)")
+    text = claim_summary(c, "Redundant heads", "the chapter")
+    assert "*reproduced at CPU scale* — no series can tell — x." in text
+    assert "noise" not in text and "Evidence: the chapter." in text
+
+
+def test_an_open_series_is_named_not_counted():
+    one = SeriesPair("one run", spread([0.5]), spread([0.6]))
+    verdict, reason = comparative_verdict([SIX_LAYERS, one], "not below")
+    assert series_outcome(one, "not below") == "open"  # no seed range, no noise
+    verdict, reason = comparative_verdict([SIX_LAYERS, one], "close")
+    assert verdict == REPRODUCED
+    verdict, reason = comparative_verdict([SIXTEEN, one], "above")
+    assert verdict == NOT_REPRODUCED and "cannot tell: one run" in reason
