@@ -343,3 +343,36 @@ def test_removal_accuracies_match_pruning_by_hand(tmp_path):
             assert saved["without_head"][layer][head] == acc(
                 prune_heads(_copy.deepcopy(model), {layer: [head]})
             )
+
+
+PAPER_MAP = Path(__file__).resolve().parents[2] / "book" / "paper_map.md"
+#: claim key → words of its paper-map row (the row's status must open with the rule's verdict)
+MAP_ROWS = {
+    "grid_layer4": "forming a grid around the query pixel",
+    "local_then_far": "tend to focus on local patterns",
+    "no_overlap": "attention heads do not overlap",
+    "localized_first": "appear more frequently in the first few layers",
+    "learned_pixels": "learn to attend to individual pixels",
+    "vertical_rare": "vertical symmetry is much more rare",
+    "redundant": "seem to be redundant",
+    "similar_or_better": "similar or better empirical performance",
+    "resnet_faster": "faster to converge",
+    "close_to_resnet": "close to that of ResNet18",
+    "no_gain": "do not obtain any performance improvement",
+    "learned_matched_lemma": "matched the conditions of the lemma",
+}
+
+
+def test_paper_map_names_the_rules_verdicts():
+    claims = depth.book_claims()
+    verdicts = {
+        depth.claim_key(c): c.verdict
+        for g in ("depth", "accuracy", "pruning")
+        for c in claims[g]
+    }
+    rows = PAPER_MAP.read_text().splitlines()
+    for key, words in MAP_ROWS.items():
+        row = [r for r in rows if words in r and r.startswith("|")]
+        assert len(row) == 1, key
+        status = row[0].strip().strip("|").split(" | ")[-1].strip()
+        assert status.startswith(verdicts[key]), (key, status[:60])
