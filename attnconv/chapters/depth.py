@@ -574,7 +574,7 @@ def depth_claims(
         ev = [p.evidence("above") for p in pairs]
         ev += [
             Evidence(
-                k,
+                f"quadratic, 6 layers, {k}",
                 f"attention distance {near[k]:.2f} (layers 1-2) vs {far[k]:.2f} (layers 3-6); "
                 f"centre distance {cn[k]:.2f} vs {cf[k]:.2f}",
             )
@@ -680,7 +680,7 @@ def depth_claims(
         ev = [pairs[0].evidence("above")]
         ev += [
             Evidence(
-                k,
+                f"quadratic, 6 layers, {k}",
                 f"localized heads per layer: {_per_layer(r, 'localized')} of {r[0]['heads']}",
             )
             for k, r in qseeds.items()
@@ -780,7 +780,9 @@ def depth_claims(
                 "six-layer learned model, over the seeds",
                 [pair.evidence("below")]
                 + [
-                    Evidence(k, f"per layer {', '.join(map(str, c))}")
+                    Evidence(
+                        f"learned, 6 layers, {k}", f"per layer {', '.join(map(str, c))}"
+                    )
                     for k, c in lseeds.items()
                 ],
                 verdict,
