@@ -17,11 +17,28 @@ A comparison between two models (an accuracy, a count) is made over seeds: :func
 mean and the min–max of a result over a seed series, and :func:`ordering` states an ordering only
 when the two seed ranges separate (:func:`ranges_separate`). :func:`seed_series` finds the saved
 histories of a seed series (see :data:`SEED_SERIES`).
+
+**The rule, made symmetric** (every verdict of the book goes through one of these two functions):
+
+* An *existence* claim ("certain heads learn to attend to individual pixels") is judged by
+  :func:`existence_verdict` over :class:`Observation` rows, one per run: *reproduced at CPU scale*
+  when a run **at the claim's setting** (:class:`Setting`: model, depth, layers, epochs) shows it
+  **and** the effect exceeds the noise (:func:`binomial_half_width` over the test images for an
+  accuracy; no noise for an exact property of the trained parameters); *not reproduced* when runs
+  at the setting exist and none shows it; *inconclusive* when a run shows it only within the noise,
+  or when no run is at the setting (runs at other settings are listed, never counted).
+* A *comparative* claim ("similar or better", "faster", "more in the first layers") is judged by
+  :func:`comparative_verdict` over :class:`SeriesPair` rows, one per series that bears on it: each
+  series is *for*, *against* or *open* (:func:`series_outcome`, from the seed ranges, or for a single
+  run its binomial interval); *reproduced* when series at the setting are for and none against,
+  *not reproduced* when some are against and none for, *inconclusive* when they disagree or none
+  can tell, naming which series say what.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +65,18 @@ __all__ = [
     "seed_series",
     "final_test_accuracies",
     "compare_seed_series",
+    "binomial_half_width",
+    "accuracy_noise",
+    "Setting",
+    "Observation",
+    "existence_verdict",
+    "RELATIONS",
+    "SeriesPair",
+    "series_outcome",
+    "comparative_verdict",
+    "claim_block",
+    "short_quote",
+    "claim_summary",
 ]
 
 REPRODUCED = "reproduced at CPU scale"
@@ -77,7 +106,8 @@ class Claim:
     ``quote``: the paper's words, verbatim (arXiv v1); ``source``: where (section, figure, with the
     ICLR number beside where it differs); ``test``: the test as written; ``evidence``: one
     :class:`Evidence` per run that bears on it; ``verdict``: one of :data:`VERDICTS`; ``reason``:
-    why (required)."""
+    why (required); ``confounds``: what in the runs' settings could produce or hide the effect
+    (named in the verdict); ``where``: the book's label of the section that prints the evidence."""
 
     quote: str
     source: str
@@ -85,9 +115,12 @@ class Claim:
     evidence: Tuple[Evidence, ...]
     verdict: str
     reason: str
+    confounds: Tuple[str, ...] = ()
+    where: str = ""
 
     def __post_init__(self):
         object.__setattr__(self, "evidence", tuple(self.evidence))
+        object.__setattr__(self, "confounds", tuple(self.confounds))
         if self.verdict not in VERDICTS:
             raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
         for name in ("quote", "source", "test", "reason"):
@@ -324,3 +357,333 @@ def compare_seed_series(
     if all(x is not None for x in spreads):
         lines.append(ordering(labels[0], spreads[0], labels[1], spreads[1]))
     return lines
+
+
+# --------------------------------------------------------------------------- the symmetric rule
+
+#: z of the two-sided 95 % normal interval.
+_Z95 = 1.959963984540054
+
+
+def binomial_half_width(accuracy: float, n_images: int, z: float = _Z95) -> float:
+    """Half-width of the 95 % (normal-approximation) binomial interval of an accuracy measured on
+    ``n_images`` test images: z·√(p(1 − p)/n). At p = 0.6 and the sample's 1,017 test images it is
+    0.030 (3.0 points). It is the noise of one accuracy; a difference of two accuracies on the same
+    images can be less noisy, but telling how needs the per-image predictions, which the runs do
+    not keep, so the book uses this bound."""
+    if n_images <= 0:
+        raise ValueError("the test set needs at least one image")
+    if not 0.0 <= accuracy <= 1.0:
+        raise ValueError(f"an accuracy lies in [0, 1], got {accuracy}")
+    return z * math.sqrt(accuracy * (1.0 - accuracy) / n_images)
+
+
+def accuracy_noise(accuracy: float, n_images: int) -> str:
+    """The noise of an accuracy in words: ``±3.0 points (95 % binomial interval, 1,017 test
+    images)``."""
+    return (
+        f"±{100 * binomial_half_width(accuracy, n_images):.1f} points "
+        f"(95 % binomial interval, {n_images:,} test images)"
+    )
+
+
+@dataclass(frozen=True)
+class Setting:
+    """Where a claim, or a run, stands: ``model`` (encoding), ``depth`` (layers of the model),
+    ``layers`` (the layers the claim is about, from 1), ``epochs`` (training length). ``None``: the
+    claim names no such thing (any run matches)."""
+
+    model: Optional[str] = None
+    depth: Optional[int] = None
+    layers: Optional[Tuple[int, ...]] = None
+    epochs: Optional[int] = None
+
+    def covers(self, run: "Setting") -> bool:
+        """Whether a run at ``run`` is at this (the claim's) setting: every field the claim names
+        is the run's (the layers the claim names must all exist in the run)."""
+        if self.model is not None and run.model != self.model:
+            return False
+        if self.depth is not None and run.depth != self.depth:
+            return False
+        if self.epochs is not None and run.epochs != self.epochs:
+            return False
+        if self.layers is not None and run.depth is not None:
+            return max(self.layers) <= run.depth
+        return True
+
+    def describe(self) -> str:
+        """``quadratic, 6 layers, layer 4, 40 epochs`` (what is named)."""
+        parts = []
+        if self.model:
+            parts.append(self.model)
+        if self.depth:
+            parts.append(f"{self.depth} layers")
+        if self.layers:
+            ls = self.layers
+            contiguous = list(ls) == list(range(ls[0], ls[-1] + 1))
+            parts.append(
+                f"layer {ls[0]}"
+                if len(ls) == 1
+                else (
+                    f"layers {ls[0]}-{ls[-1]}"
+                    if contiguous
+                    else "layers " + ", ".join(map(str, ls))
+                )
+            )
+        if self.epochs:
+            parts.append(f"{self.epochs} epochs")
+        return ", ".join(parts) or "any run"
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What one run shows about an existence claim: ``run`` names it, ``measured`` says what was
+    measured (numbers), ``shows`` whether it shows the claimed effect, ``at_setting`` whether the
+    run is at the claim's setting (:meth:`Setting.covers`); ``effect`` and ``noise`` (same unit):
+    the size of the effect the run shows (or the smallest difference its test must resolve) and
+    the noise it must exceed; ``noise=None``: an exact property of the trained parameters (a count
+    of heads, a distance), with no sampling noise."""
+
+    run: str
+    measured: str
+    shows: bool
+    at_setting: bool = True
+    effect: Optional[float] = None
+    noise: Optional[float] = None
+
+    def __post_init__(self):
+        if self.noise is not None and self.effect is None:
+            raise ValueError(
+                f"{self.run}: a noise needs the effect it is compared with"
+            )
+
+    @property
+    def beyond_noise(self) -> bool:
+        """Shows it, and the effect exceeds the noise (always, for an exact property)."""
+        return self.shows and (self.noise is None or abs(self.effect) > self.noise)
+
+    def evidence(self) -> Evidence:
+        """As an :class:`Evidence` row; a run off the claim's setting says so."""
+        note = (
+            "" if self.at_setting else " (not the claim's setting: listed, not counted)"
+        )
+        return Evidence(self.run, self.measured + note)
+
+
+def _names(items) -> str:
+    return "; ".join(items)
+
+
+def existence_verdict(
+    observations: Sequence[Observation], setting: Optional[Setting] = None
+) -> Tuple[str, str]:
+    """The verdict on an existence claim, and why, from one :class:`Observation` per run:
+
+    * *reproduced at CPU scale* — a run at the claim's setting shows it beyond the noise;
+    * *inconclusive* — runs at the setting show it only within the noise, or no run is at the
+      setting (what runs at other settings show is named);
+    * *not reproduced at CPU scale* — runs at the setting exist and none shows it.
+    """
+    if not observations:
+        raise ValueError("a verdict needs the evidence of at least one run")
+    where = f" ({setting.describe()})" if setting is not None else ""
+    at = [o for o in observations if o.at_setting]
+    off = [o for o in observations if not o.at_setting]
+    off_shows = [o.run for o in off if o.beyond_noise]
+    elsewhere = (
+        f"; at other settings it is shown by {_names(off_shows)}" if off_shows else ""
+    )
+    if not at:
+        return INCONCLUSIVE, (
+            f"no run at the claim's setting{where}"
+            + (elsewhere or "; the runs at other settings do not show it either")
+        )
+    strong = [o.run for o in at if o.beyond_noise]
+    if strong:
+        exact = all(o.noise is None for o in at if o.beyond_noise)
+        how = (
+            "an exact property of the trained parameters"
+            if exact
+            else "beyond the test set's noise"
+        )
+        return REPRODUCED, (
+            f"shown at the claim's setting{where} by {len(strong)} of {len(at)} "
+            f"run(s) ({_names(strong)}), {how}"
+        )
+    weak = [o for o in at if o.shows]
+    if weak:
+        sizes = _names(
+            f"{o.run}: {abs(o.effect):.3g} against a noise of {o.noise:.3g}"
+            for o in weak
+        )
+        return INCONCLUSIVE, (
+            f"shown at the claim's setting{where} only within the test set's noise "
+            f"({sizes}), so the runs cannot tell" + elsewhere
+        )
+    return NOT_REPRODUCED, (
+        f"none of the {len(at)} run(s) at the claim's setting{where} shows it"
+        + elsewhere
+    )
+
+
+#: How a comparative claim relates quantity ``a`` to ``b``: ``above`` (a above b), ``below``,
+#: ``not below`` (a "similar or better": only b above a in every seed counts against),
+#: ``close`` (a "close to" b: the ranges touch).
+RELATIONS = ("above", "below", "not below", "close")
+
+
+@dataclass(frozen=True)
+class SeriesPair:
+    """One series that bears on a comparative claim: ``name`` (e.g. ``2 layers, 40 epochs``), the
+    two quantities over its seeds (``a``, ``b``: :class:`Spread`), ``at_setting`` (whether the
+    series is at the claim's setting), ``noise``: for an accuracy, the binomial half-width that
+    stands for the spread of a side with fewer than the needed seeds (``None``: no such noise; a
+    side with too few seeds leaves the series open), ``labels`` and ``fmt`` (how to print the two
+    sides: ``scale``, ``unit``, ``digits`` of :meth:`Spread.format`)."""
+
+    name: str
+    a: Spread
+    b: Spread
+    at_setting: bool = True
+    noise: Optional[float] = None
+    labels: Tuple[str, str] = ("a", "b")
+    scale: float = 100.0
+    unit: str = " %"
+    digits: int = 1
+
+    def _side(self, s: Spread) -> str:
+        if s.n == 1:
+            v = f"{self.scale * s.values[0]:.{self.digits}f}{self.unit}"
+            if self.noise is not None:
+                v += f" ± {self.scale * self.noise:.{self.digits}f} (one run, binomial)"
+            else:
+                v += " (one run)"
+            return v
+        return s.format(self.scale, self.unit, self.digits)
+
+    def measured(self, relation: str, min_seeds: int = 3) -> str:
+        outcome = series_outcome(self, relation, min_seeds)
+        return (
+            f"{self.labels[0]} {self._side(self.a)}; {self.labels[1]} {self._side(self.b)}"
+            f" → {_OUTCOME_WORDS[outcome]}"
+        )
+
+    def evidence(self, relation: str, min_seeds: int = 3) -> Evidence:
+        note = (
+            "" if self.at_setting else " (not the claim's setting: listed, not counted)"
+        )
+        return Evidence(self.name, self.measured(relation, min_seeds) + note)
+
+
+_OUTCOME_WORDS = {
+    "for": "consistent with the claim",
+    "against": "against the claim",
+    "open": "cannot tell",
+}
+
+
+def _interval(s: Spread, noise: Optional[float], min_seeds: int):
+    """The range a side occupies: its seed range with enough seeds, else its range widened by the
+    binomial noise; ``None`` when neither is available."""
+    if s.n >= min_seeds:
+        return s.lo, s.hi
+    if noise is not None:
+        return s.lo - noise, s.hi + noise
+    return None
+
+
+def series_outcome(pair: SeriesPair, relation: str, min_seeds: int = 3) -> str:
+    """``for``, ``against`` or ``open``: what one series says about "a <relation> b". The two sides
+    are ordered only when their ranges (seed ranges with at least ``min_seeds`` seeds, else the
+    binomial interval of a single accuracy) do not touch."""
+    if relation not in RELATIONS:
+        raise ValueError(f"relation must be one of {RELATIONS}, got {relation!r}")
+    ia = _interval(pair.a, pair.noise, min_seeds)
+    ib = _interval(pair.b, pair.noise, min_seeds)
+    if ia is None or ib is None:
+        return "open"
+    a_above = ia[0] > ib[1]
+    b_above = ib[0] > ia[1]
+    if relation == "above":
+        return "for" if a_above else ("against" if b_above else "open")
+    if relation == "below":
+        return "for" if b_above else ("against" if a_above else "open")
+    if relation == "not below":
+        return "against" if b_above else "for"
+    return "against" if (a_above or b_above) else "for"  # close
+
+
+def comparative_verdict(
+    pairs: Sequence[SeriesPair], relation: str, min_seeds: int = 3
+) -> Tuple[str, str]:
+    """The verdict on a comparative claim, and why, from every series that bears on it: only the
+    series at the claim's setting count; *reproduced at CPU scale* when some are for and none is
+    against, *not reproduced at CPU scale* when some are against and none is for, *inconclusive*
+    when they disagree (which series say what is named), when none can tell, or when no series is
+    at the setting. A series that cannot tell (too few seeds, ranges that touch where an order is
+    claimed) is named, never counted either way."""
+    if not pairs:
+        raise ValueError("a verdict needs the evidence of at least one series")
+    at = [p for p in pairs if p.at_setting]
+    if not at:
+        return INCONCLUSIVE, "no series at the claim's setting"
+    outcome = {p.name: series_outcome(p, relation, min_seeds) for p in at}
+    by = {k: [n for n, o in outcome.items() if o == k] for k in _OUTCOME_WORDS}
+    few = [p for p in at if min(p.a.n, p.b.n) < min_seeds]
+    noise = f"noise: the seed ranges (at least {min_seeds} seeds)"
+    if any(p.noise is not None for p in few):
+        noise += ", or for a single run its 95 % binomial interval"
+    if any(p.noise is None for p in few):
+        noise += f"; a series with fewer than {min_seeds} seeds and no such interval cannot tell"
+    parts = "; ".join(f"{_OUTCOME_WORDS[k]}: {_names(v)}" for k, v in by.items() if v)
+    if by["for"] and not by["against"]:
+        return REPRODUCED, f"{parts} ({noise})"
+    if by["against"] and not by["for"]:
+        return NOT_REPRODUCED, f"{parts} ({noise})"
+    head = "the series disagree" if by["for"] else "no series can tell"
+    return INCONCLUSIVE, f"{head} — {parts} ({noise})"
+
+
+def claim_block(claim: Claim, heading: Optional[str] = None, link: str = "") -> str:
+    """One claim as a short Markdown block that fits the column: the quote (with its source), the
+    test as written, the evidence (one bullet per run or series), the verdict with its reason, the
+    confounds; ``heading``: an optional bold title; ``link``: where in the book (Markdown)."""
+    lines = []
+    if heading:
+        lines.append(f"**{heading}**\n")
+    lines.append(f"> “{_squash(claim.quote)}” ({claim.source})\n")
+    lines.append(f"*Test.* {_squash(claim.test)}\n")
+    lines.append("*Evidence.*\n")
+    lines += [f"- {_squash(e.run)}: {_squash(e.measured)}" for e in claim.evidence]
+    lines.append("")
+    lines.append(f"*Verdict.* **{claim.verdict}** — {_squash(claim.reason)}.")
+    if claim.confounds:
+        lines.append("")
+        lines.append("*Confounds.* " + " ".join(_squash(c) for c in claim.confounds))
+    if link:
+        lines.append("")
+        lines.append(f"*Where.* {link}")
+    return "\n".join(lines)
+
+
+def short_quote(quote: str, limit: int = 140) -> str:
+    """The quote as it is, or, when longer than ``limit`` characters, its first words up to the
+    limit followed by "[...]" (still verbatim by :func:`paper_text_contains`)."""
+    q = _squash(quote)
+    if len(q) <= limit:
+        return q
+    cut = q[:limit].rsplit(" ", 1)[0].rstrip(",;:")
+    return f"{cut} [...]"
+
+
+def claim_summary(claim: Claim, title: str = "", link: str = "") -> str:
+    """One claim in two short lines for a summary page: the title, the short quote and its source;
+    the verdict with the first part of its reason (what decided it, without the noise
+    statement) and where in the book the evidence is."""
+    reason = _squash(claim.reason).split(" (noise:")[0]
+    head = f"**{title}.** " if title else ""
+    where = f" Evidence: {link}." if link else ""
+    return (
+        f"{head}“{short_quote(claim.quote)}” ({claim.source})\n\n"
+        f"*{claim.verdict}* — {reason}.{where}"
+    )
