@@ -321,12 +321,13 @@ def plot_accuracy_vs_size(
 def results_table(
     summaries: Sequence[SizeSummary], fractions: Sequence[float] = FRACTIONS
 ):
-    """Mean and seed range of the final test accuracy (%) per model (rows) and size (columns)."""
+    """Mean and seed range ("low to high": no number breaks in a narrow cell) of the final
+    test accuracy (%) per model (rows) and size (columns)."""
     cells: Dict[Tuple[str, float], str] = {
         (
             s.model,
             s.fraction,
-        ): f"{100 * s.mean:.1f} ({100 * s.low:.1f}–{100 * s.high:.1f})"
+        ): f"{100 * s.mean:.1f} ({100 * s.low:.1f} to {100 * s.high:.1f})"
         for s in summaries
     }
     rows = [
