@@ -465,6 +465,8 @@ def _describe(entry) -> str:
                 if h.seconds
                 else ""
             )
+            if state == "present" and h.predictions is None:
+                took += "; no per-image predictions (--lacking-predictions re-makes it)"
         what = "settings match" if state == "present" else state
         return (
             f"{entry.name:<36} run     {relative_to_book(entry.path / HISTORY):<58} "
@@ -479,6 +481,15 @@ def _describe(entry) -> str:
         state = "missing"
     took = f"; about {entry.minutes:g} min" if entry.minutes else ""
     return f"{entry.name:<36} result  {'book/' + entry.file:<58} {state}{took}"
+
+
+def _lacks_predictions(entry) -> bool:
+    """A present run whose history was saved without per-image test predictions."""
+    return (
+        isinstance(entry, RunEntry)
+        and run_state(entry) == "present"
+        and read_history(entry.path).predictions is None
+    )
 
 
 def _make(entry, force: bool) -> None:
@@ -556,12 +567,24 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         "--force", action="store_true", help="make entries again even when present"
     )
     parser.add_argument(
+        "--lacking-predictions",
+        action="store_true",
+        help="only the chosen runs saved without per-image test predictions, made again "
+        "(a run re-made already is skipped: the same command resumes a queue)",
+    )
+    parser.add_argument(
         "--all",
         action="store_true",
         help="include the runs of the gpu and paper profiles and the studies made from them",
     )
     args = parser.parse_args(argv)
     chosen = entries(args.only, args.all)
+    if args.lacking_predictions:
+        chosen = [e for e in chosen if _lacks_predictions(e)]
+        args.force = True
+        if not chosen:
+            print("every chosen run has its per-image predictions (nothing to do)")
+            return 0
     if not chosen:
         print(
             f"error: no entry matches {' '.join(args.only)}; see --list",

@@ -249,8 +249,9 @@ def _register_book_runs() -> None:
                 epochs=PROFILES[profile].epochs[model],
                 **extra,
             )
-    # seeds: spreads over seeds, at the profile's default epochs (cpu 16, deep 40), and the 2-layer
-    # quadratic and learned models at 40 epochs (equal, sufficient training for Sec. 3's comparison)
+    # seeds: spreads over seeds, at the profile's default epochs (cpu 16, deep 40), the 2-layer
+    # quadratic and learned models at 40 epochs (equal, sufficient training for Sec. 3's comparison),
+    # and the convolutional baseline at the same 40 epochs (every comparison with it over seeds)
     for profile, model, tag, seeds, seed0 in (
         ("cpu", "quadratic", None, range(5), None),
         ("cpu", "quadratic", "16heads", range(5), None),
@@ -259,6 +260,7 @@ def _register_book_runs() -> None:
         ("deep", "learned", None, range(3), "deep/learned"),
         ("cpu", "quadratic", "40epochs", range(5), "cpu/quadratic"),
         ("cpu", "learned", "40epochs", range(5), None),
+        ("cpu", "resnet18", "40epochs", range(5), "cpu/resnet18"),
     ):
         label = model if tag is None else f"{model}-{tag}"
         series_name = f"{profile}/{label}"

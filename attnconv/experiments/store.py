@@ -262,8 +262,9 @@ class HeadRecord(_Record):
 @dataclass(eq=False)
 class EpochRecord(_Record):
     """One epoch of a history: losses and accuracies, the learning rate of its last step, its
-    ``seconds`` (training + evaluation) and the heads' parameters after it (one :class:`HeadRecord`
-    per layer)."""
+    ``seconds`` (training + evaluation), the heads' parameters after it (one :class:`HeadRecord`
+    per layer) and, for a run's last epoch, ``test_predictions``: the predicted class of every test
+    image, one digit each (:func:`~attnconv.experiments.train_step.encode_predictions`)."""
 
     epoch: int = 0
     train_loss: Optional[float] = None
@@ -273,6 +274,7 @@ class EpochRecord(_Record):
     lr: Optional[float] = None
     seconds: Optional[float] = None
     attention: Optional[List[HeadRecord]] = None
+    test_predictions: Optional[str] = None
     extra: Dict[str, Any] = field(default_factory=dict)
 
     _NESTED = {"attention": HeadRecord}
@@ -320,6 +322,14 @@ class History(_Record):
         if not self.epochs:
             raise ValueError("the history holds no epoch")
         return self.epochs[epoch - 1 if epoch > 0 else epoch].attention
+
+    @property
+    def predictions(self) -> Optional[List[int]]:
+        """The predicted class of every test image after the last epoch (the per-image evidence
+        of paired tests); ``None`` for a run saved before runs kept them."""
+        if not self.epochs or self.epochs[-1].test_predictions is None:
+            return None
+        return [int(c) for c in self.epochs[-1].test_predictions]
 
     @property
     def seconds(self) -> float:

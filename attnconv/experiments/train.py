@@ -116,6 +116,7 @@ from .train_step import (
     NonFiniteStep,
     StopRequested,
     compute_loss,
+    encode_predictions,
     evaluate,
     stream_seed,
     train_epoch,
@@ -492,6 +493,8 @@ class _Session:
     def finish_epoch(self, epoch: int, train_result, seconds_before: float, t0: float):
         """Evaluate, record the epoch in the history and write the epoch checkpoint."""
         config = self.config
+        last = epoch == config.epochs
+        classes = [] if last else None  # the last epoch's per-image predictions
         test_loss, test_acc = evaluate(
             self.net,
             self.data.x_test,
@@ -501,6 +504,7 @@ class _Session:
             config.bf16,
             distributed=self.ctx,
             precision=config.precision,
+            predictions=classes,
         )
         last_step = epoch * self.steps_per_epoch - 1
         record = {
@@ -513,8 +517,10 @@ class _Session:
             "seconds": seconds_before + time.perf_counter() - t0,
             "attention": attention_record(self.net),
         }
+        if last:
+            record["test_predictions"] = encode_predictions(classes)
         self.history["epochs"].append(record)
-        if epoch == config.epochs:
+        if last:
             self.history["status"] = "complete"
         checkpoint = self.checkpoint(epoch)
         if self.writer:

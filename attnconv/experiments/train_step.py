@@ -51,6 +51,8 @@ __all__ = [
     "EpochBatches",
     "train_epoch",
     "evaluate",
+    "encode_predictions",
+    "decode_predictions",
 ]
 
 #: Training losses of the first steps of epoch 1 that a history keeps (``first_step_losses``), so
@@ -386,9 +388,12 @@ def evaluate(
     bf16: bool = True,
     distributed: Optional[DistContext] = None,
     precision: Optional[str] = None,
+    predictions: Optional[list] = None,
 ) -> Tuple[float, float]:
     """Mean cross-entropy and accuracy of ``model`` (eval mode) on ``uint8`` images ``x``, in the
     precision of :func:`~attnconv.experiments.device.resolve_precision` (``bf16``, ``precision``).
+    ``predictions``: a list that receives the predicted class of every image, in order (the
+    per-image evidence of paired tests, :func:`encode_predictions`).
 
     ``distributed``: each rank computes its share of the evaluation batches
     (:func:`~attnconv.experiments.distributed.eval_batches_of_rank`, whole batches of the
@@ -409,12 +414,19 @@ def evaluate(
             )
         )
         sums = torch.zeros(n_batches, 2, dtype=torch.float64, device=device)
+        classes = torch.zeros(len(x), dtype=torch.int64, device=device)
         for b in mine:
             rows = slice(b * batch_size, (b + 1) * batch_size)
-            sums[b] = _eval_batch(model, x[rows].to(device), y[rows].to(device), mode)
+            sums[b], classes[rows] = _eval_batch(
+                model, x[rows].to(device), y[rows].to(device), mode
+            )
         if distributed is not None:  # each slot is filled by one rank: exact sums
             sum_over_ranks(sums)
+            if predictions is not None:
+                sum_over_ranks(classes)
         sums = sums.cpu()
+        if predictions is not None:
+            predictions[:] = classes.cpu().tolist()
         loss_sum = correct = 0.0
         for b in range(n_batches):  # the single-process order of the additions
             loss_sum += float(sums[b, 0])
@@ -424,8 +436,24 @@ def evaluate(
     return loss_sum / len(x), int(correct) / len(x)
 
 
-def _eval_batch(model, xb, yb, precision: Precision) -> torch.Tensor:
+def _eval_batch(model, xb, yb, precision: Precision):
+    """The batch's summed loss and number correct (float64), and its predicted classes."""
     with precision.autocast():
         logits = model(normalize_batch(xb))
     loss = F.cross_entropy(logits.float(), yb, reduction="sum")
-    return torch.stack([loss.double(), (logits.argmax(1) == yb).sum().double()])
+    predicted = logits.argmax(1)
+    return torch.stack([loss.double(), (predicted == yb).sum().double()]), predicted
+
+
+def encode_predictions(classes) -> str:
+    """Per-image predicted classes (0-9) as one digit each: 1,017 test images in 1,017 bytes of a
+    history (:func:`decode_predictions` reads them back)."""
+    classes = [int(c) for c in classes]
+    if any(not 0 <= c <= 9 for c in classes):
+        raise ValueError("predictions are stored one digit per image: classes 0-9 only")
+    return "".join(map(str, classes))
+
+
+def decode_predictions(text: str) -> List[int]:
+    """The classes :func:`encode_predictions` wrote."""
+    return [int(c) for c in text]

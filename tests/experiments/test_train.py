@@ -171,6 +171,34 @@ def test_evaluate_matches_manual(tiny_data):
     )
 
 
+def test_evaluate_predictions_are_the_argmax_of_each_image(tiny_data):
+    torch.manual_seed(0)
+    model = build_model("quadratic", **TINY_MODEL)
+    classes = []
+    _, acc = evaluate(
+        model, tiny_data.x_test, tiny_data.y_test, batch_size=5, predictions=classes
+    )
+    from attnconv.experiments.data import normalize
+
+    model.eval()
+    with torch.no_grad():  # one image at a time: the oracle
+        one_by_one = [
+            int(model(normalize(tiny_data.x_test[i : i + 1])).argmax(1))
+            for i in range(len(tiny_data.x_test))
+        ]
+    assert classes == one_by_one
+    right = sum(c == int(y) for c, y in zip(classes, tiny_data.y_test))
+    assert acc == right / len(classes)
+
+
+def test_predictions_round_trip_and_refuse_two_digit_classes():
+    from attnconv.experiments.train_step import decode_predictions, encode_predictions
+
+    assert decode_predictions(encode_predictions([3, 0, 9, 9, 1])) == [3, 0, 9, 9, 1]
+    with pytest.raises(ValueError, match="0-9"):
+        encode_predictions([10])
+
+
 # ----------------------------------------------------------------- runs
 def test_run_folder_history_and_load(tmp_path, tiny_data, capsys):
     cfg = tiny_config(epochs=2)
@@ -193,6 +221,11 @@ def test_run_folder_history_and_load(tmp_path, tiny_data, capsys):
     assert e["lr"] == pytest.approx(0.1 * lr_factor(5, cfg, 3))
     assert len(e["attention"]) == 1 and len(e["attention"][0]["centers"]) == 3
     assert len(h["initial_attention"][0]["spreads"]) == 3
+    # the last epoch keeps every test image's predicted class, and only the last one
+    assert "test_predictions" not in h["epochs"][0]
+    preds = [int(c) for c in e["test_predictions"]]
+    right = sum(p == int(y) for p, y in zip(preds, tiny_data.y_test))
+    assert len(preds) == h["test_size"] and right / len(preds) == e["test_acc"]
     for name in ("config.json", "history.json", "checkpoint.pt"):
         assert (tmp_path / "run" / name).is_file()
     assert json.loads((tmp_path / "run" / "history.json").read_text()) == json.loads(
