@@ -74,75 +74,35 @@ class ScoreTerms:
         return self.content_position or self.position_only
 
 
-class _MergeHeads(torch.autograd.Function):
-    """Σ_h heads_h W_out^hᵀ + b_out for heads ``(N_h, N, D_h)`` and W_out ``(D_out, N_h·D_h)``.
-
-    The same products as a loop of ``addmm`` over the heads (same numbers, bit for bit, in fp32),
-    but the backward pass writes the gradients of all heads and of all blocks of W_out straight into one
-    tensor each, instead of autograd's stacking of per-head gradients (a copy of the size of all
-    heads, 6 % of a training step of the ``deep`` profile).
-
-    Precision: autocast is off inside; W_out and b_out (fp32 parameters) are used in the heads'
-    dtype, and in bf16/fp16 the heads are summed in fp32 (:func:`_merge_heads_forward`), so nine
-    heads are not rounded to bf16 one after another. Gradients come back in each input's dtype."""
-
-    @staticmethod
-    def forward(ctx, heads, weight, bias):
-        with autocast_off(heads.device.type):
-            y = _merge_heads_forward(heads, weight.to(heads.dtype), bias)
-        ctx.save_for_backward(heads, weight)
-        ctx.has_bias = bias is not None
-        ctx.bias_dtype = None if bias is None else bias.dtype
-        return y
-
-    @staticmethod
-    def backward(ctx, grad):
-        heads, weight = ctx.saved_tensors
-        with autocast_off(heads.device.type):
-            grad = grad.to(heads.dtype).contiguous()
-            blocks = weight.to(heads.dtype).view(
-                weight.shape[0], heads.shape[0], heads.shape[2]
-            )
-            grad_heads = grad_weight = grad_bias = None
-            if ctx.needs_input_grad[0]:
-                grad_heads = torch.empty_like(heads)
-                for h in range(heads.shape[0]):
-                    torch.mm(grad, blocks[:, h], out=grad_heads[h])
-            if ctx.needs_input_grad[1]:
-                grad_blocks = torch.empty_like(blocks)
-                for h in range(heads.shape[0]):
-                    grad_blocks[:, h] = grad.t() @ heads[h]
-                grad_weight = grad_blocks.view_as(weight).to(weight.dtype)
-            if ctx.has_bias and ctx.needs_input_grad[2]:
-                grad_bias = grad.sum(0, dtype=torch.float32).to(ctx.bias_dtype)
-        return grad_heads, grad_weight, grad_bias
+def _add_position(scores: torch.Tensor, position: Optional[torch.Tensor]):
+    """Content scores plus the position-only term of eq. (8). In fp32/fp64 added in place; under
+    bf16/fp16 autocast the content scores come out of the matrix product in half precision while
+    the position term is kept in fp32 (:meth:`RelativeEncoding.grid_position_scores`): the sum is
+    made in fp32 (one new fp32 tensor, which the softmax reads in fp32 anyway), so position
+    scores of trained size (~100) are not rounded to bf16's step of 0.5."""
+    if position is None:
+        return scores
+    if scores.dtype in (torch.float32, torch.float64):
+        return scores.add_(position.to(scores.dtype))
+    return position.float() + scores
 
 
-def _merge_heads_forward(heads, weight, bias):
-    """Σ_h heads_h W_out^hᵀ + b_out, autocast off, in the heads' dtype. In fp32/fp64 one ``addmm``
-    per head into the result; in bf16/fp16 each head's product (accumulated in fp32 by the matrix
-    product) is added into an fp32 sum, which is rounded once at the end, as one matrix product
-    over the concatenated heads would. (Heads and blocks are taken with ``select``: indexing with
-    ``[]`` under disabled CUDA autocast initialises CUDA even for fake tensors.)"""
-    blocks = weight.view(weight.shape[0], heads.shape[0], heads.shape[2])
-    pairs = [
-        (heads.select(0, h), blocks.select(1, h).t()) for h in range(heads.shape[0])
-    ]
-    if heads.dtype in (torch.float32, torch.float64):
-        b = None if bias is None else bias.to(heads.dtype)
-        first, w0 = pairs[0]
-        y = first @ w0 if b is None else torch.addmm(b, first, w0)
-        for head, w in pairs[1:]:
-            torch.addmm(y, head, w, out=y)  # in place: no copy of y per head
-        return y
-    y = torch.zeros(
-        heads.shape[1], weight.shape[0], dtype=torch.float32, device=heads.device
-    )
-    if bias is not None:
-        y += bias.float()
-    for head, w in pairs:
-        y += head @ w
-    return y.to(heads.dtype)
+def merge_heads(
+    heads: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]
+):
+    """concat_h(heads_h) W_outᵀ + b_out of eq. (4) for heads ``(N_h, N, D_h)``: the heads are
+    laid side by side once (``(N, N_h·D_h)``, one copy of the heads) and merged by one matrix
+    product (``F.linear``), whose backward is one product for the heads' gradient and one for
+    W_out's. Under autocast that product runs in bf16/fp16 with fp32 accumulation and one
+    rounding at the end. (It replaced a per-head sum into an fp32 buffer: N_h read-modify-write
+    passes over the output per layer forward, and per-head loops backward, which moved several
+    times the memory; :func:`attnconv.experiments.bench.merge_heads_comparison` times both.)"""
+    n_h, n, d_h = heads.shape
+    if not torch.is_autocast_enabled(heads.device.type):  # W_out in the heads' dtype
+        weight = weight.to(heads.dtype)
+        bias = None if bias is None else bias.to(heads.dtype)
+    side_by_side = heads.transpose(0, 1).reshape(n, n_h * d_h)
+    return torch.nn.functional.linear(side_by_side, weight, bias)
 
 
 class MultiHeadSelfAttention(nn.Module):
@@ -387,9 +347,7 @@ class MultiHeadSelfAttention(nn.Module):
             scores = torch.baddbmm(
                 q3.new_empty(()), q3, k3, beta=0, alpha=self.scale
             ).view(b, nh, t_q, -1)
-            return (
-                scores if position is None else scores.add_(position.to(scores.dtype))
-            )
+            return _add_position(scores, position)
         q = self._heads_first(self.query(qk_tokens)) if self.query is not None else None
         k = (
             self._heads_first(self.key(self._pad_tokens(qk_tokens, shape)))
@@ -453,9 +411,8 @@ class MultiHeadSelfAttention(nn.Module):
         return out.permute(1, 2, 0, 3).reshape(nh, -1, self.head_dim)
 
     def _merge_heads(self, heads: torch.Tensor) -> torch.Tensor:
-        """concat_h(heads) W_out + b_out of eq. (4), as Σ_h heads_h W_out^h (no concatenation copy,
-        forward or backward: :class:`_MergeHeads`)."""
-        return _MergeHeads.apply(heads, self.out.weight, self.out.bias)
+        """concat_h(heads) W_out + b_out of eq. (4) in one matrix product (:func:`merge_heads`)."""
+        return merge_heads(heads, self.out.weight, self.out.bias)
 
     def forward_tokens(
         self, tokens: torch.Tensor, shape, return_attention: bool = False

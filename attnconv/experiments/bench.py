@@ -31,7 +31,8 @@ from typing import Dict, List, Optional, Sequence
 import torch
 import torch.nn.functional as F
 
-from ..core.attention import MultiHeadSelfAttention
+from ..core.attention import MultiHeadSelfAttention, merge_heads
+from ..core.precision import autocast_off
 from .flops import analytic_macs
 from .models import SelfAttentionConfig, build_model, paper_model_config
 
@@ -59,6 +60,8 @@ __all__ = [
     "book_run_hours",
     "sparse_dropout_correction",
     "case_label",
+    "per_head_merge",
+    "merge_heads_comparison",
     "main",
 ]
 
@@ -1134,6 +1137,141 @@ def book_run_hours(result: dict, runs_root, threads: int = 1) -> List[dict]:
     return out
 
 
+# ---------------------------------------------------------------- merging the heads, before/after
+class _PerHeadMerge(torch.autograd.Function):
+    """The heads' merge as it was until the one-GEMM :func:`~attnconv.core.attention.merge_heads`:
+    Σ_h heads_h W_out^hᵀ + b_out, one ``addmm`` per head into the result (fp32) or into an fp32
+    buffer (bf16/fp16), and per-head loops of matrix products backward. Kept here only as the
+    "before" of :func:`merge_heads_comparison` and as an oracle in the tests."""
+
+    @staticmethod
+    def forward(ctx, heads, weight, bias):
+        with autocast_off(heads.device.type):
+            w = weight.to(heads.dtype)
+            blocks = w.view(w.shape[0], heads.shape[0], heads.shape[2])
+            pairs = [
+                (heads.select(0, h), blocks.select(1, h).t())
+                for h in range(heads.shape[0])
+            ]
+            wide = heads.dtype in (torch.float32, torch.float64)
+            y = torch.zeros(
+                heads.shape[1],
+                w.shape[0],
+                dtype=heads.dtype if wide else torch.float32,
+                device=heads.device,
+            )
+            if bias is not None:
+                y += bias.to(y.dtype)
+            for head, wh in pairs:
+                torch.addmm(y, head, wh, out=y) if wide else y.add_(head @ wh)
+            y = y.to(heads.dtype)
+        ctx.save_for_backward(heads, weight)
+        ctx.bias_dtype = None if bias is None else bias.dtype
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        heads, weight = ctx.saved_tensors
+        with autocast_off(heads.device.type):
+            grad = grad.to(heads.dtype).contiguous()
+            blocks = weight.to(heads.dtype).view(
+                weight.shape[0], heads.shape[0], heads.shape[2]
+            )
+            grad_heads = torch.empty_like(heads)
+            grad_blocks = torch.empty_like(blocks)
+            for h in range(heads.shape[0]):
+                torch.mm(grad, blocks[:, h], out=grad_heads[h])
+                grad_blocks[:, h] = grad.t() @ heads[h]
+            grad_weight = grad_blocks.view_as(weight).to(weight.dtype)
+            grad_bias = None
+            if ctx.bias_dtype is not None:
+                grad_bias = grad.sum(0, dtype=torch.float32).to(ctx.bias_dtype)
+        return grad_heads, grad_weight, grad_bias
+
+
+def per_head_merge(heads, weight, bias):
+    """The old merge (:class:`_PerHeadMerge`), for comparisons."""
+    return _PerHeadMerge.apply(heads, weight, bias)
+
+
+def merge_heads_comparison(
+    tokens: int = 256,
+    batch: int = 100,
+    num_heads: int = 9,
+    hidden: int = 400,
+    repeats: int = 5,
+    device: Optional[torch.device] = None,
+    dtype: torch.dtype = torch.float32,
+) -> dict:
+    """One attention layer's merge of the heads at paper size (16×16 tokens, batch 100, 9 heads of
+    44, D_out 400), forward + backward, the old per-head sum against the one-GEMM merge, side by
+    side in one run (best of ``repeats``), with the largest difference of their outputs and
+    gradients and each one's estimated memory traffic (bytes read and written by the kernels,
+    counted from the shapes)."""
+    device = device or torch.device("cpu")
+    head_dim = hidden // num_heads
+    n = tokens * batch
+    g = torch.Generator().manual_seed(0)
+    heads = torch.randn(num_heads, n, head_dim, generator=g).to(device, dtype)
+    weight = (torch.randn(hidden, num_heads * head_dim, generator=g) / 20).to(device)
+    bias = torch.randn(hidden, generator=g).to(device)
+    grad = torch.randn(n, hidden, generator=g).to(device, dtype)
+    out = {}
+    results = {}
+    for name, merge in (
+        ("per-head sum (before)", per_head_merge),
+        ("one GEMM", merge_heads),
+    ):
+        leaves = [t.clone().requires_grad_() for t in (heads, weight, bias)]
+
+        def step():
+            for t in leaves:
+                t.grad = None
+            merge(*leaves).backward(grad)
+
+        seconds = _time(step, device, repeats)
+        y = merge(*leaves).detach()
+        step()
+        results[name] = [y] + [t.grad.clone() for t in leaves]
+        out[name] = {"ms": 1e3 * seconds}
+    a, b = results.values()
+    out["max_relative_difference"] = max(
+        ((x.double() - y.double()).abs().max() / y.double().abs().max()).item()
+        for x, y in zip(a, b)
+    )
+    size = heads.element_size()
+    h_bytes, y_bytes = n * num_heads * head_dim * size, n * hidden * size
+    acc = 4 if dtype in (torch.float32, torch.float64) else 4
+    out["per-head sum (before)"]["estimated_mb"] = (
+        # forward: N_h read-modify-writes of the (fp32) output, heads read once
+        num_heads * 2 * n * hidden * acc
+        + h_bytes
+        # backward: grad read per head twice, heads read, heads' grad written
+        + 2 * num_heads * y_bytes
+        + 2 * h_bytes
+    ) / 1e6
+    out["one GEMM"]["estimated_mb"] = (
+        # forward: heads copied side by side (read + write), read by the GEMM, output written
+        3 * h_bytes
+        + y_bytes
+        # backward: grad read twice, heads read, grad of the side-by-side heads written and
+        # copied back to the heads' layout
+        + 2 * y_bytes
+        + 4 * h_bytes
+    ) / 1e6
+    out["shape"] = dict(
+        tokens=tokens,
+        batch=batch,
+        num_heads=num_heads,
+        head_dim=head_dim,
+        hidden=hidden,
+    )
+    out["dtype"] = str(dtype).replace("torch.", "")
+    out["device"] = str(device)
+    out["threads"] = torch.get_num_threads()
+    return out
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m attnconv.bench", description=__doc__.split("\n\n")[0]
@@ -1166,7 +1304,30 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         default=[1, 2],
         help="thread counts for --compare-with",
     )
+    parser.add_argument(
+        "--merge-heads",
+        action="store_true",
+        help="instead: one layer's merge of the heads at paper size, the old per-head sum "
+        "against the one-GEMM merge (forward + backward), side by side",
+    )
     args = parser.parse_args(argv)
+    if args.merge_heads:
+        result = merge_heads_comparison(repeats=args.repeats or 5)
+        for name in ("per-head sum (before)", "one GEMM"):
+            r = result[name]
+            print(
+                f"{name:<22} {r['ms']:8.1f} ms forward+backward, "
+                f"~{r['estimated_mb']:,.0f} MB moved"
+            )
+        print(
+            f"largest relative difference (outputs and gradients): "
+            f"{result['max_relative_difference']:.1e}; {result['shape']}, "
+            f"{result['dtype']}, {result['threads']} threads"
+        )
+        if args.out:
+            with open(args.out, "w") as f:
+                json.dump(result, f, indent=1)
+        return 0
     if args.compare_with:
         try:
             load_reference(args.compare_with)

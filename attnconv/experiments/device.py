@@ -238,7 +238,12 @@ def check_profile_device(profile: str, device: Optional[str]) -> Optional[str]:
 class HostValue:
     """A scalar of the device, read on the host later without a device-wide wait: on CUDA it is
     copied to pinned memory behind an event (:meth:`ready` asks the event, :meth:`get` waits for
-    that event only); on the CPU it is the value itself."""
+    that event only); on the CPU it is the value itself.
+
+    The copy is queued on the value's own device's current stream, and the event recorded on
+    that same stream, whichever CUDA device is current in the process (``--device cuda:1`` in a
+    single process leaves ``cuda:0`` current): an event on another device's stream would say
+    "ready" before the copy has landed."""
 
     def __init__(self, value: torch.Tensor):
         value = value.detach()
@@ -246,9 +251,11 @@ class HostValue:
             self._host = torch.empty(
                 value.shape, dtype=value.dtype, device="cpu", pin_memory=True
             )
-            self._host.copy_(value, non_blocking=True)
+            stream = torch.cuda.current_stream(value.device)
+            with torch.cuda.stream(stream):
+                self._host.copy_(value, non_blocking=True)
             self._event = torch.cuda.Event()
-            self._event.record()
+            self._event.record(stream)
         else:
             self._host, self._event = value, None
 

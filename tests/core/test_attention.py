@@ -423,17 +423,39 @@ def test_local_is_within_its_bound_and_rejects_unsupported_layers():
 
 
 def test_merge_heads_matches_a_concatenation_and_its_gradients():
-    """The merge Σ_h heads_h W_out^hᵀ + b against concat(heads) @ W_outᵀ + b, values and gradients."""
-    from attnconv.core.attention import _MergeHeads
+    """The merge against concat(heads) @ W_outᵀ + b, values and gradients."""
+    from attnconv.core.attention import merge_heads
 
     torch.manual_seed(0)
     heads = torch.randn(3, 5, 2, dtype=torch.float64, requires_grad=True)
     weight = torch.randn(4, 6, dtype=torch.float64, requires_grad=True)
     bias = torch.randn(4, dtype=torch.float64, requires_grad=True)
     oracle = torch.cat(heads.unbind(0), dim=1) @ weight.t() + bias
-    assert torch.allclose(_MergeHeads.apply(heads, weight, bias), oracle)
-    assert torch.autograd.gradcheck(_MergeHeads.apply, (heads, weight, bias))
-    assert torch.autograd.gradcheck(_MergeHeads.apply, (heads, weight, None))
+    assert torch.allclose(merge_heads(heads, weight, bias), oracle)
+    assert torch.autograd.gradcheck(merge_heads, (heads, weight, bias))
+    assert torch.autograd.gradcheck(merge_heads, (heads, weight, None))
+
+
+def test_merge_heads_equals_the_per_head_sum_it_replaced():
+    """fp32, paper-like shapes (9 heads of 44, D_out 400): the one-GEMM merge equals the old
+    per-head sum Σ_h heads_h W_out^hᵀ + b (addmm per head, the benchmark's "before") within
+    fp32 rounding, values and gradients."""
+    from attnconv.core.attention import merge_heads
+    from attnconv.experiments.bench import per_head_merge
+
+    g = torch.Generator().manual_seed(0)
+    heads = torch.randn(9, 300, 44, generator=g)
+    weight = torch.randn(400, 9 * 44, generator=g) / 20
+    bias = torch.randn(400, generator=g)
+    grad = torch.randn(300, 400, generator=g)
+    results = []
+    for merge in (merge_heads, per_head_merge):
+        leaves = [t.clone().requires_grad_() for t in (heads, weight, bias)]
+        y = merge(*leaves)
+        y.backward(grad)
+        results.append([y.detach()] + [t.grad for t in leaves])
+    for new, old in zip(*results):
+        torch.testing.assert_close(new, old, rtol=1e-5, atol=1e-4)
 
 
 def test_separable_heads_match_the_dense_kronecker_product_and_its_gradients():

@@ -3,7 +3,7 @@ autocast, and fake CUDA tensors (torch's FakeTensorMode) trace the CUDA dtype ru
 
 * every encoding's position scores stay fp32 under autocast (bf16 would round scores of ~100 to
   the nearest 0.5);
-* the custom autograd functions (:class:`_MergeHeads`, :class:`_SeparableHeads`) give their
+* the custom autograd functions (:func:`merge_heads`, :class:`_SeparableHeads`) give their
   fp32 result, within bf16's rounding, for bf16, mixed-dtype, no-grad and ``inference_mode``
   inputs, and sum the heads in fp32;
 * a forward pass of every paper-size model under fake CUDA tensors and CUDA autocast.
@@ -14,7 +14,7 @@ from unittest import mock
 import pytest
 import torch
 
-from attnconv.core.attention import MultiHeadSelfAttention2d, ScoreTerms, _MergeHeads
+from attnconv.core.attention import MultiHeadSelfAttention2d, ScoreTerms, merge_heads
 from attnconv.core.encodings import (
     GeneralizedQuadraticEncoding,
     HardShiftEncoding,
@@ -95,7 +95,9 @@ CASES = {
 def test_merge_heads_against_fp32(case, mode):
     heads, weight, bias = merge_inputs(*CASES[case])
     ref = merge_reference(heads, weight, bias)
-    tol = 1e-5 if case == "fp32" else 2**-8  # bf16: one rounding of the sum
+    # bf16: one rounding of the sum; under autocast the product runs in bf16 as nn.Linear's
+    fp32 = case == "fp32" and mode != "autocast"
+    tol = 1e-5 if fp32 else 2**-8
     leaves = [
         t.clone().requires_grad_(mode in ("grad", "autocast"))
         for t in (heads, weight, bias)
@@ -107,15 +109,15 @@ def test_merge_heads_against_fp32(case, mode):
         "autocast": cpu_bf16,
     }[mode]
     with context():
-        y = _MergeHeads.apply(*leaves)
-    assert y.dtype == heads.dtype
+        y = merge_heads(*leaves)
+    assert y.dtype == (BF16 if mode == "autocast" else heads.dtype)
     err = ((y.double() - ref).abs().max() / ref.abs().max()).item()
     assert err <= tol, err
     if mode in ("grad", "autocast"):
         y.double().sum().backward()
         exact = [t.double().requires_grad_() for t in (heads, weight, bias)]
         merge_reference(*exact).sum().backward()
-        assert_grads_close(leaves, exact, 1e-5 if case == "fp32" else 2**-6)
+        assert_grads_close(leaves, exact, 1e-5 if fp32 else 2**-6)
 
 
 def assert_grads_close(leaves, exact, tol):
@@ -140,7 +142,7 @@ def test_merge_heads_sums_nine_bf16_heads_in_fp32():
     assert exact.max() > 1024  # bf16 spacing 8 there
     for mode in (torch.no_grad, cpu_bf16):
         with mode():
-            y = _MergeHeads.apply(heads, weight, bias)
+            y = merge_heads(heads, weight, bias)
         assert torch.equal(y, exact.to(BF16))
 
 
@@ -276,3 +278,25 @@ def _fake_forward(model, cfg):
         assert isinstance(logits, FakeTensor) and logits.device.type == "cuda"
         assert logits.shape == (4, 10) and logits.dtype == BF16
         assert all(s.dtype == torch.float32 and s.device.type == "cuda" for s in scores)
+
+
+def test_content_plus_learned_position_scores_are_summed_in_fp32():
+    """learned + content under bf16 autocast: the content scores come out of a bf16 product, the
+    position term is fp32; their sum must be fp32 (the bug: the position term was added in place
+    to the bf16 scores, rounding trained-size scores of ~90 to bf16's step of 0.5). With W_qry = 0
+    the content scores are exactly 0, so the scores must equal the fp32 position term exactly."""
+    torch.manual_seed(0)
+    enc = LearnedRelativeEncoding(9, dim=64, max_shift=8)
+    layer = MultiHeadSelfAttention2d(
+        32, 9, encoding=enc, terms=ScoreTerms(True, False, False, True)
+    )
+    with torch.no_grad():
+        enc.head_keys.mul_(30)  # position scores of ~10-100, as after training
+        layer.query.weight.zero_()
+    x = torch.randn(2, 32, 8, 8)
+    position = enc.grid_position_scores((8, 8), 0)
+    assert position.abs().max() > 64  # bf16's step is 0.5 there
+    with cpu_bf16():
+        scores = layer.attention_scores(x)
+    assert scores.dtype == torch.float32
+    assert (scores - position).abs().max().item() == 0.0

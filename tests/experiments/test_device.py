@@ -132,6 +132,54 @@ def test_host_value_on_the_cpu():
     assert v.ready() and float(v.get()) == 2.5
 
 
+def test_host_value_on_cuda_records_on_the_values_own_stream(monkeypatch):
+    """HostValue's CUDA branch with the CUDA calls mocked: a value on cuda:1 while cuda:0 is the
+    current device (a single-process ``--device cuda:1``). The copy must be queued on cuda:1's
+    stream and the event recorded on that stream (the bug: ``record()`` on the current device's
+    stream, so the progress bar could read the loss before its copy landed); ``ready`` asks that
+    event, ``get`` waits for it alone and returns the pinned copy."""
+    from unittest import mock
+
+    log = []
+    streams = {}
+
+    def current_stream(device=None):
+        d = torch.device(device) if device is not None else torch.device("cuda", 0)
+        return streams.setdefault(d.index, f"stream of cuda:{d.index}")
+
+    class Stream:
+        def __init__(self, stream):
+            self.stream = stream
+
+        def __enter__(self):
+            log.append(("enter", self.stream))
+
+        def __exit__(self, *exc):
+            log.append(("exit", self.stream))
+
+    host = mock.MagicMock(name="pinned")
+    host.copy_.side_effect = lambda *a, **k: log.append(("copy", k))
+    event = mock.MagicMock(name="event")
+    event.record.side_effect = lambda *a: log.append(("record", a))
+    event.query.return_value = True
+    value = mock.MagicMock(name="loss")
+    value.detach.return_value = value
+    value.device, value.shape, value.dtype = torch.device("cuda", 1), (), torch.float32
+    monkeypatch.setattr(dev.torch, "empty", lambda *a, **k: host)
+    monkeypatch.setattr(torch.cuda, "current_stream", current_stream)
+    monkeypatch.setattr(torch.cuda, "stream", Stream)
+    monkeypatch.setattr(torch.cuda, "Event", lambda *a, **k: event)
+    v = dev.HostValue(value)
+    assert log == [
+        ("enter", "stream of cuda:1"),
+        ("copy", {"non_blocking": True}),
+        ("exit", "stream of cuda:1"),
+        ("record", ("stream of cuda:1",)),
+    ]
+    assert v.ready() and v.get() is host
+    event.synchronize.assert_called_once_with()
+
+
 # ----------------------------------------------------------------- the command line
 @pytest.fixture
 def fake_train(monkeypatch):
