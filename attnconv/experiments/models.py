@@ -417,7 +417,7 @@ class SelfAttentionClassifier(nn.Module):
                 s = (
                     enc.spread.detach().float().cpu()
                     if enc.parametrization == "spread"
-                    else (2 * enc.alpha).sqrt()
+                    else (2 * enc.alpha.detach().float().cpu()).sqrt()
                 )
                 out.append(
                     {

@@ -359,16 +359,31 @@ def settings_differences(history: History, config: TrainConfig) -> List[str]:
     return diff
 
 
+def _superseded(history: History, config: TrainConfig) -> bool:
+    """A run of ``data="auto"`` that trained on the sample (the full CIFAR-10 was not there)
+    while the full CIFAR-10 is there now: the run it stands for would train on the full data."""
+    from .data import cifar10_present
+
+    used = history.data or (history.config or {}).get("data")
+    return (
+        config.data == "auto" and used == "sample" and cifar10_present(config.data_root)
+    )
+
+
 def run_state(entry: RunEntry) -> str:
     """``present`` (a complete run of the entry's config), ``missing``, ``incomplete`` (stopped;
-    resumable when ``checkpoint.pt`` is there) or ``stale`` (a run of other settings)."""
+    resumable when ``checkpoint.pt`` is there), ``stale`` (a run of other settings) or
+    ``superseded`` (complete, but trained on the sample under ``data="auto"`` while the full
+    CIFAR-10 is there now: readable until :func:`train_entry` replaces it)."""
     path = entry.path / HISTORY
     if not path.is_file():
         return "missing"
     history = read_history(entry.path)
     if settings_differences(history, entry.config):
         return "stale"
-    return "present" if history.complete else "incomplete"
+    if not history.complete:
+        return "incomplete"
+    return "superseded" if _superseded(history, entry.config) else "present"
 
 
 def load_run(name: str, load_model: bool = False) -> Run:
@@ -377,6 +392,7 @@ def load_run(name: str, load_model: bool = False) -> Run:
     run raises with the command that makes it; ``load_model`` needs the (uncommitted) checkpoint."""
     entry = run_entry(name)
     state = run_state(entry)
+    state = "present" if state == "superseded" else state
     where = relative_to_book(entry.path)
     if state == "missing":
         raise MissingResultError(
@@ -427,10 +443,13 @@ def train_entry(
     """Make the run ``name`` in its folder: nothing to do when a complete run of its config is
     there (unless ``force``); resumed from its checkpoint when one is there; else trained. With
     ``force`` a complete run is trained again in ``<folder>.regenerating`` and moved into place
-    when it finishes (the saved one stays until then). Returns the run (with its model if
+    when it finishes (the saved one stays until then); so is a ``superseded`` one (trained on the
+    sample, the full CIFAR-10 here now) without ``force``. Returns the run (with its model if
     ``keep_model``)."""
     entry = run_entry(name)
     state = run_state(entry)
+    if state == "superseded":
+        state, force = "present", True
     if state == "present" and not force:
         return load_run(
             name, load_model=keep_model and (entry.path / CHECKPOINT).is_file()
