@@ -8,9 +8,11 @@ one what to do::
     CUDA              no GPU: torch.cuda.is_available() is False and nvidia-smi finds none
     ...
 
-The items: the Python version; the torch build and its CUDA version; whether CUDA works; the NVIDIA
+The items: the Python version; the torch build and its CUDA version; the torch version against
+the tested range (:data:`LOWEST_TORCH` to :data:`PINNED_TORCH`); whether CUDA works; the NVIDIA
 driver against the one the build needs; the card's compute capability against the architectures
-the build has kernels for (``torch.cuda.get_arch_list()``); bf16 support; the data root and whether
+the build has kernels for (``torch.cuda.get_arch_list()``); native bf16 support (emulation
+does not count: without it training falls back to fp16 with a gradient scaler); the data root and whether
 the full CIFAR-10 is there; the profile the chapters will use and whether its runs are saved.
 ``--download`` fetches CIFAR-10 into the data root. :func:`probe` reads the machine into a
 :class:`Machine` and :func:`diagnose` judges it, so both are tested with made-up machines.
@@ -31,6 +33,8 @@ __all__ = [
     "Check",
     "MIN_DRIVER",
     "TORCH_INDEX_HINT",
+    "LOWEST_TORCH",
+    "PINNED_TORCH",
     "probe",
     "diagnose",
     "verdict",
@@ -41,6 +45,11 @@ __all__ = [
 #: The oldest Linux NVIDIA driver each CUDA major version runs with (NVIDIA's CUDA toolkit release
 #: notes, "minor version compatibility").
 MIN_DRIVER = {11: "450.80.02", 12: "525.60.13", 13: "580.65.06"}
+#: The lowest torch the project is tested with (pyproject.toml's ``torch>=``; ``make
+#: test-lower-torch`` runs the unit tests and ``gpu_smoke --dry-run`` under it) and the pinned one
+#: (requirements.txt): any torch from the one to the other is supported.
+LOWEST_TORCH = "2.11"
+PINNED_TORCH = "2.15.0"
 #: How to install the pinned torch for another CUDA version (README, "Running the notebooks on a
 #: GPU box").
 TORCH_INDEX_HINT = (
@@ -60,7 +69,12 @@ class Machine:
     arch_list: List[str] = field(default_factory=list)
     device_name: Optional[str] = None
     capability: Optional[Tuple[int, int]] = None
-    bf16: Optional[bool] = None
+    bf16: Optional[bool] = (
+        None  # native bf16 (what training uses; device.bf16_supported)
+    )
+    bf16_emulated: Optional[bool] = (
+        None  # torch.cuda.is_bf16_supported() counting emulation
+    )
     driver: Optional[str] = None  # from nvidia-smi
     smi_gpus: List[Tuple[str, str, Optional[Tuple[int, int]]]] = field(
         default_factory=list
@@ -137,7 +151,8 @@ def probe(env: Optional[Mapping[str, str]] = None) -> Machine:
     if available:
         m.device_name = torch.cuda.get_device_name(0)
         m.capability = tuple(torch.cuda.get_device_capability(0))
-        m.bf16 = bool(torch.cuda.is_bf16_supported())
+        m.bf16 = bool(torch.cuda.is_bf16_supported(including_emulation=False))
+        m.bf16_emulated = bool(torch.cuda.is_bf16_supported(including_emulation=True))
     elif cards:
         m.device_name, m.capability = cards[0][0], cards[0][2]
     root = default_data_root()
@@ -147,6 +162,31 @@ def probe(env: Optional[Mapping[str, str]] = None) -> Machine:
     runs = book_runs(m.profile)
     m.profile_runs = (sum(run_state(e) == "present" for e in runs), len(runs))
     return m
+
+
+def _torch_range_check(version: str) -> "Check":
+    """The installed torch against the tested range (:data:`LOWEST_TORCH` to :data:`PINNED_TORCH`)."""
+    have = _version_tuple(version.split("+")[0])[:3]
+    lowest = _version_tuple(LOWEST_TORCH)
+    pinned = _version_tuple(PINNED_TORCH)
+    base = version.split("+")[0]
+    if have[: len(lowest)] < lowest:
+        found, ok = f"{base}: older than the lowest tested torch {LOWEST_TORCH}", False
+    elif have == pinned:
+        found, ok = f"{base}: the pinned torch", True
+    else:
+        found = (
+            f"{base}: not the pinned {PINNED_TORCH}; torch {LOWEST_TORCH} to "
+            f"{PINNED_TORCH} are tested"
+            + ("" if have[:2] <= pinned[:2] else " (this one is newer: untested)")
+        )
+        ok = True if have[:2] <= pinned[:2] else None
+    return Check(
+        "torch range",
+        found,
+        ok,
+        f"install torch >= {LOWEST_TORCH} (make setup installs the pinned {PINNED_TORCH})",
+    )
 
 
 def _version_tuple(v: str) -> Tuple[int, ...]:
@@ -195,6 +235,7 @@ def diagnose(m: Machine) -> List[Check]:
             f"this build cannot use the GPU: {TORCH_INDEX_HINT}",
         )
     )
+    checks.append(_torch_range_check(m.torch_version))
     gpu = m.smi_gpus or m.cuda_available
     if m.cuda_available:
         found = f"works: {m.device_name}"
@@ -252,13 +293,19 @@ def diagnose(m: Machine) -> List[Check]:
     if m.bf16 is None:
         checks.append(Check("bf16", "no CUDA card to ask", None))
     else:
+        found = "supported natively: training uses bf16 autocast"
+        if not m.bf16:
+            found = (
+                "emulated only" if m.bf16_emulated else "not supported by this card"
+            ) + ": training uses fp16 autocast with a gradient scaler instead"
         checks.append(
             Check(
                 "bf16",
-                "supported" if m.bf16 else "not supported by this card",
+                found,
                 m.bf16,
-                "the gpu and paper profiles train under bf16 autocast, which needs compute "
-                "capability 8.0 or newer (A100, RTX 30xx, H100 and later)",
+                "the gpu and paper profiles are meant for bf16 autocast, which needs compute "
+                "capability 8.0 or newer (A100, RTX 30xx, H100 and later); on this card "
+                "they run in fp16 with loss scaling (attnconv.experiments.device)",
             )
         )
     checks.append(
@@ -283,11 +330,13 @@ def diagnose(m: Machine) -> List[Check]:
         else "the default: " + ("CUDA works" if m.cuda_available else "no CUDA")
     )
     command = f"python -m attnconv.regenerate --only '{m.profile}/*'"
+    # runs not trained yet are work to do, not a fault of the machine
     checks.append(
         Check(
             "profile",
-            f"the chapters use {m.profile} ({why}); {saved} of its {registered} runs saved",
-            saved == registered,
+            f"the chapters use {m.profile} ({why}); {saved} of its {registered} runs saved"
+            + ("" if saved == registered else f" (to make them: {command})"),
+            True if saved == registered else None,
             f"make them with: {command} (or read the book's committed runs: "
             "ATTNCONV_PROFILE=cpu)",
         )

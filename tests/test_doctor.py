@@ -117,7 +117,9 @@ def test_no_gpu_and_a_cpu_build():
         machine(**{**m.__dict__, "profile": "paper", "profile_runs": (0, 6)})
     )
     assert paper["data"].ok is False and "--download" in paper["data"].advice
-    assert "regenerate --only 'paper/*'" in paper["profile"].advice
+    # runs not trained yet are work to do, not a fault: '--', with the command on the line
+    assert paper["profile"].ok is None
+    assert "regenerate --only 'paper/*'" in paper["profile"].found
     assert by_name(machine(python=(3, 10, 12)))["python"].ok is False
 
 
@@ -125,7 +127,9 @@ def test_probe_reads_torch_and_nvidia_smi(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda i=0: "NVIDIA L4")
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda i=0: (8, 9))
-    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda: True)
+    monkeypatch.setattr(
+        torch.cuda, "is_bf16_supported", lambda including_emulation=True: True
+    )
     monkeypatch.setattr(torch.cuda, "get_arch_list", lambda: ARCHS)
     monkeypatch.setattr(
         doctor, "_nvidia_smi", lambda: [("NVIDIA L4", "580.82.07", (8, 9))]
@@ -170,3 +174,55 @@ def test_doctor_runs_here_and_says_no_gpu():
     )
     assert out.returncode == 0, out.stderr
     assert "no GPU" in out.stdout and "torch" in out.stdout and "data" in out.stdout
+
+
+def test_emulated_bf16_is_reported_as_the_fp16_that_training_uses(monkeypatch):
+    """A T4 (compute capability 7.5): ``torch.cuda.is_bf16_supported()`` counts emulation and
+    says True, but training falls back to fp16 with a gradient scaler (device.bf16_supported
+    asks without emulation). The doctor must say fp16 (the bug: it said "supported")."""
+    from attnconv.experiments.device import bf16_supported, resolve_precision
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda i=0: "Tesla T4")
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda i=0: (7, 5))
+    monkeypatch.setattr(
+        torch.cuda,
+        "is_bf16_supported",
+        lambda including_emulation=True: including_emulation,
+    )
+    monkeypatch.setattr(torch.cuda, "get_arch_list", lambda: ARCHS)
+    monkeypatch.setattr(
+        doctor, "_nvidia_smi", lambda: [("Tesla T4", "580.82.07", (7, 5))]
+    )
+    monkeypatch.setenv("ATTNCONV_PROFILE", "cpu")
+    m = doctor.probe()
+    cuda = torch.device("cuda")
+    assert not bf16_supported(cuda) and resolve_precision(cuda, True).name == "fp16"
+    assert m.bf16 is False and m.bf16_emulated is True
+    check = by_name(m)["bf16"]
+    assert check.ok is False and "emulated only" in check.found
+    assert "fp16" in check.found
+
+
+def test_the_torch_range_is_the_tested_one():
+    """The doctor's range, pyproject.toml's lowest torch, the Makefile's lower-torch venv and
+    requirements.txt's pin say the same versions; a torch in the range is fine, an older one is
+    named with the fix."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    pyproject = (root / "pyproject.toml").read_text()
+    assert f'"torch>={doctor.LOWEST_TORCH}"' in pyproject
+    assert f"torch=={doctor.PINNED_TORCH}" in (root / "requirements.txt").read_text()
+    assert f"LOWER_TORCH := {doctor.LOWEST_TORCH}." in (root / "Makefile").read_text()
+    for version, ok in [
+        ("2.15.0+cu132", True),
+        ("2.11.0+cu130", True),
+        ("2.13.1", True),
+        ("2.10.0", False),
+        ("2.1.2+cu121", False),
+        ("2.16.0", None),
+    ]:
+        check = by_name(machine(torch_version=version))["torch range"]
+        assert check.ok is ok, (version, check)
+    assert "2.11" in by_name(machine(torch_version="2.11.0"))["torch range"].found
