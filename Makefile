@@ -90,11 +90,49 @@ check-book: $(BOOK_INDEX)
 clean:
 	rm -rf _build
 
-# Five minutes on a GPU box (attnconv/gpu_smoke.py): every paper-size model in bf16 against fp32,
-# stop-and-resume equality, images/s with CUDA's sync debug mode, torchrun on 2 GPUs; writes
-# book/results/gpu-smoke.json. Refuses without CUDA (python -m attnconv.gpu_smoke --tiny runs it on the CPU).
-.PHONY: gpu-smoke
-gpu-smoke: $(STAMP)
-	$(BIN)/python -m attnconv.gpu_smoke
+# The GPU path (README, "Running on a lent GPU"): both targets run with whatever torch is
+# installed, offline, with no setup step (no $(STAMP)): PYTHONPATH=. and the python on PATH
+# (GPU_PYTHON=... to name another). gpu-smoke is the fifteen-minute check (attnconv/gpu_smoke.py:
+# phases, each guarded, results written after each into GPU_OUT); gpu-window runs it and then trains
+# the quadratic, learned and generalized models of the gpu-sample profile for as many epochs as
+# BUDGET seconds allow (attnconv/experiments/gpu_window.py). DRY_RUN=1: every phase on the CPU with
+# tiny models.
+GPU_PYTHON ?= $(if $(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON))
+GPU_OUT ?= gpu-out
+BUDGET ?= 840
+SMOKE_BUDGET ?= 300
+DRY_RUN ?=
+.PHONY: gpu-smoke gpu-window
+gpu-smoke:
+	PYTHONPATH=. $(GPU_PYTHON) -m attnconv.gpu_smoke --out $(GPU_OUT) --budget $(SMOKE_BUDGET) $(if $(DRY_RUN),--dry-run)
+gpu-window:
+	PYTHONPATH=. $(GPU_PYTHON) -m attnconv.experiments.gpu_window --out $(GPU_OUT) --budget $(BUDGET) --smoke-budget $(SMOKE_BUDGET) $(if $(DRY_RUN),--dry-run)
+
+# The lowest supported torch (pyproject.toml: torch>=$(LOWER_TORCH)), tested: a second venv with its
+# CPU wheels (PyTorch's CPU index; LOWER_INDEX= for PyPI's), the unit tests below and gpu_smoke
+# --dry-run against this checkout (PYTHONPATH=., nothing installed from it). README: time and size.
+LOWER_TORCH := 2.11.0
+LOWER_TORCHVISION := 0.26.0
+LOWER_VENV := .venv-lower
+LOWER_INDEX ?= https://download.pytorch.org/whl/cpu
+LOWER_TESTS ?= tests/core tests/test_gpu_path.py tests/test_doctor.py tests/test_layout.py \
+  tests/experiments/test_device.py tests/experiments/test_gpu_smoke.py \
+  tests/experiments/test_gpu_window.py tests/experiments/test_precision_training.py \
+  tests/experiments/test_train.py tests/experiments/test_models.py tests/experiments/test_flops_meta.py
+.PHONY: lower-venv test-lower-torch
+lower-venv: $(LOWER_VENV)/.installed
+$(LOWER_VENV)/.installed:
+	test -x $(LOWER_VENV)/bin/python || $(PYTHON) -m venv $(LOWER_VENV)
+	$(LOWER_VENV)/bin/python -m pip --disable-pip-version-check -q install \
+	  $(if $(LOWER_INDEX),--index-url $(LOWER_INDEX) --extra-index-url https://pypi.org/simple) \
+	  torch==$(LOWER_TORCH) torchvision==$(LOWER_TORCHVISION)
+	$(LOWER_VENV)/bin/python -m pip --disable-pip-version-check -q install numpy matplotlib tqdm \
+	  ipywidgets pytest pytest-xdist timm
+	$(LOWER_VENV)/bin/python -c "import torch; assert torch.__version__.startswith('$(LOWER_TORCH)'), torch.__version__"
+	touch $@
+test-lower-torch: $(LOWER_VENV)/.installed
+	MPLCONFIGDIR=$(CURDIR)/$(LOWER_VENV)/matplotlib $(TEST_ENV) PYTHONPATH=. $(LOWER_VENV)/bin/python -m pytest -q -p no:randomly -n 0 $(LOWER_TESTS)
+	PYTHONPATH=. $(LOWER_VENV)/bin/python -m attnconv.gpu_smoke --dry-run --out $(LOWER_VENV)/smoke
+	@du -sh $(LOWER_VENV) | sed 's/^/size of the lower-torch venv: /'
 
 FORCE:

@@ -105,6 +105,24 @@ def test_make_setup_installs_another_cuda_build_of_the_pinned_torch(tmp_path):
     assert "3.10" not in (ROOT / "README.md").read_text()
 
 
+def test_gpu_targets_need_no_setup_and_no_network(tmp_path):
+    """Finding 11: ``make gpu-smoke`` / ``make gpu-window`` run with the torch that is there,
+    offline: no venv stamp (which runs pip), only ``PYTHONPATH=.`` and a python."""
+    text = (ROOT / "Makefile").read_text()
+    for target in ("gpu-smoke", "gpu-window"):
+        rule = re.search(rf"^{target}:(.*)$", text, re.M)
+        assert rule and rule.group(1).strip() == "", f"{target} has prerequisites"
+        out = make("-n", target, "GPU_PYTHON=python3", f"GPU_OUT={tmp_path}")
+        assert out.returncode == 0, out.stderr
+        lines = [
+            l for l in out.stdout.splitlines() if l.strip() and "directory" not in l
+        ]
+        assert len(lines) == 1 and lines[0].startswith("PYTHONPATH=. python3 -m ")
+        assert "pip" not in out.stdout and "--out " + str(tmp_path) in lines[0]
+    dry = make("-n", "gpu-window", "DRY_RUN=1", "BUDGET=600", "GPU_PYTHON=python3")
+    assert "--budget 600" in dry.stdout and "--dry-run" in dry.stdout
+
+
 def test_the_test_targets_read_the_cpu_runs_even_with_cuda(monkeypatch):
     env = {k: v for k, v in os.environ.items() if not k.startswith("ATTNCONV_")}
     out = make("-n", "unit", "nbval", "test", env=env)

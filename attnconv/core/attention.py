@@ -98,7 +98,9 @@ def merge_heads(
     passes over the output per layer forward, and per-head loops backward, which moved several
     times the memory; :func:`attnconv.experiments.bench.merge_heads_comparison` times both.)"""
     n_h, n, d_h = heads.shape
-    if not torch.is_autocast_enabled(heads.device.type):  # W_out in the heads' dtype
+    kind = heads.device.type
+    autocast = torch.amp.is_autocast_available(kind) and torch.is_autocast_enabled(kind)
+    if not autocast:  # W_out in the heads' dtype
         weight = weight.to(heads.dtype)
         bias = None if bias is None else bias.to(heads.dtype)
     side_by_side = heads.transpose(0, 1).reshape(n, n_h * d_h)

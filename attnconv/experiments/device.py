@@ -51,7 +51,7 @@ __all__ = [
 #: autocast on CUDA (``TrainConfig.bf16``), fp32 on the CPU.
 PRECISIONS = ("fp32", "bf16", "fp16")
 #: Profiles sized for a GPU: refused on a machine without CUDA unless ``--device cpu`` is given.
-GPU_PROFILES = ("paper", "gpu")
+GPU_PROFILES = ("paper", "gpu", "gpu-sample")
 
 _AUTOCAST_DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
 

@@ -61,7 +61,11 @@ __all__ = [
     "data_matches",
     "settings_differences",
     "train_entry",
+    "GPU_SAMPLE_MODELS",
 ]
+
+#: The models ``make gpu-window`` trains under the gpu-sample profile, in this order.
+GPU_SAMPLE_MODELS = ("quadratic", "learned", "generalized")
 
 #: Config fields that do not make a saved run one "of other settings": where it ran (``device``) and
 #: where its data lay (``data_root``). ``data`` is compared by what the run used, not by how it was asked
@@ -249,6 +253,17 @@ def _register_book_runs() -> None:
                 epochs=PROFILES[profile].epochs[model],
                 **extra,
             )
+    # gpu-sample: the paper's models on the bundled sample, trained on a lent GPU by
+    # `make gpu-window` (attnconv.experiments.gpu_window; not committed)
+    for model in GPU_SAMPLE_MODELS:
+        register_run(
+            f"gpu-sample/{model}",
+            model,
+            "gpu-sample",
+            "paper-size model, bundled sample, GPU (make gpu-window)",
+            committed=False,
+            epochs=PROFILES["gpu-sample"].epochs[model],
+        )
     # seeds: spreads over seeds, at the profile's default epochs (cpu 16, deep 40), the 2-layer
     # quadratic and learned models at 40 epochs (equal, sufficient training for Sec. 3's comparison),
     # and the convolutional baseline at the same 40 epochs (every comparison with it over seeds)
