@@ -115,7 +115,7 @@ LOWER_TORCH := 2.11.0
 LOWER_TORCHVISION := 0.26.0
 LOWER_VENV := .venv-lower
 LOWER_INDEX ?= https://download.pytorch.org/whl/cpu
-LOWER_TESTS ?= tests/core tests/test_gpu_path.py tests/test_doctor.py tests/test_layout.py \
+LOWER_TESTS ?= tests/core tests/test_doctor.py tests/test_gpu_audit.py tests/test_layout.py \
   tests/experiments/test_device.py tests/experiments/test_gpu_smoke.py \
   tests/experiments/test_gpu_window.py tests/experiments/test_precision_training.py \
   tests/experiments/test_train.py tests/experiments/test_models.py tests/experiments/test_flops_meta.py

@@ -300,3 +300,47 @@ def test_content_plus_learned_position_scores_are_summed_in_fp32():
         scores = layer.attention_scores(x)
     assert scores.dtype == torch.float32
     assert (scores - position).abs().max().item() == 0.0
+
+
+@pytest.mark.parametrize("name", PAPER_MODELS + ["quadratic-16heads"])
+def test_training_forward_and_backward_under_autocast(name):
+    """Every registered model at paper width (2 of its layers), in training mode (dropout, batch
+    statistics), forward and backward under bf16 autocast, as a CUDA step runs them
+    (device-generic autocast: the CPU's bf16 autocast takes the same code path): the loss is
+    finite and every parameter's gradient exists, is finite and is fp32, the parameters'
+    dtype (autocast casts back in the backward). Then the same model in training mode on fake
+    CUDA tensors under CUDA autocast: the CUDA dtype rules of the training-mode forward. (The
+    backward cannot be traced on fake CUDA tensors: autograd records a CUDA stream for every
+    tensor it saves, which needs the CUDA runtime; nor can batch norm's running-stat update,
+    a copy on the device, so batch norm is in eval mode there.)"""
+    from attnconv.experiments.models import build_model, paper_model_config
+    from attnconv.experiments.train_step import compute_loss
+
+    model_name, heads = (name.split("-")[0], 16) if "-" in name else (name, None)
+    overrides = {} if heads is None else {"num_heads": heads}
+    if model_name != "resnet18":
+        overrides["num_layers"] = 2
+    cfg = paper_model_config(model_name, **overrides)
+    torch.manual_seed(0)
+    model = build_model(cfg).train()
+    x = torch.randn(2, 3, 32, 32)
+    y = torch.tensor([0, 1])
+    with cpu_bf16():
+        loss, logits = compute_loss(model, x, y)
+    assert logits.dtype == BF16 and torch.isfinite(loss)
+    loss.backward()
+    for pname, p in model.named_parameters():
+        if not p.requires_grad:
+            continue
+        assert p.grad is not None, pname
+        assert p.grad.dtype == p.dtype == torch.float32, (pname, p.grad.dtype)
+        assert torch.isfinite(p.grad).all(), pname
+    model.requires_grad_(False)
+    for m in model.modules():  # batch norm's running-stat update copies on the device
+        if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
+            m.eval()
+    _relative_shifts_cpu.cache_clear()
+    try:
+        _fake_forward(model, cfg)  # training mode this time (batch norm aside)
+    finally:
+        _relative_shifts_cpu.cache_clear()
