@@ -14,7 +14,7 @@ import copy
 from pathlib import Path
 from typing import List, Optional
 
-from .data import load_cifar10
+from . import data as data_module
 from .device import resolve_precision
 from .pruning import prune_heads
 from .store import REMOVAL_FILE, read_keyed, run_result_name
@@ -50,7 +50,9 @@ def removal_accuracies(run, data=None, batch_size: int = 500) -> dict:
         )
     config = run.config
     if data is None:
-        data = load_cifar10(config.data, root=config.data_root, verbose=False)
+        data = data_module.load_cifar10(
+            config.data, root=config.data_root, verbose=False
+        )
     data = data.subset(config.train_subset, config.test_subset)
     model = run.model.eval()
     device = next(model.parameters()).device
