@@ -239,10 +239,10 @@ def _pruning_check(name: str) -> Optional[bool]:
     """The saved curve without retraining, up to the degenerate heads, computed again from the
     run's weights (None when they are not on disk)."""
     from .studies_pruning import (
-        _Evaluator,
-        _prune_copy,
+        PredictionEvaluator,
         count_selected,
         load_pruning_study,
+        pruned_copy,
     )
 
     if not _weights_on_disk(name):
@@ -253,10 +253,10 @@ def _pruning_check(name: str) -> Optional[bool]:
         trained.config.data, root=trained.config.data_root, verbose=False
     ).subset(trained.config.train_subset, trained.config.test_subset)
     device = next(trained.model.parameters()).device
-    measure = _Evaluator(trained.config, data, device)
+    measure = PredictionEvaluator(trained.config, data, device)
     order = [tuple(h) for h in study["order"]]
     ks = sorted({0, count_selected(study["selected"])})
-    got = [measure(_prune_copy(trained.model, order[:k]))[0] for k in ks]
+    got = [measure(pruned_copy(trained.model, order[:k]))[0] for k in ks]
     return all(
         abs(g - study["curve"]["degenerate_first"][k]) <= 1e-9 for g, k in zip(got, ks)
     )

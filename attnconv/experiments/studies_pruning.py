@@ -63,6 +63,8 @@ __all__ = [
     "degeneracy_order",
     "selection_of",
     "count_selected",
+    "pruned_copy",
+    "PredictionEvaluator",
     "retrain_epochs",
     "retrain_config",
     "weights_fingerprint",
@@ -157,7 +159,8 @@ def count_selected(selection: Dict[int, Sequence[int]]) -> int:
     return sum(len(v) for v in selection.values())
 
 
-def _prune_copy(model, heads: Sequence[Head]):
+def pruned_copy(model, heads: Sequence[Head]):
+    """A copy of ``model`` without ``heads`` (``model`` is not changed)."""
     return prune_heads(copy.deepcopy(model), selection_of(heads))
 
 
@@ -256,7 +259,7 @@ def retrain(
 
 
 # --------------------------------------------------------------------------- the study
-class _Evaluator:
+class PredictionEvaluator:
     """Test accuracy and per-image predictions of models on the run's test images, in the one
     precision the run's config gives on ``device``."""
 
@@ -278,13 +281,13 @@ def _curve(model, order: Sequence[Head], evaluate_model, random_orders: int, see
     """Accuracy (and predictions) after pruning the first k heads of ``order``, k = 0 … all, and
     of ``random_orders`` random orders."""
     total = len(order)
-    first = [evaluate_model(_prune_copy(model, order[:k])) for k in range(total + 1)]
+    first = [evaluate_model(pruned_copy(model, order[:k])) for k in range(total + 1)]
     rand = []
     for i in range(random_orders):
         g = torch.Generator().manual_seed(seed + i)
         rorder = [order[j] for j in torch.randperm(total, generator=g).tolist()]
         rand.append(
-            [evaluate_model(_prune_copy(model, rorder[:k])) for k in range(total + 1)]
+            [evaluate_model(pruned_copy(model, rorder[:k])) for k in range(total + 1)]
         )
     return {
         "k": list(range(total + 1)),
@@ -308,7 +311,7 @@ def _retrained(model, config, data, order, counts, k_sel, epochs, work_dir, verb
     for k in counts:
         folder = None if work_dir is None else retrain_folder(work_dir, k, k_sel)
         hist = retrain(
-            _prune_copy(model, order[:k]), config, data, epochs, folder,
+            pruned_copy(model, order[:k]), config, data, epochs, folder,
             verbose=verbose, progress=verbose,
         )  # fmt: skip
         retrained.append(
@@ -369,7 +372,9 @@ def pruning_study(
         raise RuntimeError(
             "the degenerate heads are not a prefix of the degeneracy order"
         )
-    curve = _curve(model, order, _Evaluator(config, data, device), random_orders, seed)
+    curve = _curve(
+        model, order, PredictionEvaluator(config, data, device), random_orders, seed
+    )
     if verbose:
         print(f"pruning curves done ({total} heads, {k_sel} degenerate)")
     counts = (
@@ -413,7 +418,7 @@ def _sizes(model, selected, pruned: Sequence[Head]) -> dict:
     return {
         "parameters": {
             "before": count_parameters(model),
-            "after": count_parameters(_prune_copy(model, pruned)),
+            "after": count_parameters(pruned_copy(model, pruned)),
         },
         "macs": {
             "before": {"dense": before.dense, "total": before.total},
