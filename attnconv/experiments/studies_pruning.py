@@ -48,6 +48,7 @@ from .store import (
     PARTIAL_CHECKPOINT,
     PRUNING_FILE,
     MissingResultError,
+    StaleResultError,
     read_keyed,
     regenerate_command,
     relative_to_book,
@@ -447,7 +448,8 @@ def load_pruning_study(
     verbose: bool = True,
 ) -> dict:
     """The pruning study of a generalized run, read from ``run.run_dir / pruning.json``: it must
-    have been made from this run's configuration with these thresholds. Reads only: missing or
+    have been made from this run's configuration with these thresholds, and from its weights (its
+    unpruned accuracy is the run's last test accuracy). Reads only: missing or
     made otherwise, the error names the command that makes it (it needs the trained weights).
     ``verbose``: say which file was read (relative to the book's folder)."""
     path = Path(run.run_dir) / STUDY_FILE
@@ -459,6 +461,16 @@ def load_pruning_study(
         },
     }
     study = read_keyed(path, wanted, pruning_study_name(run), key_of=_study_key)
+    if (
+        run.epochs
+        and study["curve"]["degenerate_first"][0] != run.epochs[-1]["test_acc"]
+    ):
+        raise StaleResultError(
+            f"{relative_to_book(path)} was made from other weights than the run's last "
+            f"epoch (unpruned accuracy {study['curve']['degenerate_first'][0]}, the run's "
+            f"{run.epochs[-1]['test_acc']}); make it again with: "
+            f"{regenerate_command(pruning_study_name(run))} --force"
+        )
     if verbose:
         where = relative_to_book(path)
         where = where[len("book/") :] if where.startswith("book/") else where

@@ -269,3 +269,20 @@ def test_regenerate_imports_no_chapter_module():
             if isinstance(n, ast.ImportFrom) and "chapters" in (n.module or "")
         ]
         assert found == [], module.__name__
+
+
+def test_a_pruning_study_of_other_weights_is_stale(tmp_path, data):
+    from attnconv.experiments.checkpoints import Run, write_json
+
+    cfg = tiny_config()
+    torch.manual_seed(0)
+    model = build_model("generalized", **TINY).eval()
+    study = sp.pruning_study(model, cfg, data, retrain_counts=[], random_orders=0)
+    study.pop("pruned_history")
+    write_json(tmp_path / sp.STUDY_FILE, study)
+    full = study["curve"]["degenerate_first"][0]
+    same = Run(tmp_path, cfg, {"epochs": [{"test_acc": full}]})
+    assert sp.load_pruning_study(same, verbose=False) == json.loads(json.dumps(study))
+    other = Run(tmp_path, cfg, {"epochs": [{"test_acc": full + 0.01}]})
+    with pytest.raises(StaleResultError, match="other weights.*--force"):
+        sp.load_pruning_study(other, verbose=False)
