@@ -34,7 +34,7 @@ from attnconv.chapters.shared.saved_runs import (
     run_summary,
 )
 from attnconv.experiments import data as data_mod
-from attnconv.experiments import registry
+from attnconv.experiments import registry, studies, studies_maps, studies_pruning
 from attnconv.experiments.models import (
     build_model,
     count_parameters,
@@ -223,8 +223,8 @@ def fake_book(tmp_path_factory):
     patch.setenv("ATTNCONV_BOOK_DIR", str(folder))
     data, hundred = tiny_data(10), tiny_data(100)
     patch.setattr(data_mod, "load_cifar10", lambda *a, **k: data)  # pruning, removal
-    patch.setattr(am, "load_cifar10", lambda *a, **k: hundred)  # attention maps
-    patch.setattr(gp, "retrain_epochs", lambda config: 1)  # not a third of 300
+    patch.setattr(studies_maps, "load_cifar10", lambda *a, **k: hundred)  # maps
+    patch.setattr(studies_pruning, "retrain_epochs", lambda config: 1)  # not 300 / 3
     models = {}
     for profile in FULL_SCALE:
         for entry in registry.book_runs(profile):
@@ -243,7 +243,7 @@ def fake_book(tmp_path_factory):
             entry.path, entry.config, registry.load_run(name).history, models[name]
         )
 
-    patch.setattr(regenerate, "_trained", trained)
+    patch.setattr(studies, "_trained", trained)
     made = []
     for result in regenerate.RESULTS:
         if result.runs and all(r.split("/")[0] in FULL_SCALE for r in result.runs):

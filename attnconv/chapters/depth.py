@@ -20,9 +20,9 @@ chapters, into one :class:`~attnconv.experiments.verdicts.Claim` per claim (quot
 :func:`pruning_claims` and :func:`accuracy_claim` (over seed series, :func:`accuracy_series`) do
 the same for App. A.1's pruning and Sec. 3's accuracy claim; :func:`removal_rows`
 reads what removing each layer's heads, or each single head, does to the test accuracy
-(computed once from the trained weights by :func:`attnconv.experiments.pruning.layer_removal_accuracies`
-and :func:`~attnconv.experiments.pruning.head_removal_accuracies` in :func:`removal_accuracies`, saved as
-``removal.json`` by ``python -m attnconv.regenerate``).
+(computed once from the trained weights, with every ablated model's per-image predictions, by
+:func:`attnconv.experiments.studies_removal.removal_accuracies`, saved as ``removal.json`` by
+``python -m attnconv.regenerate``; read by :func:`load_removal`).
 """
 
 from __future__ import annotations
@@ -44,7 +44,12 @@ from ..core.map_measures import (
     shared_mass,
 )
 from ..experiments.paper_numbers import PAPER_ACCURACY
-from ..experiments.store import REMOVAL_FILE, read_keyed, run_result_name
+from ..experiments.store import REMOVAL_FILE
+from ..experiments.studies_removal import (
+    load_removal,
+    removal_accuracies,
+    removal_predictions,
+)
 from ..experiments.verdicts import (
     INCONCLUSIVE,
     Claim,
@@ -91,6 +96,7 @@ __all__ = [
     "format_claims",
     "load_removal",
     "removal_accuracies",
+    "removal_predictions",
     "removal_rows",
     "format_removal_table",
     "POSITIONAL_LR_CONFOUND",
@@ -1325,56 +1331,6 @@ def format_claim_blocks(claims: Sequence[Claim], link: bool = False) -> str:
         where = f"{{ref}}`{c.where}`" if (link and c.where) else ""
         blocks.append(claim_block(c, CLAIM_TITLES.get(key, key) or None, where))
     return "\n\n---\n\n".join(blocks)
-
-
-def load_removal(run) -> Optional[dict]:
-    """The saved ``removal.json`` of a run, or ``None`` when it was not made (``python -m
-    attnconv.regenerate --only <run>/removal`` makes it from the trained weights). Its key is the
-    accuracy of the full model, which must be the run's final test accuracy: removal accuracies of
-    other weights than the history's last epoch raise
-    :class:`~attnconv.experiments.store.StaleResultError`."""
-    path = Path(run.run_dir) / REMOVAL_FILE
-    if not path.is_file():
-        return None
-    return read_keyed(
-        path,
-        run.epochs[-1]["test_acc"],
-        run_result_name(run.run_dir, "removal"),
-        key_of=lambda saved: saved.get("full"),
-    )
-
-
-def removal_accuracies(run, data=None, batch_size: int = 500) -> dict:
-    """What ``removal.json`` holds, computed from a run loaded with its trained weights
-    (``run.model``): test accuracy of the full model, without each layer's heads
-    (:func:`~attnconv.experiments.pruning.layer_removal_accuracies`) and without each single head
-    (:func:`~attnconv.experiments.pruning.head_removal_accuracies`), no retraining. ``data``: a
-    :class:`~attnconv.experiments.data.CifarData` (default: the run's data set; the run's test subset is used)."""
-    from ..experiments.data import load_cifar10
-    from ..experiments.pruning import head_removal_accuracies, layer_removal_accuracies
-    from ..experiments.train import evaluate
-
-    if run.model is None:
-        raise ValueError(
-            f"{run.run_dir}: removal needs the trained weights (load the run with its model)"
-        )
-    if data is None:
-        data = load_cifar10(run.config.data, root=run.config.data_root, verbose=False)
-    data = data.subset(
-        run.config.train_subset, run.config.test_subset
-    )  # the test images the run used
-    model = run.model.eval()
-
-    def accuracy(m):
-        return evaluate(m, data.x_test, data.y_test, batch_size)[1]
-
-    result = layer_removal_accuracies(model, accuracy)
-    result["without_head"] = head_removal_accuracies(model, accuracy)["without_head"]
-    result["note"] = (
-        f"test accuracy on the {len(data.x_test):,} test images, heads removed with "
-        "attnconv.experiments.pruning.prune_heads, no retraining"
-    )
-    return result
 
 
 def removal_rows(removal: Mapping[str, dict]) -> List[dict]:

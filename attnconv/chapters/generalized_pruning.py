@@ -11,13 +11,15 @@ unpruned value). This module holds what the chapter needs:
 * :func:`attention_only_model` — a model whose encodings are those saved in a history (no weights
   needed), for head statistics and attention maps;
 * :func:`head_table`, :func:`degeneracy_order` — the spectrum of every head and the order in
-  which the pruning curve removes them;
+  which the pruning curve removes them (from :mod:`attnconv.experiments.studies_pruning`);
 * :func:`per_head_outputs`, :func:`pruning_check` — pruning removes exactly the chosen heads and
   leaves the others' outputs unchanged;
-* :func:`retrain`, :func:`pruning_study` — accuracies of pruned models with and without
-  retraining, computed from the trained weights and saved as a small JSON next to the run by
-  ``python -m attnconv.regenerate``; the chapter reads it (:func:`load_pruning_study`,
-  :func:`load_pruned_run`) and needs no weights;
+* the pruning study — accuracies (and per-image predictions) of pruned models with and without
+  retraining — is computed from the trained weights by
+  :func:`attnconv.experiments.studies_pruning.pruning_study` (retraining through the one training
+  loop) and saved next to the run by ``python -m attnconv.regenerate``; the chapter reads it
+  (:func:`load_pruning_study`, :func:`load_pruned_run`, :func:`study_predictions`) and needs no
+  weights;
 * :func:`initial_drop`, :func:`initial_drop_claim` — the verdict on "this ablation initially
   hurts a bit the performance" (App. A.1) from every saved pruning study;
 * :func:`plot_heads_by_layer` (Fig. 7), :func:`plot_eigenvalues`, :func:`plot_pruning` (Fig. 8),
@@ -28,17 +30,13 @@ from __future__ import annotations
 
 import copy
 import math
-from dataclasses import replace
-from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import torch
 
-from ..core.encodings import GeneralizedQuadraticEncoding
 from ..experiments.flops import analytic_macs
 from ..experiments.models import (
     build_model,
-    count_parameters,
     paper_model_config,
     parameter_count_table,
 )
@@ -51,29 +49,20 @@ from ..experiments.paper_numbers import (
     PAPER_TOTAL_HEADS,
 )
 from ..experiments.pruning import (
-    check_thresholds,
-    degenerate_heads,
-    inverse_covariance_spectrum,
-    is_degenerate,
     prune_heads,
 )
-from ..experiments.store import (
-    HISTORY,
-    PRUNING_FILE,
-    MissingResultError,
-    read_keyed,
-    regenerate_command,
-    relative_to_book,
-    run_result_name,
-)
-from ..experiments.train import (
-    Run,
-    TrainConfig,
-    attention_record,
-    evaluate,
-    make_optimizer,
-    make_scheduler,
-    train_epoch,
+from ..experiments.studies_pruning import (
+    STUDY_FILE,
+    count_selected,
+    degeneracy_order,
+    head_table,
+    load_pruned_run,
+    load_pruning_study,
+    pruned_folder,
+    pruning_study_name,
+    retrain_epochs,
+    selection_of,
+    study_predictions,
 )
 from ..experiments.verdicts import (
     INCONCLUSIVE,
@@ -98,9 +87,8 @@ __all__ = [
     "count_selected",
     "per_head_outputs",
     "pruning_check",
-    "retrain",
-    "pruning_study",
     "pruning_study_name",
+    "study_predictions",
     "load_pruning_study",
     "pruned_folder",
     "load_pruned_run",
@@ -135,21 +123,11 @@ def paper_pruning_reduction() -> Dict[str, float]:
 
 #: The chapter's changes to each profile's generalized run. The cpu profile trains 40 epochs
 #: instead of 16, so that the heads have time to change shape (the paper trains 300).
-STUDY_FILE = PRUNING_FILE
-Head = Tuple[int, int]
-
-
 def generalized_run_changes(profile: str) -> dict:
     """What the book's generalized run under ``profile`` changes in the profile's settings."""
     from .shared.saved_runs import book_run_changes
 
     return book_run_changes("generalized", profile)
-
-
-def retrain_epochs(config: TrainConfig) -> int:
-    """Epochs of retraining after pruning: a third of the training run (our choice;
-    the paper says only "a few epochs", and the authors' run scripts use 100 after 300)."""
-    return max(1, math.ceil(config.epochs / 3))
 
 
 # --------------------------------------------------------------------------- heads from a history
@@ -187,81 +165,10 @@ def attention_only_model(history: dict, epoch: int = -1):
     return model
 
 
-def head_table(
-    model,
-    max_eigenvalue_threshold: float = PAPER_MAX_EIGENVALUE_THRESHOLD,
-    condition_threshold: float = PAPER_CONDITION_THRESHOLD,
-) -> List[dict]:
-    """One row per head of a generalized model: ``layer``, ``head``, eigenvalues ``lambda_min``,
-    ``lambda_max`` of Σ⁻¹ = M Mᵀ, ``condition`` λ_max/λ_min (closed form, :func:`~attnconv.experiments.pruning.inverse_covariance_spectrum`)
-    and ``degenerate``: λ_max below ``max_eigenvalue_threshold`` or condition above
-    ``condition_threshold`` (the rule of :func:`attnconv.experiments.pruning.degenerate_heads`)."""
-    check_thresholds(max_eigenvalue_threshold, condition_threshold)
-    rows = []
-    for li, layer in enumerate(model.layers):
-        if layer.attention is None:
-            continue
-        enc = layer.attention.encoding
-        if not isinstance(enc, GeneralizedQuadraticEncoding):
-            raise ValueError(
-                f"layer {li} has a {type(enc).__name__}, not a GeneralizedQuadraticEncoding"
-            )
-        eig, cond = inverse_covariance_spectrum(enc.inv_sqrt_sigma)
-        for h, ((lo, hi), c) in enumerate(zip(eig.tolist(), cond.tolist())):
-            rows.append(
-                {
-                    "layer": li,
-                    "head": h,
-                    "lambda_min": lo,
-                    "lambda_max": hi,
-                    "condition": c,
-                    "degenerate": bool(
-                        is_degenerate(
-                            hi, c, max_eigenvalue_threshold, condition_threshold
-                        )
-                    ),
-                }
-            )
-    return rows
-
-
-def degeneracy_order(
-    model, max_eigenvalue_threshold: float = PAPER_MAX_EIGENVALUE_THRESHOLD
-) -> List[Head]:
-    """Every head ``(layer, head)``, most degenerate first: the non-localised heads (λ_max of Σ⁻¹
-    below the threshold) by increasing λ_max, then all others by decreasing condition number.
-    Whatever the condition threshold, the heads that :func:`~attnconv.experiments.pruning.degenerate_heads`
-    selects are a prefix of this order."""
-    rows = head_table(model, max_eigenvalue_threshold, math.inf)
-    flat = [r for r in rows]
-    wide = sorted(
-        (r for r in flat if r["lambda_max"] < max_eigenvalue_threshold),
-        key=lambda r: (r["lambda_max"], r["layer"], r["head"]),
-    )
-    rest = sorted(
-        (r for r in flat if not r["lambda_max"] < max_eigenvalue_threshold),
-        key=lambda r: (-r["condition"], r["layer"], r["head"]),
-    )
-    return [(r["layer"], r["head"]) for r in wide + rest]
-
-
 def pruned_per_layer(selection: Dict[int, Sequence[int]], num_layers: int) -> List[int]:
     """The number of heads a selection ``{layer: [heads]}`` prunes in each of ``num_layers`` layers
     (the paper's way of reporting it, :data:`PAPER_PRUNED_PER_LAYER`)."""
     return [len(selection.get(i, selection.get(str(i), []))) for i in range(num_layers)]
-
-
-def selection_of(heads: Sequence[Head]) -> Dict[int, List[int]]:
-    """``[(layer, head), ...]`` → ``{layer: [heads, sorted]}`` for :func:`attnconv.experiments.pruning.prune_heads`."""
-    out: Dict[int, List[int]] = {}
-    for layer, head in heads:
-        out.setdefault(int(layer), []).append(int(head))
-    return {k: sorted(v) for k, v in sorted(out.items())}
-
-
-def count_selected(selection: Dict[int, Sequence[int]]) -> int:
-    """Number of heads in a ``{layer: [heads]}`` selection."""
-    return sum(len(v) for v in selection.values())
 
 
 # --------------------------------------------------------------------------- pruning, checked
@@ -353,258 +260,6 @@ def pruning_check(
         "kept_head_outputs_equal": outputs_ok,
         "matches_zeroed_model": logits_ok,
     }
-
-
-# --------------------------------------------------------------------------- retraining
-def retrain(
-    model,
-    config: TrainConfig,
-    data,
-    epochs: int,
-    lr_divisor: float = 10.0,
-    verbose: bool = False,
-) -> dict:
-    """Continue training ``model`` (in place, e.g. after pruning) as :func:`attnconv.experiments.train.train`
-    does — same optimiser, batches, augmentation and learning-rate multipliers — with the learning
-    rate divided by ``lr_divisor`` (paper: 10) and a cosine decay over ``epochs`` without warm-up.
-
-    Returns a history like ``train``'s (its ``config`` is the retraining's :class:`TrainConfig`,
-    so :func:`attnconv.experiments.train.load_run` reads it), with ``initial`` test loss/accuracy before
-    retraining and ``heads_per_layer``."""
-    if epochs < 1 or lr_divisor <= 0:
-        raise ValueError("epochs must be >= 1 and lr_divisor > 0")
-    cfg = replace(
-        config, epochs=int(epochs), lr=config.lr / lr_divisor, warmup_fraction=0.0
-    )
-    device = next(model.parameters()).device
-    torch.manual_seed(cfg.seed)
-    data = data.subset(cfg.train_subset, cfg.test_subset).to(device)
-    n = len(data.x_train)
-    steps = math.ceil(n / cfg.batch_size)
-    optimizer = make_optimizer(model, cfg)
-    scheduler = make_scheduler(optimizer, cfg, steps)
-    test_loss, test_acc = evaluate(
-        model, data.x_test, data.y_test, cfg.eval_batch_size, device, cfg.bf16
-    )
-    history = {
-        "config": cfg.to_dict(),
-        "heads_per_layer": list(model.heads_per_layer),
-        "num_parameters": count_parameters(model),
-        "data": data.source,
-        "train_size": n,
-        "test_size": len(data.x_test),
-        "steps_per_epoch": steps,
-        "initial": {"test_loss": test_loss, "test_acc": test_acc},
-        "initial_attention": attention_record(model),
-        "epochs": [],
-        "status": "running",
-    }
-    for epoch in range(1, cfg.epochs + 1):
-        train_loss, train_acc = train_epoch(
-            model, data, cfg, optimizer, scheduler, epoch, device
-        )
-        test_loss, test_acc = evaluate(
-            model, data.x_test, data.y_test, cfg.eval_batch_size, device, cfg.bf16
-        )
-        history["epochs"].append(
-            {
-                "epoch": epoch,
-                "train_loss": train_loss,
-                "train_acc": train_acc,
-                "test_loss": test_loss,
-                "test_acc": test_acc,
-                "lr": optimizer.param_groups[0]["lr"],
-                "attention": attention_record(model),
-            }
-        )
-        if verbose:
-            print(f"retraining epoch {epoch}/{cfg.epochs}: test acc {test_acc:.4f}")
-    history["status"] = "complete"
-    model.eval()
-    return history
-
-
-def _prune_copy(model, heads: Sequence[Head]):
-    return prune_heads(copy.deepcopy(model), selection_of(heads))
-
-
-def pruning_study(
-    model,
-    config: TrainConfig,
-    data,
-    max_eigenvalue_threshold: float = PAPER_MAX_EIGENVALUE_THRESHOLD,
-    condition_threshold: float = PAPER_CONDITION_THRESHOLD,
-    retrain_counts: Optional[Sequence[int]] = None,
-    epochs: Optional[int] = None,
-    random_orders: int = 3,
-    seed: int = 0,
-    verbose: bool = False,
-) -> dict:
-    """Everything Figs. 8 and 9 need, from a trained generalized ``model`` (its run's ``config``):
-
-    * ``heads``: :func:`head_table` of the trained model; ``selected``: the degenerate heads under
-      the two thresholds; ``order``: :func:`degeneracy_order`;
-    * ``curve``: test accuracy without retraining after pruning the first k heads of ``order``
-      (k = 0 … all), and after pruning k heads in ``random_orders`` random orders (seeds
-      ``seed``, ``seed`` + 1, …);
-    * ``retrained``: for k = the number of degenerate heads and each of ``retrain_counts``
-      (default: a third and two thirds of all heads), the test accuracy before and after each
-      epoch of :func:`retrain` (``epochs``, default :func:`retrain_epochs`) of the model with the
-      first k heads of ``order`` pruned;
-    * ``parameters`` and ``macs`` (per image) of the unpruned and the pruned model;
-    * ``pruned_history``: the retraining history of the degenerate heads' pruning (``None`` when no
-      head is degenerate).
-
-    Returns a JSON-ready dict."""
-    device = next(model.parameters()).device
-    model = model.eval()
-    epochs = retrain_epochs(config) if epochs is None else int(epochs)
-    order = degeneracy_order(model, max_eigenvalue_threshold)
-    total = len(order)
-    selected = degenerate_heads(model, max_eigenvalue_threshold, condition_threshold)
-    k_sel = count_selected(selected)
-    if selection_of(order[:k_sel]) != selected:
-        raise RuntimeError(
-            "the degenerate heads are not a prefix of the degeneracy order"
-        )
-    x_test, y_test = data.x_test.to(device), data.y_test.to(device)
-
-    def acc(m):
-        return evaluate(m, x_test, y_test, config.eval_batch_size, device, config.bf16)[
-            1
-        ]
-
-    curve = {
-        "k": list(range(total + 1)),
-        "degenerate_first": [
-            acc(_prune_copy(model, order[:k])) for k in range(total + 1)
-        ],
-    }
-    rand = []
-    for i in range(random_orders):
-        perm = torch.randperm(
-            total, generator=torch.Generator().manual_seed(seed + i)
-        ).tolist()
-        rorder = [order[j] for j in perm]
-        rand.append([acc(_prune_copy(model, rorder[:k])) for k in range(total + 1)])
-    curve["random"] = rand
-    if verbose:
-        print(f"pruning curves done ({total} heads, {k_sel} degenerate)")
-    counts = (
-        [round(total / 3), round(2 * total / 3)]
-        if retrain_counts is None
-        else [int(c) for c in retrain_counts]
-    )
-    counts = sorted({c for c in counts + ([k_sel] if k_sel else []) if 0 < c <= total})
-    retrained, pruned_history = [], None
-    for k in counts:
-        m = _prune_copy(model, order[:k])
-        hist = retrain(m, config, data, epochs, verbose=verbose)
-        retrained.append(
-            {
-                "k": k,
-                "heads": [list(h) for h in order[:k]],
-                "test_acc_before": hist["initial"]["test_acc"],
-                "test_acc": [e["test_acc"] for e in hist["epochs"]],
-                "train_loss": [e["train_loss"] for e in hist["epochs"]],
-            }
-        )
-        if k == k_sel:
-            pruned_history = hist
-    cfg = model.config
-    pruned_cfg_heads = [
-        cfg.num_heads - len(selected.get(i, [])) for i in range(cfg.num_layers)
-    ]
-    macs_before, macs_after = analytic_macs(cfg), analytic_macs(cfg, pruned_cfg_heads)
-    return {
-        "format": 1,
-        "base_config": config.to_dict(),
-        "base_epochs": config.epochs,
-        "thresholds": {
-            "max_eigenvalue": max_eigenvalue_threshold,
-            "condition": condition_threshold,
-        },
-        "heads": head_table(model, max_eigenvalue_threshold, condition_threshold),
-        "selected": {str(k): v for k, v in selected.items()},
-        "selected_paper_thresholds": {
-            str(k): v
-            for k, v in degenerate_heads(
-                model, PAPER_MAX_EIGENVALUE_THRESHOLD, PAPER_CONDITION_THRESHOLD
-            ).items()
-        },
-        "order": [list(h) for h in order],
-        "curve": curve,
-        "retrain_epochs": epochs,
-        "retrained": retrained,
-        "parameters": {
-            "before": count_parameters(model),
-            "after": count_parameters(_prune_copy(model, order[:k_sel])),
-        },
-        "macs": {
-            "before": {"dense": macs_before.dense, "total": macs_before.total},
-            "after": {"dense": macs_after.dense, "total": macs_after.total},
-        },
-        "pruned_history": pruned_history,
-    }
-
-
-def pruning_study_name(run) -> str:
-    """The name under which ``python -m attnconv.regenerate`` makes the pruning study of ``run``."""
-    return run_result_name(run.run_dir, "pruning")
-
-
-def _study_key(study: dict) -> dict:
-    return {
-        "base_config": study.get("base_config"),
-        "thresholds": study.get("thresholds"),
-    }
-
-
-def load_pruning_study(
-    run,
-    max_eigenvalue_threshold: float = PAPER_MAX_EIGENVALUE_THRESHOLD,
-    condition_threshold: float = PAPER_CONDITION_THRESHOLD,
-    verbose: bool = True,
-) -> dict:
-    """The pruning study of a generalized run, read from ``run.run_dir / pruning.json``: it must
-    have been made from this run's configuration with these thresholds. Reads only: missing or
-    made otherwise, the error names the command that makes it (it needs the trained weights).
-    ``verbose``: say which file was read (relative to the book's folder)."""
-    path = Path(run.run_dir) / STUDY_FILE
-    wanted = {
-        "base_config": run.config.to_dict(),
-        "thresholds": {
-            "max_eigenvalue": max_eigenvalue_threshold,
-            "condition": condition_threshold,
-        },
-    }
-    study = read_keyed(path, wanted, pruning_study_name(run), key_of=_study_key)
-    if verbose:
-        where = relative_to_book(path)
-        print(
-            f"Using the saved pruning study in {where[len('book/') :] if where.startswith('book/') else where}."
-        )
-    return study
-
-
-def pruned_folder(run) -> Path:
-    """The folder of the retraining of ``run``'s degenerate heads' pruning: ``<folder>-pruned``."""
-    folder = Path(run.run_dir)
-    return folder.with_name(folder.name + "-pruned")
-
-
-def load_pruned_run(run) -> Run:
-    """The saved retraining of ``run`` after pruning its degenerate heads (a history only, written
-    with the pruning study)."""
-    from ..experiments.train import load_run
-
-    folder = pruned_folder(run)
-    if not (folder / HISTORY).is_file():
-        raise MissingResultError(
-            f"{folder} holds no retraining; make it with: "
-            f"{regenerate_command(pruning_study_name(run))}"
-        )
-    return load_run(folder)
 
 
 # --------------------------------------------------------------------------- figures and table

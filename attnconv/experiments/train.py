@@ -50,8 +50,9 @@ from __future__ import annotations
 import math
 import random
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 import torch
@@ -101,6 +102,7 @@ from .store import (
     HISTORY,
     PARTIAL_CHECKPOINT,
     STEPS_CSV,
+    json_form,
 )
 from .train_config import (
     GAUSSIAN_PARAMETER_NAMES,
@@ -124,6 +126,7 @@ from .train_step import (
 
 __all__ = [
     "TrainConfig",
+    "StartFrom",
     "attention_record",
     "RECORDED_STEPS",
     "train_epoch",
@@ -332,17 +335,34 @@ def _format_duration(seconds: float) -> str:
     return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
+@dataclass(frozen=True)
+class StartFrom:
+    """Start a run from given weights instead of ``build_model(config.model_config())``: ``build()``
+    returns the model to train (e.g. a trained model with some heads pruned; it may differ from
+    the config's architecture), ``record`` (JSON-ready) says what it is. The history then holds
+    ``start`` (the record), ``heads_per_layer`` and ``initial`` (test loss, accuracy and per-image
+    predictions of the weights before any step, evaluated like every epoch). Resuming needs the
+    same ``record`` (:class:`ResumeMismatchError` otherwise): the checkpoint's weights replace
+    those of ``build()``."""
+
+    build: Callable[[], torch.nn.Module]
+    record: dict = field(default_factory=dict)
+
+
 class _Session:
     """One session of a run: the model, optimiser and history :func:`train` builds (new or
     resumed), and the steps of its loop (an epoch, its record, its checkpoints)."""
 
-    def __init__(self, config, run_dir, ctx, data, precision, sync_batchnorm, state):
+    def __init__(
+        self, config, run_dir, ctx, data, precision, sync_batchnorm, state, start=None
+    ):
         self.config, self.run_dir, self.ctx, self.data = config, run_dir, ctx, data
+        self.start = start
         self.precision, self.device = precision, precision.device
         self.writer = ctx is None or ctx.is_writer
         self.n_train = len(data.x_train)
         self.steps_per_epoch = math.ceil(self.n_train / config.batch_size)
-        net = build_model(config.model_config())
+        net = build_model(config.model_config()) if start is None else start.build()
         if ctx is not None and sync_batchnorm:
             net = convert_sync_batchnorm(net, ctx)
         self.net = net.to(self.device)
@@ -362,6 +382,14 @@ class _Session:
 
     def _restore(self, state: dict) -> None:
         ctx, config = self.ctx, self.config
+        if self.start is not None and state["history"].get("start") != json_form(
+            self.start.record
+        ):
+            raise ResumeMismatchError(
+                f"cannot resume {self.run_dir}: it was started from other weights "
+                f"({state['history'].get('start')}, asked {self.start.record}). "
+                "Nothing was changed."
+            )
         self.net.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
@@ -398,8 +426,37 @@ class _Session:
             "epochs": [],
             "status": "running",
         }
+        if self.start is not None:
+            self._record_start()
         if self.ctx is not None:  # dropout masks: per rank
             torch.manual_seed(stream_seed(config.seed, self.ctx.rank, 2))
+
+    def _evaluate(self, predictions: Optional[list] = None):
+        """Test loss and accuracy of the weights now, in the session's precision."""
+        return evaluate(
+            self.net,
+            self.data.x_test,
+            self.data.y_test,
+            self.config.eval_batch_size,
+            self.device,
+            self.config.bf16,
+            distributed=self.ctx,
+            precision=self.precision.name,
+            predictions=predictions,
+        )
+
+    def _record_start(self) -> None:
+        """What :class:`StartFrom` started from, and its test accuracy before any step."""
+        classes = []
+        test_loss, test_acc = self._evaluate(classes)
+        self.history["start"] = json_form(self.start.record)
+        if hasattr(self.net, "heads_per_layer"):
+            self.history["heads_per_layer"] = list(self.net.heads_per_layer)
+        self.history["initial"] = {
+            "test_loss": test_loss,
+            "test_acc": test_acc,
+            "test_predictions": encode_predictions(classes),
+        }
 
     def _describe(self, sync_batchnorm: bool) -> None:
         """Where and how this session computes, in the history (the last session's)."""
@@ -495,17 +552,7 @@ class _Session:
         config = self.config
         last = epoch == config.epochs
         classes = [] if last else None  # the last epoch's per-image predictions
-        test_loss, test_acc = evaluate(
-            self.net,
-            self.data.x_test,
-            self.data.y_test,
-            config.eval_batch_size,
-            self.device,
-            config.bf16,
-            distributed=self.ctx,
-            precision=config.precision,
-            predictions=classes,
-        )
+        test_loss, test_acc = self._evaluate(classes)
         last_step = epoch * self.steps_per_epoch - 1
         record = {
             "epoch": epoch,
@@ -623,6 +670,7 @@ def train(
     stop_signals: Sequence[int] = (),
     csv: bool = False,
     tensorboard=None,
+    start: Optional[StartFrom] = None,
 ) -> dict:
     """Train ``config`` into ``run_dir`` and return the history (the content of ``history.json``).
 
@@ -642,6 +690,8 @@ def train(
             :data:`PARTIAL_CHECKPOINT`, which ``resume`` continues from.
         csv: also write ``steps.csv`` (loss and learning rate per step) and ``epochs.csv``.
         tensorboard: a folder for TensorBoard scalars (needs the ``tensorboard`` package).
+        start: a :class:`StartFrom` — train given weights (e.g. a pruned model) instead of a
+            fresh model of ``config``; the same loop, checkpoints and resume.
 
     Raises:
         NonFiniteLossError: a NaN/inf loss; the last good checkpoint stays in ``run_dir``.
@@ -668,7 +718,9 @@ def train(
     precision = resolve_precision(device, config.bf16, config.precision)
     _seed_everything(config.seed)
     data = _prepare_data(config, data, ctx, verbose, device)
-    session = _Session(config, run_dir, ctx, data, precision, sync_batchnorm, state)
+    session = _Session(
+        config, run_dir, ctx, data, precision, sync_batchnorm, state, start
+    )
     if verbose:
         print(start_line(precision))
         if state is not None:
