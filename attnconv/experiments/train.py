@@ -495,17 +495,19 @@ class _Session:
         config = self.config
         last = epoch == config.epochs
         classes = [] if last else None  # the last epoch's per-image predictions
-        test_loss, test_acc = evaluate(
-            self.net,
-            self.data.x_test,
-            self.data.y_test,
-            config.eval_batch_size,
-            self.device,
-            config.bf16,
-            distributed=self.ctx,
-            precision=config.precision,
-            predictions=classes,
-        )
+        test_loss = test_acc = None  # not evaluated this epoch (config.evaluate_every)
+        if config.evaluates(epoch):
+            test_loss, test_acc = evaluate(
+                self.net,
+                self.data.x_test,
+                self.data.y_test,
+                config.eval_batch_size,
+                self.device,
+                config.bf16,
+                distributed=self.ctx,
+                precision=config.precision,
+                predictions=classes,
+            )
         last_step = epoch * self.steps_per_epoch - 1
         record = {
             "epoch": epoch,
@@ -542,9 +544,14 @@ class _Session:
 
 def _epoch_line(config, record, train_seconds, images, eta_seconds) -> str:
     r = record
+    test = (
+        "not evaluated"
+        if r["test_acc"] is None
+        else f"loss {r['test_loss']:.4f} acc {r['test_acc']:.4f}"
+    )
     return (
         f"epoch {r['epoch']}/{config.epochs}: train loss {r['train_loss']:.4f} "
-        f"acc {r['train_acc']:.4f} | test loss {r['test_loss']:.4f} acc {r['test_acc']:.4f} "
+        f"acc {r['train_acc']:.4f} | test {test} "
         f"| lr {r['lr']:.4g} | {r['seconds']:.1f}s | "
         f"{images / max(train_seconds, 1e-9):,.0f} img/s | "
         f"ETA {_format_duration(eta_seconds)}"
