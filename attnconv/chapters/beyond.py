@@ -68,6 +68,7 @@ __all__ = [
     "ablation",
     "plot_ablation",
     "cpu_minutes",
+    "sweep_table",
     "test_set_noise",
     "gain_verdict",
     "later_claims",
@@ -615,3 +616,34 @@ def claims_markdown(claims: Sequence[Claim]):
         lines += ["", f"**Verdict: {c.verdict}** ({c.reason}).", ""]
         blocks.append("\n".join(lines))
     return Markdown("\n".join(blocks))
+
+
+def sweep_table():
+    """The settings tried before the grid (:data:`~attnconv.experiments.beyond.SWEEP`) as a
+    Markdown table, the grid's recipe marked."""
+    from ..experiments.beyond import LR, RECIPE, SWEEP
+
+    chosen = (LR, RECIPE["augment"], RECIPE["label_smoothing"], RECIPE["weight_decay"])
+    rows = [
+        [
+            f"{lr:g}",
+            "yes" if aug else "no",
+            f"{ls:g}",
+            f"{wd:g}",
+            f"{100 * train:.1f}",
+            f"{100 * test:.1f}",
+            "← the grid's" if key == chosen else "",
+        ]
+        for key, (train, test) in SWEEP.items()
+        for lr, aug, ls, wd in [key]
+    ]
+    columns = [
+        "lr",
+        "crop + flip",
+        "label smoothing",
+        "weight decay",
+        "train %",
+        "test %",
+        "",
+    ]
+    return markdown_table(columns, rows)
