@@ -56,6 +56,7 @@ __all__ = [
     "model_overrides",
     "series_name",
     "run_name",
+    "ORDER",
     "beyond_runs",
     "seed_image_interval",
 ]
@@ -184,16 +185,27 @@ def _run(start: str, size: int, seed: int) -> BeyondRun:
     )
 
 
+#: The order the runs are made in (seeds, sizes), so that a run cut short by the machine's load
+#: still holds three seeds at the smallest and largest sizes, ablation included: then the middle
+#: size, then the fourth seed.
+ORDER: Tuple[Tuple[Tuple[int, ...], Tuple[int, ...]], ...] = (
+    ((0, 1, 2), (510, 5085)),
+    ((0, 1, 2), (1700,)),
+    (tuple(range(3, SEEDS)), SIZES),
+)
+
+
 def beyond_runs() -> Iterator[BeyondRun]:
-    """Every run of the experiment, seed by seed (the regenerate command makes a complete seed of
-    every start and size, ablation included, before the next seed), small sizes first."""
-    for seed in range(SEEDS):
-        for size in SIZES:
-            for start in STARTS:
-                yield _run(start, size, seed)
-            if size in ABLATION_SIZES:
-                for start in ABLATION_STARTS:
+    """Every run of the experiment once, in :data:`ORDER`; at each seed and size every start,
+    then the ablation's."""
+    for seeds, sizes in ORDER:
+        for seed in seeds:
+            for size in sizes:
+                for start in STARTS:
                     yield _run(start, size, seed)
+                if size in ABLATION_SIZES:
+                    for start in ABLATION_STARTS:
+                        yield _run(start, size, seed)
 
 
 def seed_image_interval(
