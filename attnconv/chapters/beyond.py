@@ -1,39 +1,36 @@
-"""Chapter 18, *Beyond the paper*: does starting attention as a convolution make it learn better
-from little data? Reads the saved runs of :mod:`attnconv.experiments.beyond` (never trains),
-reduces them to the numbers the chapter shows, draws its figures and gives the verdicts on the
-later papers' claims.
+"""Chapter 18, *Beyond the paper*: does starting attention as a convolution make a small vision
+transformer learn better from little data, once the models can fit their data? Reads the saved
+runs of :mod:`attnconv.experiments.beyond` (never trains), reduces them to the numbers the chapter
+shows, draws its figures and gives the verdicts on the later papers' claims.
 
 * :func:`load_experiment` — every saved run, and the names of those not there yet;
-* :func:`accuracy_summaries`, :func:`plot_accuracy_vs_size`, :func:`results_table` — final test
-  accuracy against training-set size, over seeds;
-* :func:`locality_over_epochs`, :func:`plot_locality` — the gates σ(λ) and attention distances
-  per layer during training;
-* :func:`learning_curves`, :func:`plot_learning_curves`, :func:`speed_table` — what each
-  initialisation costs and gains in time;
-* :func:`test_set_noise`, :func:`gain_verdict`, :func:`later_claims`, :func:`claims_markdown` — the
-  book's verdict rule (:mod:`attnconv.experiments.verdicts`) applied to the later papers' claims.
+* :func:`summaries`, :func:`results_table`, :func:`plot_accuracy_and_fit` — final test and train
+  accuracy per start and size, with intervals over seeds and test images;
+* :func:`training_curves`, :func:`plot_training_curves` — accuracy over the steps;
+* :func:`heads_over_training`, :func:`plot_heads_over_training` — the gates σ(λ), the head
+  centres' movement and the widths α during training;
+* :func:`paired_difference`, :func:`ablation`, :func:`plot_ablation` — differences between starts
+  on the same seeds and test images (mimetic's two halves);
+* :func:`gain_verdict`, :func:`later_claims`, :func:`claims_markdown` — the verdicts on the later
+  papers' claims.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Dict, List, Mapping, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ..experiments.beyond import (
-    EPOCHS,
-    FRACTIONS,
-    MODELS,
-    SAMPLE_TRAIN_SIZE,
-    STEPS_FRACTIONS,
-    SizeSummary,
-    accuracy_summary,
-    equal_steps_epochs,
+    ABLATION_SIZES,
+    ABLATION_STARTS,
+    SIZES,
+    STARTS,
+    epochs_for,
+    seed_image_interval,
     series_name,
-    steps_series_name,
-    subset_size,
 )
 from ..experiments.registry import SERIES, load_series
 from ..experiments.store import regenerate_command
@@ -50,54 +47,57 @@ from .shared.plotting import COLUMN_INCHES
 from .shared.tables import markdown_table
 
 __all__ = [
+    "ALL_STARTS",
+    "GPSA_STARTS",
     "LABELS",
     "COLOURS",
-    "LANES",
     "SAMPLE_TEST_SIZE",
-    "theorem1_errors",
-    "initial_position_maps",
-    "plot_initial_position_maps",
     "Experiment",
     "load_experiment",
-    "final_accuracies",
-    "accuracy_summaries",
-    "steps_summaries",
-    "plot_accuracy_vs_size",
+    "test_labels",
+    "Summary",
+    "summaries",
     "results_table",
-    "locality_over_epochs",
-    "plot_locality",
-    "learning_curves",
-    "plot_learning_curves",
-    "speed_table",
-    "total_minutes",
+    "plot_accuracy_and_fit",
+    "training_curves",
+    "plot_training_curves",
+    "CENTRED_STARTS",
+    "heads_over_training",
+    "plot_heads_over_training",
+    "paired_difference",
+    "ablation",
+    "plot_ablation",
+    "cpu_minutes",
+    "sweep_table",
     "test_set_noise",
     "gain_verdict",
     "later_claims",
-    "later_claims_from",
     "claims_markdown",
 ]
 
+#: Every start of the experiment, the plain ViT first, the ablation last.
+ALL_STARTS: Tuple[str, ...] = STARTS + ABLATION_STARTS
+#: The starts of the GPSA model (those with gates and positional heads).
+GPSA_STARTS: Tuple[str, ...] = tuple(s for s in ALL_STARTS if s != "vit")
 #: How the chapter names each model.
 LABELS = {
-    "random": "random (ViT default)",
-    "convit": "ConViT local",
-    "impulse": "impulse (Thm. 1)",
-    "mimetic": "mimetic",
-    "resnet18": "ResNet18",
+    "vit": "plain ViT (MHSA)",
+    "random": "GPSA, default start",
+    "convit": "GPSA, ConViT local",
+    "impulse": "GPSA, impulse (Thm. 1)",
+    "mimetic": "GPSA, mimetic",
+    "mimetic_qk": "GPSA, mimetic W_qW_kᵀ only",
+    "mimetic_vo": "GPSA, mimetic W_vW_out only",
 }
 COLOURS = {
+    "vit": "black",
     "random": "tab:gray",
     "convit": "tab:blue",
     "impulse": "tab:orange",
     "mimetic": "tab:green",
-    "resnet18": "black",
+    "mimetic_qk": "tab:olive",
+    "mimetic_vo": "tab:cyan",
 }
-#: The two background lanes the runs were made in (``python -m attnconv.regenerate --only ...``).
-LANES = (
-    "beyond/random beyond/convit 'beyond/resnet18/frac100/seed[0-3]'",
-    "beyond/impulse beyond/mimetic beyond/resnet18/frac100/seed4 beyond/resnet18/frac50 "
-    "beyond/resnet18/frac25 beyond/resnet18/frac10",
-)
 #: Test images of the bundled sample: every accuracy of the experiment is measured on them.
 SAMPLE_TEST_SIZE = 1017
 #: Why a difference proves nothing (the reason :func:`gain_verdict` gives).
@@ -106,361 +106,342 @@ WITHIN_NOISE = "within the seed spread or the test set's noise"
 MIN_SEEDS = 3
 
 
-# --------------------------------------------------------------------------- the layer
-def theorem1_errors(
-    alphas: Sequence[float] = (0.5, 2.0, 8.0, 32.0, 128.0), seed: int = 0
-) -> List[Tuple[float, float]]:
-    """(α, largest difference) between a GPSA layer built from a random 3×3 convolution of 18
-    channels (:func:`~attnconv.experiments.initialisations.gpsa_from_conv`, gate closed on
-    position) and the book's Theorem 1 layer with exactly one-hot heads
-    (:func:`~attnconv.core.conv.conv_to_mhsa`), on a 7×7 image in float64, at the queries whose
-    3×3 window lies inside the image."""
-    import torch
-    from torch import nn
-
-    from ..core.conv import conv_to_mhsa
-    from ..experiments.initialisations import gpsa_from_conv
-
-    torch.manual_seed(seed)
-    conv = nn.Conv2d(18, 18, 3, padding=1).double()
-    x = torch.randn(2, 18, 7, 7, dtype=torch.float64)
-    inside = [7 * i + j for i in range(1, 6) for j in range(1, 6)]
-    with torch.no_grad():
-        want = conv_to_mhsa(conv, head_dim=2, hard=True)(x).flatten(2).transpose(1, 2)
-        tokens = x.flatten(2).transpose(1, 2)
-        out = []
-        for a in alphas:
-            got = gpsa_from_conv(conv, a)(tokens, (7, 7))
-            out.append((a, (got - want)[:, inside].abs().max().item()))
-    return out
-
-
-def initial_position_maps(seed: int = 0):
-    """Per GPSA initialisation, the positional attention of the 9 heads of one layer for the
-    query at token (4, 4) of the 8×8 grid, right after initialisation: ``{init: (9, 8, 8)}``."""
-    import torch
-
-    from ..core.gpsa import GatedPositionalSelfAttention
-    from ..experiments.initialisations import INITIALISATIONS
-
-    maps = {}
-    for name, init in INITIALISATIONS.items():
-        torch.manual_seed(seed)
-        layer = GatedPositionalSelfAttention(72, 9)
-        init(layer)
-        with torch.no_grad():
-            maps[name] = layer.positional_attention((8, 8))[:, 4 * 8 + 4].view(9, 8, 8)
-    return maps
-
-
-def plot_initial_position_maps(maps):
-    """One row per initialisation, one panel per head; the query's token outlined."""
-    import matplotlib.pyplot as plt
-    from matplotlib.patches import Rectangle
-
-    names = list(maps)
-    fig, axes = plt.subplots(
-        len(names), 9, figsize=(COLUMN_INCHES, 0.95 * len(names) + 0.3)
-    )
-    for i, name in enumerate(names):
-        for h in range(9):
-            ax = axes[i, h]
-            ax.imshow(maps[name][h].numpy(), cmap="viridis", vmin=0, vmax=1)
-            ax.add_patch(Rectangle((3.5, 3.5), 1, 1, fill=False, ec="white", lw=0.8))
-            ax.set_xticks([])
-            ax.set_yticks([])
-            if i == 0:
-                ax.set_title(f"head {h + 1}")
-        axes[i, 0].set_ylabel(LABELS[name], fontsize=7)
-    fig.tight_layout(pad=0.3)
-    return fig
-
-
 # --------------------------------------------------------------------------- loading
 @dataclass
 class Experiment:
-    """The saved runs by series name (``beyond/<model>/frac<percent>``, seed 0 first) and the
-    registered runs that are not there yet."""
+    """The saved runs by (start, size), seed 0 first, and the registered runs not there yet."""
 
-    runs: Dict[str, List[Run]] = field(default_factory=dict)
+    runs: Dict[Tuple[str, int], List[Run]] = field(default_factory=dict)
     missing: List[str] = field(default_factory=list)
 
-    @property
-    def complete(self) -> bool:
-        return not self.missing
-
     def message(self) -> str:
-        """What is missing and the command that makes it."""
+        """How many runs are saved, and the command that makes the others."""
+        saved = sum(map(len, self.runs.values()))
         if not self.missing:
-            return f"all {sum(map(len, self.runs.values()))} runs are saved"
+            return f"all {saved} runs are saved"
         return (
-            f"{len(self.missing)} of the experiment's runs are not saved yet "
-            f"(e.g. {self.missing[0]}); make them with: "
-            f"{regenerate_command('beyond')} beyond-steps"
+            f"{saved} runs saved, {len(self.missing)} not yet (e.g. {self.missing[0]}); "
+            f"make them with: {regenerate_command('beyond2')}"
         )
+
+    def seeds(self, start: str, size: int) -> List[int]:
+        return [r.config.seed for r in self.runs.get((start, size), [])]
 
 
 def load_experiment() -> Experiment:
     """Every saved run of the experiment (reads only)."""
     exp = Experiment()
-    names = [series_name(m, f) for m in MODELS for f in FRACTIONS]
-    names += [steps_series_name(m, f) for m in MODELS for f in STEPS_FRACTIONS]
-    for name in names:
-        runs = load_series(name, skip_missing=True)
-        exp.runs[name] = runs
-        saved = {str(r.run_dir) for r in runs}
-        exp.missing += [
-            n for n in SERIES[name] if not any(s.endswith(n) for s in saved)
-        ]
+    for start in ALL_STARTS:
+        for size in SIZES:
+            name = series_name(start, size)
+            if name not in SERIES:
+                continue
+            runs = load_series(name, skip_missing=True)
+            exp.runs[(start, size)] = runs
+            saved = {r.config.seed for r in runs}
+            exp.missing += [n for n in SERIES[name] if int(n[-1]) not in saved]
     return exp
 
 
-def final_accuracies(exp: Experiment) -> Dict[str, List[float]]:
-    """Series name → the final test accuracy of each saved seed."""
-    return {
-        name: [r.history.epochs[-1]["test_acc"] for r in runs]
-        for name, runs in exp.runs.items()
-    }
+def test_labels() -> np.ndarray:
+    """The classes of the sample's 1,017 test images, in order."""
+    from ..experiments.data import load_cifar10
+
+    return np.asarray(load_cifar10("sample", verbose=False).y_test)
 
 
-def accuracy_summaries(exp: Experiment) -> List[SizeSummary]:
-    """One :class:`~attnconv.experiments.beyond.SizeSummary` per model and size with saved runs
-    (equal epochs)."""
-    return accuracy_summary(final_accuracies(exp))
+def _correct(run: Run, labels: np.ndarray) -> np.ndarray:
+    """1/0 per test image: the run's final prediction right or wrong."""
+    return (np.asarray(run.history.predictions) == labels).astype(np.float64)
 
 
-def steps_summaries(exp: Experiment) -> List[SizeSummary]:
-    """The same for the equal-steps runs (the small sizes trained for the full sample's steps)."""
-    acc = final_accuracies(exp)
-    return [
-        SizeSummary(m, f, tuple(acc[steps_series_name(m, f)]))
-        for m in MODELS
-        for f in STEPS_FRACTIONS
-        if acc.get(steps_series_name(m, f))
-    ]
+# --------------------------------------------------------------------------- accuracy
+@dataclass(frozen=True)
+class Summary:
+    """One start at one size over its saved seeds: final test accuracy (mean and 95 % interval
+    over seeds and test images), final train accuracy (mean, lowest, highest seed)."""
+
+    start: str
+    size: int
+    seeds: int
+    test: Tuple[float, float, float]
+    train: Tuple[float, float, float]
+
+    @property
+    def gap(self) -> float:
+        """Mean train accuracy minus mean test accuracy."""
+        return self.train[0] - self.test[0]
 
 
-def _size(fraction: float) -> int:
-    return subset_size(fraction) or SAMPLE_TRAIN_SIZE
-
-
-# --------------------------------------------------------------------------- accuracy vs data
-def plot_accuracy_vs_size(
-    summaries: Sequence[SizeSummary], steps: Sequence[SizeSummary] = ()
-):
-    """Final test accuracy against the number of training images (log scale), one line per
-    model through the means, each seed a dot, the seed range as a bar; ``steps`` (the
-    equal-steps runs) as open markers joined by a dotted line to the full sample's point."""
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(COLUMN_INCHES, 3.4))
-    offsets = dict(zip(MODELS, np.linspace(-0.04, 0.04, len(MODELS))))
-    for model in MODELS:
-        rows = [s for s in summaries if s.model == model]
-        if not rows:
+def summaries(exp: Experiment, labels: np.ndarray) -> List[Summary]:
+    """A :class:`Summary` per start and size with saved runs."""
+    out = []
+    for (start, size), runs in exp.runs.items():
+        if not runs:
             continue
-        x = np.array([_size(s.fraction) for s in rows]) * np.exp(offsets[model])
-        mean = np.array([s.mean for s in rows]) * 100
-        lo = mean - np.array([s.low for s in rows]) * 100
-        hi = np.array([s.high for s in rows]) * 100 - mean
-        style = dict(color=COLOURS[model], lw=1.4)
-        if model == "resnet18":
-            style.update(ls="--")
-        ax.errorbar(x, mean, yerr=[lo, hi], capsize=2.5, marker="o", ms=3.5, **style)
-        for xi, s in zip(x, rows):
-            ax.plot(
-                [xi] * len(s.accuracies),
-                np.array(s.accuracies) * 100,
-                ".",
-                color=COLOURS[model],
-                alpha=0.35,
-                ms=3,
+        test = seed_image_interval([_correct(r, labels) for r in runs])
+        train = [r.history.epochs[-1].train_acc for r in runs]
+        out.append(
+            Summary(
+                start,
+                size,
+                len(runs),
+                test,
+                (float(np.mean(train)), min(train), max(train)),
             )
-        ax.plot(
-            [], [], color=COLOURS[model], ls=style.get("ls", "-"), label=LABELS[model]
         )
-        extra = [s for s in steps if s.model == model]
-        if extra:
-            xs = np.array([_size(s.fraction) for s in extra]) * np.exp(offsets[model])
-            ms = np.array([s.mean for s in extra]) * 100
-            low = ms - np.array([s.low for s in extra]) * 100
-            high = np.array([s.high for s in extra]) * 100 - ms
-            ax.errorbar(
-                xs,
-                ms,
-                yerr=[low, high],
-                fmt="o",
-                mfc="white",
-                ms=4,
-                capsize=2.5,
-                color=COLOURS[model],
-                lw=1.0,
-            )
-            ax.plot([*xs, x[-1]], [*ms, mean[-1]], ":", color=COLOURS[model], lw=1)
-    sizes = [_size(f) for f in FRACTIONS]
-    ax.set_xscale("log")
-    ax.set_xticks(sizes)
-    ax.set_xticklabels(
-        [f"{n:,}\n({round(100 * f)} %)" for n, f in zip(sizes, FRACTIONS)]
-    )
-    ax.minorticks_off()
-    ax.set_xlabel("training images (share of the 5,085-image sample)")
-    ax.set_ylabel("test accuracy after training (%)")
-    ax.grid(alpha=0.3)
-    if steps:
-        ax.plot([], [], "o:", mfc="white", color="0.4", label="same steps as 100 %")
-    ax.legend(loc="upper left", frameon=False, ncol=2)
-    budget = f"filled: {EPOCHS} epochs at every size"
-    if steps:
-        budget += "; open: the full sample's number of steps"
-    ax.set_title(f"{budget} (line: mean over seeds; bar: seed range; dots: seeds)")
-    fig.tight_layout()
-    return fig
-
-
-def results_table(
-    summaries: Sequence[SizeSummary], fractions: Sequence[float] = FRACTIONS
-):
-    """Mean and seed range ("low to high": no number breaks in a narrow cell) of the final
-    test accuracy (%) per model (rows) and size (columns)."""
-    cells: Dict[Tuple[str, float], str] = {
-        (
-            s.model,
-            s.fraction,
-        ): f"{100 * s.mean:.1f} ({100 * s.low:.1f} to {100 * s.high:.1f})"
-        for s in summaries
-    }
-    rows = [
-        [LABELS[m]] + [cells.get((m, f), "not saved") for f in fractions]
-        for m in MODELS
-    ]
-    columns = ["model"] + [f"{round(100 * f)} %" for f in fractions]
-    return markdown_table(columns, rows)
-
-
-# --------------------------------------------------------------------------- locality
-def locality_over_epochs(
-    exp: Experiment, fraction: float = 1.0
-) -> Dict[str, Dict[str, np.ndarray]]:
-    """Per GPSA initialisation, over the seeds at ``fraction``: ``gate`` (epochs+1, layers), the
-    mean over heads of σ(λ_h) after each epoch (row 0: at initialisation), and ``distance``
-    (epochs, layers), the mean attention distance (tokens) over heads and test images after each
-    epoch. Averaged over seeds."""
-    out = {}
-    for model in MODELS:
-        runs = exp.runs.get(series_name(model, fraction)) or []
-        if model == "resnet18" or not runs:
-            continue
-        gates, dists = [], []
-        for r in runs:
-            h = r.history
-            records = [h.initial_attention] + [e.attention for e in h.epochs]
-            gates.append([[np.mean(l["gate"]) for l in rec] for rec in records])
-            dists.append(
-                [[np.mean(l["distance"]) for l in e.attention] for e in h.epochs]
-            )
-        out[model] = {
-            "gate": np.mean(gates, axis=0),
-            "distance": np.mean(dists, axis=0),
-        }
     return out
 
 
-def plot_locality(locality: Mapping[str, Mapping[str, np.ndarray]]):
-    """Two rows (gate on position; attention distance) by one column per layer, one line per
-    initialisation."""
+def results_table(rows: Sequence[Summary], starts: Sequence[str] = ALL_STARTS):
+    """Final test accuracy, mean [95 % interval] (%), and mean train accuracy per start (rows)
+    and size (columns)."""
+    cells = {
+        (s.start, s.size): (
+            f"{100 * s.test[0]:.1f} [{100 * s.test[1]:.1f}, {100 * s.test[2]:.1f}]"
+            f" · {100 * s.train[0]:.0f} ({s.seeds})"
+        )
+        for s in rows
+    }
+    table = [
+        [LABELS[m]] + [cells.get((m, n), "not saved") for n in SIZES]
+        for m in starts
+        if any((m, n) in cells for n in SIZES)
+    ]
+    columns = ["start"] + [f"{n:,} images" for n in SIZES]
+    return markdown_table(columns, table)
+
+
+def plot_accuracy_and_fit(rows: Sequence[Summary], starts: Sequence[str] = STARTS):
+    """Two panels against the number of training images (log scale): final test accuracy (mean,
+    95 % interval over seeds and test images) and final train accuracy (mean, seed range)."""
     import matplotlib.pyplot as plt
 
-    if not locality:
-        print("no saved GPSA run on the full sample yet")
-        return None
-    layers = next(iter(locality.values()))["gate"].shape[1]
-    fig, axes = plt.subplots(
-        2, layers, figsize=(COLUMN_INCHES, 4.2), sharex=True, sharey="row"
-    )
-    axes = np.asarray(axes).reshape(2, layers)
-    for model, rec in locality.items():
-        e = np.arange(rec["gate"].shape[0])
-        for j in range(layers):
-            axes[0, j].plot(
-                e, rec["gate"][:, j], color=COLOURS[model], label=LABELS[model]
+    fig, axes = plt.subplots(1, 2, figsize=(COLUMN_INCHES, 3.3), sharex=True)
+    offsets = dict(zip(starts, np.linspace(-0.05, 0.05, len(starts))))
+    for start in starts:
+        mine = sorted((s for s in rows if s.start == start), key=lambda s: s.size)
+        if not mine:
+            continue
+        x = np.array([s.size for s in mine]) * np.exp(offsets[start])
+        for ax, key in zip(axes, ("test", "train")):
+            v = np.array([getattr(s, key) for s in mine]) * 100
+            ax.errorbar(
+                x,
+                v[:, 0],
+                yerr=[v[:, 0] - v[:, 1], v[:, 2] - v[:, 0]],
+                color=COLOURS[start],
+                marker="o",
+                ms=3.5,
+                capsize=2.5,
+                lw=1.3,
+                label=LABELS[start],
             )
-            axes[1, j].plot(e[1:], rec["distance"][:, j], color=COLOURS[model])
-    for j in range(layers):
-        axes[0, j].set_title(f"layer {j + 1}")
-        axes[1, j].set_xlabel("epoch")
-        for ax in axes[:, j]:
-            ax.grid(alpha=0.3)
-    axes[0, 0].set_ylabel("mean gate σ(λ) on position")
-    axes[1, 0].set_ylabel("attention distance (tokens)")
-    axes[0, 0].legend(frameon=False, loc="lower left")
+    for ax, title in zip(
+        axes, ("(a) test accuracy", "(b) train accuracy (fit of the training set)")
+    ):
+        ax.set_xscale("log")
+        ax.set_xticks(SIZES)
+        ax.set_xticklabels([f"{n:,}" for n in SIZES])
+        ax.minorticks_off()
+        ax.set_xlabel("training images")
+        ax.set_title(title)
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("final accuracy (%)")
+    axes[1].legend(frameon=False, fontsize=7.5, loc="upper right")
     fig.tight_layout()
     return fig
 
 
-# --------------------------------------------------------------------------- speed
-def learning_curves(exp: Experiment, fraction: float = 1.0) -> Dict[str, np.ndarray]:
-    """Per model, the test accuracy after each epoch for each seed at ``fraction``: ``(seeds,
-    epochs)``."""
-    return {
-        m: np.array([r.history.series("test_acc") for r in runs])
-        for m in MODELS
-        if (runs := exp.runs.get(series_name(m, fraction)))
-    }
+# --------------------------------------------------------------------------- over training
+def training_curves(
+    exp: Experiment, size: int
+) -> Dict[str, Dict[str, Tuple[np.ndarray, np.ndarray]]]:
+    """Per start at ``size``: ``train`` and ``test`` as (steps, mean accuracy over seeds); the
+    test accuracy only where it was evaluated."""
+    out = {}
+    for start in ALL_STARTS:
+        runs = exp.runs.get((start, size)) or []
+        if not runs:
+            continue
+        per = runs[0].history.steps_per_epoch
+        curves = {}
+        for key in ("train_acc", "test_acc"):
+            values = np.array(
+                [
+                    [np.nan if e[key] is None else e[key] for e in r.history.epochs]
+                    for r in runs
+                ],
+                dtype=np.float64,
+            )
+            steps = per * np.arange(1, values.shape[1] + 1)
+            keep = ~np.isnan(values).any(axis=0)
+            curves[key[:-4]] = (steps[keep], values[:, keep].mean(axis=0))
+        out[start] = curves
+    return out
 
 
-def plot_learning_curves(curves: Mapping[str, np.ndarray]):
-    """Test accuracy against epoch at the full sample: mean over seeds, band = seed range."""
+def plot_training_curves(curves, size: int, starts: Sequence[str] = STARTS):
+    """Train (dashed) and test (solid, markers where evaluated) accuracy over the steps."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(COLUMN_INCHES, 2.9))
-    for m, acc in curves.items():
-        e = np.arange(1, acc.shape[1] + 1)
-        ls = "--" if m == "resnet18" else "-"
-        ax.plot(e, 100 * acc.mean(0), color=COLOURS[m], ls=ls, label=LABELS[m])
-        ax.fill_between(
-            e, 100 * acc.min(0), 100 * acc.max(0), color=COLOURS[m], alpha=0.15, lw=0
-        )
-    ax.set_xlabel("epoch")
-    ax.set_ylabel("test accuracy (%)")
+    for start in starts:
+        if start not in curves:
+            continue
+        c = curves[start]
+        ax.plot(*_pct(c["train"]), ls="--", color=COLOURS[start], lw=1.2)
+        ax.plot(*_pct(c["test"]), "o-", ms=3, color=COLOURS[start], lw=1.3)
+        ax.plot([], [], color=COLOURS[start], label=LABELS[start])
+    ax.plot([], [], "k--", lw=1, label="train (dashed)")
+    ax.set_xlabel(f"optimizer step (batch 100; {epochs_for(size)} epochs of {size:,})")
+    ax.set_ylabel("accuracy (%)")
     ax.grid(alpha=0.3)
-    ax.legend(frameon=False, ncol=3, loc="lower right")
+    ax.legend(frameon=False, fontsize=7.5, ncol=2, loc="upper left")
     fig.tight_layout()
     return fig
 
 
-def _run_seconds(run: Run) -> float:
-    """A run's recorded time: the sum of its epochs' seconds (training + evaluation)."""
-    return sum(e["seconds"] for e in run.history.epochs)
+def _pct(curve):
+    return curve[0], 100 * curve[1]
 
 
-def speed_table(exp: Experiment):
-    """Seconds per epoch on the full sample (training + evaluation; the median over seeds and
-    epochs, as the machine's load varied) and the total recorded time of each model's runs."""
-    rows = []
-    for m in MODELS:
-        full = exp.runs.get(series_name(m, 1.0)) or []
-        per_epoch = [e["seconds"] for r in full for e in r.history.epochs]
-        total = sum(
-            _run_seconds(r)
-            for f in FRACTIONS
-            for r in exp.runs.get(series_name(m, f)) or []
-        )
-        rows.append(
-            [
-                LABELS[m],
-                f"{np.median(per_epoch):.1f}" if per_epoch else "not saved",
-                f"{total / 60:.1f}",
-            ]
-        )
-    return markdown_table(
-        ["model", "median s per epoch, 100 %", "minutes, 6-epoch runs"], rows
+#: The starts whose positional heads have centres at the start (α > 0): the others start with
+#: α ≈ 0, where a centre Δ = w/(2α) is not defined.
+CENTRED_STARTS: Tuple[str, ...] = ("convit", "impulse")
+
+
+def heads_over_training(exp: Experiment, size: int) -> Dict[str, Dict[str, np.ndarray]]:
+    """Per GPSA start at ``size``, averaged over seeds and heads, per layer, at the start (row
+    0) and after each epoch: ``gate`` σ(λ_h); ``alpha``, the widths α_h; ``reach``, the mean
+    distance (tokens) of the positional attention from its query; for :data:`CENTRED_STARTS`
+    ``moved``, how far (tokens) the head centres Δ_h are from where they started; ``steps``, the
+    step of each row."""
+    out = {}
+    for start in GPSA_STARTS:
+        runs = exp.runs.get((start, size)) or []
+        if not runs:
+            continue
+        rec: Dict[str, list] = {"gate": [], "alpha": [], "reach": [], "moved": []}
+        for r in runs:
+            h = r.history
+            records = [h.initial_attention] + [e.attention for e in h.epochs]
+            for key, name in (
+                ("gate", "gate"),
+                ("alpha", "alpha"),
+                ("reach", "position_distance"),
+            ):
+                rec[key].append([[np.mean(lay[name]) for lay in x] for x in records])
+            first = [np.array(lay["centers"]) for lay in records[0]]
+            rec["moved"].append(
+                [
+                    [
+                        np.linalg.norm(np.array(lay["centers"]) - c0, axis=1).mean()
+                        for lay, c0 in zip(x, first)
+                    ]
+                    for x in records
+                ]
+            )
+        if start not in CENTRED_STARTS:
+            del rec["moved"]
+        out[start] = {k: np.mean(v, axis=0) for k, v in rec.items()}
+        out[start]["steps"] = runs[0].history.steps_per_epoch * np.arange(len(records))
+    return out
+
+
+def plot_heads_over_training(heads: Mapping[str, Mapping[str, np.ndarray]]):
+    """Four panels (gate on position, width α, reach of the positional attention, movement of
+    the centred heads), one line per GPSA start, solid for layer 1 and dashed for layer 2."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, 2, figsize=(COLUMN_INCHES, 5.0), sharex=True)
+    panels = (
+        ("gate", "(a) gate σ(λ) on position"),
+        ("alpha", "(b) width α"),
+        ("reach", "(c) positional attention distance (tokens)"),
+        ("moved", "(d) centres moved from the start (tokens)"),
     )
+    for ax, (key, title) in zip(axes.flat, panels):
+        for start, rec in heads.items():
+            if key not in rec:
+                continue
+            for layer, ls in ((0, "-"), (1, "--")):
+                ax.plot(
+                    rec["steps"],
+                    rec[key][:, layer],
+                    ls=ls,
+                    color=COLOURS[start],
+                    lw=1.2,
+                    label=LABELS[start] if (layer == 0 and key == "gate") else None,
+                )
+        ax.set_title(title)
+        ax.grid(alpha=0.3)
+    for ax in axes[1]:
+        ax.set_xlabel("step (solid: layer 1, dashed: layer 2)")
+    axes[0, 1].set_yscale("symlog", linthresh=0.1)
+    axes[0, 0].legend(frameon=False, fontsize=7, loc="lower left")
+    fig.tight_layout()
+    return fig
 
 
-def total_minutes(exp: Experiment) -> float:
-    """The recorded time of every saved run of the experiment, in minutes."""
-    return sum(_run_seconds(r) for runs in exp.runs.values() for r in runs) / 60
+# --------------------------------------------------------------------------- differences
+def paired_difference(
+    exp: Experiment, start: str, base: str, size: int, labels: np.ndarray
+) -> Optional[Tuple[float, float, float, int]]:
+    """``start`` minus ``base`` at ``size`` on the seeds both have and the same test images:
+    (mean difference, 95 % interval low, high, seeds), or ``None`` without a shared seed."""
+    a = {r.config.seed: r for r in exp.runs.get((start, size), [])}
+    b = {r.config.seed: r for r in exp.runs.get((base, size), [])}
+    seeds = sorted(set(a) & set(b))
+    if not seeds:
+        return None
+    diff = [_correct(a[s], labels) - _correct(b[s], labels) for s in seeds]
+    return (*seed_image_interval(diff), len(seeds))
+
+
+def ablation(
+    exp: Experiment, labels: np.ndarray, base: str = "random"
+) -> Dict[Tuple[str, int], Tuple[float, float, float, int]]:
+    """Mimetic and its two halves against the GPSA default start, at the ablation's sizes."""
+    out = {}
+    for size in ABLATION_SIZES:
+        for start in ("mimetic",) + ABLATION_STARTS:
+            d = paired_difference(exp, start, base, size, labels)
+            if d is not None:
+                out[(start, size)] = d
+    return out
+
+
+def plot_ablation(diffs: Mapping[Tuple[str, int], Tuple[float, float, float, int]]):
+    """Each start's difference to the default start (points, 95 % interval), one row per start
+    and size."""
+    import matplotlib.pyplot as plt
+
+    keys = list(diffs)
+    fig, ax = plt.subplots(figsize=(COLUMN_INCHES, 0.32 * len(keys) + 0.9))
+    for i, key in enumerate(keys):
+        m, lo, hi, n = diffs[key]
+        ax.errorbar(
+            100 * m,
+            i,
+            xerr=[[100 * (m - lo)], [100 * (hi - m)]],
+            fmt="o",
+            color=COLOURS[key[0]],
+            capsize=3,
+        )
+    ax.axvline(0, color="0.3", lw=0.8)
+    ax.set_yticks(range(len(keys)))
+    ax.set_yticklabels([f"{LABELS[s]}, {n:,} images" for s, n in keys], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("test accuracy minus the default start's (points; 95 % interval)")
+    ax.grid(alpha=0.3, axis="x")
+    fig.tight_layout()
+    return fig
+
+
+def cpu_minutes(exp: Experiment) -> float:
+    """The recorded seconds of every saved run (training + evaluation), in minutes."""
+    return sum(r.history.seconds for runs in exp.runs.values() for r in runs) / 60
 
 
 # --------------------------------------------------------------------------- verdicts
@@ -519,8 +500,9 @@ class _Spec:
     quote: str
     source: str
     test: str
-    init: str
-    fractions: Tuple[float, ...]
+    start: str
+    base: str
+    sizes: Tuple[int, ...]
     claimed_gain: float = 0.0
 
 
@@ -530,29 +512,33 @@ _SPECS = (
         "The resulting convolutional-like ViT architecture, ConViT, outperforms the DeiT "
         "[...] on ImageNet, while offering a much improved sample efficiency.",
         "d'Ascoli et al. 2021, abstract",
-        "the sample-efficiency part: the ConViT-initialised GPSA model above the same model "
-        "at the default initialisation at 10 % and 25 % of the sample.",
+        "the sample-efficiency part: GPSA at ConViT's local start above the plain ViT "
+        "(DeiT-style: MHSA, learned position embedding, same width, depth and heads) at "
+        "the two small sizes, 510 and 1,700 images.",
         "convit",
-        (0.10, 0.25),
+        "vit",
+        (510, 1700),
     ),
     _Spec(
         "experimental results show that the construction in our proof can help inject "
         "convolutional bias into Transformers and significantly improve the performance of "
         "ViT in low data regimes.",
         "Li et al. 2021, abstract",
-        "the paper's construction (heads on random shifts of the 3×3 window at Lemma 2's "
-        "near one-hot width) above the default initialisation at 10 % and 25 % of the sample.",
+        "the paper's construction (every shift of the 3×3 window a head's centre, at Lemma "
+        "2's near one-hot width) above the plain ViT at 510 and 1,700 images.",
         "impulse",
-        (0.10, 0.25),
+        "vit",
+        (510, 1700),
     ),
     _Spec(
         "Our approach achieves state-of-the-art performance for data-efficient ViT learning "
         "across numerous benchmarks including CIFAR-10, CIFAR-100, and SVHN.",
         "Zheng et al. 2024, abstract",
-        "the impulse initialisation above the default initialisation at every size of the "
-        "sample (state of the art is not testable here).",
+        "the impulse start above the plain ViT at every size (state of the art is not "
+        "testable here).",
         "impulse",
-        FRACTIONS,
+        "vit",
+        SIZES,
     ),
     _Spec(
         'simply initializing the weights of self-attention layers so that they "look" more '
@@ -561,41 +547,43 @@ _SPECS = (
         "ImageNet classification, where we see gains in accuracy of over 5% and 4%, "
         "respectively.",
         "Trockman & Kolter 2023, abstract",
-        "the mimetic-initialised model above the default initialisation by more than 5 points "
-        "on the full sample.",
+        "the mimetic start above the default start of the same GPSA model by more than 5 "
+        "points on the full sample.",
         "mimetic",
-        (1.0,),
+        "random",
+        (5085,),
         0.05,
     ),
 )
 
 
-def later_claims(exp: Experiment) -> List[Claim]:
-    """The later papers' claims with the book's verdict, from the saved runs (a size without runs
-    of both models is left out; a claim with no size left is inconclusive for want of runs)."""
-    return later_claims_from(final_accuracies(exp))
-
-
-def later_claims_from(acc: Mapping[str, Sequence[float]]) -> List[Claim]:
-    """:func:`later_claims` from ``{series name: final test accuracy of each seed}``."""
+def later_claims(exp: Experiment, labels: np.ndarray) -> List[Claim]:
+    """The later papers' claims with the book's verdict and, per size, the paired difference
+    and its 95 % interval over seeds and test images (a size without runs of both is left out)."""
     claims = []
     for spec in _SPECS:
         evidence, verdicts = [], []
-        cases = [(f, series_name, f"{EPOCHS} epochs") for f in spec.fractions]
-        cases += [
-            (f, steps_series_name, f"{equal_steps_epochs(f)} epochs, same steps")
-            for f in spec.fractions
-            if f in STEPS_FRACTIONS
-        ]
-        for f, name, budget in cases:
-            mine = acc.get(name(spec.init, f)) or []
-            base = acc.get(name("random", f)) or []
-            if not mine or not base:
+        for size in spec.sizes:
+            mine = exp.runs.get((spec.start, size)) or []
+            base = exp.runs.get((spec.base, size)) or []
+            d = paired_difference(exp, spec.start, spec.base, size, labels)
+            if d is None:
                 continue
-            verdict, numbers = gain_verdict(mine, base, spec.claimed_gain)
+            # ---- verdict rule: the one call site (the book's rule replaces gain_verdict here)
+            verdict, numbers = gain_verdict(
+                [r.history.epochs[-1].test_acc for r in mine],
+                [r.history.epochs[-1].test_acc for r in base],
+                spec.claimed_gain,
+            )
+            # ----
+            interval = (
+                f"difference {100 * d[0]:+.1f} points, 95 % interval "
+                f"[{100 * d[1]:+.1f}, {100 * d[2]:+.1f}] over {d[3]} paired seeds and the "
+                f"1,017 test images"
+            )
             verdicts.append(verdict)
             evidence.append(
-                Evidence(f"{round(100 * f)} %, {budget}", f"{numbers}: {verdict}")
+                Evidence(f"{size:,} images", f"{interval}; {numbers}: {verdict}")
             )
         if not evidence:
             evidence = [Evidence("none saved", "the runs are not saved yet")]
@@ -615,17 +603,12 @@ def later_claims_from(acc: Mapping[str, Sequence[float]]) -> List[Claim]:
 
 def claims_markdown(claims: Sequence[Claim]):
     """The claims as Markdown (an ``IPython.display.Markdown``): per claim the quote and its
-    source, the test as written, one line of evidence per size and budget, and the verdict."""
+    source, the test as written, one line of evidence per size, and the verdict."""
     from IPython.display import Markdown
 
     blocks = []
     for c in claims:
-        lines = [
-            f"**“{c.quote}”** ({c.source})",
-            "",
-            f"*Tested as:* {c.test}",
-            "",
-        ]
+        lines = [f"**“{c.quote}”** ({c.source})", "", f"*Tested as:* {c.test}", ""]
         lines += [
             f"* {e.run}: {e.measured.replace('; ' + WITHIN_NOISE, '')}"
             for e in c.evidence
@@ -633,3 +616,34 @@ def claims_markdown(claims: Sequence[Claim]):
         lines += ["", f"**Verdict: {c.verdict}** ({c.reason}).", ""]
         blocks.append("\n".join(lines))
     return Markdown("\n".join(blocks))
+
+
+def sweep_table():
+    """The settings tried before the grid (:data:`~attnconv.experiments.beyond.SWEEP`) as a
+    Markdown table, the grid's recipe marked."""
+    from ..experiments.beyond import LR, RECIPE, SWEEP
+
+    chosen = (LR, RECIPE["augment"], RECIPE["label_smoothing"], RECIPE["weight_decay"])
+    rows = [
+        [
+            f"{lr:g}",
+            "yes" if aug else "no",
+            f"{ls:g}",
+            f"{wd:g}",
+            f"{100 * train:.1f}",
+            f"{100 * test:.1f}",
+            "← the grid's" if key == chosen else "",
+        ]
+        for key, (train, test) in SWEEP.items()
+        for lr, aug, ls, wd in [key]
+    ]
+    columns = [
+        "lr",
+        "crop + flip",
+        "label smoothing",
+        "weight decay",
+        "train %",
+        "test %",
+        "",
+    ]
+    return markdown_table(columns, rows)

@@ -11,6 +11,9 @@ centred on the shift Δ^h with width α_h: v_pos^h·r_δ = −α_h‖δ − Δ^h
 The output is Σ_h A^h X W_val^h W_out^h + b_out (eq. 4): one value and one output projection shared
 by the heads' slices, as in multi-head self-attention.
 
+:class:`MultiHeadSelfAttention` is the plain vision transformer's layer (content attention only,
+A^h = softmax_k(q_q·k_k/√D_h)), the same parameters less the positional ones: the baseline.
+
 Shifts δ = k − q are in (row, column) order as in :func:`attnconv.core.grid.relative_shifts`.
 """
 
@@ -28,6 +31,7 @@ __all__ = [
     "quadratic_weights",
     "head_centres",
     "GatedPositionalSelfAttention",
+    "MultiHeadSelfAttention",
 ]
 
 
@@ -175,6 +179,29 @@ class GatedPositionalSelfAttention(nn.Module):
                 "gate": self.gate().tolist(),
                 "position_distance": self.mean_distance(pos, grid).tolist(),
             }
+        seen = self.evaluated_distance()
+        if seen is not None:
+            record["distance"] = seen.tolist()
+        return record
+
+
+class MultiHeadSelfAttention(GatedPositionalSelfAttention):
+    """Plain multi-head self-attention (ViT/DeiT): A^h = softmax_k(q_q·k_k/√D_h), output
+    Σ_h A^h X W_val^h W_out^h + b_out (eq. 4). The parameters ``qk``, ``v``, ``proj`` of
+    :class:`GatedPositionalSelfAttention`, without ``pos_proj`` and ``gating_param``: position
+    enters only through the model's absolute position embedding."""
+
+    def __init__(self, dim, num_heads, qkv_bias=False, attention_dropout=0.0):
+        super().__init__(dim, num_heads, qkv_bias, attention_dropout)
+        del self.pos_proj, self.gating_param
+
+    def attention(self, x: torch.Tensor, grid: Tuple[int, int]) -> torch.Tensor:
+        """The content attention: ``(B, N_h, T, T)``."""
+        return self.content_attention(x)
+
+    def head_record(self, grid: Tuple[int, int]) -> dict:
+        """``num_heads`` and, after an evaluation, ``distance``: the heads' attention distance."""
+        record = {"num_heads": self.num_heads}
         seen = self.evaluated_distance()
         if seen is not None:
             record["distance"] = seen.tolist()

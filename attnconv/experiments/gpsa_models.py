@@ -3,12 +3,19 @@ transformer whose every attention layer is GPSA (:mod:`attnconv.core.gpsa`), sta
 the initialisations of :mod:`attnconv.experiments.initialisations`.
 
 Patches of ``downsample``×``downsample`` pixels embedded by a linear map (a strided convolution, as
-ConViT's), no absolute position embedding (position enters through the GPSA heads only), pre-norm
+ConViT's), optionally plus a learned absolute position embedding (``position_embedding``, ConViT's
+and DeiT's default; off in the first experiment, where position entered through the GPSA heads
+only), pre-norm
 blocks x += GPSA(LN(x)), x += MLP(LN(x)) with GELU, a final LayerNorm, mean pooling of the tokens
 and a linear classifier. Every linear map starts from the vision transformers' default
 (:func:`~attnconv.experiments.initialisations.vit_default_weights`), then the GPSA layers get the
 initialisation ``init``: the architecture is the same for every initialisation, only the
 attention layers' starting weights differ.
+
+With ``attention="mhsa"`` every layer is plain multi-head self-attention
+(:class:`~attnconv.core.gpsa.MultiHeadSelfAttention`) instead: with the position embedding, the
+DeiT-style vision transformer of the same width, depth and heads, the baseline ConViT is compared
+with.
 """
 
 from __future__ import annotations
@@ -19,10 +26,21 @@ from typing import Dict, List, Tuple
 import torch
 from torch import nn
 
-from ..core.gpsa import GatedPositionalSelfAttention
+from ..core.gpsa import GatedPositionalSelfAttention, MultiHeadSelfAttention
 from .initialisations import INITIALISATIONS, initialise, vit_default_weights
 
-__all__ = ["GPSAConfig", "GPSABlock", "GPSAClassifier"]
+__all__ = [
+    "ATTENTIONS",
+    "POSITIONAL_INITS",
+    "GPSAConfig",
+    "GPSABlock",
+    "GPSAClassifier",
+]
+
+#: The attention layer of every block: ConViT's GPSA or the vision transformer's plain MHSA.
+ATTENTIONS = {"gpsa": GatedPositionalSelfAttention, "mhsa": MultiHeadSelfAttention}
+#: Initialisations that set positional heads (GPSA only).
+POSITIONAL_INITS = ("convit", "impulse")
 
 
 @dataclass
@@ -44,8 +62,18 @@ class GPSAConfig:
     layer_norm_eps: float = 1e-6
     locality_strength: float = 1.0  # ConViT's α (the ``convit`` initialisation only)
     qkv_bias: bool = False
+    attention: str = "gpsa"  # a key of ATTENTIONS
+    position_embedding: bool = (
+        False  # a learned absolute position embedding (ConViT, DeiT)
+    )
 
     def __post_init__(self):
+        if self.attention not in ATTENTIONS:
+            raise ValueError(
+                f"attention must be one of {list(ATTENTIONS)}, got {self.attention!r}"
+            )
+        if self.attention == "mhsa" and self.init in POSITIONAL_INITS:
+            raise ValueError(f"the {self.init!r} start needs GPSA's positional heads")
         if self.init not in INITIALISATIONS:
             raise ValueError(
                 f"init must be one of {list(INITIALISATIONS)}, got {self.init!r}"
@@ -68,7 +96,7 @@ class GPSABlock(nn.Module):
         super().__init__()
         d = cfg.hidden_size
         self.norm1 = nn.LayerNorm(d, eps=cfg.layer_norm_eps)
-        self.attn = GatedPositionalSelfAttention(
+        self.attn = ATTENTIONS[cfg.attention](
             d, cfg.num_heads, cfg.qkv_bias, cfg.attention_dropout
         )
         self.norm2 = nn.LayerNorm(d, eps=cfg.layer_norm_eps)
@@ -97,7 +125,17 @@ class GPSAClassifier(nn.Module):
         self.blocks = nn.ModuleList(GPSABlock(c) for _ in range(c.num_layers))
         self.norm = nn.LayerNorm(c.hidden_size, eps=c.layer_norm_eps)
         self.head = nn.Linear(c.hidden_size, c.num_classes)
+        tokens = c.grid[0] * c.grid[1]
+        self.pos_embed = (
+            nn.Parameter(torch.zeros(1, tokens, c.hidden_size))
+            if c.position_embedding
+            else None
+        )
         vit_default_weights(self)
+        if (
+            self.pos_embed is not None
+        ):  # timm's ConViT and DeiT: truncated normal, σ = 0.02
+            nn.init.trunc_normal_(self.pos_embed, std=0.02)
         options = (
             {"locality_strength": c.locality_strength} if c.init == "convit" else {}
         )
@@ -105,6 +143,8 @@ class GPSAClassifier(nn.Module):
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         x = self.embed(images).flatten(2).transpose(1, 2)
+        if self.pos_embed is not None:
+            x = x + self.pos_embed
         for block in self.blocks:
             x = block(x, self.config.grid)
         return self.head(self.norm(x).mean(dim=1))

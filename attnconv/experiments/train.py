@@ -552,7 +552,9 @@ class _Session:
         config = self.config
         last = epoch == config.epochs
         classes = [] if last else None  # the last epoch's per-image predictions
-        test_loss, test_acc = self._evaluate(classes)
+        test_loss = test_acc = None  # not evaluated this epoch (config.evaluate_every)
+        if config.evaluates(epoch):
+            test_loss, test_acc = self._evaluate(classes)
         last_step = epoch * self.steps_per_epoch - 1
         record = {
             "epoch": epoch,
@@ -589,9 +591,14 @@ class _Session:
 
 def _epoch_line(config, record, train_seconds, images, eta_seconds) -> str:
     r = record
+    test = (
+        "not evaluated"
+        if r["test_acc"] is None
+        else f"loss {r['test_loss']:.4f} acc {r['test_acc']:.4f}"
+    )
     return (
         f"epoch {r['epoch']}/{config.epochs}: train loss {r['train_loss']:.4f} "
-        f"acc {r['train_acc']:.4f} | test loss {r['test_loss']:.4f} acc {r['test_acc']:.4f} "
+        f"acc {r['train_acc']:.4f} | test {test} "
         f"| lr {r['lr']:.4g} | {r['seconds']:.1f}s | "
         f"{images / max(train_seconds, 1e-9):,.0f} img/s | "
         f"ETA {_format_duration(eta_seconds)}"

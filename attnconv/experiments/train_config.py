@@ -17,7 +17,10 @@ from .models import MODEL_NAMES, paper_model_config
 
 __all__ = [
     "GAUSSIAN_PARAMETER_NAMES",
+    "OPTIMIZERS",
+    "RECIPE_DEFAULTS",
     "TrainConfig",
+    "decays",
     "parameter_groups",
     "make_optimizer",
     "lr_factor",
@@ -25,6 +28,19 @@ __all__ = [
 ]
 
 GAUSSIAN_PARAMETER_NAMES = ("centers", "spread", "alpha", "inv_sqrt_sigma")
+OPTIMIZERS = ("sgd", "adamw")
+#: Fields a saved config lists only when they differ from these defaults.
+RECIPE_DEFAULTS = {
+    "optimizer": "sgd",
+    "betas": [0.9, 0.999],
+    "label_smoothing": 0.0,
+    "evaluate_every": 1,
+}
+#: Parameter names (last component) AdamW never decays: GPSA's gates and positional weights, the
+#: absolute position embedding (ConViT/DeiT's ``no_weight_decay`` set). Biases and norm weights
+#: (every 1-D parameter) are not decayed either.
+NO_DECAY_NAMES = ("gating_param", "pos_embed")
+NO_DECAY_MODULES = ("pos_proj",)
 
 
 @dataclass
@@ -63,9 +79,19 @@ class TrainConfig:
     # CUDA code path; a card without bf16 falls back to fp16 with loss scaling), see
     # attnconv.experiments.device.resolve_precision.
     precision: Optional[str] = None
+    # The later papers' recipe (chapter 18), all off by default so earlier runs train as before:
+    # "sgd" (momentum, weight decay on every parameter but the Gaussian ones) | "adamw" (decoupled
+    # weight decay, none on biases, norms, gates and position parameters: see parameter_groups).
+    optimizer: str = "sgd"
+    betas: Tuple[float, float] = (0.9, 0.999)  # adamw only
+    label_smoothing: float = 0.0  # of the training loss
+    evaluate_every: int = (
+        1  # test evaluation every k-th epoch (and always after the last)
+    )
 
     def __post_init__(self):
         self.milestones = tuple(int(m) for m in self.milestones)
+        self.betas = tuple(float(b) for b in self.betas)
         self.model_overrides = dict(self.model_overrides)
         if self.model not in MODEL_NAMES:
             raise ValueError(f"model must be one of {MODEL_NAMES}, got {self.model!r}")
@@ -89,6 +115,12 @@ class TrainConfig:
             raise ValueError(
                 f"precision must be one of {PRECISIONS} or None, got {self.precision!r}"
             )
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(
+                f"optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}"
+            )
+        if not 0 <= self.label_smoothing < 1 or self.evaluate_every < 1:
+            raise ValueError("label_smoothing must be in [0, 1), evaluate_every >= 1")
         self.model_config()  # validates the overrides
 
     def model_config(self):
@@ -96,12 +128,20 @@ class TrainConfig:
         return paper_model_config(self.model, **self.model_overrides)
 
     def to_dict(self) -> dict:
-        """A JSON-ready dict (tuples become lists). ``precision`` is left out while it is the
-        default (``None``), so the configs of runs saved before it existed stay the same."""
+        """A JSON-ready dict (tuples become lists). ``precision`` and the recipe fields
+        (:data:`RECIPE_DEFAULTS`) are left out while they are the default, so the configs of runs
+        saved before they existed stay the same."""
         d = json.loads(json.dumps(asdict(self)))
         if d["precision"] is None:
             del d["precision"]
+        for name, default in RECIPE_DEFAULTS.items():
+            if d[name] == default:
+                del d[name]
         return d
+
+    def evaluates(self, epoch: int) -> bool:
+        """Whether the test set is evaluated after ``epoch`` (1-based)."""
+        return epoch % self.evaluate_every == 0 or epoch == self.epochs
 
     @classmethod
     def from_dict(cls, d: dict) -> "TrainConfig":
@@ -112,16 +152,33 @@ class TrainConfig:
         return cls(**d)
 
 
+def decays(name: str, parameter: torch.Tensor) -> bool:
+    """Whether AdamW decays the parameter ``name``: not biases and norm weights (1-D), gates,
+    positional weights or position embeddings (:data:`NO_DECAY_NAMES`, :data:`NO_DECAY_MODULES`),
+    nor the Gaussian attention parameters."""
+    parts = name.split(".")
+    return not (
+        parameter.ndim <= 1
+        or parts[-1] in NO_DECAY_NAMES + GAUSSIAN_PARAMETER_NAMES
+        or any(m in parts for m in NO_DECAY_MODULES)
+    )
+
+
 def parameter_groups(model: nn.Module, config: TrainConfig) -> List[dict]:
-    """SGD parameter groups: weight decay on everything except the Gaussian attention parameters
-    (Δ, s, M); learning rate × ``attention_lr_multiplier`` on every positional-encoding parameter."""
+    """The optimiser's parameter groups. SGD: weight decay on everything except the Gaussian
+    attention parameters (Δ, s, M); AdamW: weight decay only where :func:`decays`. Learning rate ×
+    ``attention_lr_multiplier`` on every positional-encoding parameter (names containing
+    ``.encoding.``: the paper's models; GPSA models have none, their configs keep it at 1)."""
     groups: Dict[Tuple[float, float], dict] = {}
     for name, p in model.named_parameters():
         if not p.requires_grad:
             continue
         encoding = ".encoding." in f".{name}"
         gaussian = encoding and name.rsplit(".", 1)[-1] in GAUSSIAN_PARAMETER_NAMES
-        wd = 0.0 if gaussian else config.weight_decay
+        if config.optimizer == "adamw":
+            wd = config.weight_decay if decays(name, p) else 0.0
+        else:
+            wd = 0.0 if gaussian else config.weight_decay
         mult = config.attention_lr_multiplier if encoding else 1.0
         g = groups.setdefault(
             (wd, mult),
@@ -138,10 +195,16 @@ def parameter_groups(model: nn.Module, config: TrainConfig) -> List[dict]:
     return list(groups.values())
 
 
-def make_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.SGD:
+def make_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.Optimizer:
+    """SGD with momentum (the paper's) or AdamW (``config.optimizer``) on
+    :func:`parameter_groups`."""
     groups = parameter_groups(model, config)
     for g in groups:
         g.pop("names")
+    if config.optimizer == "adamw":
+        return torch.optim.AdamW(
+            groups, lr=config.lr, betas=config.betas, weight_decay=config.weight_decay
+        )
     return torch.optim.SGD(
         groups, lr=config.lr, momentum=config.momentum, weight_decay=config.weight_decay
     )

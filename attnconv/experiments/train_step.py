@@ -80,10 +80,17 @@ def normalize_batch(x: torch.Tensor) -> torch.Tensor:
     return (x.to(torch.float32) / 255.0 - mean.view(shape)) / std.view(shape)
 
 
-def compute_loss(model: nn.Module, images: torch.Tensor, labels: torch.Tensor):
-    """Cross-entropy of one batch (in fp32 whatever the autocast); returns (loss, logits)."""
+def compute_loss(
+    model: nn.Module,
+    images: torch.Tensor,
+    labels: torch.Tensor,
+    label_smoothing: float = 0.0,
+):
+    """Cross-entropy of one batch (in fp32 whatever the autocast), with ``label_smoothing``;
+    returns (loss, logits)."""
     logits = model(images)
-    return F.cross_entropy(logits.float(), labels), logits
+    loss = F.cross_entropy(logits.float(), labels, label_smoothing=label_smoothing)
+    return loss, logits
 
 
 class NonFiniteStep(Exception):
@@ -189,7 +196,7 @@ def _single_step(model, batches, step, config, optimizer, scheduler, precision, 
     rows = batches.rows(step)
     xb, yb = normalize_batch(batches.x[rows]), batches.y[rows]
     with precision.autocast():
-        loss, logits = compute_loss(model, xb, yb)
+        loss, logits = compute_loss(model, xb, yb, config.label_smoothing)
     _backward_and_step(loss, optimizer, scheduler, scaler)
     return loss.detach(), (logits.detach().argmax(1) == yb).sum()
 
@@ -206,7 +213,9 @@ def _distributed_step(
     xb, yb = normalize_batch(batches.x[rows]), batches.y[rows]
     with precision.autocast():
         logits = model(xb)
-        local_sum = F.cross_entropy(logits.float(), yb, reduction="sum")
+        local_sum = F.cross_entropy(
+            logits.float(), yb, reduction="sum", label_smoothing=config.label_smoothing
+        )
     flag = 1.0 if stop is not None and bool(stop) else 0.0
     stats = torch.stack(
         [

@@ -1,10 +1,16 @@
-"""Chapter 18's reading of the runs: the verdict rule on a gain over seeds, and the summaries."""
+"""Chapter 18's reading of the runs: the interval over seeds and test images, the verdict rule
+on a gain over seeds, and the claims judged from (stand-in) runs."""
 
+from types import SimpleNamespace
+
+import numpy as np
 import pytest
 
 from attnconv.chapters import beyond
-from attnconv.experiments.beyond import FRACTIONS, accuracy_summary, series_name
+from attnconv.experiments.beyond import seed_image_interval
 from attnconv.experiments.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
+
+N = 1017
 
 
 def test_test_set_noise_is_the_binomial_standard_error():
@@ -12,38 +18,73 @@ def test_test_set_noise_is_the_binomial_standard_error():
     assert beyond.test_set_noise(0.0) == 0.0
 
 
+def test_interval_of_one_seed_is_the_binomial_one():
+    """One seed: only the test images vary, and the bootstrap interval matches the normal
+    approximation p ± 1.96·√(p(1 − p)/N) (the oracle) to a tenth of its width."""
+    rng = np.random.default_rng(0)
+    right = (rng.random(N) < 0.4).astype(float)
+    mean, lo, hi = seed_image_interval(right[None])
+    half = 1.96 * (mean * (1 - mean) / N) ** 0.5
+    assert mean == right.mean()
+    assert abs((hi - lo) / 2 - half) < 0.1 * half
+    assert seed_image_interval(right[None]) == (mean, lo, hi)  # deterministic
+
+
+def test_interval_widens_with_the_seeds_spread():
+    rng = np.random.default_rng(1)
+    same = np.stack([(rng.random(N) < 0.4)] * 4).astype(float)
+    spread_out = np.stack([(rng.random(N) < p) for p in (0.3, 0.35, 0.45, 0.5)]).astype(
+        float
+    )
+    _, lo1, hi1 = seed_image_interval(same)
+    _, lo2, hi2 = seed_image_interval(spread_out)
+    assert hi2 - lo2 > 1.5 * (hi1 - lo1)
+    with pytest.raises(ValueError, match="seeds, images"):
+        seed_image_interval(np.zeros(5))
+
+
 def test_gain_verdict_needs_separated_seeds_beyond_the_noise():
     base = [0.40, 0.41, 0.42]
     assert beyond.gain_verdict([0.48, 0.49, 0.50], base)[0] == REPRODUCED
     # separated seeds, but a gain smaller than twice the test set's noise (≈ 3 points)
     assert beyond.gain_verdict([0.425, 0.43, 0.435], base)[0] == INCONCLUSIVE
-    # overlapping seeds with a large mean gain
     assert beyond.gain_verdict([0.41, 0.50, 0.52], base)[0] == INCONCLUSIVE
     assert beyond.gain_verdict([0.30, 0.31, 0.32], base)[0] == NOT_REPRODUCED
     verdict, reason = beyond.gain_verdict([0.43, 0.44, 0.45], base, claimed_gain=0.05)
     assert verdict == NOT_REPRODUCED and "no pair of seeds" in reason
-    assert beyond.gain_verdict([0.48, 0.49, 0.50], base, claimed_gain=0.05)[0] == (
-        REPRODUCED
-    )
-    assert beyond.gain_verdict([0.44, 0.45, 0.46], base, claimed_gain=0.05)[0] == (
-        INCONCLUSIVE
-    )
     verdict, reason = beyond.gain_verdict([0.60, 0.61], base)  # two seeds only
     assert verdict == INCONCLUSIVE and "at least 3" in reason
 
 
-def test_claims_are_judged_from_the_runs():
-    accs = {}
-    for f in FRACTIONS:
-        accs[series_name("random", f)] = [0.30, 0.31, 0.32]
-        accs[series_name("convit", f)] = [0.40, 0.41, 0.42]
-        accs[series_name("impulse", f)] = [0.30, 0.32, 0.31]
-        accs[series_name("mimetic", f)] = [0.20, 0.21, 0.22]
+def _run(seed, accuracy, labels, rng):
+    right = rng.random(N) < accuracy
+    predictions = np.where(right, labels, (labels + 1) % 10)
+    epoch = SimpleNamespace(test_acc=right.mean(), train_acc=0.9)
+    history = SimpleNamespace(predictions=list(predictions), epochs=[epoch])
+    return SimpleNamespace(config=SimpleNamespace(seed=seed), history=history)
+
+
+def test_claims_are_judged_from_the_runs_with_their_intervals():
+    rng = np.random.default_rng(2)
+    labels = rng.integers(0, 10, N)
     exp = beyond.Experiment()
-    exp.runs = {}
-    claims = {c.source.split(" ")[0]: c for c in beyond.later_claims_from(accs)}
+    accuracy = {
+        "vit": 0.30,
+        "random": 0.30,
+        "convit": 0.45,
+        "impulse": 0.30,
+        "mimetic": 0.22,
+    }
+    for start, acc in accuracy.items():
+        for size in (510, 1700, 5085):
+            exp.runs[(start, size)] = [_run(s, acc, labels, rng) for s in range(4)]
+    claims = {c.source.split(" ")[0]: c for c in beyond.later_claims(exp, labels)}
     assert claims["d'Ascoli"].verdict == REPRODUCED
+    assert "95 % interval [+1" in claims["d'Ascoli"].evidence[0].measured
     assert claims["Li"].verdict == INCONCLUSIVE
-    assert claims["Trockman"].verdict == NOT_REPRODUCED
-    assert len(accuracy_summary(accs)) == 4 * len(FRACTIONS)
-    assert beyond.later_claims(exp)[0].verdict == INCONCLUSIVE  # nothing saved
+    assert claims["Trockman"].verdict == NOT_REPRODUCED  # 8 points below
+    d = beyond.paired_difference(exp, "convit", "vit", 510, labels)
+    assert d[3] == 4 and d[1] > 0.10 and d[2] < 0.20
+    assert beyond.paired_difference(exp, "convit", "nothing", 510, labels) is None
+    empty = beyond.later_claims(beyond.Experiment(), labels)
+    assert all(c.verdict == INCONCLUSIVE for c in empty)  # nothing saved

@@ -1,6 +1,8 @@
 """GPSA (attnconv.core.gpsa) against two independent oracles: timm's ConViT layer with the same
 weights, and the book's Theorem 1 construction (conv_to_mhsa) as the width α grows."""
 
+import math
+
 import pytest
 import torch
 from torch import nn
@@ -9,11 +11,16 @@ from attnconv.core.conv import conv_to_mhsa
 from attnconv.core.encodings import kernel_shifts
 from attnconv.core.gpsa import (
     GatedPositionalSelfAttention,
+    MultiHeadSelfAttention,
     head_centres,
     quadratic_features,
     quadratic_weights,
 )
-from attnconv.experiments.initialisations import convit_init, gpsa_from_conv
+from attnconv.experiments.initialisations import (
+    convit_init,
+    gpsa_from_conv,
+    random_init,
+)
 
 timm_convit = pytest.importorskip("timm.models.convit")
 
@@ -93,6 +100,53 @@ def test_convit_init_equals_timm_local_init():
     assert x.shape[1] == ours.shape[-1]
 
 
+@pytest.mark.parametrize("heads", [4, 6, 9, 12, 16])
+def test_convit_init_equals_timm_local_init_for_any_head_count(heads):
+    """K = ⌊√N_h⌋: the first K² heads on timm's lattice (centre (K−1)/2, half-integer for even
+    K), the heads left over keep their default weights × α (timm's rule), W_val = I."""
+    alpha, dim = 0.8, 4 * heads
+    k = math.isqrt(heads)
+    torch.manual_seed(0)
+    layer = GatedPositionalSelfAttention(dim, heads).double()
+    convit_init(
+        layer, locality_strength=alpha, generator=torch.Generator().manual_seed(5)
+    )
+    other = timm_convit.GPSA(dim, heads, locality_strength=alpha).double()
+    with torch.no_grad():  # timm's leftover heads keep what they had: give them ours
+        default = GatedPositionalSelfAttention(dim, heads).double()
+        random_init(default, generator=torch.Generator().manual_seed(5))
+        other.pos_proj.weight.copy_(default.pos_proj.weight[:, [2, 1, 0]])
+    other.local_init()
+    theirs = other.pos_proj.weight.detach()[
+        :, [2, 1, 0]
+    ]  # to the paper's (‖δ‖², δ_row, δ_col)
+    order = [row + k * col for row in range(k) for col in range(k)]  # our head → timm's
+    ours = layer.pos_proj.weight.detach()
+    assert torch.allclose(ours[: k * k], theirs[order], rtol=0, atol=1e-6)
+    assert torch.allclose(ours[k * k :], theirs[k * k :], rtol=0, atol=1e-12)
+    assert torch.equal(layer.v.weight, other.v.weight.double())
+
+
+def test_plain_mhsa_equals_torch_multihead_attention():
+    """MultiHeadSelfAttention against nn.MultiheadAttention with the same weights (float64)."""
+    torch.manual_seed(0)
+    layer = MultiHeadSelfAttention(36, 9, qkv_bias=True).double().eval()
+    other = nn.MultiheadAttention(36, 9, batch_first=True).double().eval()
+    with torch.no_grad():
+        other.in_proj_weight.copy_(torch.cat([layer.qk.weight, layer.v.weight]))
+        other.in_proj_bias.copy_(torch.cat([layer.qk.bias, layer.v.bias]))
+        other.out_proj.weight.copy_(layer.proj.weight)
+        other.out_proj.bias.copy_(layer.proj.bias)
+        x = torch.randn(2, 36, 36, dtype=torch.float64)
+        want, _ = other(x, x, x, need_weights=False)
+        assert torch.allclose(layer(x, GRID), want, rtol=0, atol=1e-12)
+        other.out_proj.bias.add_(1e-3)  # the oracle can fail
+        assert (
+            layer(x, GRID) - other(x, x, x, need_weights=False)[0]
+        ).abs().max() > 5e-4
+    assert not hasattr(layer, "pos_proj") and not hasattr(layer, "gating_param")
+
+
 def test_quadratic_encoding_is_a_shifted_gaussian():
     """v_pos·r_δ = −α‖δ − Δ‖² + α‖Δ‖² (Lemma 2), and head_centres inverts quadratic_weights."""
     centres = torch.tensor([[1.0, -2.0], [0.5, 0.0]], dtype=torch.float64)
@@ -135,10 +189,48 @@ def test_gpsa_tends_to_theorem1_construction():
     assert errors[0] > 1e-2 and errors[-1] < 1e-12, errors
 
 
+def _conv_errors(conv, alphas, grid=(7, 7)):
+    """Largest interior error of gpsa_from_conv(conv, α) against ``conv`` itself, per α."""
+    x = torch.randn(2, conv.in_channels, *grid, dtype=torch.float64)
+    idx = _interior(grid)
+    with torch.no_grad():
+        want = conv(x).flatten(2).transpose(1, 2)[:, idx]
+        tokens = x.flatten(2).transpose(1, 2)
+        return [
+            (gpsa_from_conv(conv, a)(tokens, grid)[:, idx] - want).abs().max().item()
+            for a in alphas
+        ]
+
+
+def test_gpsa_from_conv_equals_a_convolution_of_low_rank_slices_in_the_limit():
+    """Every kernel slice of rank ≤ D_h = 2 (18 channels, 9 heads): the layer tends to the
+    convolution itself as α grows."""
+    torch.manual_seed(1)
+    conv = nn.Conv2d(18, 18, 3, padding=1, bias=True).double()
+    with torch.no_grad():
+        u = torch.randn(3, 3, 18, 2, dtype=torch.float64)
+        v = torch.randn(3, 3, 2, 18, dtype=torch.float64)
+        conv.weight.copy_((u @ v).permute(2, 3, 0, 1) / 6)
+    errors = _conv_errors(conv, (2.0, 8.0, 32.0, 128.0))
+    assert all(b < a for a, b in zip(errors, errors[1:])), errors
+    assert errors[-1] < 1e-10, errors
+
+
+def test_gpsa_from_conv_is_not_a_general_convolution_at_any_width():
+    """A general 18 → 18 kernel (slices of rank 18 > D_h = 2): the error does not vanish as α
+    grows; it settles on the rank-2 truncation's."""
+    torch.manual_seed(1)
+    conv = nn.Conv2d(18, 18, 3, padding=1, bias=True).double()
+    with torch.no_grad():
+        conv.weight.normal_(0.0, 0.3)
+    errors = _conv_errors(conv, (8.0, 32.0, 128.0))
+    assert min(errors) > 0.3, errors
+    assert abs(errors[-1] - errors[-2]) < 1e-6 * errors[-1], errors
+
+
 def test_theorem1_construction_is_the_convolution_at_full_rank():
-    """With one channel per head... the slices are exact when D_h ≥ D: with 9 heads of dimension
-    D/9 they are the best rank-D/9 factorisation, so against the convolution itself only a
-    rank-1 kernel (every slice of rank 1) is exact."""
+    """With 9 heads of dimension D/9 = 1 the slices are the best rank-1 factorisation, so
+    against the convolution itself a rank-1 kernel (every slice of rank 1) is exact."""
     torch.manual_seed(1)
     conv = nn.Conv2d(9, 9, 3, padding=1, bias=False).double()
     u, v = (

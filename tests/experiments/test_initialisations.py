@@ -3,22 +3,21 @@ the GPSA classifier is wired into the training harness."""
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
 from attnconv.core.encodings import kernel_shifts
 from attnconv.core.gpsa import GatedPositionalSelfAttention
 from attnconv.experiments.beyond import (
-    EPOCHS,
-    FRACTIONS,
-    GPSA_OVERRIDES,
+    ABLATION_SIZES,
+    ABLATION_STARTS,
     SEEDS,
-    STEPS_FRACTIONS,
+    SIZES,
+    STARTS,
+    STEPS,
     beyond_runs,
-    equal_steps_epochs,
     steps_per_epoch,
-    steps_runs,
-    subset_size,
 )
 from attnconv.experiments.gpsa_models import GPSAClassifier, GPSAConfig
 from attnconv.experiments.initialisations import (
@@ -28,6 +27,8 @@ from attnconv.experiments.initialisations import (
     impulse_init,
     initialise,
     mimetic_init,
+    mimetic_qk_init,
+    mimetic_vo_init,
     random_init,
 )
 from attnconv.experiments.models import (
@@ -74,18 +75,34 @@ def test_random_heads_do_not_sit_on_the_lattice():
     )  # the ViT default: nearly uniform positional attention (1/64)
 
 
-def test_impulse_heads_are_nearly_one_hot_on_random_window_shifts():
+def test_impulse_heads_are_nearly_one_hot_on_every_window_shift():
     layer = _layer()
     impulse_init(layer, generator=torch.Generator().manual_seed(0))
     peaks, top = _peaks(layer)
-    assert peaks.abs().max() <= 1  # inside the 3×3 window
+    # every shift of the 3×3 window is some head's centre (Theorem 1's layer), each once
+    assert sorted(map(tuple, peaks.tolist())) == sorted(
+        map(tuple, kernel_shifts(3).tolist())
+    )
     assert top.min() >= 0.93  # Lemma 2's near one-hot regime at α = IMPULSE_ALPHA
     expected = 1 / (1 + 4 * math.exp(-IMPULSE_ALPHA) + 4 * math.exp(-2 * IMPULSE_ALPHA))
     assert top.min() >= expected - 1e-3
-    draws = {
+    orders = {
         tuple(map(tuple, _peaks_after(seed).tolist())) for seed in range(4)
-    }  # other draws, other filters
-    assert len(draws) > 1
+    }  # other draws, other assignments of the shifts to the heads
+    assert len(orders) > 1
+
+
+def test_impulse_with_more_heads_than_shifts_still_covers_the_window():
+    for seed in range(5):
+        torch.manual_seed(seed)
+        layer = GatedPositionalSelfAttention(48, 16)
+        impulse_init(
+            layer, kernel_size=3, generator=torch.Generator().manual_seed(seed)
+        )
+        peaks = {tuple(p) for p in _peaks(layer)[0].tolist()}
+        assert peaks == {tuple(p) for p in kernel_shifts(3).tolist()}
+    with pytest.raises(ValueError, match="cannot hold"):
+        impulse_init(GatedPositionalSelfAttention(32, 8), kernel_size=3)
 
 
 def _peaks_after(seed):
@@ -104,20 +121,85 @@ def _products(layer):
     return (q @ k.T).double(), vo.double()
 
 
-def test_mimetic_products_are_near_plus_and_minus_identity():
-    layer = _layer(dim=144)
-    mimetic_init(layer, generator=torch.Generator().manual_seed(0))
+def _head_products(layer):
+    """Each head's W_q^h W_k^hᵀ (row-vector convention) read off the layer's forward map."""
+    d, dh = layer.dim, layer.head_dim
+    with torch.no_grad():
+        q, k = layer.qk(torch.eye(d)).double().split(d, dim=-1)
+    return [
+        q[:, h * dh : (h + 1) * dh] @ k[:, h * dh : (h + 1) * dh].T
+        for h in range(layer.num_heads)
+    ]
+
+
+def _truncated(m, rank):
+    """The best rank-``rank`` approximation of m (numpy's SVD: an independent oracle)."""
+    u, s, vh = np.linalg.svd(m.numpy())
+    return torch.from_numpy((u[:, :rank] * s[:rank]) @ vh[:rank])
+
+
+def test_mimetic_factors_each_head_on_its_own_noise():
+    """Head by head, W_q^h W_k^hᵀ is the best rank-D_h approximation of α₁Z^h + β₁I with Z^h the
+    head's own draw, and W_v W_out = α₂Z − β₂I for the layer (the draws replayed)."""
+    d, heads = 54, 9
+    torch.manual_seed(0)
+    layer = GatedPositionalSelfAttention(d, heads)
+    mimetic_init(layer, generator=torch.Generator().manual_seed(3))
     a1, b1, a2, b2 = MIMETIC_SCALES
-    d = layer.dim
-    for product, alpha, beta in zip(_products(layer), (a1, a2), (b1, -b2)):
-        diag = product.diagonal()
-        off = product[~torch.eye(d, dtype=torch.bool)]
-        # β I plus N(0, α²/D) noise: the diagonal's mean is β, the off-diagonal is centred noise
-        assert abs(diag.mean() - beta) < 5 * alpha / d
-        assert abs(off.mean()) < 5 * alpha / d
-        assert abs(off.std() - alpha / math.sqrt(d)) < 0.1 * alpha / math.sqrt(d)
-        cosine = diag.sum() / (product.norm() * math.sqrt(d))
-        assert cosine * math.copysign(1, beta) > 0.6
+    replay = torch.Generator().manual_seed(3)
+    random_init(GatedPositionalSelfAttention(d, heads), generator=replay)
+    eye = torch.eye(d, dtype=torch.float64)
+
+    def draw():
+        return torch.randn(d, d, generator=replay, dtype=torch.float64) / math.sqrt(d)
+
+    for h, product in enumerate(_head_products(layer)):
+        want = _truncated(a1 * draw() + b1 * eye, layer.head_dim)
+        assert (product - want).abs().max() < 1e-5, h
+    _, vo = _products(layer)
+    assert (vo - (a2 * draw() - b2 * eye)).abs().max() < 1e-5
+
+
+def _self_attention_share(layer, seed=0):
+    """Each head's mean content attention on the query token itself, over layer-normed tokens."""
+    x = torch.nn.functional.layer_norm(
+        torch.randn(8, 64, layer.dim, generator=torch.Generator().manual_seed(seed)),
+        (layer.dim,),
+    )
+    with torch.no_grad():
+        a = layer.content_attention(x)
+    return a.diagonal(dim1=-2, dim2=-1).mean((0, 2))
+
+
+def test_every_mimetic_head_attends_to_itself_more_than_uniformly():
+    """The property per head (the whole-layer factorisation gave the last heads almost nothing):
+    each head's attention on the token itself is several times uniform (1/64), while the
+    default start's stays at uniform."""
+    torch.manual_seed(0)
+    layer = GatedPositionalSelfAttention(54, 9)
+    mimetic_init(layer, generator=torch.Generator().manual_seed(0))
+    share = _self_attention_share(layer)
+    assert share.min() > 3 / 64, share
+    random_init(layer, generator=torch.Generator().manual_seed(0))
+    assert (_self_attention_share(layer) - 1 / 64).abs().max() < 0.5 / 64
+
+
+def test_mimetic_halves_set_only_their_own_products():
+    torch.manual_seed(0)
+    full, qk_only, vo_only = (GatedPositionalSelfAttention(54, 9) for _ in range(3))
+    mimetic_init(full, generator=torch.Generator().manual_seed(1))
+    mimetic_qk_init(qk_only, generator=torch.Generator().manual_seed(1))
+    mimetic_vo_init(vo_only, generator=torch.Generator().manual_seed(1))
+    assert torch.equal(
+        qk_only.qk.weight, full.qk.weight
+    )  # the same draws, the same heads
+    for layer, default_part in ((qk_only, 1), (vo_only, 0)):
+        products = _products(layer)
+        # the half it sets is near ±I, the other is the default's (cosine with I near 0)
+        set_part = products[1 - default_part]
+        cos = [p.diagonal().sum() / (p.norm() * math.sqrt(54)) for p in products]
+        assert abs(cos[default_part]) < 0.3
+        assert abs(cos[1 - default_part]) > 0.3, set_part.shape
 
 
 def test_default_products_are_not_near_identity():
@@ -125,6 +207,7 @@ def test_default_products_are_not_near_identity():
     layer = _layer(dim=144)
     random_init(layer)
     qk, vo = _products(layer)
+    assert len(_head_products(layer)) == 9
     for product in (qk, vo):
         cosine = product.diagonal().sum() / (product.norm() * 12)
         assert abs(cosine) < 0.3
@@ -171,28 +254,40 @@ def test_gpsa_classifier_through_the_model_registry():
     )
 
 
-def test_the_experiment_registers_every_size_and_seed():
+def test_plain_vit_has_no_positional_heads_and_a_position_embedding():
+    cfg = GPSAConfig(attention="mhsa", position_embedding=True, num_layers=2)
+    torch.manual_seed(0)
+    model = GPSAClassifier(cfg)
+    names = {n for n, _ in model.named_parameters()}
+    assert "pos_embed" in names
+    assert not any("pos_proj" in n or "gating_param" in n for n in names)
+    assert abs(model.pos_embed.std().item() - 0.02) < 0.004
+    model.eval()
+    with torch.no_grad():
+        model(torch.randn(3, 3, 32, 32))
+    assert set(model.attention_parameters()[0]) == {"num_heads", "distance"}
+    with pytest.raises(ValueError, match="positional heads"):
+        GPSAConfig(attention="mhsa", init="convit")
+
+
+def test_the_experiment_registers_every_start_size_and_seed():
     runs = list(beyond_runs())
-    per_model = 3 * 3 + 5
-    assert len(runs) == 5 * per_model
-    sizes = {r.changes.get("train_subset") for r in runs}
-    assert sizes == {508, 1271, 2542, None}
-    assert [subset_size(f) for f in FRACTIONS] == [508, 1271, 2542, None]
-    assert SEEDS[1.0] == 5
-    gpsa = [r for r in runs if r.model == "gpsa"]
-    assert all(
-        {k: v for k, v in r.changes["model_overrides"].items() if k != "init"}
-        == GPSA_OVERRIDES
-        for r in gpsa
-    )
-    assert len({r.changes["epochs"] for r in runs}) == 1  # equal epochs for every run
-
-
-def test_the_equal_steps_runs_take_the_full_samples_steps():
-    runs = list(steps_runs())
-    assert len(runs) == 5 * 2 * 3
-    full = EPOCHS * steps_per_epoch(1.0)
+    assert len(runs) == SEEDS * (len(SIZES) * len(STARTS) + len(ABLATION_SIZES) * 2)
+    assert len({r.name for r in runs}) == len(runs)
     for r in runs:
-        steps = r.changes["epochs"] * -(-r.changes["train_subset"] // 100)
-        assert abs(steps - full) <= steps_per_epoch(0.25) / 2  # rounded to whole epochs
-    assert {equal_steps_epochs(f) for f in STEPS_FRACTIONS} == {51, 24}
+        size = r.changes.get("train_subset") or 5085
+        assert r.changes["epochs"] * steps_per_epoch(size) == STEPS  # equal steps
+        assert r.changes["optimizer"] == "adamw"
+        assert r.changes["attention_lr_multiplier"] == 1.0
+    grid = {(r.series.split("/")[1], r.changes.get("train_subset")) for r in runs}
+    assert {s for s, _ in grid} == set(STARTS) | set(ABLATION_STARTS)
+    assert {n for _, n in grid} == {510, 1700, None}
+    seeds = {}
+    for r in runs:
+        seeds.setdefault(r.series, []).append(r.changes["seed"])
+    assert all(v == list(range(SEEDS)) for v in seeds.values())  # paired seeds
+    vit = [r for r in runs if r.series.startswith("beyond2/vit/")]
+    assert all(r.changes["model_overrides"]["attention"] == "mhsa" for r in vit)
+    assert {r.series.split("/")[1] for r in runs if "mimetic_" in r.series} == set(
+        ABLATION_STARTS
+    )
