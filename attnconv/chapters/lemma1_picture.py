@@ -26,6 +26,7 @@ __all__ = [
     "OUTPUT_NAMES",
     "edge_blur_conv",
     "head_matrices",
+    "plot_head_targets",
     "plot_heads_and_matrices",
     "plot_kernel_as_heads",
     "plot_outputs",
@@ -219,4 +220,55 @@ def plot_kernel_as_heads(kernel_size: int = 3, alpha: float = 6.0, grid: int = 7
             side.set_linewidth(2.5)
         a.set_xticks([]), a.set_yticks([])
         a.set_title(f"head {h + 1}: {probs.max():.2f}", fontsize=8.5, pad=2)
+    return fig
+
+
+def plot_head_targets(probs, shape, queries, key_padding: int = 1, titles=None):
+    """All heads of a layer on one panel per query: each key cell is coloured by the head that
+    attends to it most (numbered as the heads, colours as in :func:`plot_kernel_as_heads`), if
+    that head puts more than half its attention there; the query is the red square and the image
+    the dashed frame (cells beyond it are padded keys). ``probs`` is ``(1, N_h, T_q, T_k)`` from
+    ``MultiHeadSelfAttention2d(..., return_attention=True)``."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    from .shared.plotting import attention_map
+
+    h, w = shape
+    p = key_padding
+    n_heads = probs.shape[1]
+    colours = plt.cm.tab10(np.arange(n_heads) % 10)
+    fig, axes = plt.subplots(1, len(queries), figsize=(3.2 * len(queries), 3.0))
+    for i, (ax, query) in enumerate(zip(np.atleast_1d(axes), queries)):
+        maps = np.stack(
+            [
+                attention_map(probs, shape, query, k, key_padding=p)
+                for k in range(n_heads)
+            ]
+        )
+        ax.imshow(np.ones(maps.shape[1:]), cmap="Greys", vmin=0, vmax=1)
+        for k in range(n_heads):
+            r, c = np.unravel_index(maps[k].argmax(), maps[k].shape)
+            if maps[k, r, c] > 0.5:
+                ax.add_patch(Rectangle((c - 0.5, r - 0.5), 1, 1, color=colours[k]))
+                ax.text(c, r, str(k + 1), ha="center", va="center", fontsize=8.5)
+        ax.add_patch(
+            Rectangle(
+                (query[1] + p - 0.5, query[0] + p - 0.5),
+                1,
+                1,
+                fill=False,
+                ec="red",
+                lw=2,
+            )
+        )
+        ax.add_patch(
+            Rectangle((p - 0.5, p - 0.5), w, h, fill=False, ec="gray", ls="--", lw=1)
+        )
+        ax.set_xticks(np.arange(w + 2 * p + 1) - 0.5, minor=True)
+        ax.set_yticks(np.arange(h + 2 * p + 1) - 0.5, minor=True)
+        ax.grid(which="minor", color="0.85", lw=0.5)
+        ax.tick_params(which="both", length=0, labelbottom=False, labelleft=False)
+        ax.set_title(titles[i] if titles else f"query {tuple(query)}")
+    fig.tight_layout()
     return fig

@@ -292,14 +292,25 @@ def plot_attention_heads(
     return fig
 
 
-def plot_error_map(error: torch.Tensor, title: str = "", ax=None, cmap: str = "magma"):
-    """Show a per-pixel error map ``(H, W)`` with a colour bar."""
+def plot_error_map(
+    error: torch.Tensor,
+    title: str = "",
+    ax=None,
+    cmap: str = "magma",
+    norm=None,
+    colorbar: bool = True,
+):
+    """Show a per-pixel error map ``(H, W)``, with a colour bar unless ``colorbar`` is False.
+    ``norm`` (e.g. one ``LogNorm`` for several maps) puts maps on a common colour scale;
+    returns the image when ``ax`` is given, so that one colour bar can serve several maps."""
     import matplotlib.pyplot as plt
 
-    if ax is None:
+    own = ax is None
+    if own:
         fig, ax = plt.subplots(figsize=(3.2, 3))
-    im = ax.imshow(error.detach().float().cpu().numpy(), cmap=cmap)
-    ax.figure.colorbar(im, ax=ax, fraction=0.046)
+    im = ax.imshow(error.detach().float().cpu().numpy(), cmap=cmap, norm=norm)
+    if colorbar:
+        ax.figure.colorbar(im, ax=ax, fraction=0.046)
     ax.set_title(title, fontsize=9)
     ax.set_xticks([]), ax.set_yticks([])
-    return ax.figure
+    return ax.figure if own else im
