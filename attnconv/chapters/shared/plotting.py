@@ -63,6 +63,7 @@ MODEL_COLOURS = {
     "convit": "#9467bd",  # purple
     "impulse": "#d62728",  # red: Theorem 1's construction
     "mimetic": "#8c564b",  # brown
+    "gpsa": "#e377c2",  # pink: the ConViT-style model itself, whatever its start
 }
 #: One colour per implementation of attention (ch. 13), disjoint from the models' colours.
 IMPLEMENTATION_COLOURS = {
