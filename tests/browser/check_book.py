@@ -123,24 +123,21 @@ READER_RULES = (
     "unnumbered-figure",
     "code-lines",
 )
-_ALL_FIVE = frozenset(READER_RULES)
+# Every rule but overflow-1280, which reader.css settles for the whole book.
+_ALL_FOUR = frozenset(READER_RULES) - {"overflow-1280"}
 # What failed on these pages when the rules came in (measured on the built book); the integrator
 # removes an entry when its chapter lands.
 EXPECTED_READER_FAILURES: dict[str, frozenset[str]] = {
-    "book/07_quadratic_training.html": _ALL_FIVE,
-    "book/07b_explore_trained_heads.html": frozenset(
-        {"overflow-1280", "true-false-output"}
-    ),
-    "book/08_generalized_pruning.html": _ALL_FIVE,
-    "book/09_learned_encoding.html": _ALL_FIVE - {"code-lines"},
-    "book/10_sixteen_heads.html": _ALL_FIVE - {"code-lines"},
-    "book/11_learning_to_convolve.html": _ALL_FIVE,
-    "book/12_how_convolutional.html": _ALL_FIVE - {"code-lines"},
-    "book/12b_six_layers.html": _ALL_FIVE,
-    "book/17_what_holds.html": frozenset({"late-figure", "overflow-1280"}),
-    "book/18_beyond_the_paper.html": frozenset(
-        {"late-figure", "overflow-1280", "unnumbered-figure"}
-    ),
+    "book/07_quadratic_training.html": _ALL_FOUR,
+    "book/07b_explore_trained_heads.html": frozenset({"true-false-output"}),
+    "book/08_generalized_pruning.html": _ALL_FOUR,
+    "book/09_learned_encoding.html": _ALL_FOUR - {"code-lines"},
+    "book/10_sixteen_heads.html": _ALL_FOUR - {"code-lines"},
+    "book/11_learning_to_convolve.html": _ALL_FOUR,
+    "book/12_how_convolutional.html": _ALL_FOUR - {"code-lines"},
+    "book/12b_six_layers.html": _ALL_FOUR,
+    "book/17_what_holds.html": frozenset({"late-figure"}),
+    "book/18_beyond_the_paper.html": frozenset({"late-figure", "unnumbered-figure"}),
 }
 
 # Workshop pages, where build details, CI, benchmark history and corrections live (the
