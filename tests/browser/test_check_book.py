@@ -224,3 +224,11 @@ def test_allow_listed_failures_are_expected_not_counted():
     rep.fail(page, "console-error", "y")
     assert rep.expected[kind] == [(page, "x")] and kind not in rep.failures
     assert rep.failures["console-error"] == [(page, "y")]
+
+
+def test_sphinx_running_number_is_not_the_caption(tmp_path):
+    sphinx = (
+        "<figure><img src='a.png'><figcaption><p><span class='caption-number'>Fig. 12 "
+        "</span><span class='caption-text'>Figure 4.1 — a</span></p></figcaption></figure>"
+    )
+    assert "unnumbered-figure" not in _rules(tmp_path, "book/04_z.html", sphinx)
