@@ -79,7 +79,7 @@ nbval: $(STAMP) $(FONT_CACHE)
 # The book is rebuilt for check-book only when a source is newer than the last build
 # (`make book` always rebuilds).
 BOOK_INDEX := _build/html/index.html
-$(BOOK_INDEX): $(STAMP) _config.yml _toc.yml book/intro.md $(NOTEBOOKS)
+$(BOOK_INDEX): $(STAMP) _config.yml _toc.yml book/intro.ipynb $(NOTEBOOKS)
 	$(BIN)/jupyter-book build --all -W -n --keep-going .
 
 # Structural checks always; browser checks when Chromium is installed (README: "Checking the

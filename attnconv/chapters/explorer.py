@@ -72,7 +72,9 @@ def draw_head_state(ax_attention, ax_kernel, state: HeadState) -> None:
     )
 
     ax = ax_kernel
-    top = max(float(kernel.max()), 1e-12)
+    top = (
+        1.0  # a fixed range: a 0.10 tap looks light and a 1.00 tap dark in every figure
+    )
     ax.imshow(kernel.numpy(), cmap="Greens", vmin=0, vmax=top)
     for i in range(k):
         for j in range(k):
@@ -84,7 +86,7 @@ def draw_head_state(ax_attention, ax_kernel, state: HeadState) -> None:
                 f"{v:.2f}" if on_grid else "off grid",
                 ha="center",
                 va="center",
-                fontsize=(9 if on_grid else 7) if k <= 3 else (7 if on_grid else 5),
+                fontsize=(9 if on_grid else 8.5) if k <= 3 else (8.5 if on_grid else 7),
                 color="white" if v > 0.6 * top else ("black" if on_grid else "gray"),
             )
     ticks = list(range(k))
@@ -93,8 +95,8 @@ def draw_head_state(ax_attention, ax_kernel, state: HeadState) -> None:
         ax.set_xticklabels([str(t - r) for t in ticks]),
         ax.set_yticklabels([str(t - r) for t in ticks]),
     )
-    ax.set_xlabel("δ₂ (column shift)", fontsize=8)
-    ax.set_ylabel("δ₁ (row shift)", fontsize=8)
+    ax.set_xlabel("δ₂ (column shift)", fontsize=8.5)
+    ax.set_ylabel("δ₁ (row shift)", fontsize=8.5)
     ax.set_title(f"{k}×{k} kernel, window mass {float(kernel.sum()):.2f}", fontsize=9)
 
 

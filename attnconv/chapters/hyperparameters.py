@@ -20,6 +20,10 @@ from ..experiments.profiles import get_profile
 from ..experiments.train import parameter_groups
 
 __all__ = [
+    "full_scale_hours",
+    "plot_full_scale_hours",
+    "profile_scale",
+    "plot_profile_scale",
     "PAPER_TABLE2",
     "EXTRA_ROWS",
     "REASONS",
@@ -214,3 +218,106 @@ def table2_markdown(rows: Sequence[dict]) -> str:
             + " |"
         )
     return "\n".join(lines)
+
+
+#: Training images of the full CIFAR-10 and of the bundled sample (the ``cpu`` profile's data).
+CIFAR10_TRAIN_SIZE = 50_000
+
+
+def profile_scale(profile: str, model: str = "quadratic") -> Dict[str, float]:
+    """The size of a profile's runs, read from its configs: epochs, layers, hidden size, tokens per
+    image ((image side / pooling width)²) and training images."""
+    from ..experiments.beyond import SAMPLE_TRAIN_SIZE
+
+    cfg = get_profile(profile).config(model)
+    m = cfg.model_config()
+    return {
+        "epochs": float(cfg.epochs),
+        "layers": float(m.num_layers),
+        "hidden size": float(m.hidden_size),
+        "tokens per image": float((m.image_size // m.downsample) ** 2),
+        "training images": float(
+            SAMPLE_TRAIN_SIZE if cfg.data == "sample" else CIFAR10_TRAIN_SIZE
+        ),
+    }
+
+
+def plot_profile_scale(profiles: Sequence[str] = ("paper", "gpu", "cpu")):
+    """Horizontal bars, one group per quantity of :func:`profile_scale`, one bar per profile, as a
+    fraction of the paper's value (log scale), each bar labelled with its value."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    scales = {p: profile_scale(p) for p in profiles}
+    ref = scales["paper"] if "paper" in scales else next(iter(scales.values()))
+    names = list(ref)
+    colours = {"paper": "#4d4d4d", "gpu": "#8c8c8c", "cpu": "#1f77b4"}
+    fig, ax = plt.subplots(figsize=(6.8, 3.2))
+    height = 0.8 / len(profiles)
+    for j, p in enumerate(profiles):
+        y = np.arange(len(names)) + (j - (len(profiles) - 1) / 2) * height
+        frac = [scales[p][n] / ref[n] for n in names]
+        ax.barh(y, frac, height=height, color=colours.get(p, f"C{j}"), label=p)
+        for yy, f, n in zip(y, frac, names):
+            ax.text(f * 1.08, yy, f"{scales[p][n]:,.0f}", va="center", fontsize=8.5)
+    ax.set_xscale("log")
+    ax.set_xlim(right=8)
+    ax.set_yticks(np.arange(len(names)), names)
+    ax.invert_yaxis()
+    ax.set_xlabel("fraction of the paper's value (log scale)")
+    ax.legend(loc="center right", frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def full_scale_hours(benchmark: dict, epochs: int = 300) -> Dict[str, Dict[str, float]]:
+    """Hours to train each model for ``epochs`` epochs of 50,000 images: ``"gpu"`` from
+    :func:`~attnconv.experiments.profiles.gpu_seconds_per_epoch` (measured by the GPU smoke test
+    once it has run, else estimated), ``"cpu"`` from a saved benchmark's dense training step at
+    the paper's size (steps only, no evaluation), where the benchmark has the model."""
+    from ..experiments.profiles import gpu_seconds_per_epoch
+
+    gpu, _ = gpu_seconds_per_epoch()
+    out = {m: {"gpu": s * epochs / 3600} for m, s in gpu.items()}
+    steps = CIFAR10_TRAIN_SIZE // benchmark["settings"]["batch_size"]
+    for model, rows in benchmark["models"].items():
+        dense = [r for r in rows if r["implementation"] == "dense"]
+        if dense and model in out:
+            out[model]["cpu"] = dense[0]["train_step_s"] * steps * epochs / 3600
+    return out
+
+
+def plot_full_scale_hours(benchmark: dict, epochs: int = 300):
+    """Horizontal bars (log scale): hours for ``epochs`` epochs per model, on 2 CPU cores
+    (measured steps, hatched) and on one GPU (:func:`full_scale_hours`), in the book's colours."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from .shared.plotting import model_colour
+
+    hours = full_scale_hours(benchmark, epochs)
+    names = list(hours)
+    fig, ax = plt.subplots(figsize=(6.8, 2.9))
+    for i, m in enumerate(names):
+        for dy, kind in ((-0.2, "cpu"), (0.2, "gpu")):
+            if kind not in hours[m]:
+                continue
+            h = hours[m][kind]
+            ax.barh(
+                i + dy,
+                h,
+                height=0.38,
+                color=model_colour(m),
+                alpha=0.45 if kind == "cpu" else 1.0,
+                hatch="//" if kind == "cpu" else None,
+                edgecolor="white" if kind == "gpu" else model_colour(m),
+            )
+            label = f"{h / 24:.0f} days" if h > 48 else f"{h:.1f} h"
+            ax.text(h * 1.1, i + dy, f"{kind}: {label}", va="center", fontsize=8.5)
+    ax.set_xscale("log")
+    ax.set_xlim(0.3, 1e4)
+    ax.set_yticks(np.arange(len(names)), [m.replace("_", " + ") for m in names])
+    ax.invert_yaxis()
+    ax.set_xlabel(f"hours for {epochs} epochs of 50,000 images (log scale)")
+    fig.tight_layout()
+    return fig

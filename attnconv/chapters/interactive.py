@@ -48,6 +48,8 @@ __all__ = [
 ]
 
 FIGURE_WIDTH = 760  # px: the book's content column holds about 790 px
+#: The head explorer's width: it fits the content column at a 1280 px window too (684 px).
+EXPLORER_WIDTH = 660
 FONT_SIZE = 13  # px, every text of the figures (at least 12)
 EXPLORER_DELTAS = tuple(
     x / 2 for x in range(-4, 5)
@@ -224,7 +226,7 @@ def explorer_figure(
                 x=list(range(-r, r + 1)),
                 y=list(range(-r, r + 1)),
                 zmin=0,
-                zmax=max(float(kernel.max()), 1e-12),
+                zmax=1,  # fixed: a 0.10 tap looks light, a 1.00 tap dark, in every state
                 colorscale="Greens",
                 showscale=False,
                 texttemplate="%{z:.2f}",
@@ -282,7 +284,7 @@ def explorer_figure(
         p, kernel, (cx, cy), _ = states[key]
         return [
             go.Heatmap(z=_round(p), zmax=max(float(p.max()), 0.02)),
-            go.Heatmap(z=_round(kernel), zmax=max(float(kernel.max()), 1e-12)),
+            go.Heatmap(z=_round(kernel)),
             go.Scatter(x=[cx], y=[cy]),
         ]
 
@@ -319,7 +321,7 @@ def explorer_figure(
         }
 
     fig.update_layout(
-        width=FIGURE_WIDTH,
+        width=EXPLORER_WIDTH,
         height=700,
         font={"size": FONT_SIZE},
         template="plotly_white",

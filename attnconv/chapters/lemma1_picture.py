@@ -26,7 +26,9 @@ __all__ = [
     "OUTPUT_NAMES",
     "edge_blur_conv",
     "head_matrices",
+    "plot_head_targets",
     "plot_heads_and_matrices",
+    "plot_kernel_as_heads",
     "plot_outputs",
 ]
 
@@ -106,20 +108,20 @@ def plot_heads_and_matrices(
         ax_a.add_patch(
             plt.Rectangle((zoom - 0.5, zoom - 0.5), 1, 1, fill=False, ec="red", lw=1.2)
         )
-        ax_a.set_title(f"head {h + 1}, Δ = ({d1:+d}, {d2:+d})", fontsize=8)
+        ax_a.set_title(f"head {h + 1}, Δ = ({d1:+d}, {d2:+d})", fontsize=8.5)
         im = ax_w.imshow(
             matrices[h].double().numpy(), cmap="RdBu_r", vmin=-vmax, vmax=vmax
         )
-        ax_w.set_title(f"$W^{{({h + 1})}}$", fontsize=8)
+        ax_w.set_title(f"$W^{{({h + 1})}}$", fontsize=8.5)
         ax_w.set_yticks(
             range(len(in_names)),
             in_names if h % 3 == 0 else [""] * len(in_names),
-            fontsize=7,
+            fontsize=8.5,
         )
         ax_w.set_xticks(
             range(len(out_names)),
             out_names if h // 3 == 2 else [""] * len(out_names),
-            fontsize=7,
+            fontsize=8.5,
             rotation=90,
         )
         ax_a.set_xticks([]), ax_a.set_yticks([])
@@ -169,5 +171,104 @@ def plot_outputs(
     fig.colorbar(im, ax=axes[1, 0], fraction=0.046, format="%.0e")
     for ax in axes.flat:
         ax.set_xticks([]), ax.set_yticks([])
+    fig.tight_layout()
+    return fig
+
+
+def plot_kernel_as_heads(kernel_size: int = 3, alpha: float = 6.0, grid: int = 7):
+    """The paper's idea in one picture (the book's opening figure): a K×K convolution at a query
+    pixel reads K² shifted pixels, and K² attention heads with the quadratic encoding (eq. 9),
+    each centred on one shift Δ_h of the kernel and sharpened by its width α (Lemma 2), read
+    the same pixels, one head a tap (Lemma 1, Theorem 1). Left: the kernel's taps around the
+    query, numbered as the heads; right: each head's attention probabilities over the keys."""
+    import matplotlib.pyplot as plt
+    from matplotlib.gridspec import GridSpec
+    from matplotlib.patches import Rectangle
+
+    from .shared.head_state import HeadState, head_state_probabilities
+
+    if kernel_size < 1 or kernel_size % 2 == 0:
+        raise ValueError(
+            f"kernel_size must be a positive odd integer, got {kernel_size}"
+        )
+    k, c = kernel_size, grid // 2
+    shifts = [tuple(int(v) for v in s) for s in kernel_shifts(k).tolist()]
+    colours = plt.cm.tab10(np.arange(len(shifts)) % 10)
+    fig = plt.figure(figsize=(6.8, 3.2))
+    gs = GridSpec(k, 2 * k, figure=fig, wspace=0.25, hspace=0.45)
+    ax = fig.add_subplot(gs[:, :k])
+    ax.imshow(np.zeros((grid, grid)), cmap="Greys", vmin=0, vmax=1)
+    for h, (d1, d2) in enumerate(shifts):
+        ax.add_patch(
+            Rectangle((c + d2 - 0.5, c + d1 - 0.5), 1, 1, color=colours[h], alpha=0.85)
+        )
+        ax.text(c + d2, c + d1, str(h + 1), ha="center", va="center", fontsize=9)
+    ax.add_patch(Rectangle((c - 0.5, c - 0.5), 1, 1, fill=False, ec="red", lw=2))
+    ax.set_xticks(np.arange(grid + 1) - 0.5, minor=True)
+    ax.set_yticks(np.arange(grid + 1) - 0.5, minor=True)
+    ax.grid(which="minor", color="0.8", lw=0.6)
+    ax.tick_params(which="both", length=0, labelbottom=False, labelleft=False)
+    ax.set_title(f"a {k}×{k} convolution at the query (red):\n{k * k} taps")
+    for h, (d1, d2) in enumerate(shifts):
+        a = fig.add_subplot(gs[h // k, k + h % k])
+        state = HeadState(delta=(d1, d2), alpha=alpha, query=(c, c), grid=(grid, grid))
+        probs = head_state_probabilities(state).numpy()
+        a.imshow(probs, cmap="Blues", vmin=0, vmax=1)
+        a.add_patch(Rectangle((c - 0.5, c - 0.5), 1, 1, fill=False, ec="red", lw=1))
+        for side in a.spines.values():
+            side.set_color(colours[h])
+            side.set_linewidth(2.5)
+        a.set_xticks([]), a.set_yticks([])
+        a.set_title(f"head {h + 1}: {probs.max():.2f}", fontsize=8.5, pad=2)
+    return fig
+
+
+def plot_head_targets(probs, shape, queries, key_padding: int = 1, titles=None):
+    """All heads of a layer on one panel per query: each key cell is coloured by the head that
+    attends to it most (numbered as the heads, colours as in :func:`plot_kernel_as_heads`), if
+    that head puts more than half its attention there; the query is the red square and the image
+    the dashed frame (cells beyond it are padded keys). ``probs`` is ``(1, N_h, T_q, T_k)`` from
+    ``MultiHeadSelfAttention2d(..., return_attention=True)``."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    from .shared.plotting import attention_map
+
+    h, w = shape
+    p = key_padding
+    n_heads = probs.shape[1]
+    colours = plt.cm.tab10(np.arange(n_heads) % 10)
+    fig, axes = plt.subplots(1, len(queries), figsize=(3.2 * len(queries), 3.0))
+    for i, (ax, query) in enumerate(zip(np.atleast_1d(axes), queries)):
+        maps = np.stack(
+            [
+                attention_map(probs, shape, query, k, key_padding=p)
+                for k in range(n_heads)
+            ]
+        )
+        ax.imshow(np.ones(maps.shape[1:]), cmap="Greys", vmin=0, vmax=1)
+        for k in range(n_heads):
+            r, c = np.unravel_index(maps[k].argmax(), maps[k].shape)
+            if maps[k, r, c] > 0.5:
+                ax.add_patch(Rectangle((c - 0.5, r - 0.5), 1, 1, color=colours[k]))
+                ax.text(c, r, str(k + 1), ha="center", va="center", fontsize=8.5)
+        ax.add_patch(
+            Rectangle(
+                (query[1] + p - 0.5, query[0] + p - 0.5),
+                1,
+                1,
+                fill=False,
+                ec="red",
+                lw=2,
+            )
+        )
+        ax.add_patch(
+            Rectangle((p - 0.5, p - 0.5), w, h, fill=False, ec="gray", ls="--", lw=1)
+        )
+        ax.set_xticks(np.arange(w + 2 * p + 1) - 0.5, minor=True)
+        ax.set_yticks(np.arange(h + 2 * p + 1) - 0.5, minor=True)
+        ax.grid(which="minor", color="0.85", lw=0.5)
+        ax.tick_params(which="both", length=0, labelbottom=False, labelleft=False)
+        ax.set_title(titles[i] if titles else f"query {tuple(query)}")
     fig.tight_layout()
     return fig

@@ -40,6 +40,7 @@ from ..core.encodings import RelativeEncoding, kernel_shifts
 from ..core.grid import relative_shifts
 
 __all__ = [
+    "plot_paired_encoding",
     "zigzag",
     "cantor_pairing",
     "shift_index",
@@ -253,3 +254,30 @@ def scalar_encoding_reachable_targets(
     {argmin r, argmax r} (plus ties): returns the sorted unique key indices reached."""
     scores = directions[:, None] * values[None, :]
     return torch.unique(scores.argmax(-1))
+
+
+def plot_paired_encoding(ax=None, radius: int = 2, target=(1, -1)):
+    """Why two dimensions suffice (the book's refutation of the conjecture D_p ≥ 3): the shifts
+    δ of a (2·radius+1)² window placed at r_δ = (ι(δ), ι(δ)²) lie on a parabola, so each is an
+    extreme point; for the ``target`` Δ the score v·r_δ with v = (2ι(Δ), −1) is
+    −(ι(δ) − ι(Δ))² + ι(Δ)², highest on Δ alone, with a gap of at least 1 (the tangent line)."""
+    import matplotlib.pyplot as plt
+
+    r = torch.arange(-radius, radius + 1)
+    shifts = torch.stack(torch.meshgrid(r, r, indexing="ij"), -1).reshape(-1, 2)
+    iota = shift_index(shifts).double()
+    t = float(shift_index(torch.tensor(target)))
+    if ax is None:
+        _, ax = plt.subplots(figsize=(3.6, 3.0))
+    ax.plot(iota, iota**2, "o", color="0.45", ms=4, label="a shift δ")
+    ax.plot(
+        [t], [t**2], "o", color="#d62728", ms=7, label=f"target Δ = {tuple(target)}"
+    )
+    xs = torch.linspace(float(iota.min()), float(iota.max()), 50)
+    ax.plot(
+        xs, 2 * t * xs - t**2, "--", color="#d62728", lw=1, label="score level of Δ"
+    )
+    ax.set_xlabel("ι(δ)")
+    ax.set_ylabel("ι(δ)²")
+    ax.legend(frameon=False, loc="upper left")
+    return ax.figure

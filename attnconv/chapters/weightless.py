@@ -217,9 +217,9 @@ def plot_violation_rates(rates: Dict[str, Dict[str, float]], ax=None):
             width,
             label=claim,
         )
-    ax.set_xticks(pos, [label.replace(", ", "\n") for label in settings], fontsize=8)
+    ax.set_xticks(pos, [label.replace(", ", "\n") for label in settings], fontsize=8.5)
     ax.set_ylabel("fraction of inputs violating")
     ax.set_ylim(0, 1.25)
     ax.set_yticks([0, 0.25, 0.5, 0.75, 1.0])
-    ax.legend(fontsize=8, ncol=len(claims), loc="upper center")
+    ax.legend(fontsize=8.5, ncol=len(claims), loc="upper center")
     return ax.figure

@@ -27,8 +27,16 @@ lines, at 1400 px and at 1280 px (broken-table-word: every word of every visible
 DOM Range, and its rects must lie on one line, except after a compound's own hyphen); no code block (notebook input or Markdown
 code) that scrolls sideways at 1400 px (overflow-code); every experiment chapter
 (EXPERIMENT_CHAPTERS) has a result box (an admonition with class result-box) starting in the
-first FIRST_SCREEN_PX px of its content (no-result-box). Each page's height at 1400 px is
-recorded (page_height in --json). A full-page screenshot of every page at 1400 px width goes to
+first FIRST_SCREEN_PX px of its content (no-result-box). The reader's rules (READER_RULES and
+sidebar-order, see the constants below): a figure within the first FIRST_SCREEN_PX px of the
+intro and of every chapter (late-figure), no visible output line ending in True/False outside a
+collapsed block (true-false-output), nothing scrolling sideways at NARROW_WIDTH px (code,
+outputs, tables, Plotly; overflow-1280), every chapter image in a <figure> captioned "Figure
+<chapter>.k" (unnumbered-figure), the sidebar in chapter-number order (sidebar-order), at most
+MAX_CODE_LINES visible code lines per chapter (code-lines); pages being reworked elsewhere list
+their failures as EXPECTED (EXPECTED_READER_FAILURES) until the entry is removed. Each page's
+height at 1400 px, its visible code lines and its first figure's position are recorded and
+printed (page_height, visible_code_lines, first_figure_top in --json). A full-page screenshot of every page at 1400 px width goes to
 _build/screenshots/.
 
 Exit status 0 when everything passes, 1 on any failure, 2 when the book is not built.
@@ -86,6 +94,51 @@ EXPERIMENT_CHAPTERS = (
 )
 RESULT_BOX_SELECTOR = ".admonition.result-box"
 FIRST_SCREEN_PX = 1400
+
+# The reader's rules (the book's guide, "Book"), each measured on every page it applies to:
+#   late-figure         the intro and every chapter show a figure (an image, a Plotly figure or
+#                       a <figure>) starting within the first FIRST_SCREEN_PX px of the content
+#   true-false-output   no visible output line ends in True / False (checks belong in a
+#                       collapsed Checks block that prints numbers with their tolerance)
+#   overflow-1280       nothing scrolls sideways at NARROW_WIDTH px: code, text outputs, tables,
+#                       Plotly figures (wider than the column)
+#   unnumbered-figure   every image of a chapter sits in a <figure> whose caption starts with
+#                       the chapter's own number: "Figure 4.1 — ..."
+#   sidebar-order       the sidebar lists the numbered chapters in number order (7, 7b, 8, ...)
+#   code-lines          at most MAX_CODE_LINES lines of code visible outside collapsed cells
+NARROW_WIDTH = 1280
+MAX_CODE_LINES = 80
+# A chapter page: book/NN_... or book/NNb_...; its number is NN (no leading zero) plus the letter.
+CHAPTER_RE = re.compile(r"^book/(\d\d)([a-z]?)_[^/]*\.html$")
+INTRO_PAGE = "book/intro.html"
+FIGURE_CAPTION_RE = re.compile(r"^\s*Figure\s+(\d+[a-z]?)\.\d+\b")
+TRUE_FALSE_RE = re.compile(r"\b(?:True|False)\s*$")
+# Pages whose chapters are being reworked elsewhere: their failures of the reader's rules above
+# are listed as EXPECTED, not counted, until that work lands (then the entry goes; an entry that
+# passes is reported so that it can be removed). Keys: page; values: the kinds allowed to fail.
+READER_RULES = (
+    "late-figure",
+    "true-false-output",
+    "overflow-1280",
+    "unnumbered-figure",
+    "code-lines",
+)
+# Every rule but overflow-1280, which reader.css settles for the whole book.
+_ALL_FOUR = frozenset(READER_RULES) - {"overflow-1280"}
+# What failed on these pages when the rules came in (measured on the built book); the integrator
+# removes an entry when its chapter lands.
+EXPECTED_READER_FAILURES: dict[str, frozenset[str]] = {
+    "book/07_quadratic_training.html": _ALL_FOUR,
+    "book/07b_explore_trained_heads.html": frozenset({"true-false-output"}),
+    "book/08_generalized_pruning.html": _ALL_FOUR,
+    "book/09_learned_encoding.html": _ALL_FOUR - {"code-lines"},
+    "book/10_sixteen_heads.html": _ALL_FOUR - {"code-lines"},
+    "book/11_learning_to_convolve.html": _ALL_FOUR,
+    "book/12_how_convolutional.html": _ALL_FOUR - {"code-lines"},
+    "book/12b_six_layers.html": _ALL_FOUR,
+    "book/17_what_holds.html": frozenset({"late-figure"}),
+    "book/18_beyond_the_paper.html": frozenset({"late-figure", "unnumbered-figure"}),
+}
 
 # Workshop pages, where build details, CI, benchmark history and corrections live (the
 # appendix); every other page is a reader page and must not name issues, commits, page faults or
@@ -157,6 +210,12 @@ KIND_TEXT = {
     "broken-table-word": "word or number broken across lines in a table cell",
     "overflow-code": "code block scrolls sideways",
     "no-result-box": "experiment chapter without a result box on its first screen",
+    "late-figure": f"no figure within the first {FIRST_SCREEN_PX} px of the page",
+    "true-false-output": "visible output line ending in True/False (not in a collapsed block)",
+    "overflow-1280": f"code, output, table or Plotly figure scrolls sideways at {NARROW_WIDTH} px",
+    "unnumbered-figure": "chapter image not in a numbered figure with a caption",
+    "sidebar-order": "sidebar not in chapter-number order",
+    "code-lines": f"more than {MAX_CODE_LINES} lines of code visible outside collapsed cells",
 }
 
 
@@ -192,8 +251,14 @@ class Report:
         )  # kind -> (page, text)
         self.pages: dict[str, dict] = {}
 
+        # failures of the reader's rules on allow-listed pages (EXPECTED_READER_FAILURES)
+        self.expected: dict[str, list[tuple[str, str]]] = defaultdict(list)
+
     def fail(self, page: str, kind: str, text: str) -> None:
-        self.failures[kind].append((page, text))
+        if kind in EXPECTED_READER_FAILURES.get(page, ()):
+            self.expected[kind].append((page, text))
+        else:
+            self.failures[kind].append((page, text))
 
     def page(self, page: str) -> dict:
         return self.pages.setdefault(page, {})
@@ -207,6 +272,103 @@ class Report:
 
 
 # ---------------------------------------------------------------- part A: structural checks --
+
+
+def chapter_number(page: str) -> str | None:
+    """The chapter number of a chapter page ("book/07b_x.html" -> "7b"), else None."""
+    m = CHAPTER_RE.match(page)
+    return f"{int(m.group(1))}{m.group(2)}" if m else None
+
+
+def number_key(number: str) -> tuple[int, str]:
+    m = re.match(r"(\d+)([a-z]?)", number)
+    return (int(m.group(1)), m.group(2))
+
+
+def is_collapsed(el) -> bool:
+    """Inside a block the reader has to open: a closed <details> (hide-input, hide-output,
+    hide-cell, dropdowns) or a sphinx-togglebutton dropdown / toggle."""
+    for a in el.parents:
+        if a.name == "details" and not a.has_attr("open"):
+            return True
+        classes = a.get("class") or []
+        if "dropdown" in classes or "toggle" in classes:
+            return True
+    return False
+
+
+def visible_code_lines(article) -> int:
+    """Lines of notebook code a reader sees without opening anything."""
+    n = 0
+    for pre in article.select("div.cell_input pre"):
+        if not is_collapsed(pre):
+            n += len(pre.get_text().rstrip("\n").split("\n"))
+    return n
+
+
+def figure_problems(article, number: str) -> list[str]:
+    """Images of chapter `number` that are not in a <figure> captioned "Figure <number>.k"."""
+    out = []
+    for img in article.find_all("img"):
+        fig = img.find_parent("figure")
+        cap = fig.find("figcaption") if fig is not None else None
+        if cap is not None and cap.select_one(".caption-text") is not None:
+            cap = cap.select_one(".caption-text")  # Sphinx's "Fig. N" is not shown (reader.css)
+        text = cap.get_text(" ", strip=True) if cap is not None else ""
+        m = FIGURE_CAPTION_RE.match(text)
+        if m is None or m.group(1) != number:
+            where = f"caption {text[:50]!r}" if cap is not None else "no caption"
+            if fig is None:
+                where = "not in a <figure>"
+            out.append(f"{img.get('src', '')[-50:]}: {where}")
+    return out
+
+
+def sidebar_numbers(soup: BeautifulSoup) -> list[str]:
+    """Chapter numbers in the order the sidebar lists them ("7. Title" -> "7")."""
+    nav = soup.select_one("nav.bd-docs-nav") or soup.select_one(".bd-sidebar-primary")
+    if nav is None:
+        return []
+    out = []
+    for a in nav.select("a"):
+        m = re.match(r"\s*(\d+[a-z]?)\.\s", a.get_text(" "))
+        if m:
+            out.append(m.group(1))
+    return out
+
+
+def reader_rule_checks(soup: BeautifulSoup, page: str, rep: Report) -> None:
+    """The reader's rules that the HTML alone settles: visible code lines, True/False output
+    lines outside collapsed blocks, numbered figures with captions, the sidebar's order."""
+    info = rep.page(page)
+    article = soup.select_one("article") or soup.select_one("main") or soup.body
+    if article is None:
+        return
+    number = chapter_number(page)
+    lines = visible_code_lines(article)
+    info["visible_code_lines"] = lines
+    if number is not None and lines > MAX_CODE_LINES:
+        rep.fail(
+            page, "code-lines", f"{lines} lines visible (at most {MAX_CODE_LINES})"
+        )
+    tf = []
+    for pre in article.select(OUTPUT_PRE_SELECTOR):
+        if is_collapsed(pre):
+            continue
+        tf += [
+            ln.strip() for ln in pre.get_text().split("\n") if TRUE_FALSE_RE.search(ln)
+        ]
+    info["true_false_lines"] = len(tf)
+    for line in tf:
+        rep.fail(page, "true-false-output", line[-80:])
+    if number is not None:
+        for text in figure_problems(article, number):
+            rep.fail(page, "unnumbered-figure", text)
+    if page == INTRO_PAGE:
+        numbers = sidebar_numbers(soup)
+        info["sidebar_numbers"] = numbers
+        if numbers != sorted(numbers, key=number_key):
+            rep.fail(page, "sidebar-order", " -> ".join(numbers))
 
 
 def code_cell_numbers(
@@ -366,6 +528,8 @@ def structural_checks(
             ),
             plotly_divs=len(soup.select("div.plotly-graph-div")),
         )
+
+        reader_rule_checks(soup, page, rep)
 
         if not is_workshop_page(page):
             for hit in workshop_mentions(reader_text(soup)):
@@ -564,6 +728,65 @@ RESULT_BOX_JS = r"""
 """
 
 
+# Where the first figure starts, in px below the top of the content (null: none): an image, a
+# <figure> or a Plotly figure at least 100 px wide and 50 px high, visible without opening anything.
+FIGURE_TOP_JS = r"""
+() => {
+  const content = document.querySelector('article.bd-article, article, main');
+  if (!content) return null;
+  const top0 = content.getBoundingClientRect().top;
+  const tops = [...content.querySelectorAll('img, figure, div.plotly-graph-div')]
+    .map(e => e.getBoundingClientRect())
+    .filter(r => r.width >= 100 && r.height >= 50)
+    .map(r => Math.round(r.top - top0));
+  return tops.length ? Math.min(...tops) : null;
+}
+"""
+
+# At the narrow width: code, text outputs and table wrappers that scroll sideways, and output
+# elements (Plotly figures, images, widgets, iframes) that reach past the content column.
+NARROW_OVERFLOW_JS = r"""
+(sel) => {
+  const visible = el => !!(el.offsetWidth || el.offsetHeight || el.getClientRects().length);
+  const content = document.querySelector('article.bd-article, article, main');
+  if (!content) return [];
+  const right = content.getBoundingClientRect().right;
+  const cells = [...document.querySelectorAll('div.cell')];
+  const cellOf = el => { const c = el.closest('div.cell'); return c ? cells.indexOf(c) : null; };
+  const longest = el => el.textContent.split('\n')
+    .reduce((a, b) => b.length > a.length ? b : a, '').trim().slice(0, 60);
+  const out = [];
+  const tables = [...content.querySelectorAll('table')].filter(visible)
+    .map(t => t.parentElement).filter(p => p && !p.matches('body, article, main'));
+  const scrolling = [...content.querySelectorAll(
+      'div.cell_input pre, div.highlight pre, ' + sel), ...tables]
+    .filter((p, i, all) => all.indexOf(p) === i).filter(visible);
+  for (const p of scrolling) {
+    const els = [p, ...[p.parentElement].filter(e => e && e.matches('div.highlight'))];
+    const w = els.find(e => e.scrollWidth > e.clientWidth + 1);
+    if (w) out.push({cell: cellOf(p), what: p.closest('div.cell_output, div.output') ? 'output' : 'code',
+                     scrollWidth: w.scrollWidth, clientWidth: w.clientWidth, text: longest(p)});
+  }
+  const wide = [...content.querySelectorAll(
+      'div.plotly-graph-div, div.cell_output img, div.cell_output iframe, .jupyter-widgets, div.cell_output svg.main-svg')]
+    .filter(visible).filter(e => !e.parentElement.closest('.jupyter-widgets'))
+    .filter(e => e.getBoundingClientRect().right > right + 1);
+  for (const e of wide) {
+    const r = e.getBoundingClientRect();
+    out.push({cell: cellOf(e), what: e.matches('div.plotly-graph-div, svg') ? 'plotly' : e.tagName.toLowerCase(),
+              scrollWidth: Math.round(r.right - content.getBoundingClientRect().left),
+              clientWidth: Math.round(content.getBoundingClientRect().width), text: ''});
+  }
+  return out;
+}
+"""
+
+
+def is_reader_figure_page(page: str) -> bool:
+    """The intro and every chapter open with a figure."""
+    return page == INTRO_PAGE or chapter_number(page) is not None
+
+
 def is_experiment_chapter(page: str) -> bool:
     return page[: -len(".html")] in EXPERIMENT_CHAPTERS
 
@@ -595,10 +818,35 @@ def reading_checks(page, rep: Report, name: str, info: dict, numbers) -> None:
                 f"result box starts {top} px into the content "
                 f"(first screen: {FIRST_SCREEN_PX} px)",
             )
+    top = page.evaluate(FIGURE_TOP_JS)
+    info["first_figure_top"] = top
+    if is_reader_figure_page(name) and (top is None or top >= FIRST_SCREEN_PX):
+        rep.fail(
+            name,
+            "late-figure",
+            "no figure on the page"
+            if top is None
+            else f"first figure starts {top} px into the content",
+        )
     broken = {}
-    for width in TABLE_WIDTHS:
+    for width in sorted(set(TABLE_WIDTHS) | {NARROW_WIDTH}, reverse=True):
         page.set_viewport_size({"width": width, "height": VIEWPORT["height"]})
         page.evaluate("() => new Promise(r => requestAnimationFrame(() => r()))")
+        if width == NARROW_WIDTH:
+            time.sleep(
+                0.3
+            )  # Plotly's responsive figures resize on the window's resize event
+            narrow = page.evaluate(NARROW_OVERFLOW_JS, OUTPUT_PRE_SELECTOR)
+            info["overflow_1280"] = len(narrow)
+            for o in narrow:
+                rep.fail(
+                    name,
+                    "overflow-1280",
+                    f"{cell_label(numbers, o['cell'])}: {o['what']} {o['scrollWidth']} px "
+                    f"in {o['clientWidth']} px: {o['text']}",
+                )
+        if width not in TABLE_WIDTHS:
+            continue
         words = page.evaluate(TABLE_WORDS_JS)
         broken[width] = len(words)
         for w in words:
@@ -1067,6 +1315,40 @@ def summarize(rep: Report, pages: list[str], max_listed: int) -> None:
             print(f"  {page}: {text}")
         if len(items) > max_listed:
             print(f"  ... and {len(items) - max_listed} more")
+    print(
+        "\nReader's measures per page (visible code lines, first figure at, page height):"
+    )
+    for page in pages:
+        info = rep.pages.get(page, {})
+        if "visible_code_lines" in info:
+            print(
+                f"  {page}: {info['visible_code_lines']} code lines, first figure at "
+                f"{info.get('first_figure_top', '-')} px, height {info.get('page_height', '-')} px, "
+                f"{info.get('true_false_lines', 0)} True/False lines"
+            )
+    expected = Counter()
+    for kind, items in rep.expected.items():
+        for page, _ in items:
+            expected[page, kind] += 1
+    if expected:
+        print(
+            "\nEXPECTED failures (allow-listed in EXPECTED_READER_FAILURES while those "
+            "chapters are reworked; not counted):"
+        )
+        for (page, kind), n in sorted(expected.items()):
+            print(f"  {page}: {kind} {n}")
+
+
+def allow_list_passes(rep: Report, pages: list[str], browser: bool) -> list[str]:
+    """Allow-listed (page, kind) pairs that no longer fail: the entry can go."""
+    browser_kinds = {"late-figure", "overflow-1280"}
+    failed = {(p, k) for k, items in rep.expected.items() for p, _ in items}
+    return [
+        f"{page}: {kind}"
+        for page in pages
+        for kind in sorted(EXPECTED_READER_FAILURES.get(page, ()))
+        if (page, kind) not in failed and (browser or kind not in browser_kinds)
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1160,6 +1442,12 @@ def main(argv: list[str] | None = None) -> int:
                 },
                 indent=1,
             )
+        )
+    stale = allow_list_passes(rep, pages, browser="chromium" in meta)
+    if stale:
+        print(
+            "\nallow-listed but passing (remove from EXPECTED_READER_FAILURES): "
+            + "; ".join(stale)
         )
     n = sum(len(v) for k, v in rep.failures.items() if k not in args.report_only)
     known = sum(len(v) for k, v in rep.failures.items() if k in args.report_only)

@@ -156,3 +156,79 @@ def test_result_box_position(browser):
     low = f"<div style='height:{check_book.FIRST_SCREEN_PX + 100}px'></div>{box}"
     assert _measure(browser, low)["box"] >= check_book.FIRST_SCREEN_PX
     assert _measure(browser, "<p>no box</p>")["box"] is None
+
+
+# ------------------------------------------------------------ the reader's rules (no browser) --
+
+
+def _soup(html: str):
+    return check_book.BeautifulSoup(
+        f"<html><body><article>{html}</article></body></html>", "html.parser"
+    )
+
+
+def test_chapter_numbers_and_sidebar_order():
+    assert check_book.chapter_number("book/07b_explore_trained_heads.html") == "7b"
+    assert check_book.chapter_number("book/13_performance.html") == "13"
+    assert check_book.chapter_number("book/appendix_benchmarks.html") is None
+    nav = "".join(
+        f"<a>{t}</a>" for t in ("A map", "7. Seven", "7b. Seven b", "12b. X", "18. Y")
+    )
+    soup = check_book.BeautifulSoup(
+        f"<nav class='bd-docs-nav'>{nav}</nav>", "html.parser"
+    )
+    numbers = check_book.sidebar_numbers(soup)
+    assert numbers == ["7", "7b", "12b", "18"]
+    assert numbers == sorted(numbers, key=check_book.number_key)
+    assert ["12b", "18", "13"] != sorted(["12b", "18", "13"], key=check_book.number_key)
+
+
+def _rules(tmp_path, page: str, body: str) -> dict:
+    _page(tmp_path, page, body)
+    rep = check_book.Report()
+    check_book.structural_checks(tmp_path, [page], rep, 89)
+    return {k: [t for p, t in v if p == page] for k, v in rep.failures.items()}
+
+
+def test_code_lines_and_true_false_outside_collapsed_blocks(tmp_path):
+    code = "<div class='cell'><div class='cell_input'><pre>{}</pre></div>{}</div>"
+    out = "<div class='cell_output'><pre>{}</pre></div>"
+    visible = code.format("\n".join(["x = 1"] * 81), out.format("equal: True\n0.5"))
+    hidden = (
+        "<details class='hide above-input'><summary>s</summary>"
+        + code.format("\n".join(["y = 2"] * 200), out.format("ok: False"))
+        + "</details>"
+    )
+    got = _rules(tmp_path, "book/04_x.html", visible + hidden)
+    assert len(got["code-lines"]) == 1 and "81 lines" in got["code-lines"][0]
+    assert got["true-false-output"] == ["equal: True"]
+    got = _rules(tmp_path, "book/05_x.html", hidden)
+    assert "code-lines" not in got and "true-false-output" not in got
+
+
+def test_images_need_a_numbered_caption_of_their_chapter(tmp_path):
+    good = "<figure><img src='a.png'><figcaption>Figure 4.1 — a</figcaption></figure>"
+    wrong = "<figure><img src='b.png'><figcaption>Figure 3.1 — b</figcaption></figure>"
+    bare = "<img src='c.png'>"
+    got = _rules(tmp_path, "book/04_x.html", good + wrong + bare)
+    assert len(got["unnumbered-figure"]) == 2
+    assert "not in a <figure>" in got["unnumbered-figure"][1]
+    assert "unnumbered-figure" not in _rules(tmp_path, "book/04_y.html", good)
+
+
+def test_allow_listed_failures_are_expected_not_counted():
+    rep = check_book.Report()
+    page = next(iter(check_book.EXPECTED_READER_FAILURES))
+    kind = sorted(check_book.EXPECTED_READER_FAILURES[page])[0]
+    rep.fail(page, kind, "x")
+    rep.fail(page, "console-error", "y")
+    assert rep.expected[kind] == [(page, "x")] and kind not in rep.failures
+    assert rep.failures["console-error"] == [(page, "y")]
+
+
+def test_sphinx_running_number_is_not_the_caption(tmp_path):
+    sphinx = (
+        "<figure><img src='a.png'><figcaption><p><span class='caption-number'>Fig. 12 "
+        "</span><span class='caption-text'>Figure 4.1 — a</span></p></figcaption></figure>"
+    )
+    assert "unnumbered-figure" not in _rules(tmp_path, "book/04_z.html", sphinx)

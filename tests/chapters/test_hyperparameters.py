@@ -1,6 +1,8 @@
 """Tests of attnconv.chapters.hyperparameters: Table 2 of the paper against the profiles. Oracles:
 the numbers of Table 2 typed from arXiv v1 App. A.4 here, and the profiles' own configs."""
 
+import pytest
+
 from attnconv.chapters.hyperparameters import (
     PAPER_TABLE2,
     profile_values,
@@ -63,3 +65,34 @@ def test_paper_profile_matches_table2_and_cpu_deviations_are_marked():
         and "2 ✗" in text
         and "| 6 | 6 | 6 | 2 ✗ |" in text
     )
+
+
+def test_profile_scale_reads_the_configs():
+    from attnconv.chapters.hyperparameters import profile_scale
+
+    paper = profile_scale(
+        "paper"
+    )  # the paper's Table 2: 300 epochs, 6 layers, hidden 400
+    assert (paper["epochs"], paper["layers"], paper["hidden size"]) == (300, 6, 400)
+    assert (
+        paper["tokens per image"] == (32 // 2) ** 2
+        and paper["training images"] == 50_000
+    )
+    cpu = profile_scale("cpu")
+    cfg = get_profile("cpu").config("quadratic")
+    assert cpu["epochs"] == cfg.epochs and cpu["training images"] == 5085
+
+
+def test_full_scale_hours_from_a_benchmark():
+    from attnconv.chapters.hyperparameters import full_scale_hours
+    from attnconv.experiments.profiles import gpu_seconds_per_epoch
+
+    bench = {
+        "settings": {"batch_size": 100},
+        "models": {"quadratic": [{"implementation": "dense", "train_step_s": 3.6}]},
+    }
+    hours = full_scale_hours(bench, epochs=300)
+    assert hours["quadratic"]["cpu"] == pytest.approx(3.6 * 500 * 300 / 3600)
+    gpu, _ = gpu_seconds_per_epoch()
+    assert hours["resnet18"]["gpu"] == pytest.approx(gpu["resnet18"] * 300 / 3600)
+    assert "cpu" not in hours["resnet18"]

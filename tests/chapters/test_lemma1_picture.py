@@ -49,3 +49,42 @@ def test_head_matrices_are_the_kernel_slices_and_plots_draw():
     fig = plot_outputs(x[0], conv(x)[0].detach(), y[0].detach(), (3, 3))
     assert len(fig.axes) == 9
     plt.close(fig)
+
+
+def _coloured_cells(ax):
+    from matplotlib.patches import Rectangle
+
+    return {
+        (round(p.get_y() + 0.5), round(p.get_x() + 0.5))
+        for p in ax.patches
+        if isinstance(p, Rectangle) and p.get_fill() and p.get_width() == 1
+    }
+
+
+def test_one_panel_shows_each_head_on_its_shift():
+    from attnconv.chapters.lemma1_picture import plot_head_targets
+
+    shape = (6, 7)
+    layer = conv_to_mhsa(torch.nn.Conv2d(2, 3, 3, padding=1).double(), hard=True)
+    _, probs = layer(
+        torch.zeros(1, 2, *shape, dtype=torch.float64), return_attention=True
+    )
+    fig = plot_head_targets(probs, shape, [(2, 3), (0, 0)], key_padding=1)
+    for ax, q in zip(fig.axes, [(2, 3), (0, 0)]):
+        want = {(q[0] + 1 + a, q[1] + 1 + b) for a, b in kernel_shifts(3).tolist()}
+        assert _coloured_cells(ax) == want  # padded coordinates: q + 1 + Δ_h
+    plt.close(fig)
+
+
+def test_opening_figure_heads_sit_on_the_kernel_taps():
+    from attnconv.chapters.lemma1_picture import plot_kernel_as_heads
+
+    fig = plot_kernel_as_heads(kernel_size=3, alpha=6.0, grid=7)
+    heads = fig.axes[1:]
+    assert len(heads) == 9
+    for ax, (a, b) in zip(heads, kernel_shifts(3).tolist()):
+        image = ax.images[0].get_array()
+        r, c = divmod(int(image.argmax()), image.shape[1])
+        assert (r, c) == (3 + a, 3 + b)
+        assert float(image.max()) > 0.95
+    plt.close(fig)

@@ -190,3 +190,28 @@ def test_scalar_encoding_reaches_at_most_two_keys():
         )
         reached = set(scalar_encoding_reachable_targets(values, directions).tolist())
         assert reached == {int(values.argmax()), int(values.argmin())}
+
+
+def test_paired_encoding_figure_singles_out_its_target():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from attnconv.chapters.low_dim_encodings import plot_paired_encoding
+
+    r = torch.arange(-2, 3)
+    shifts = torch.stack(torch.meshgrid(r, r, indexing="ij"), -1).reshape(-1, 2)
+    iota = shift_index(shifts).double()
+    for (
+        target
+    ) in shifts.tolist():  # v = (2ι(Δ), −1) on r = (ι, ι²): a plain loop as oracle
+        t = float(shift_index(torch.tensor(target)))
+        scores = [2 * t * float(i) - float(i) ** 2 for i in iota]
+        best = max(range(len(scores)), key=scores.__getitem__)
+        assert shifts[best].tolist() == target
+        assert sorted(scores)[-1] - sorted(scores)[-2] >= 1
+    fig = plot_paired_encoding(target=(1, -1))
+    line = fig.axes[0].lines[0]
+    assert len(line.get_xdata()) == 25
+    plt.close(fig)

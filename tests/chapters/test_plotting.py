@@ -48,3 +48,25 @@ def test_shown_size_shrinks_with_wide_figures():
         7 * 100 / 72
     )  # narrower than the column: as drawn
     assert shown_text_px(7, 100, 2 * COLUMN_PX) == pytest.approx(7 * 100 / 72 / 2)
+
+
+def test_one_colour_per_model_across_the_book():
+    from attnconv.chapters.shared.plotting import MODEL_COLOURS, model_colour
+    from attnconv.experiments.models import MODEL_NAMES
+
+    for name in MODEL_NAMES:  # every registered model has its colour
+        assert model_colour(name) == MODEL_COLOURS[name]
+    distinct = {k: v for k, v in MODEL_COLOURS.items() if k != "vit"}
+    assert len(set(distinct.values())) == len(distinct)
+    assert model_colour("quadratic, 16 heads") == MODEL_COLOURS["quadratic-16heads"]
+    assert model_colour("ResNet18") == MODEL_COLOURS["resnet18"]
+    with pytest.raises(ValueError, match="no book colour"):
+        model_colour("transformer-xl")
+
+
+def test_book_style_text_is_at_least_8_5_points():
+    from attnconv.chapters.shared.plotting import BOOK_STYLE
+
+    sizes = [v for k, v in BOOK_STYLE.items() if k.endswith(("size", "fontsize"))]
+    sizes = [v for v in sizes if isinstance(v, (int, float))]
+    assert sizes and min(sizes) >= 8.5

@@ -172,11 +172,11 @@ def plot_layer_head_maps(
                 )
             )
             if wrapped:
-                ax.set_title(f"head {h + 1}", fontsize=7.5, pad=2)
+                ax.set_title(f"head {h + 1}", fontsize=8.5, pad=2)
             elif i == 0:
                 ax.set_title(
                     f"head {h + 1}" if n_heads <= 9 or h == 0 else f"{h + 1}",
-                    fontsize=7.5,
+                    fontsize=8.5,
                 )
             if h % ncols == 0:
                 ax.set_ylabel(

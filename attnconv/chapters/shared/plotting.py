@@ -12,6 +12,9 @@ __all__ = [
     "COLUMN_PX",
     "MIN_TEXT_PX",
     "BOOK_STYLE",
+    "MODEL_COLOURS",
+    "IMPLEMENTATION_COLOURS",
+    "model_colour",
     "use_book_style",
     "install_figure_check",
     "figure_text_sizes",
@@ -23,26 +26,75 @@ __all__ = [
 
 #: Width of the book's text column in inches at matplotlib's 100 dpi: the rendered column is about
 #: 784 px wide (tests/browser/check_book.py measures it), so a figure up to this wide is shown at
-#: its own size and its 7-pt text is 9.7 px on the page.
+#: its own size and its 8.5-pt text is 11.8 px on the page.
 COLUMN_INCHES = 7.8
 #: The rendered column in CSS px, and the smallest figure text we accept there.
 COLUMN_PX = 784
 MIN_TEXT_PX = 9.0
 
-#: The book's font sizes (points). At 100 dpi one point is 1.39 px, so 7 pt is 9.7 px when a figure
-#: is no wider than the column.
+#: The book's font sizes (points): nothing smaller than 8.5 pt, which at 100 dpi is 11.8 px when a
+#: figure is no wider than the column.
 BOOK_STYLE = {
     "figure.dpi": 100,
-    "font.size": 8,
-    "axes.titlesize": 8.5,
-    "axes.labelsize": 8,
-    "xtick.labelsize": 7,
-    "ytick.labelsize": 7,
-    "legend.fontsize": 7.5,
-    "figure.titlesize": 9,
-    "legend.title_fontsize": 7.5,
+    "font.size": 9,
+    "axes.titlesize": 9.5,
+    "axes.labelsize": 9,
+    "xtick.labelsize": 8.5,
+    "ytick.labelsize": 8.5,
+    "legend.fontsize": 8.5,
+    "figure.titlesize": 10,
+    "legend.title_fontsize": 8.5,
     "figure.figsize": (COLUMN_INCHES, 3.0),
 }
+
+#: One colour per model for the whole book: a model keeps its colour from figure to figure.
+#: Keys are the models' registry names; :func:`model_colour` also reads the chapters' labels
+#: ("quadratic, 16 heads", "ResNet18", "random (ViT default)").
+MODEL_COLOURS = {
+    "quadratic": "#1f77b4",  # blue
+    "quadratic-16heads": "#17becf",  # cyan
+    "generalized": "#ff7f0e",  # orange
+    "learned": "#2ca02c",  # green
+    "learned_content": "#bcbd22",  # olive
+    "resnet18": "#000000",  # black
+    # ch. 18's four starts of the same ViT-style model
+    "random": "#7f7f7f",  # grey: the ViT default
+    "vit": "#7f7f7f",
+    "convit": "#9467bd",  # purple
+    "impulse": "#d62728",  # red: Theorem 1's construction
+    "mimetic": "#8c564b",  # brown
+    "gpsa": "#e377c2",  # pink: the ConViT-style model itself, whatever its start
+}
+#: One colour per implementation of attention (ch. 13), disjoint from the models' colours.
+IMPLEMENTATION_COLOURS = {
+    "paper": "#7f7f7f",  # the paper's formulation
+    "dense": "#e377c2",
+    "local": "#17becf",
+    "conv": "#000000",
+}
+_MODEL_ALIASES = {
+    "quadratic, 16 heads": "quadratic-16heads",
+    "quadratic_16heads": "quadratic-16heads",
+    "quadratic 16 heads": "quadratic-16heads",
+    "learned, content": "learned_content",
+    "learned + content": "learned_content",
+    "learned-content": "learned_content",
+    "random (vit default)": "random",
+    "convit local": "convit",
+    "impulse (thm. 1)": "impulse",
+}
+
+
+def model_colour(name: str) -> str:
+    """The book's colour for a model, from its registry name or a chapter's label; a one-line
+    ValueError for a model the book has no colour for."""
+    key = str(name).strip().lower()
+    key = _MODEL_ALIASES.get(key, key)
+    if key in MODEL_COLOURS:
+        return MODEL_COLOURS[key]
+    raise ValueError(
+        f"no book colour for model {name!r} (known: {', '.join(sorted(MODEL_COLOURS))})"
+    )
 
 
 def use_book_style() -> None:
@@ -234,21 +286,32 @@ def plot_attention_heads(
                     (p - 0.5, p - 0.5), w, h, fill=False, ec="gray", ls="--", lw=0.8
                 )
             )
-        ax.set_title(titles[i] if titles else f"head {i + 1}", fontsize=8)
+        ax.set_title(titles[i] if titles else f"head {i + 1}", fontsize=8.5)
     if suptitle:
         fig.suptitle(suptitle)
     fig.tight_layout()
     return fig
 
 
-def plot_error_map(error: torch.Tensor, title: str = "", ax=None, cmap: str = "magma"):
-    """Show a per-pixel error map ``(H, W)`` with a colour bar."""
+def plot_error_map(
+    error: torch.Tensor,
+    title: str = "",
+    ax=None,
+    cmap: str = "magma",
+    norm=None,
+    colorbar: bool = True,
+):
+    """Show a per-pixel error map ``(H, W)``, with a colour bar unless ``colorbar`` is False.
+    ``norm`` (e.g. one ``LogNorm`` for several maps) puts maps on a common colour scale;
+    returns the image when ``ax`` is given, so that one colour bar can serve several maps."""
     import matplotlib.pyplot as plt
 
-    if ax is None:
+    own = ax is None
+    if own:
         fig, ax = plt.subplots(figsize=(3.2, 3))
-    im = ax.imshow(error.detach().float().cpu().numpy(), cmap=cmap)
-    ax.figure.colorbar(im, ax=ax, fraction=0.046)
+    im = ax.imshow(error.detach().float().cpu().numpy(), cmap=cmap, norm=norm)
+    if colorbar:
+        ax.figure.colorbar(im, ax=ax, fraction=0.046)
     ax.set_title(title, fontsize=9)
     ax.set_xticks([]), ax.set_yticks([])
-    return ax.figure
+    return ax.figure if own else im

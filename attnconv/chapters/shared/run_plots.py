@@ -232,7 +232,7 @@ def plot_layer_contours(
         handles=handles,
         loc="outside lower center",
         ncol=min(6, len(handles)),
-        fontsize=7.5,
+        fontsize=8.5,
         frameon=False,
         columnspacing=1.0,
         handlelength=1.6,
