@@ -195,7 +195,7 @@ def summaries(exp: Experiment, labels: np.ndarray) -> List[Summary]:
 
 def results_table(rows: Sequence[Summary], starts: Sequence[str] = ALL_STARTS):
     """Final test accuracy, mean [95 % interval] (%), and mean train accuracy per start (rows)
-    and size (columns)."""
+    and size (columns); – where the design has no run."""
     cells = {
         (s.start, s.size): (
             f"{100 * s.test[0]:.1f} [{100 * s.test[1]:.1f}, {100 * s.test[2]:.1f}]"
@@ -204,7 +204,7 @@ def results_table(rows: Sequence[Summary], starts: Sequence[str] = ALL_STARTS):
         for s in rows
     }
     table = [
-        [LABELS[m]] + [cells.get((m, n), "not saved") for n in SIZES]
+        [LABELS[m]] + [cells.get((m, n), "–") for n in SIZES]
         for m in starts
         if any((m, n) in cells for n in SIZES)
     ]
