@@ -132,7 +132,7 @@ $(LOWER_VENV)/.installed:
 	touch $@
 test-lower-torch: $(LOWER_VENV)/.installed
 	MPLCONFIGDIR=$(CURDIR)/$(LOWER_VENV)/matplotlib $(TEST_ENV) PYTHONPATH=. $(LOWER_VENV)/bin/python -m pytest -q -p no:randomly -n 0 $(LOWER_TESTS)
-	PYTHONPATH=. $(LOWER_VENV)/bin/python -m attnconv.gpu_smoke --dry-run --out $(LOWER_VENV)/smoke
+	PYTHONPATH=. $(LOWER_VENV)/bin/python -m attnconv.gpu_smoke --dry-run --budget 7200 --out $(LOWER_VENV)/smoke
 	@du -sh $(LOWER_VENV) | sed 's/^/size of the lower-torch venv: /'
 
 FORCE:

@@ -430,7 +430,7 @@ def test_cpu_and_gpu_profiles():
         round(m * gpu.epochs / 300) for m in (80, 150, 250)
     )
     assert make_config("resnet18", "gpu", epochs=30).milestones == (8, 15, 25)
-    assert set(PROFILES) == {"paper", "gpu", "cpu", "deep"}
+    assert set(PROFILES) == {"paper", "gpu", "gpu-sample", "cpu", "deep"}
     assert default_profile_name() == ("gpu" if torch.cuda.is_available() else "cpu")
     with pytest.raises(ValueError):
         get_profile("tpu")
