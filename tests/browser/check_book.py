@@ -313,7 +313,9 @@ def figure_problems(article, number: str) -> list[str]:
         fig = img.find_parent("figure")
         cap = fig.find("figcaption") if fig is not None else None
         if cap is not None and cap.select_one(".caption-text") is not None:
-            cap = cap.select_one(".caption-text")  # Sphinx's "Fig. N" is not shown (reader.css)
+            cap = cap.select_one(
+                ".caption-text"
+            )  # Sphinx's "Fig. N" is not shown (reader.css)
         text = cap.get_text(" ", strip=True) if cap is not None else ""
         m = FIGURE_CAPTION_RE.match(text)
         if m is None or m.group(1) != number:
