@@ -241,7 +241,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             _make(e, args.force)
     except KeyboardInterrupt:
         print(
-            "\ninterrupted; run the same command again to resume (runs continue from their last epoch)",
+            "\ninterrupted; run the same command again to resume (runs and a pruning "
+            "study's retrainings continue from their last epoch)",
             file=sys.stderr,
         )
         return 130
