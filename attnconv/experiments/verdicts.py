@@ -44,6 +44,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
+import numpy as np
+
 from .registry import RUNS, SERIES
 from .store import HISTORY, runs_dir
 
@@ -687,3 +689,489 @@ def claim_summary(claim: Claim, title: str = "", link: str = "") -> str:
         f"{head}“{short_quote(claim.quote)}” ({claim.source})\n\n"
         f"*{claim.verdict}* — {reason}.{where}"
     )
+
+
+# --------------------------------------------------------------------------- the one rule
+#
+# Every verdict of the book on an experimental claim goes through :func:`judge` (two sides of runs)
+# or :func:`judge_same_model` (one model against itself on the same test images) and
+# :func:`decide`; an existence claim through :func:`judge_existence`. The claim's record
+# (:mod:`attnconv.experiments.claims`) gives its kind, its margin and its threshold.
+
+SUPERIORITY = "superiority"
+NON_INFERIORITY = "non-inferiority"
+EQUIVALENCE = "equivalence"
+EXISTENCE = "existence"
+#: The kinds of claim (:class:`~attnconv.experiments.claims.ClaimRecord`): "better", "faster",
+#: "more" (superiority); "not much below", "close to" (non-inferiority); "similar", "no gain",
+#: "recovers" (equivalence); "some heads ..." (existence).
+KINDS = (SUPERIORITY, NON_INFERIORITY, EQUIVALENCE, EXISTENCE)
+
+#: z of 80 % power (one-sided): the smallest detectable difference is (t₉₇.₅ + z₈₀) × SE.
+_Z80 = 0.8416212335729143
+#: How the interval was made (printed beside it).
+PAIRED = "paired"
+UNPAIRED = "unpaired (conservative)"
+SEEDS_ONLY = "seeds only (an exact property of the parameters)"
+MCNEMAR = "paired, one model (exact McNemar)"
+
+
+def _betacf(a: float, b: float, x: float) -> float:
+    """Continued fraction of the regularized incomplete beta function (Lentz's method)."""
+    tiny, qab, qap, qam = 1e-300, a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 400):
+        m2 = 2 * m
+        for aa in (
+            m * (b - m) * x / ((qam + m2) * (a + m2)),
+            -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2)),
+        ):
+            d = 1.0 + aa * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + aa / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < 1e-15:
+            break
+    return h
+
+
+def _incomplete_beta(a: float, b: float, x: float) -> float:
+    """I_x(a, b), the regularized incomplete beta function."""
+    if x <= 0.0 or x >= 1.0:
+        return 0.0 if x <= 0.0 else 1.0
+    front = math.exp(
+        math.lgamma(a + b)
+        - math.lgamma(a)
+        - math.lgamma(b)
+        + a * math.log(x)
+        + b * math.log1p(-x)
+    )
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _betacf(a, b, x) / a
+    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
+
+
+def t_cdf(t: float, df: float) -> float:
+    """P(T ≤ t) of Student's t with ``df`` degrees of freedom (``inf``: the normal)."""
+    if math.isinf(df):
+        return 0.5 * math.erfc(-t / math.sqrt(2.0))
+    tail = 0.5 * _incomplete_beta(df / 2.0, 0.5, df / (df + t * t))
+    return 1.0 - tail if t >= 0 else tail
+
+
+def t_quantile(p: float, df: float) -> float:
+    """The ``p`` quantile of Student's t (bisection on :func:`t_cdf`; 1e-12 accurate)."""
+    if not 0.0 < p < 1.0:
+        raise ValueError(f"a quantile needs 0 < p < 1, got {p}")
+    lo, hi = -1e4, 1e4
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if t_cdf(mid, df) < p else (lo, mid)
+        if hi - lo < 1e-12:
+            break
+    return 0.5 * (lo + hi)
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a comparison: ``values`` one per seed (an accuracy, or an exact property of
+    the trained parameters such as a count); ``correct``: for an accuracy, per seed the
+    right/wrong of every test image (1/0; ``None`` when a run kept no predictions); ``n_images``
+    the test images behind an accuracy (``None``: an exact property, no image noise)."""
+
+    values: Tuple[float, ...]
+    correct: Optional[Tuple[Tuple[int, ...], ...]] = None
+    n_images: Optional[int] = None
+    label: str = ""
+
+    def __post_init__(self):
+        object.__setattr__(self, "values", tuple(float(v) for v in self.values))
+        if not self.values:
+            raise ValueError(f"{self.label or 'a side'}: no run")
+        if self.correct is not None:
+            c = tuple(tuple(int(x) for x in row) for row in self.correct)
+            if len(c) != len(self.values):
+                raise ValueError("one correctness vector per seed")
+            if len({len(r) for r in c}) != 1:
+                raise ValueError("every run of a side on the same test images")
+            object.__setattr__(self, "correct", c)
+            object.__setattr__(self, "n_images", len(c[0]))
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+    @property
+    def mean(self) -> float:
+        return sum(self.values) / self.n
+
+    @property
+    def seed_variance(self) -> Optional[float]:
+        """The sample variance over seeds; ``None`` with one seed (unknown)."""
+        if self.n < 2:
+            return None
+        m = self.mean
+        return sum((v - m) ** 2 for v in self.values) / (self.n - 1)
+
+    def image_means(self) -> Optional[List[float]]:
+        """Per test image, the share of seeds that got it right."""
+        if self.correct is None:
+            return None
+        return [sum(col) / self.n for col in zip(*self.correct)]
+
+
+@dataclass(frozen=True)
+class Interval:
+    """The 95 % confidence interval of a difference a − b: ``estimate``, ``lo``, ``hi``, its
+    standard error ``se`` and degrees of freedom ``df``, ``detectable`` (the smallest difference
+    these runs detect with 80 % power: (t₉₇.₅ + z₈₀) × SE), ``method`` (:data:`PAIRED`,
+    :data:`UNPAIRED`, :data:`SEEDS_ONLY`, :data:`MCNEMAR`), ``seeds`` per side, ``seed_term_known``
+    (false when a side has one seed: its spread over seeds is unknown, and the interval carries
+    only the test images), and ``p_value`` (the exact McNemar test, same-model comparisons)."""
+
+    estimate: float
+    lo: float
+    hi: float
+    se: float
+    df: float
+    detectable: float
+    method: str
+    seeds: Tuple[int, int] = (1, 1)
+    seed_term_known: bool = True
+    p_value: Optional[float] = None
+
+    def format(
+        self, scale: float = 100.0, unit: str = " points", digits: int = 1
+    ) -> str:
+        """``+4.7 points, 95 % CI [+3.1, +6.3] (paired, 5 v 5 seeds)``."""
+        f = lambda v: f"{round(scale * v, digits) + 0.0:+.{digits}f}"
+        seeds = (
+            ""
+            if self.method == MCNEMAR
+            else f", {self.seeds[0]} v {self.seeds[1]} seeds"
+        )
+        p = f", McNemar p = {self.p_value:.2g}" if self.p_value is not None else ""
+        return (
+            f"{f(self.estimate)}{unit}, 95 % CI [{f(self.lo)}, {f(self.hi)}] "
+            f"({self.method}{seeds}{p})"
+        )
+
+
+def _welch_df(parts: Sequence[Tuple[float, float]]) -> float:
+    """Welch–Satterthwaite degrees of freedom of a sum of variance terms ``(v, df)``."""
+    total = sum(v for v, _ in parts)
+    denom = sum(v * v / d for v, d in parts if v > 0 and not math.isinf(d))
+    if total <= 0:
+        return math.inf
+    return total * total / denom if denom > 0 else math.inf
+
+
+def _interval(estimate: float, parts, method, seeds, known=True, p=None) -> Interval:
+    var = sum(v for v, _ in parts)
+    se = math.sqrt(max(var, 0.0))
+    df = _welch_df(parts)
+    t = t_quantile(0.975, df) if se > 0 else 0.0
+    return Interval(
+        estimate,
+        estimate - t * se,
+        estimate + t * se,
+        se,
+        df,
+        (t + _Z80) * se,
+        method,
+        seeds,
+        known,
+        p,
+    )
+
+
+def _residual_variance(correct) -> float:
+    """The seed × image residual mean square of a side's right/wrong matrix (two-way layout,
+    seeds × images), σ²_e: the part of the per-image noise that both the seed term and the image
+    term would otherwise count."""
+    x = np.asarray(correct, dtype=np.float64)
+    n, m = x.shape
+    if n < 2:
+        return 0.0
+    r = x - x.mean(1, keepdims=True) - x.mean(0, keepdims=True) + x.mean()
+    return float((r * r).sum() / ((n - 1) * (m - 1)))
+
+
+def _paired_image_term(a: Side, b: Side) -> float:
+    """Var of the images' contribution to mean(a) − mean(b), paired (the same images): the
+    variance over images of the per-image difference of seed-averaged right/wrong, less the
+    seed × image residual already carried by the seed terms, over N (two-way random effects)."""
+    d = np.asarray(a.image_means()) - np.asarray(b.image_means())
+    n = len(d)
+    v = float(d.var(ddof=1))
+    for s in (a, b):
+        if s.n >= 2:
+            v -= _residual_variance(s.correct) / s.n
+    return max(v, 0.0) / n
+
+
+def difference_interval(a: Side, b: Side) -> Interval:
+    """The 95 % CI of mean(a) − mean(b) carrying both sources of noise:
+
+    * the **seeds**: s²_a/n_a + s²_b/n_b (sample variances over seeds; unknown, and left out with
+      ``seed_term_known`` false, when a side has one seed);
+    * the **test images**, for an accuracy: *paired* when every run of both sides kept its
+      per-image predictions — the variance over the N images of the per-image difference of the
+      seeds' mean right/wrong, less the seed × image residual the seed terms already carry, over N
+      (a two-way random-effects decomposition; the images shared by both sides cancel); else
+      *unpaired, conservative* — p_a(1 − p_a)/N + p_b(1 − p_b)/N, no covariance (the two sides'
+      errors on the same images are positively correlated, so this overstates the noise).
+
+    The quantile is Student's t with Welch–Satterthwaite degrees of freedom (seed terms n − 1,
+    image term N − 1). An exact property of the parameters (``n_images`` None) has no image
+    term."""
+    known = a.seed_variance is not None and b.seed_variance is not None
+    parts = [
+        (s.seed_variance / s.n, s.n - 1) for s in (a, b) if s.seed_variance is not None
+    ]
+    method = SEEDS_ONLY
+    n_images = a.n_images or b.n_images
+    if n_images:
+        if a.correct is not None and b.correct is not None:
+            if a.n_images != b.n_images:
+                raise ValueError("a paired comparison needs the same test images")
+            parts.append((_paired_image_term(a, b), n_images - 1))
+            method = PAIRED
+        else:
+            for s in (a, b):
+                p = min(max(s.mean, 0.0), 1.0)
+                parts.append((p * (1 - p) / n_images, n_images - 1))
+            method = UNPAIRED
+    return _interval(a.mean - b.mean, parts, method, (a.n, b.n), known)
+
+
+def mcnemar_p(b: int, c: int) -> float:
+    """The exact two-sided McNemar p-value: a binomial(b + c, ½) test on the discordant pairs
+    (``b`` images right only with a, ``c`` right only with b)."""
+    n = b + c
+    if n == 0:
+        return 1.0
+    k = min(b, c)
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2.0**n
+    return min(1.0, 2.0 * tail)
+
+
+def same_model_interval(
+    pred_a: Sequence[int], pred_b: Sequence[int], labels: Sequence[int]
+) -> Interval:
+    """One model against itself on the same test images (an ablation: heads removed, pruned,
+    retrained): the difference of accuracies a − b from the two prediction vectors, its paired
+    95 % interval ((b − c)/N ± z·√(b + c − (b − c)²/N)/N, no seed term: one trained model) and the
+    exact McNemar p-value of the discordant pairs."""
+    if not len(pred_a) == len(pred_b) == len(labels):
+        raise ValueError("one prediction per test image on both sides")
+    n = len(labels)
+    right_a = [int(p == y) for p, y in zip(pred_a, labels)]
+    right_b = [int(p == y) for p, y in zip(pred_b, labels)]
+    b = sum(x and not y for x, y in zip(right_a, right_b))
+    c = sum(y and not x for x, y in zip(right_a, right_b))
+    var = max(b + c - (b - c) ** 2 / n, 0.0) / n**2
+    return _interval(
+        (b - c) / n, [(var, math.inf)], MCNEMAR, (1, 1), True, mcnemar_p(b, c)
+    )
+
+
+def decide(
+    kind: str,
+    interval: Interval,
+    margin: Optional[float] = None,
+    scale: float = 100.0,
+    unit: str = " points",
+) -> Tuple[str, str]:
+    """The verdict on a claim "a <kind> b" from the interval of a − b, and why:
+
+    * superiority — *reproduced* when the interval lies above the claimed gain (``margin``; 0 when
+      the claim names no size; for a same-model comparison the exact McNemar p < 0.05 too), *not
+      reproduced* when it lies below it;
+    * non-inferiority — *reproduced* when lo > −margin, *not reproduced* when hi < −margin;
+    * equivalence — *reproduced* when −margin < lo and hi < margin, *not reproduced* when the
+      interval lies wholly outside ±margin;
+    * otherwise *inconclusive*, with the smallest difference these runs could have detected; and
+      always *inconclusive* when a side has one seed (its seed term is unknown).
+    """
+    if kind not in (SUPERIORITY, NON_INFERIORITY, EQUIVALENCE):
+        raise ValueError(
+            f"decide() judges superiority, non-inferiority or equivalence, got {kind!r}"
+        )
+    if kind != SUPERIORITY and (margin is None or margin <= 0):
+        raise ValueError(
+            f"a {kind} claim needs a positive margin, set before the result"
+        )
+    digits = 1 if scale == 100.0 else 2
+    f = lambda v: f"{round(scale * v, digits) + 0.0:g}{unit}"
+    ci = interval.format(scale, unit, digits)
+    if not interval.seed_term_known:
+        return INCONCLUSIVE, (
+            f"{ci}; one seed on a side, so the spread over seeds is unknown and the "
+            "interval carries only the test images: no verdict"
+        )
+    lo, hi = interval.lo, interval.hi
+    if kind == SUPERIORITY:
+        gain = margin or 0.0
+        exact = interval.p_value is None or interval.p_value < 0.05
+        where = f"the claimed {f(gain)}" if gain else "0"
+        if lo > gain and exact:
+            return REPRODUCED, f"{ci}: the interval lies above {where}"
+        if hi < gain:
+            return NOT_REPRODUCED, f"{ci}: the interval lies below {where}"
+    elif kind == NON_INFERIORITY:
+        if lo > -margin:
+            return REPRODUCED, f"{ci}: its lower end is above −{f(margin)} (the margin)"
+        if hi < -margin:
+            return NOT_REPRODUCED, f"{ci}: it lies below −{f(margin)} (the margin)"
+    else:
+        if -margin < lo and hi < margin:
+            return REPRODUCED, f"{ci}: it lies inside ±{f(margin)} (the margin)"
+        if lo > margin or hi < -margin:
+            return NOT_REPRODUCED, f"{ci}: it lies outside ±{f(margin)} (the margin)"
+    return INCONCLUSIVE, (
+        f"{ci}: the interval does not settle it; these runs could detect a difference of "
+        f"about {f(interval.detectable)} (80 % power)"
+    )
+
+
+def judge(claim, side_a: "Side", side_b: "Side") -> Tuple[str, str, Interval]:
+    """The one rule for a comparison of two sides of runs: ``claim`` a
+    :class:`~attnconv.experiments.claims.ClaimRecord` (its ``kind`` and ``margin``), or a kind
+    string for a superiority claim; returns ``(verdict, reason, interval)``
+    (:func:`difference_interval`, :func:`decide`)."""
+    kind = getattr(claim, "kind", claim)
+    margin = getattr(claim, "margin", None)
+    iv = difference_interval(side_a, side_b)
+    scale, unit = (
+        (100.0, " points") if (side_a.n_images or side_b.n_images) else (1.0, "")
+    )
+    verdict, reason = decide(kind, iv, margin, scale, unit)
+    return verdict, reason, iv
+
+
+def judge_same_model(claim, pred_a, pred_b, labels) -> Tuple[str, str, Interval]:
+    """The one rule for a same-model ablation (two prediction vectors on the same test images):
+    :func:`same_model_interval` and :func:`decide`."""
+    iv = same_model_interval(pred_a, pred_b, labels)
+    verdict, reason = decide(
+        getattr(claim, "kind", claim), iv, getattr(claim, "margin", None)
+    )
+    return verdict, reason, iv
+
+
+def judge_existence(
+    values: Mapping[str, float],
+    threshold: float,
+    thresholds: Sequence[float] = (),
+    what: str = "value",
+    off_setting: Mapping[str, float] = None,
+) -> Tuple[str, str]:
+    """An existence claim over exact properties of the trained parameters: ``values`` run →
+    the largest value of the property in the run at the claim's setting (e.g. the largest
+    probability a head of layers 1-2 puts on one key); the claim is shown by a run whose value is
+    above ``threshold``. *reproduced* when some run at the setting shows it, *not reproduced*
+    when runs at the setting exist and none does, *inconclusive* when none is at the setting.
+    ``thresholds``: the book's other thresholds for the same concept; when the verdict differs at
+    one of them, the reason says so. ``off_setting``: runs at other settings (listed, not counted)."""
+
+    def at(th):
+        shown = [k for k, v in values.items() if v > th]
+        if not values:
+            return INCONCLUSIVE, shown
+        return (REPRODUCED if shown else NOT_REPRODUCED), shown
+
+    verdict, shown = at(threshold)
+    if not values:
+        reason = "no run at the claim's setting"
+    elif shown:
+        reason = (
+            f"{len(shown)} of {len(values)} run(s) at the claim's setting have a {what} "
+            f"above {threshold:g} ({_names(shown)})"
+        )
+    else:
+        top = max(values.values())
+        reason = (
+            f"none of the {len(values)} run(s) at the claim's setting has a {what} above "
+            f"{threshold:g} (largest {top:.2f})"
+        )
+    for th in thresholds:
+        if th == threshold:
+            continue
+        other, shown_th = at(th)
+        if other != verdict:
+            reason += (
+                f"; the verdict changes at the book's other threshold {th:g}: "
+                f"{other} ({len(shown_th)} of {len(values)} run(s) above it)"
+            )
+    off = [k for k, v in (off_setting or {}).items() if v > threshold]
+    if off:
+        reason += f"; at other settings (not counted) shown by {_names(off)}"
+    return verdict, reason
+
+
+_LABELS: Dict[Tuple[str, Optional[int]], Optional[List[int]]] = {}
+
+
+def test_labels(data: str, test_subset: Optional[int] = None) -> Optional[List[int]]:
+    """The class of every test image of the data a run used (``history.config['data']`` and
+    ``test_subset``), read once; ``None`` when that data is not on this machine."""
+    key = (data, test_subset)
+    if key not in _LABELS:
+        from .data import DataUnavailableError, load_cifar10
+
+        try:
+            d = load_cifar10(data, download=False, verbose=False)
+            _LABELS[key] = d.subset(None, test_subset).y_test.tolist()
+        except (DataUnavailableError, ValueError, OSError):
+            _LABELS[key] = None
+    return _LABELS[key]
+
+
+def _history(run):
+    return getattr(run, "history", run)
+
+
+def _predictions(history) -> Optional[List[int]]:
+    last = history["epochs"][-1]
+    saved = (
+        last.get("test_predictions")
+        if isinstance(last, dict)
+        else last.test_predictions
+    )
+    return None if saved is None else [int(c) for c in saved]
+
+
+def accuracy_side(runs: Sequence, label: str = "") -> Side:
+    """A :class:`Side` from runs (:class:`~attnconv.experiments.runs.Run`, typed or dict
+    histories): each run's final test accuracy and, when it kept its per-image predictions and
+    its test labels can be read, its right/wrong on every test image (the paired rule needs every
+    run of both sides to have them)."""
+    histories = [_history(r) for r in runs]
+    if not histories:
+        raise ValueError(f"{label or 'a side'}: no run")
+    values = [h["epochs"][-1]["test_acc"] for h in histories]
+    n_images = histories[0]["test_size"] or None
+    correct = []
+    for h in histories:
+        pred = _predictions(h)
+        config = h["config"] or {}
+        labels = (
+            test_labels(config.get("data", "sample"), config.get("test_subset"))
+            if pred is not None
+            else None
+        )
+        if pred is None or labels is None or len(labels) != len(pred):
+            correct = None
+            break
+        correct.append([int(p == y) for p, y in zip(pred, labels)])
+    return Side(values, correct, n_images, label)
+
+
+def exact_side(values: Sequence[float], label: str = "") -> Side:
+    """A :class:`Side` of an exact property of the trained parameters (a count, a distance), one
+    value per seed: only the seeds are noise."""
+    return Side(tuple(values), None, None, label)
