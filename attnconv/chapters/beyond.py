@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Dict, List, Mapping, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -42,9 +42,12 @@ from ..experiments.verdicts import (
     INCONCLUSIVE,
     NOT_REPRODUCED,
     REPRODUCED,
+    SUPERIORITY,
     Claim,
     Evidence,
-    spread,
+    Side,
+    accuracy_side,
+    judge,
 )
 from .shared.plotting import COLUMN_INCHES
 from .shared.tables import markdown_table
@@ -471,45 +474,38 @@ def test_set_noise(accuracy: float, n: int = SAMPLE_TEST_SIZE) -> float:
 
 
 def gain_verdict(
-    init: Sequence[float], base: Sequence[float], claimed_gain: float = 0.0
+    init: Sequence[float],
+    base: Sequence[float],
+    claimed_gain: float = 0.0,
+    n_images: int = SAMPLE_TEST_SIZE,
+    init_runs: Optional[Sequence] = None,
+    base_runs: Optional[Sequence] = None,
 ) -> Tuple[str, str]:
-    """The verdict on "``init`` is above ``base``" (by at least ``claimed_gain``, a fraction) from
-    the final accuracies of each seed, and the numbers behind it.
-
-    Fewer than :data:`MIN_SEEDS` seeds on either side: *inconclusive*. Otherwise
-    *reproduced*: every seed of ``init`` above every seed of ``base`` (the seed ranges separate)
-    and the mean gain at least twice the test set's noise and at least ``claimed_gain``;
-    *not reproduced*: every seed of ``base`` above every seed of ``init`` by that margin, or a
-    claimed gain that no pair of seeds reaches; *inconclusive* otherwise (a difference within the
-    seed spread or the test set's noise proves nothing)."""
-    a, b = spread(init), spread(base)
-    if a.n < MIN_SEEDS or b.n < MIN_SEEDS:
-        return INCONCLUSIVE, (
-            f"{a.n} and {b.n} seeds saved; the rule needs at least {MIN_SEEDS} each"
-        )
-    gain = a.mean - b.mean
-    noise = 2 * test_set_noise((a.mean + b.mean) / 2)
+    """The verdict on "``init`` is above ``base``" (by more than ``claimed_gain``, a fraction)
+    by the book's one rule (:func:`attnconv.experiments.verdicts.judge`, a superiority claim): the
+    95 % interval of the mean difference carrying the seeds and the ``n_images`` test images —
+    paired when ``init_runs`` and ``base_runs`` (the runs themselves) kept their per-image
+    predictions, else the conservative unpaired interval from the final accuracies ``init`` and
+    ``base``. *reproduced* when the interval lies above ``claimed_gain``, *not reproduced* when it
+    lies below, *inconclusive* otherwise (with the smallest difference the runs could detect)."""
+    if init_runs and base_runs:
+        a, b = accuracy_side(init_runs), accuracy_side(base_runs)
+    else:
+        a, b = Side(tuple(init), None, n_images), Side(tuple(base), None, n_images)
+    verdict, reason, _ = judge(SUPERIORITY, a, b, margin=claimed_gain or None)
     numbers = (
-        f"{100 * a.mean:.1f} vs {100 * b.mean:.1f} % ({round(100 * gain, 1) + 0.0:+.1f} points; seeds "
-        f"{100 * a.lo:.1f}–{100 * a.hi:.1f} vs {100 * b.lo:.1f}–{100 * b.hi:.1f} %; twice "
-        f"the test noise {100 * noise:.1f})"
+        f"{100 * a.mean:.1f} vs {100 * b.mean:.1f} % (seeds {100 * min(a.values):.1f} to "
+        f"{100 * max(a.values):.1f} vs {100 * min(b.values):.1f} to {100 * max(b.values):.1f} %)"
     )
-    if a.lo > b.hi and gain >= max(noise, claimed_gain):
-        return REPRODUCED, numbers
-    if b.lo > a.hi and -gain >= noise:
-        return NOT_REPRODUCED, f"{numbers}; the baseline is above in every seed"
-    if claimed_gain > 0 and a.hi - b.lo < claimed_gain:
-        return (
-            NOT_REPRODUCED,
-            f"{numbers}; no pair of seeds is {100 * claimed_gain:g} points apart",
-        )
-    return INCONCLUSIVE, f"{numbers}; {WITHIN_NOISE}"
+    return verdict, f"{numbers}; {reason}"
 
 
 def _combine(verdicts: Sequence[str]) -> str:
+    """A claim tested at several sizes: reproduced when every size reproduces it, not reproduced
+    when some size lies against it, inconclusive otherwise."""
     if all(v == REPRODUCED for v in verdicts):
         return REPRODUCED
-    if all(v == NOT_REPRODUCED for v in verdicts):
+    if any(v == NOT_REPRODUCED for v in verdicts):
         return NOT_REPRODUCED
     return INCONCLUSIVE
 
@@ -573,11 +569,15 @@ _SPECS = (
 def later_claims(exp: Experiment) -> List[Claim]:
     """The later papers' claims with the book's verdict, from the saved runs (a size without runs
     of both models is left out; a claim with no size left is inconclusive for want of runs)."""
-    return later_claims_from(final_accuracies(exp))
+    return later_claims_from(final_accuracies(exp), exp.runs)
 
 
-def later_claims_from(acc: Mapping[str, Sequence[float]]) -> List[Claim]:
-    """:func:`later_claims` from ``{series name: final test accuracy of each seed}``."""
+def later_claims_from(
+    acc: Mapping[str, Sequence[float]], runs: Optional[Mapping[str, Sequence]] = None
+) -> List[Claim]:
+    """:func:`later_claims` from ``{series name: final test accuracy of each seed}`` (and the runs
+    themselves, ``runs``, for the paired interval where they kept their predictions)."""
+    runs = runs or {}
     claims = []
     for spec in _SPECS:
         evidence, verdicts = [], []
@@ -592,7 +592,13 @@ def later_claims_from(acc: Mapping[str, Sequence[float]]) -> List[Claim]:
             base = acc.get(name("random", f)) or []
             if not mine or not base:
                 continue
-            verdict, numbers = gain_verdict(mine, base, spec.claimed_gain)
+            verdict, numbers = gain_verdict(
+                mine,
+                base,
+                spec.claimed_gain,
+                init_runs=runs.get(name(spec.init, f)),
+                base_runs=runs.get(name("random", f)),
+            )
             verdicts.append(verdict)
             evidence.append(
                 Evidence(f"{round(100 * f)} %, {budget}", f"{numbers}: {verdict}")

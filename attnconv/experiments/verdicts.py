@@ -13,26 +13,23 @@ The book's one rule for a verdict on an experimental claim of the paper (arXiv v
 "Does not hold", "contradicts" and "wrong" are kept for statements that a proof or an exact check
 refutes; those are errata, not verdicts of this kind, and :class:`Claim` refuses such words.
 
-A comparison between two models (an accuracy, a count) is made over seeds: :func:`spread` gives the
-mean and the min–max of a result over a seed series, and :func:`ordering` states an ordering only
-when the two seed ranges separate (:func:`ranges_separate`). :func:`seed_series` finds the saved
-histories of a seed series (see :data:`SEED_SERIES`).
-
-**The rule, made symmetric** (every verdict of the book goes through one of these two functions):
-
-* An *existence* claim ("certain heads learn to attend to individual pixels") is judged by
-  :func:`existence_verdict` over :class:`Observation` rows, one per run: *reproduced at CPU scale*
-  when a run **at the claim's setting** (:class:`Setting`: model, depth, layers, epochs) shows it
-  **and** the effect exceeds the noise (:func:`binomial_half_width` over the test images for an
-  accuracy; no noise for an exact property of the trained parameters); *not reproduced* when runs
-  at the setting exist and none shows it; *inconclusive* when a run shows it only within the noise,
-  or when no run is at the setting (runs at other settings are listed, never counted).
-* A *comparative* claim ("similar or better", "faster", "more in the first layers") is judged by
-  :func:`comparative_verdict` over :class:`SeriesPair` rows, one per series that bears on it: each
-  series is *for*, *against* or *open* (:func:`series_outcome`, from the seed ranges, or for a single
-  run its binomial interval); *reproduced* when series at the setting are for and none against,
-  *not reproduced* when some are against and none for, *inconclusive* when they disagree or none
-  can tell, naming which series say what.
+**The one rule.** Every verdict of the book on a comparison goes through :func:`judge` (two sides
+of runs: :func:`accuracy_side`, :func:`exact_side`) or :func:`judge_same_model` (one model
+against itself on the same test images), and :func:`decide`: the 95 % confidence interval of the
+difference a − b (:func:`difference_interval`) carries both sources of noise — the seeds
+(Welch–Satterthwaite over the seed variances) and the test images (paired, when every run of both
+sides kept its per-image predictions: the same images cancel; else a conservative unpaired
+binomial term, labelled so); a same-model ablation uses the paired difference of its two
+prediction vectors and the exact McNemar test (:func:`same_model_interval`). The verdict follows
+from the interval and the claim's kind (:mod:`attnconv.experiments.claims`): superiority
+*reproduced* when the interval lies above 0 (or the claimed gain), non-inferiority when its lower
+end is above −margin, equivalence when it lies inside ±margin; *not reproduced* when it excludes
+what is claimed; otherwise *inconclusive*, with the smallest difference the runs could have
+detected (80 % power). A side with one seed leaves the seed term unknown: *inconclusive*, never
+support. An existence claim over exact properties of the parameters names its threshold
+(:func:`judge_existence`, or :func:`existence_verdict` over :class:`Observation` rows at the
+claim's :class:`Setting`) and says when the verdict changes between the book's thresholds.
+:func:`spread` and :func:`seed_series` read the seed series of the registry.
 """
 
 from __future__ import annotations
@@ -60,25 +57,41 @@ __all__ = [
     "verdict_table",
     "Spread",
     "spread",
-    "ranges_separate",
-    "ordering",
     "SEED_SERIES",
     "SeedSeries",
     "seed_series",
     "final_test_accuracies",
     "compare_seed_series",
-    "binomial_half_width",
-    "accuracy_noise",
     "Setting",
     "Observation",
     "existence_verdict",
-    "RELATIONS",
-    "SeriesPair",
-    "series_outcome",
-    "comparative_verdict",
     "claim_block",
     "short_quote",
     "claim_summary",
+    "SUPERIORITY",
+    "NON_INFERIORITY",
+    "EQUIVALENCE",
+    "EXISTENCE",
+    "KINDS",
+    "PAIRED",
+    "UNPAIRED",
+    "SEEDS_ONLY",
+    "MCNEMAR",
+    "t_cdf",
+    "t_quantile",
+    "Side",
+    "Interval",
+    "difference_interval",
+    "mcnemar_p",
+    "same_model_interval",
+    "same_model_unpaired",
+    "decide",
+    "judge",
+    "judge_same_model",
+    "judge_existence",
+    "test_labels",
+    "accuracy_side",
+    "exact_side",
 ]
 
 REPRODUCED = "reproduced at CPU scale"
@@ -119,6 +132,10 @@ class Claim:
     reason: str
     confounds: Tuple[str, ...] = ()
     where: str = ""
+    key: str = ""
+    kind: str = ""
+    margin: str = ""
+    interval: str = ""
 
     def __post_init__(self):
         object.__setattr__(self, "evidence", tuple(self.evidence))
@@ -220,23 +237,6 @@ def spread(values: Sequence[float], seeds: Sequence[int] = ()) -> Spread:
     return Spread(values, tuple(int(s) for s in seeds))
 
 
-def ranges_separate(a: Spread, b: Spread) -> bool:
-    """Whether the min–max ranges of two seed series do not touch (every value of one above every
-    value of the other)."""
-    return a.lo > b.hi or b.lo > a.hi
-
-
-def ordering(name_a: str, a: Spread, name_b: str, b: Spread, min_seeds: int = 3) -> str:
-    """The ordering of two seed series in words, stated only when their ranges separate and each
-    has at least ``min_seeds`` seeds; otherwise says why no ordering is stated."""
-    if a.n < min_seeds or b.n < min_seeds:
-        return f"no ordering stated: {a.n} and {b.n} seeds (at least {min_seeds} each are needed)"
-    if not ranges_separate(a, b):
-        return f"no ordering stated: the seed ranges of {name_a} and {name_b} overlap"
-    hi, lo = (name_a, name_b) if a.lo > b.hi else (name_b, name_a)
-    return f"{hi} above {lo} in every seed (the seed ranges separate)"
-
-
 # --------------------------------------------------------------------------- seed series
 
 
@@ -329,8 +329,9 @@ def compare_seed_series(
     labels: Optional[Tuple[str, str]] = None,
 ) -> List[str]:
     """Lines comparing the final test accuracies of two seed series of ``profile``: each series'
-    :meth:`Spread.format` (or what is missing) and the :func:`ordering`, stated only when the seed
-    ranges separate. Never raises for missing runs: it says what is missing."""
+    :meth:`Spread.format` (or what is missing) and the 95 % interval of the difference by the one
+    rule (:func:`difference_interval`: seeds and test images, paired where every run kept its
+    predictions). Never raises for missing runs: it says what is missing."""
     labels = labels or (name_a, name_b)
     spreads, lines = [], []
     for name, label in zip((name_a, name_b), labels):
@@ -357,36 +358,21 @@ def compare_seed_series(
             lines.append(f"  missing: {'; '.join(s.missing)}")
         spreads.append(acc)
     if all(x is not None for x in spreads):
-        lines.append(ordering(labels[0], spreads[0], labels[1], spreads[1]))
+        sides = [
+            accuracy_side(
+                [seed_series(profile, n, runs_root).histories[k] for k in acc.seeds],
+                lab,
+            )
+            for n, lab, acc in zip((name_a, name_b), labels, spreads)
+        ]
+        iv = difference_interval(*sides)
+        lines.append(f"{labels[0]} − {labels[1]}: {iv.format()}")
+        if not iv.seed_term_known:
+            lines.append("  one seed on a side: the spread over seeds is unknown")
     return lines
 
 
 # --------------------------------------------------------------------------- the symmetric rule
-
-#: z of the two-sided 95 % normal interval.
-_Z95 = 1.959963984540054
-
-
-def binomial_half_width(accuracy: float, n_images: int, z: float = _Z95) -> float:
-    """Half-width of the 95 % (normal-approximation) binomial interval of an accuracy measured on
-    ``n_images`` test images: z·√(p(1 − p)/n). At p = 0.6 and the sample's 1,017 test images it is
-    0.030 (3.0 points). It is the noise of one accuracy; a difference of two accuracies on the same
-    images can be less noisy, but telling how needs the per-image predictions, which the runs do
-    not keep, so the book uses this bound."""
-    if n_images <= 0:
-        raise ValueError("the test set needs at least one image")
-    if not 0.0 <= accuracy <= 1.0:
-        raise ValueError(f"an accuracy lies in [0, 1], got {accuracy}")
-    return z * math.sqrt(accuracy * (1.0 - accuracy) / n_images)
-
-
-def accuracy_noise(accuracy: float, n_images: int) -> str:
-    """The noise of an accuracy in words: ``±3.0 points (95 % binomial interval, 1,017 test
-    images)``."""
-    return (
-        f"±{100 * binomial_half_width(accuracy, n_images):.1f} points "
-        f"(95 % binomial interval, {n_images:,} test images)"
-    )
 
 
 @dataclass(frozen=True)
@@ -528,124 +514,6 @@ def existence_verdict(
     )
 
 
-#: How a comparative claim relates quantity ``a`` to ``b``: ``above`` (a above b), ``below``,
-#: ``not below`` (a "similar or better": only b above a in every seed counts against),
-#: ``close`` (a "close to" b: the ranges touch).
-RELATIONS = ("above", "below", "not below", "close")
-
-
-@dataclass(frozen=True)
-class SeriesPair:
-    """One series that bears on a comparative claim: ``name`` (e.g. ``2 layers, 40 epochs``), the
-    two quantities over its seeds (``a``, ``b``: :class:`Spread`), ``at_setting`` (whether the
-    series is at the claim's setting), ``noise``: for an accuracy, the binomial half-width that
-    stands for the spread of a side with fewer than the needed seeds (``None``: no such noise; a
-    side with too few seeds leaves the series open), ``labels`` and ``fmt`` (how to print the two
-    sides: ``scale``, ``unit``, ``digits`` of :meth:`Spread.format`)."""
-
-    name: str
-    a: Spread
-    b: Spread
-    at_setting: bool = True
-    noise: Optional[float] = None
-    labels: Tuple[str, str] = ("a", "b")
-    scale: float = 100.0
-    unit: str = " %"
-    digits: int = 1
-
-    def _side(self, s: Spread) -> str:
-        if s.n == 1:
-            v = f"{self.scale * s.values[0]:.{self.digits}f}{self.unit}"
-            if self.noise is not None:
-                v += f" ± {self.scale * self.noise:.{self.digits}f} (one run, binomial)"
-            else:
-                v += " (one run)"
-            return v
-        return s.format(self.scale, self.unit, self.digits)
-
-    def measured(self, relation: str, min_seeds: int = 3) -> str:
-        outcome = series_outcome(self, relation, min_seeds)
-        return (
-            f"{self.labels[0]} {self._side(self.a)}; {self.labels[1]} {self._side(self.b)}"
-            f" → {_OUTCOME_WORDS[outcome]}"
-        )
-
-    def evidence(self, relation: str, min_seeds: int = 3) -> Evidence:
-        note = (
-            "" if self.at_setting else " (not the claim's setting: listed, not counted)"
-        )
-        return Evidence(self.name, self.measured(relation, min_seeds) + note)
-
-
-_OUTCOME_WORDS = {
-    "for": "consistent with the claim",
-    "against": "against the claim",
-    "open": "cannot tell",
-}
-
-
-def _interval(s: Spread, noise: Optional[float], min_seeds: int):
-    """The range a side occupies: its seed range with enough seeds, else its range widened by the
-    binomial noise; ``None`` when neither is available."""
-    if s.n >= min_seeds:
-        return s.lo, s.hi
-    if noise is not None:
-        return s.lo - noise, s.hi + noise
-    return None
-
-
-def series_outcome(pair: SeriesPair, relation: str, min_seeds: int = 3) -> str:
-    """``for``, ``against`` or ``open``: what one series says about "a <relation> b". The two sides
-    are ordered only when their ranges (seed ranges with at least ``min_seeds`` seeds, else the
-    binomial interval of a single accuracy) do not touch."""
-    if relation not in RELATIONS:
-        raise ValueError(f"relation must be one of {RELATIONS}, got {relation!r}")
-    ia = _interval(pair.a, pair.noise, min_seeds)
-    ib = _interval(pair.b, pair.noise, min_seeds)
-    if ia is None or ib is None:
-        return "open"
-    a_above = ia[0] > ib[1]
-    b_above = ib[0] > ia[1]
-    if relation == "above":
-        return "for" if a_above else ("against" if b_above else "open")
-    if relation == "below":
-        return "for" if b_above else ("against" if a_above else "open")
-    if relation == "not below":
-        return "against" if b_above else "for"
-    return "against" if (a_above or b_above) else "for"  # close
-
-
-def comparative_verdict(
-    pairs: Sequence[SeriesPair], relation: str, min_seeds: int = 3
-) -> Tuple[str, str]:
-    """The verdict on a comparative claim, and why, from every series that bears on it: only the
-    series at the claim's setting count; *reproduced at CPU scale* when some are for and none is
-    against, *not reproduced at CPU scale* when some are against and none is for, *inconclusive*
-    when they disagree (which series say what is named), when none can tell, or when no series is
-    at the setting. A series that cannot tell (too few seeds, ranges that touch where an order is
-    claimed) is named, never counted either way."""
-    if not pairs:
-        raise ValueError("a verdict needs the evidence of at least one series")
-    at = [p for p in pairs if p.at_setting]
-    if not at:
-        return INCONCLUSIVE, "no series at the claim's setting"
-    outcome = {p.name: series_outcome(p, relation, min_seeds) for p in at}
-    by = {k: [n for n, o in outcome.items() if o == k] for k in _OUTCOME_WORDS}
-    few = [p for p in at if min(p.a.n, p.b.n) < min_seeds]
-    noise = f"noise: the seed ranges (at least {min_seeds} seeds)"
-    if any(p.noise is not None for p in few):
-        noise += ", or for a single run its 95 % binomial interval"
-    if any(p.noise is None for p in few):
-        noise += f"; a series with fewer than {min_seeds} seeds and no such interval cannot tell"
-    parts = "; ".join(f"{_OUTCOME_WORDS[k]}: {_names(v)}" for k, v in by.items() if v)
-    if by["for"] and not by["against"]:
-        return REPRODUCED, f"{parts} ({noise})"
-    if by["against"] and not by["for"]:
-        return NOT_REPRODUCED, f"{parts} ({noise})"
-    head = "the series disagree" if by["for"] else "no series can tell"
-    return INCONCLUSIVE, f"{head} — {parts} ({noise})"
-
-
 def claim_block(claim: Claim, heading: Optional[str] = None, link: str = "") -> str:
     """One claim as a short Markdown block that fits the column: the quote (with its source), the
     test as written, the evidence (one bullet per run or series), the verdict with its reason, the
@@ -654,6 +522,9 @@ def claim_block(claim: Claim, heading: Optional[str] = None, link: str = "") -> 
     if heading:
         lines.append(f"**{heading}**\n")
     lines.append(f"> “{_squash(claim.quote)}” ({claim.source})\n")
+    if claim.kind:
+        margin = f", margin {claim.margin}" if claim.margin not in ("", "—") else ""
+        lines.append(f"*Kind.* {claim.kind}{margin} (set before the result)\n")
     lines.append(f"*Test.* {_squash(claim.test)}\n")
     lines.append("*Evidence.*\n")
     lines += [f"- {_squash(e.run)}: {_squash(e.measured)}" for e in claim.evidence]
@@ -712,8 +583,8 @@ _Z80 = 0.8416212335729143
 #: How the interval was made (printed beside it).
 PAIRED = "paired"
 UNPAIRED = "unpaired (conservative)"
-SEEDS_ONLY = "seeds only (an exact property of the parameters)"
-MCNEMAR = "paired, one model (exact McNemar)"
+SEEDS_ONLY = "seeds only"
+MCNEMAR = "paired, one model, exact McNemar"
 
 
 def _betacf(a: float, b: float, x: float) -> float:
@@ -850,7 +721,7 @@ class Interval:
         f = lambda v: f"{round(scale * v, digits) + 0.0:+.{digits}f}"
         seeds = (
             ""
-            if self.method == MCNEMAR
+            if "one model" in self.method
             else f", {self.seeds[0]} v {self.seeds[1]} seeds"
         )
         p = f", McNemar p = {self.p_value:.2g}" if self.p_value is not None else ""
@@ -1011,7 +882,7 @@ def decide(
     if not interval.seed_term_known:
         return INCONCLUSIVE, (
             f"{ci}; one seed on a side, so the spread over seeds is unknown and the "
-            "interval carries only the test images: no verdict"
+            "interval leaves it out: no verdict"
         )
     lo, hi = interval.lo, interval.hi
     if kind == SUPERIORITY:
@@ -1034,17 +905,19 @@ def decide(
             return NOT_REPRODUCED, f"{ci}: it lies outside ±{f(margin)} (the margin)"
     return INCONCLUSIVE, (
         f"{ci}: the interval does not settle it; these runs could detect a difference of "
-        f"about {f(interval.detectable)} (80 % power)"
+        f"about {scale * interval.detectable:.{digits}f}{unit} (80 % power)"
     )
 
 
-def judge(claim, side_a: "Side", side_b: "Side") -> Tuple[str, str, Interval]:
+def judge(
+    claim, side_a: "Side", side_b: "Side", margin: Optional[float] = None
+) -> Tuple[str, str, Interval]:
     """The one rule for a comparison of two sides of runs: ``claim`` a
     :class:`~attnconv.experiments.claims.ClaimRecord` (its ``kind`` and ``margin``), or a kind
-    string for a superiority claim; returns ``(verdict, reason, interval)``
+    string for a superiority claim (``margin``: the claimed gain, overriding the record); returns ``(verdict, reason, interval)``
     (:func:`difference_interval`, :func:`decide`)."""
     kind = getattr(claim, "kind", claim)
-    margin = getattr(claim, "margin", None)
+    margin = margin if margin is not None else getattr(claim, "margin", None)
     iv = difference_interval(side_a, side_b)
     scale, unit = (
         (100.0, " points") if (side_a.n_images or side_b.n_images) else (1.0, "")
@@ -1053,10 +926,27 @@ def judge(claim, side_a: "Side", side_b: "Side") -> Tuple[str, str, Interval]:
     return verdict, reason, iv
 
 
-def judge_same_model(claim, pred_a, pred_b, labels) -> Tuple[str, str, Interval]:
+def same_model_unpaired(acc_a: float, acc_b: float, n_images: int) -> Interval:
+    """The conservative fallback for a same-model ablation whose per-image predictions were not
+    saved: the difference of two accuracies on the same ``n_images`` images with the binomial
+    variance of each and no covariance (:data:`UNPAIRED`; one trained model, so no seed term).
+    The paired interval (:func:`same_model_interval`) is far narrower."""
+    parts = [(p * (1 - p) / n_images, n_images - 1) for p in (acc_a, acc_b)]
+    return _interval(acc_a - acc_b, parts, UNPAIRED + ", one model", (1, 1), True)
+
+
+def judge_same_model(
+    claim, pred_a, pred_b, labels, accuracies: Optional[Tuple[float, float]] = None
+) -> Tuple[str, str, Interval]:
     """The one rule for a same-model ablation (two prediction vectors on the same test images):
-    :func:`same_model_interval` and :func:`decide`."""
-    iv = same_model_interval(pred_a, pred_b, labels)
+    :func:`same_model_interval` and :func:`decide`; without predictions (``pred_a`` or
+    ``pred_b`` None), :func:`same_model_unpaired` from ``accuracies`` and ``len(labels)`` (or
+    ``labels`` given as the number of test images)."""
+    if pred_a is not None and pred_b is not None:
+        iv = same_model_interval(pred_a, pred_b, labels)
+    else:
+        n = labels if isinstance(labels, int) else len(labels)
+        iv = same_model_unpaired(accuracies[0], accuracies[1], n)
     verdict, reason = decide(
         getattr(claim, "kind", claim), iv, getattr(claim, "margin", None)
     )
