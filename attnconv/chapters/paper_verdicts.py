@@ -244,7 +244,7 @@ def grid_claim(qseeds, others=None, layer: int = 4, kernel_size: int = 3) -> Cla
         best = max(rows, key=lambda r: r.get("sharp_coverage", 0))
         obs.append(
             Observation(
-                label,
+                f"{label}, layer {best['layer'] + 1}",
                 f"heads on one key per layer {_per_layer(rows, 'localized')}; at most "
                 f"{best.get('sharp_coverage', 0)} lattice points (layer {best['layer'] + 1})",
                 best.get("sharp_coverage", 0) >= need,
