@@ -271,8 +271,8 @@ def lemma_shifts_covered(history: Mapping, kernel_size: int = 3) -> List[int]:
 def pruning_accuracies(study: Mapping, k: int) -> Dict[str, float]:
     """From a saved pruning study (``pruning.json``) whose rule selected ``k`` heads: test accuracy
     ``full`` (unpruned), ``pruned`` (the ``k`` degenerate heads removed, no retraining),
-    ``retrained`` (after the study's retraining), ``random`` (mean over the saved draws of ``k``
-    random heads removed, when saved) and the study's ``retrain_epochs`` and ``base_epochs``, as
+    ``retrained`` (after the study's retraining), ``random`` (mean over the ``random_draws`` saved
+    draws of ``k`` random heads removed, when saved) and the study's ``retrain_epochs`` and ``base_epochs``, as
     :func:`pruning_claims` takes them."""
     curve = study["curve"]["degenerate_first"]
     ret = next(r for r in study["retrained"] if r["k"] == k)
@@ -284,6 +284,7 @@ def pruning_accuracies(study: Mapping, k: int) -> Dict[str, float]:
     draws = study["curve"].get("random")
     if draws:
         out["random"] = float(np.mean([d[k] for d in draws]))
+        out["random_draws"] = len(draws)
     for key in ("retrain_epochs", "base_epochs"):
         if key in study:
             out[key] = int(study[key])

@@ -13,6 +13,7 @@ counted. :func:`book_claims` gives every verdict; :func:`claims_table` the summa
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -87,10 +88,13 @@ def make_claim(
 
 def paired_seeds(key: str, a: Sequence[float], b: Sequence[float]):
     """The rule on a within-run comparison of an exact property (e.g. layers 3-6 against layers
-    1-2 of the same run): one difference per seed, its t interval over the seeds:
-    ``(verdict, reason, interval)``."""
-    d = [x - y for x, y in zip(a, b)]
-    return v.judge(CLAIMS[key], v.exact_side(d), v.exact_side([0.0] * len(d)))
+    1-2 of the same run): one difference per seed, its t interval over the seeds
+    (:func:`~attnconv.experiments.verdicts.paired_seed_interval`): ``(verdict, reason,
+    interval)``."""
+    iv = v.paired_seed_interval(a, b)
+    r = CLAIMS[key]
+    verdict, reason = v.decide(r.kind, iv, r.margin, 1.0, "")
+    return verdict, reason, iv
 
 
 def _fmt_side(side: Side, scale: float, unit: str) -> str:
@@ -558,13 +562,18 @@ def pruning_claims(
                 ev.append(
                     Evidence(
                         label,
-                        f"as many random heads pruned instead: {100 * a['random']:.1f} % (one draw)",
+                        f"as many random heads pruned instead: {100 * a['random']:.1f} % "
+                        + _draws(a.get("random_draws", 1)),
                     )
                 )
             if at:
                 decided = (vd, rs + _NO_PREDICTIONS, iv.format())
         out.append(make_claim(key, ev, *decided))
     return out
+
+
+def _draws(n: int) -> str:
+    return "(one random draw)" if n == 1 else f"(mean of {n} random draws)"
 
 
 _NO_PREDICTIONS = (
@@ -879,6 +888,10 @@ def format_claim_blocks(claims: Sequence[Claim], link: bool = False) -> str:
     return "\n\n---\n\n".join(blocks)
 
 
+def _number(x: float) -> str:
+    return f"{x:g}" if x < 1000 else f"1e{round(math.log10(x))}"
+
+
 def claims_table(claims: Sequence[Claim], link: bool = True) -> str:
     """Ch. 17's summary: one row per claim of the registry (in its order) with its kind, margin
     (or threshold), interval at the claim's setting and verdict, as a Markdown table."""
@@ -895,7 +908,7 @@ def claims_table(claims: Sequence[Claim], link: bool = True) -> str:
         margin = (
             r.margin_words
             if r.kind != v.EXISTENCE or r.margin
-            else f"threshold {r.threshold:g}"
+            else f"threshold {_number(r.threshold)}"
         )
         cells = (title, r.kind, margin, c.interval or "—", f"*{c.verdict}*")
         lines.append("| " + " | ".join(x.replace("|", "\\|") for x in cells) + " |")

@@ -37,7 +37,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -76,6 +76,8 @@ __all__ = [
     "PAIRED",
     "UNPAIRED",
     "SEEDS_ONLY",
+    "SEEDS_PAIRED",
+    "paired_seed_interval",
     "MCNEMAR",
     "t_cdf",
     "t_quantile",
@@ -584,6 +586,7 @@ _Z80 = 0.8416212335729143
 PAIRED = "paired"
 UNPAIRED = "unpaired (conservative)"
 SEEDS_ONLY = "seeds only"
+SEEDS_PAIRED = "seeds only, paired within each run"
 MCNEMAR = "paired, one model, exact McNemar"
 
 
@@ -719,11 +722,12 @@ class Interval:
     ) -> str:
         """``+4.7 points, 95 % CI [+3.1, +6.3] (paired, 5 v 5 seeds)``."""
         f = lambda v: f"{round(scale * v, digits) + 0.0:+.{digits}f}"
-        seeds = (
-            ""
-            if "one model" in self.method
-            else f", {self.seeds[0]} v {self.seeds[1]} seeds"
-        )
+        if "one model" in self.method:
+            seeds = ""
+        elif self.method == SEEDS_PAIRED:
+            seeds = f", {self.seeds[0]} seed{'s' * (self.seeds[0] != 1)}"
+        else:
+            seeds = f", {self.seeds[0]} v {self.seeds[1]} seeds"
         p = f", McNemar p = {self.p_value:.2g}" if self.p_value is not None else ""
         return (
             f"{f(self.estimate)}{unit}, 95 % CI [{f(self.lo)}, {f(self.hi)}] "
@@ -817,6 +821,17 @@ def difference_interval(a: Side, b: Side) -> Interval:
                 parts.append((p * (1 - p) / n_images, n_images - 1))
             method = UNPAIRED
     return _interval(a.mean - b.mean, parts, method, (a.n, b.n), known)
+
+
+def paired_seed_interval(a: Sequence[float], b: Sequence[float]) -> Interval:
+    """Two exact properties of the same runs (e.g. layers 3-6 and layers 1-2 of each seed): the
+    t interval over the seeds of the per-run difference a − b (:data:`SEEDS_PAIRED`); one run
+    leaves the seed term unknown."""
+    if len(a) != len(b) or not a:
+        raise ValueError("one value per run on both sides")
+    d = [x - y for x, y in zip(a, b)]
+    iv = difference_interval(exact_side(d), exact_side([0.0] * len(d)))
+    return replace(iv, method=SEEDS_PAIRED, seeds=(len(d), len(d)))
 
 
 def mcnemar_p(b: int, c: int) -> float:

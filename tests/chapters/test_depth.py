@@ -101,7 +101,10 @@ def test_structure_claims_use_every_seed_with_their_interval():
     claims = pv.structure_claims(seeds, {})
     local = _key(claims, "local_then_far")
     assert local.verdict == REPRODUCED and local.kind == "superiority"
-    assert "95 % CI" in local.interval and "3 v 3 seeds" in local.interval
+    assert (
+        "95 % CI" in local.interval
+        and "paired within each run, 3 seeds" in local.interval
+    )
     assert any("×10" in x for x in local.confounds)
     # the t interval over 3 seeds: the per-seed differences against a plain computation
     d = [

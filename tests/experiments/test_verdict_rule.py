@@ -192,3 +192,13 @@ def test_the_interval_covers_the_true_difference_about_95_percent():
         for _ in range(100)
     )
     assert unpaired / 100 >= 0.95  # the fallback is conservative
+
+
+def test_paired_seed_interval_is_the_one_sample_t_interval():
+    a, b = [4.1, 4.4, 4.2, 4.6], [2.0, 2.5, 2.1, 2.2]
+    d = np.subtract(a, b)
+    iv = v.paired_seed_interval(a, b)
+    half = v.t_quantile(0.975, 3) * d.std(ddof=1) / 2
+    assert (iv.lo, iv.hi) == pytest.approx((d.mean() - half, d.mean() + half))
+    assert iv.method == v.SEEDS_PAIRED and "4 seeds" in iv.format(1.0, "")
+    assert not v.paired_seed_interval([5.0], [1.0]).seed_term_known
