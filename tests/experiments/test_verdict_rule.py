@@ -202,3 +202,28 @@ def test_paired_seed_interval_is_the_one_sample_t_interval():
     assert (iv.lo, iv.hi) == pytest.approx((d.mean() - half, d.mean() + half))
     assert iv.method == v.SEEDS_PAIRED and "4 seeds" in iv.format(1.0, "")
     assert not v.paired_seed_interval([5.0], [1.0]).seed_term_known
+
+
+def test_accuracy_side_pairs_only_when_every_run_kept_its_predictions():
+    labels = v.test_labels("sample")
+    rng = np.random.default_rng(0)
+
+    def history(p, keep=True):
+        pred = [c if rng.random() < p else (c + 1) % 10 for c in labels]
+        acc = sum(x == c for x, c in zip(pred, labels)) / len(labels)
+        last = {"test_acc": acc}
+        if keep:
+            last["test_predictions"] = "".join(map(str, pred))
+        return {
+            "config": {"data": "sample"},
+            "test_size": len(labels),
+            "epochs": [last],
+        }
+
+    a = v.accuracy_side([history(0.6), history(0.62)])
+    assert a.correct is not None and a.values[0] == pytest.approx(np.mean(a.correct[0]))
+    b = v.accuracy_side([history(0.5), history(0.52, keep=False)])
+    assert b.correct is None  # one run without predictions: the side falls back
+    assert v.difference_interval(a, b).method == v.UNPAIRED
+    c = v.accuracy_side([history(0.5), history(0.52)])
+    assert v.difference_interval(a, c).method == v.PAIRED
