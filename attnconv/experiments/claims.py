@@ -142,9 +142,12 @@ class ClaimRecord:
             if self.margin_unit == "%"
             else f"{v:g} {self.margin_unit}{'s' * (v != 1)}"
         )
-        sign = {EQUIVALENCE: "±", NON_INFERIORITY: "−", SUPERIORITY: "> "}.get(
-            self.kind, ""
-        )
+        sign = {
+            EQUIVALENCE: "±",
+            NON_INFERIORITY: "−",
+            EXISTENCE: "−",
+            SUPERIORITY: "> ",
+        }.get(self.kind, "")
         return sign + pts
 
 
