@@ -39,9 +39,12 @@ from ..experiments.verdicts import (
     INCONCLUSIVE,
     NOT_REPRODUCED,
     REPRODUCED,
+    SUPERIORITY,
     Claim,
     Evidence,
-    spread,
+    Side,
+    accuracy_side,
+    judge,
 )
 from .shared.plotting import COLUMN_INCHES
 from .shared.tables import markdown_table
@@ -452,45 +455,38 @@ def test_set_noise(accuracy: float, n: int = SAMPLE_TEST_SIZE) -> float:
 
 
 def gain_verdict(
-    init: Sequence[float], base: Sequence[float], claimed_gain: float = 0.0
+    init: Sequence[float],
+    base: Sequence[float],
+    claimed_gain: float = 0.0,
+    n_images: int = SAMPLE_TEST_SIZE,
+    init_runs: Optional[Sequence] = None,
+    base_runs: Optional[Sequence] = None,
 ) -> Tuple[str, str]:
-    """The verdict on "``init`` is above ``base``" (by at least ``claimed_gain``, a fraction) from
-    the final accuracies of each seed, and the numbers behind it.
-
-    Fewer than :data:`MIN_SEEDS` seeds on either side: *inconclusive*. Otherwise
-    *reproduced*: every seed of ``init`` above every seed of ``base`` (the seed ranges separate)
-    and the mean gain at least twice the test set's noise and at least ``claimed_gain``;
-    *not reproduced*: every seed of ``base`` above every seed of ``init`` by that margin, or a
-    claimed gain that no pair of seeds reaches; *inconclusive* otherwise (a difference within the
-    seed spread or the test set's noise proves nothing)."""
-    a, b = spread(init), spread(base)
-    if a.n < MIN_SEEDS or b.n < MIN_SEEDS:
-        return INCONCLUSIVE, (
-            f"{a.n} and {b.n} seeds saved; the rule needs at least {MIN_SEEDS} each"
-        )
-    gain = a.mean - b.mean
-    noise = 2 * test_set_noise((a.mean + b.mean) / 2)
+    """The verdict on "``init`` is above ``base``" (by more than ``claimed_gain``, a fraction)
+    by the book's one rule (:func:`attnconv.experiments.verdicts.judge`, a superiority claim): the
+    95 % interval of the mean difference carrying the seeds and the ``n_images`` test images —
+    paired when ``init_runs`` and ``base_runs`` (the runs themselves) kept their per-image
+    predictions, else the conservative unpaired interval from the final accuracies ``init`` and
+    ``base``. *reproduced* when the interval lies above ``claimed_gain``, *not reproduced* when it
+    lies below, *inconclusive* otherwise (with the smallest difference the runs could detect)."""
+    if init_runs and base_runs:
+        a, b = accuracy_side(init_runs), accuracy_side(base_runs)
+    else:
+        a, b = Side(tuple(init), None, n_images), Side(tuple(base), None, n_images)
+    verdict, reason, _ = judge(SUPERIORITY, a, b, margin=claimed_gain or None)
     numbers = (
-        f"{100 * a.mean:.1f} vs {100 * b.mean:.1f} % ({round(100 * gain, 1) + 0.0:+.1f} points; seeds "
-        f"{100 * a.lo:.1f}–{100 * a.hi:.1f} vs {100 * b.lo:.1f}–{100 * b.hi:.1f} %; twice "
-        f"the test noise {100 * noise:.1f})"
+        f"{100 * a.mean:.1f} vs {100 * b.mean:.1f} % (seeds {100 * min(a.values):.1f} to "
+        f"{100 * max(a.values):.1f} vs {100 * min(b.values):.1f} to {100 * max(b.values):.1f} %)"
     )
-    if a.lo > b.hi and gain >= max(noise, claimed_gain):
-        return REPRODUCED, numbers
-    if b.lo > a.hi and -gain >= noise:
-        return NOT_REPRODUCED, f"{numbers}; the baseline is above in every seed"
-    if claimed_gain > 0 and a.hi - b.lo < claimed_gain:
-        return (
-            NOT_REPRODUCED,
-            f"{numbers}; no pair of seeds is {100 * claimed_gain:g} points apart",
-        )
-    return INCONCLUSIVE, f"{numbers}; {WITHIN_NOISE}"
+    return verdict, f"{numbers}; {reason}"
 
 
 def _combine(verdicts: Sequence[str]) -> str:
+    """A claim tested at several sizes: reproduced when every size reproduces it, not reproduced
+    when some size lies against it, inconclusive otherwise."""
     if all(v == REPRODUCED for v in verdicts):
         return REPRODUCED
-    if all(v == NOT_REPRODUCED for v in verdicts):
+    if any(v == NOT_REPRODUCED for v in verdicts):
         return NOT_REPRODUCED
     return INCONCLUSIVE
 
@@ -569,22 +565,16 @@ def later_claims(exp: Experiment, labels: np.ndarray) -> List[Claim]:
             d = paired_difference(exp, spec.start, spec.base, size, labels)
             if d is None:
                 continue
-            # ---- verdict rule: the one call site (the book's rule replaces gain_verdict here)
+            # the book's one rule (paired over seeds and test images: the runs kept their predictions)
             verdict, numbers = gain_verdict(
                 [r.history.epochs[-1].test_acc for r in mine],
                 [r.history.epochs[-1].test_acc for r in base],
                 spec.claimed_gain,
-            )
-            # ----
-            interval = (
-                f"difference {100 * d[0]:+.1f} points, 95 % interval "
-                f"[{100 * d[1]:+.1f}, {100 * d[2]:+.1f}] over {d[3]} paired seeds and the "
-                f"1,017 test images"
+                init_runs=mine,
+                base_runs=base,
             )
             verdicts.append(verdict)
-            evidence.append(
-                Evidence(f"{size:,} images", f"{interval}; {numbers}: {verdict}")
-            )
+            evidence.append(Evidence(f"{size:,} images", f"{numbers}: {verdict}"))
         if not evidence:
             evidence = [Evidence("none saved", "the runs are not saved yet")]
             verdict, reason = INCONCLUSIVE, "the runs are not saved yet"

@@ -20,8 +20,8 @@ unpruned value). This module holds what the chapter needs:
   loop) and saved next to the run by ``python -m attnconv.regenerate``; the chapter reads it
   (:func:`load_pruning_study`, :func:`load_pruned_run`, :func:`study_predictions`) and needs no
   weights;
-* :func:`initial_drop`, :func:`initial_drop_claim` — the verdict on "this ablation initially
-  hurts a bit the performance" (App. A.1) from every saved pruning study;
+* :func:`initial_drop` — what pruning costs before retraining, from a saved pruning study (the
+  verdict on "this ablation initially hurts a bit": :mod:`attnconv.chapters.paper_verdicts`);
 * :func:`plot_heads_by_layer` (Fig. 7), :func:`plot_eigenvalues`, :func:`plot_pruning` (Fig. 8),
   :func:`pruning_table` (Fig. 9's table).
 """
@@ -64,13 +64,6 @@ from ..experiments.studies_pruning import (
     selection_of,
     study_predictions,
 )
-from ..experiments.verdicts import (
-    INCONCLUSIVE,
-    NOT_REPRODUCED,
-    REPRODUCED,
-    Claim,
-    Evidence,
-)
 from .shared.gaussian_maps import draw_mass_contours, head_attention_maps
 from .shared.plotting import COLUMN_INCHES
 
@@ -95,10 +88,8 @@ __all__ = [
     "plot_heads_by_layer",
     "plot_eigenvalues",
     "plot_pruning",
-    "INITIAL_DROP_QUOTE",
     "NOISE_STANDARD_ERRORS",
     "initial_drop",
-    "initial_drop_claim",
     "pruning_table",
     "PAPER_FIG9",
     "paper_pruning_reduction",
@@ -521,11 +512,6 @@ def pruning_table(study: dict, profile: str) -> str:
 
 
 # --------------------------------------------------------------------------- "initially hurts a bit"
-#: App. A.1, verbatim (arXiv v1), and where.
-INITIAL_DROP_QUOTE = (
-    "this ablation initially hurts a bit the performance",
-    "App. A.1, Fig. 8",
-)
 #: A drop counts as more than the test set's noise when it exceeds this many binomial standard
 #: errors of the unpruned accuracy, sqrt(p (1 − p) / n) over the n test images.
 NOISE_STANDARD_ERRORS = 2.0
@@ -553,50 +539,3 @@ def initial_drop(study: dict, test_size: int) -> Dict[str, float]:
         "retrain_epochs": int(study["retrain_epochs"]),
         "base_epochs": int(study["base_epochs"]),
     }
-
-
-def initial_drop_claim(drops: Dict[str, Dict[str, float]]) -> Claim:
-    """The verdict on "this ablation initially hurts a bit the performance" (App. A.1), tested as
-    written: pruning the degenerate heads, before any retraining, lowers the test accuracy by more
-    than the test set's noise. ``drops``: run label → :func:`initial_drop`. Reproduced when every
-    run shows it, not reproduced when none does, inconclusive when the runs disagree. The paper
-    gives no number for "a bit"; the evidence states each drop next to pruning as many random heads."""
-    if not drops:
-        raise ValueError("no pruning study to judge the claim on")
-    evidence, shows = [], []
-    for label, d in drops.items():
-        shows.append(d["drop"] > d["noise"])
-        evidence.append(
-            Evidence(
-                label,
-                f"{d['k']} degenerate heads pruned: {100 * d['full']:.1f} % → "
-                f"{100 * d['pruned']:.1f} % without retraining, a drop of {d['drop']:.1f} "
-                f"points (noise {d['noise']:.1f}); {d['k']} random heads: "
-                f"{d['random_lo']:.1f} to {d['random_hi']:.1f} points; retrained "
-                f"{d['retrain_epochs']} of {d['base_epochs']} epochs",
-            )
-        )
-    if all(shows):
-        verdict, reason = (
-            REPRODUCED,
-            "every run drops by more than the test set's noise",
-        )
-    elif not any(shows):
-        verdict, reason = (
-            NOT_REPRODUCED,
-            "no run drops by more than the test set's noise",
-        )
-    else:
-        hurt = [label for label, ok in zip(drops, shows) if ok]
-        flat = [label for label, ok in zip(drops, shows) if not ok]
-        verdict = INCONCLUSIVE
-        reason = (
-            f"the runs disagree: {', '.join(hurt)} drops by more than the noise, "
-            f"{', '.join(flat)} does not; the paper gives no number for 'a bit'"
-        )
-    quote, source = INITIAL_DROP_QUOTE
-    test = (
-        "pruning the degenerate heads, before retraining, lowers the test accuracy by more "
-        f"than {NOISE_STANDARD_ERRORS:g} binomial standard errors over the test images"
-    )
-    return Claim(quote, source, test, tuple(evidence), verdict, reason)

@@ -38,6 +38,7 @@ from ..core.lattice import (
     peak_probability,
     peak_shifts,
 )
+from ..experiments.claims import ONE_HOT, ONE_KEY
 from .shared.attention_maps import layer_attention_maps
 from .shared.plotting import COLUMN_INCHES
 from .shared.saved_runs import tokens_per_side
@@ -59,7 +60,10 @@ __all__ = [
 
 
 def locality_summary(
-    layers: Sequence, query: Sequence[int], kernel_size: int = 3, threshold: float = 0.5
+    layers: Sequence,
+    query: Sequence[int],
+    kernel_size: int = 3,
+    threshold: float = ONE_KEY,
 ) -> List[Optional[dict]]:
     """Per layer (maps ``(N_h, H, W)`` or ``None``): ``num_heads``, ``peaked`` (heads that give more
     than ``threshold`` of their attention to a single key, as a one-hot head of Lemma 1 does),
@@ -98,7 +102,7 @@ def format_locality(
     name: str,
     summary: Sequence[Optional[dict]],
     kernel_size: int = 3,
-    threshold: float = 0.5,
+    threshold: float = ONE_KEY,
 ) -> str:
     """:func:`locality_summary` as one line per layer (layers numbered from 1)."""
     k = f"{kernel_size}×{kernel_size}"
@@ -142,7 +146,7 @@ def layer_measures(
     query: Optional[Sequence[int]] = None,
     kernel_size: int = 3,
     radius: float = 0.5,
-    one_hot_threshold: float = 0.9,
+    one_hot_threshold: float = ONE_HOT,
 ) -> dict:
     """The measures of one layer: ``distances`` (per head, to the K×K lattice), ``mean_distance``,
     ``mean_integer_distance`` (to the nearest integer shift, any shift), ``coverage`` (of the K²

@@ -13,26 +13,23 @@ The book's one rule for a verdict on an experimental claim of the paper (arXiv v
 "Does not hold", "contradicts" and "wrong" are kept for statements that a proof or an exact check
 refutes; those are errata, not verdicts of this kind, and :class:`Claim` refuses such words.
 
-A comparison between two models (an accuracy, a count) is made over seeds: :func:`spread` gives the
-mean and the min–max of a result over a seed series, and :func:`ordering` states an ordering only
-when the two seed ranges separate (:func:`ranges_separate`). :func:`seed_series` finds the saved
-histories of a seed series (see :data:`SEED_SERIES`).
-
-**The rule, made symmetric** (every verdict of the book goes through one of these two functions):
-
-* An *existence* claim ("certain heads learn to attend to individual pixels") is judged by
-  :func:`existence_verdict` over :class:`Observation` rows, one per run: *reproduced at CPU scale*
-  when a run **at the claim's setting** (:class:`Setting`: model, depth, layers, epochs) shows it
-  **and** the effect exceeds the noise (:func:`binomial_half_width` over the test images for an
-  accuracy; no noise for an exact property of the trained parameters); *not reproduced* when runs
-  at the setting exist and none shows it; *inconclusive* when a run shows it only within the noise,
-  or when no run is at the setting (runs at other settings are listed, never counted).
-* A *comparative* claim ("similar or better", "faster", "more in the first layers") is judged by
-  :func:`comparative_verdict` over :class:`SeriesPair` rows, one per series that bears on it: each
-  series is *for*, *against* or *open* (:func:`series_outcome`, from the seed ranges, or for a single
-  run its binomial interval); *reproduced* when series at the setting are for and none against,
-  *not reproduced* when some are against and none for, *inconclusive* when they disagree or none
-  can tell, naming which series say what.
+**The one rule.** Every verdict of the book on a comparison goes through :func:`judge` (two sides
+of runs: :func:`accuracy_side`, :func:`exact_side`) or :func:`judge_same_model` (one model
+against itself on the same test images), and :func:`decide`: the 95 % confidence interval of the
+difference a − b (:func:`difference_interval`) carries both sources of noise — the seeds
+(Welch–Satterthwaite over the seed variances) and the test images (paired, when every run of both
+sides kept its per-image predictions: the same images cancel; else a conservative unpaired
+binomial term, labelled so); a same-model ablation uses the paired difference of its two
+prediction vectors and the exact McNemar test (:func:`same_model_interval`). The verdict follows
+from the interval and the claim's kind (:mod:`attnconv.experiments.claims`): superiority
+*reproduced* when the interval lies above 0 (or the claimed gain), non-inferiority when its lower
+end is above −margin, equivalence when it lies inside ±margin; *not reproduced* when it excludes
+what is claimed; otherwise *inconclusive*, with the smallest difference the runs could have
+detected (80 % power). A side with one seed leaves the seed term unknown: *inconclusive*, never
+support. An existence claim over exact properties of the parameters names its threshold
+(:func:`judge_existence`, or :func:`existence_verdict` over :class:`Observation` rows at the
+claim's :class:`Setting`) and says when the verdict changes between the book's thresholds.
+:func:`spread` and :func:`seed_series` read the seed series of the registry.
 """
 
 from __future__ import annotations
@@ -40,9 +37,11 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
 
 from .registry import RUNS, SERIES
 from .store import HISTORY, runs_dir
@@ -58,25 +57,43 @@ __all__ = [
     "verdict_table",
     "Spread",
     "spread",
-    "ranges_separate",
-    "ordering",
     "SEED_SERIES",
     "SeedSeries",
     "seed_series",
     "final_test_accuracies",
     "compare_seed_series",
-    "binomial_half_width",
-    "accuracy_noise",
     "Setting",
     "Observation",
     "existence_verdict",
-    "RELATIONS",
-    "SeriesPair",
-    "series_outcome",
-    "comparative_verdict",
     "claim_block",
     "short_quote",
     "claim_summary",
+    "SUPERIORITY",
+    "NON_INFERIORITY",
+    "EQUIVALENCE",
+    "EXISTENCE",
+    "KINDS",
+    "PAIRED",
+    "UNPAIRED",
+    "SEEDS_ONLY",
+    "SEEDS_PAIRED",
+    "paired_seed_interval",
+    "MCNEMAR",
+    "t_cdf",
+    "t_quantile",
+    "Side",
+    "Interval",
+    "difference_interval",
+    "mcnemar_p",
+    "same_model_interval",
+    "same_model_unpaired",
+    "decide",
+    "judge",
+    "judge_same_model",
+    "judge_existence",
+    "test_labels",
+    "accuracy_side",
+    "exact_side",
 ]
 
 REPRODUCED = "reproduced at CPU scale"
@@ -117,6 +134,10 @@ class Claim:
     reason: str
     confounds: Tuple[str, ...] = ()
     where: str = ""
+    key: str = ""
+    kind: str = ""
+    margin: str = ""
+    interval: str = ""
 
     def __post_init__(self):
         object.__setattr__(self, "evidence", tuple(self.evidence))
@@ -218,23 +239,6 @@ def spread(values: Sequence[float], seeds: Sequence[int] = ()) -> Spread:
     return Spread(values, tuple(int(s) for s in seeds))
 
 
-def ranges_separate(a: Spread, b: Spread) -> bool:
-    """Whether the min–max ranges of two seed series do not touch (every value of one above every
-    value of the other)."""
-    return a.lo > b.hi or b.lo > a.hi
-
-
-def ordering(name_a: str, a: Spread, name_b: str, b: Spread, min_seeds: int = 3) -> str:
-    """The ordering of two seed series in words, stated only when their ranges separate and each
-    has at least ``min_seeds`` seeds; otherwise says why no ordering is stated."""
-    if a.n < min_seeds or b.n < min_seeds:
-        return f"no ordering stated: {a.n} and {b.n} seeds (at least {min_seeds} each are needed)"
-    if not ranges_separate(a, b):
-        return f"no ordering stated: the seed ranges of {name_a} and {name_b} overlap"
-    hi, lo = (name_a, name_b) if a.lo > b.hi else (name_b, name_a)
-    return f"{hi} above {lo} in every seed (the seed ranges separate)"
-
-
 # --------------------------------------------------------------------------- seed series
 
 
@@ -327,8 +331,9 @@ def compare_seed_series(
     labels: Optional[Tuple[str, str]] = None,
 ) -> List[str]:
     """Lines comparing the final test accuracies of two seed series of ``profile``: each series'
-    :meth:`Spread.format` (or what is missing) and the :func:`ordering`, stated only when the seed
-    ranges separate. Never raises for missing runs: it says what is missing."""
+    :meth:`Spread.format` (or what is missing) and the 95 % interval of the difference by the one
+    rule (:func:`difference_interval`: seeds and test images, paired where every run kept its
+    predictions). Never raises for missing runs: it says what is missing."""
     labels = labels or (name_a, name_b)
     spreads, lines = [], []
     for name, label in zip((name_a, name_b), labels):
@@ -355,36 +360,21 @@ def compare_seed_series(
             lines.append(f"  missing: {'; '.join(s.missing)}")
         spreads.append(acc)
     if all(x is not None for x in spreads):
-        lines.append(ordering(labels[0], spreads[0], labels[1], spreads[1]))
+        sides = [
+            accuracy_side(
+                [seed_series(profile, n, runs_root).histories[k] for k in acc.seeds],
+                lab,
+            )
+            for n, lab, acc in zip((name_a, name_b), labels, spreads)
+        ]
+        iv = difference_interval(*sides)
+        lines.append(f"{labels[0]} − {labels[1]}: {iv.format()}")
+        if not iv.seed_term_known:
+            lines.append("  one seed on a side: the spread over seeds is unknown")
     return lines
 
 
 # --------------------------------------------------------------------------- the symmetric rule
-
-#: z of the two-sided 95 % normal interval.
-_Z95 = 1.959963984540054
-
-
-def binomial_half_width(accuracy: float, n_images: int, z: float = _Z95) -> float:
-    """Half-width of the 95 % (normal-approximation) binomial interval of an accuracy measured on
-    ``n_images`` test images: z·√(p(1 − p)/n). At p = 0.6 and the sample's 1,017 test images it is
-    0.030 (3.0 points). It is the noise of one accuracy; a difference of two accuracies on the same
-    images can be less noisy, but telling how needs the per-image predictions, which the runs do
-    not keep, so the book uses this bound."""
-    if n_images <= 0:
-        raise ValueError("the test set needs at least one image")
-    if not 0.0 <= accuracy <= 1.0:
-        raise ValueError(f"an accuracy lies in [0, 1], got {accuracy}")
-    return z * math.sqrt(accuracy * (1.0 - accuracy) / n_images)
-
-
-def accuracy_noise(accuracy: float, n_images: int) -> str:
-    """The noise of an accuracy in words: ``±3.0 points (95 % binomial interval, 1,017 test
-    images)``."""
-    return (
-        f"±{100 * binomial_half_width(accuracy, n_images):.1f} points "
-        f"(95 % binomial interval, {n_images:,} test images)"
-    )
 
 
 @dataclass(frozen=True)
@@ -526,124 +516,6 @@ def existence_verdict(
     )
 
 
-#: How a comparative claim relates quantity ``a`` to ``b``: ``above`` (a above b), ``below``,
-#: ``not below`` (a "similar or better": only b above a in every seed counts against),
-#: ``close`` (a "close to" b: the ranges touch).
-RELATIONS = ("above", "below", "not below", "close")
-
-
-@dataclass(frozen=True)
-class SeriesPair:
-    """One series that bears on a comparative claim: ``name`` (e.g. ``2 layers, 40 epochs``), the
-    two quantities over its seeds (``a``, ``b``: :class:`Spread`), ``at_setting`` (whether the
-    series is at the claim's setting), ``noise``: for an accuracy, the binomial half-width that
-    stands for the spread of a side with fewer than the needed seeds (``None``: no such noise; a
-    side with too few seeds leaves the series open), ``labels`` and ``fmt`` (how to print the two
-    sides: ``scale``, ``unit``, ``digits`` of :meth:`Spread.format`)."""
-
-    name: str
-    a: Spread
-    b: Spread
-    at_setting: bool = True
-    noise: Optional[float] = None
-    labels: Tuple[str, str] = ("a", "b")
-    scale: float = 100.0
-    unit: str = " %"
-    digits: int = 1
-
-    def _side(self, s: Spread) -> str:
-        if s.n == 1:
-            v = f"{self.scale * s.values[0]:.{self.digits}f}{self.unit}"
-            if self.noise is not None:
-                v += f" ± {self.scale * self.noise:.{self.digits}f} (one run, binomial)"
-            else:
-                v += " (one run)"
-            return v
-        return s.format(self.scale, self.unit, self.digits)
-
-    def measured(self, relation: str, min_seeds: int = 3) -> str:
-        outcome = series_outcome(self, relation, min_seeds)
-        return (
-            f"{self.labels[0]} {self._side(self.a)}; {self.labels[1]} {self._side(self.b)}"
-            f" → {_OUTCOME_WORDS[outcome]}"
-        )
-
-    def evidence(self, relation: str, min_seeds: int = 3) -> Evidence:
-        note = (
-            "" if self.at_setting else " (not the claim's setting: listed, not counted)"
-        )
-        return Evidence(self.name, self.measured(relation, min_seeds) + note)
-
-
-_OUTCOME_WORDS = {
-    "for": "consistent with the claim",
-    "against": "against the claim",
-    "open": "cannot tell",
-}
-
-
-def _interval(s: Spread, noise: Optional[float], min_seeds: int):
-    """The range a side occupies: its seed range with enough seeds, else its range widened by the
-    binomial noise; ``None`` when neither is available."""
-    if s.n >= min_seeds:
-        return s.lo, s.hi
-    if noise is not None:
-        return s.lo - noise, s.hi + noise
-    return None
-
-
-def series_outcome(pair: SeriesPair, relation: str, min_seeds: int = 3) -> str:
-    """``for``, ``against`` or ``open``: what one series says about "a <relation> b". The two sides
-    are ordered only when their ranges (seed ranges with at least ``min_seeds`` seeds, else the
-    binomial interval of a single accuracy) do not touch."""
-    if relation not in RELATIONS:
-        raise ValueError(f"relation must be one of {RELATIONS}, got {relation!r}")
-    ia = _interval(pair.a, pair.noise, min_seeds)
-    ib = _interval(pair.b, pair.noise, min_seeds)
-    if ia is None or ib is None:
-        return "open"
-    a_above = ia[0] > ib[1]
-    b_above = ib[0] > ia[1]
-    if relation == "above":
-        return "for" if a_above else ("against" if b_above else "open")
-    if relation == "below":
-        return "for" if b_above else ("against" if a_above else "open")
-    if relation == "not below":
-        return "against" if b_above else "for"
-    return "against" if (a_above or b_above) else "for"  # close
-
-
-def comparative_verdict(
-    pairs: Sequence[SeriesPair], relation: str, min_seeds: int = 3
-) -> Tuple[str, str]:
-    """The verdict on a comparative claim, and why, from every series that bears on it: only the
-    series at the claim's setting count; *reproduced at CPU scale* when some are for and none is
-    against, *not reproduced at CPU scale* when some are against and none is for, *inconclusive*
-    when they disagree (which series say what is named), when none can tell, or when no series is
-    at the setting. A series that cannot tell (too few seeds, ranges that touch where an order is
-    claimed) is named, never counted either way."""
-    if not pairs:
-        raise ValueError("a verdict needs the evidence of at least one series")
-    at = [p for p in pairs if p.at_setting]
-    if not at:
-        return INCONCLUSIVE, "no series at the claim's setting"
-    outcome = {p.name: series_outcome(p, relation, min_seeds) for p in at}
-    by = {k: [n for n, o in outcome.items() if o == k] for k in _OUTCOME_WORDS}
-    few = [p for p in at if min(p.a.n, p.b.n) < min_seeds]
-    noise = f"noise: the seed ranges (at least {min_seeds} seeds)"
-    if any(p.noise is not None for p in few):
-        noise += ", or for a single run its 95 % binomial interval"
-    if any(p.noise is None for p in few):
-        noise += f"; a series with fewer than {min_seeds} seeds and no such interval cannot tell"
-    parts = "; ".join(f"{_OUTCOME_WORDS[k]}: {_names(v)}" for k, v in by.items() if v)
-    if by["for"] and not by["against"]:
-        return REPRODUCED, f"{parts} ({noise})"
-    if by["against"] and not by["for"]:
-        return NOT_REPRODUCED, f"{parts} ({noise})"
-    head = "the series disagree" if by["for"] else "no series can tell"
-    return INCONCLUSIVE, f"{head} — {parts} ({noise})"
-
-
 def claim_block(claim: Claim, heading: Optional[str] = None, link: str = "") -> str:
     """One claim as a short Markdown block that fits the column: the quote (with its source), the
     test as written, the evidence (one bullet per run or series), the verdict with its reason, the
@@ -652,6 +524,9 @@ def claim_block(claim: Claim, heading: Optional[str] = None, link: str = "") -> 
     if heading:
         lines.append(f"**{heading}**\n")
     lines.append(f"> “{_squash(claim.quote)}” ({claim.source})\n")
+    if claim.kind:
+        margin = f", margin {claim.margin}" if claim.margin not in ("", "—") else ""
+        lines.append(f"*Kind.* {claim.kind}{margin} (set before the result)\n")
     lines.append(f"*Test.* {_squash(claim.test)}\n")
     lines.append("*Evidence.*\n")
     lines += [f"- {_squash(e.run)}: {_squash(e.measured)}" for e in claim.evidence]
@@ -687,3 +562,521 @@ def claim_summary(claim: Claim, title: str = "", link: str = "") -> str:
         f"{head}“{short_quote(claim.quote)}” ({claim.source})\n\n"
         f"*{claim.verdict}* — {reason}.{where}"
     )
+
+
+# --------------------------------------------------------------------------- the one rule
+#
+# Every verdict of the book on an experimental claim goes through :func:`judge` (two sides of runs)
+# or :func:`judge_same_model` (one model against itself on the same test images) and
+# :func:`decide`; an existence claim through :func:`judge_existence`. The claim's record
+# (:mod:`attnconv.experiments.claims`) gives its kind, its margin and its threshold.
+
+SUPERIORITY = "superiority"
+NON_INFERIORITY = "non-inferiority"
+EQUIVALENCE = "equivalence"
+EXISTENCE = "existence"
+#: The kinds of claim (:class:`~attnconv.experiments.claims.ClaimRecord`): "better", "faster",
+#: "more" (superiority); "not much below", "close to" (non-inferiority); "similar", "no gain",
+#: "recovers" (equivalence); "some heads ..." (existence).
+KINDS = (SUPERIORITY, NON_INFERIORITY, EQUIVALENCE, EXISTENCE)
+
+#: z of 80 % power (one-sided): the smallest detectable difference is (t₉₇.₅ + z₈₀) × SE.
+_Z80 = 0.8416212335729143
+#: How the interval was made (printed beside it).
+PAIRED = "paired"
+UNPAIRED = "unpaired (conservative)"
+SEEDS_ONLY = "seeds only"
+SEEDS_PAIRED = "seeds only, paired within each run"
+MCNEMAR = "paired, one model, exact McNemar"
+
+
+def _betacf(a: float, b: float, x: float) -> float:
+    """Continued fraction of the regularized incomplete beta function (Lentz's method)."""
+    tiny, qab, qap, qam = 1e-300, a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 400):
+        m2 = 2 * m
+        for aa in (
+            m * (b - m) * x / ((qam + m2) * (a + m2)),
+            -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2)),
+        ):
+            d = 1.0 + aa * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + aa / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < 1e-15:
+            break
+    return h
+
+
+def _incomplete_beta(a: float, b: float, x: float) -> float:
+    """I_x(a, b), the regularized incomplete beta function."""
+    if x <= 0.0 or x >= 1.0:
+        return 0.0 if x <= 0.0 else 1.0
+    front = math.exp(
+        math.lgamma(a + b)
+        - math.lgamma(a)
+        - math.lgamma(b)
+        + a * math.log(x)
+        + b * math.log1p(-x)
+    )
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _betacf(a, b, x) / a
+    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
+
+
+def t_cdf(t: float, df: float) -> float:
+    """P(T ≤ t) of Student's t with ``df`` degrees of freedom (``inf``: the normal)."""
+    if math.isinf(df):
+        return 0.5 * math.erfc(-t / math.sqrt(2.0))
+    tail = 0.5 * _incomplete_beta(df / 2.0, 0.5, df / (df + t * t))
+    return 1.0 - tail if t >= 0 else tail
+
+
+def t_quantile(p: float, df: float) -> float:
+    """The ``p`` quantile of Student's t (bisection on :func:`t_cdf`; 1e-12 accurate)."""
+    if not 0.0 < p < 1.0:
+        raise ValueError(f"a quantile needs 0 < p < 1, got {p}")
+    lo, hi = -1e4, 1e4
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if t_cdf(mid, df) < p else (lo, mid)
+        if hi - lo < 1e-12:
+            break
+    return 0.5 * (lo + hi)
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a comparison: ``values`` one per seed (an accuracy, or an exact property of
+    the trained parameters such as a count); ``correct``: for an accuracy, per seed the
+    right/wrong of every test image (1/0; ``None`` when a run kept no predictions); ``n_images``
+    the test images behind an accuracy (``None``: an exact property, no image noise)."""
+
+    values: Tuple[float, ...]
+    correct: Optional[Tuple[Tuple[int, ...], ...]] = None
+    n_images: Optional[int] = None
+    label: str = ""
+
+    def __post_init__(self):
+        object.__setattr__(self, "values", tuple(float(v) for v in self.values))
+        if not self.values:
+            raise ValueError(f"{self.label or 'a side'}: no run")
+        if self.correct is not None:
+            c = tuple(tuple(int(x) for x in row) for row in self.correct)
+            if len(c) != len(self.values):
+                raise ValueError("one correctness vector per seed")
+            if len({len(r) for r in c}) != 1:
+                raise ValueError("every run of a side on the same test images")
+            object.__setattr__(self, "correct", c)
+            object.__setattr__(self, "n_images", len(c[0]))
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+    @property
+    def mean(self) -> float:
+        return sum(self.values) / self.n
+
+    @property
+    def seed_variance(self) -> Optional[float]:
+        """The sample variance over seeds; ``None`` with one seed (unknown)."""
+        if self.n < 2:
+            return None
+        m = self.mean
+        return sum((v - m) ** 2 for v in self.values) / (self.n - 1)
+
+    def image_means(self) -> Optional[List[float]]:
+        """Per test image, the share of seeds that got it right."""
+        if self.correct is None:
+            return None
+        return [sum(col) / self.n for col in zip(*self.correct)]
+
+
+@dataclass(frozen=True)
+class Interval:
+    """The 95 % confidence interval of a difference a − b: ``estimate``, ``lo``, ``hi``, its
+    standard error ``se`` and degrees of freedom ``df``, ``detectable`` (the smallest difference
+    these runs detect with 80 % power: (t₉₇.₅ + z₈₀) × SE), ``method`` (:data:`PAIRED`,
+    :data:`UNPAIRED`, :data:`SEEDS_ONLY`, :data:`MCNEMAR`), ``seeds`` per side, ``seed_term_known``
+    (false when a side has one seed: its spread over seeds is unknown, and the interval carries
+    only the test images), and ``p_value`` (the exact McNemar test, same-model comparisons)."""
+
+    estimate: float
+    lo: float
+    hi: float
+    se: float
+    df: float
+    detectable: float
+    method: str
+    seeds: Tuple[int, int] = (1, 1)
+    seed_term_known: bool = True
+    p_value: Optional[float] = None
+
+    def format(
+        self, scale: float = 100.0, unit: str = " points", digits: int = 1
+    ) -> str:
+        """``+4.7 points, 95 % CI [+3.1, +6.3] (paired, 5 v 5 seeds)``."""
+        f = lambda v: f"{round(scale * v, digits) + 0.0:+.{digits}f}"
+        if "one model" in self.method:
+            seeds = ""
+        elif self.method == SEEDS_PAIRED:
+            seeds = f", {self.seeds[0]} seed{'s' * (self.seeds[0] != 1)}"
+        else:
+            seeds = f", {self.seeds[0]} v {self.seeds[1]} seeds"
+        p = f", McNemar p = {self.p_value:.2g}" if self.p_value is not None else ""
+        return (
+            f"{f(self.estimate)}{unit}, 95 % CI [{f(self.lo)}, {f(self.hi)}] "
+            f"({self.method}{seeds}{p})"
+        )
+
+
+def _welch_df(parts: Sequence[Tuple[float, float]]) -> float:
+    """Welch–Satterthwaite degrees of freedom of a sum of variance terms ``(v, df)``."""
+    total = sum(v for v, _ in parts)
+    denom = sum(v * v / d for v, d in parts if v > 0 and not math.isinf(d))
+    if total <= 0:
+        return math.inf
+    return total * total / denom if denom > 0 else math.inf
+
+
+def _interval(estimate: float, parts, method, seeds, known=True, p=None) -> Interval:
+    var = sum(v for v, _ in parts)
+    se = math.sqrt(max(var, 0.0))
+    df = _welch_df(parts)
+    t = t_quantile(0.975, df) if se > 0 else 0.0
+    return Interval(
+        estimate,
+        estimate - t * se,
+        estimate + t * se,
+        se,
+        df,
+        (t + _Z80) * se,
+        method,
+        seeds,
+        known,
+        p,
+    )
+
+
+def _residual_variance(correct) -> float:
+    """The seed × image residual mean square of a side's right/wrong matrix (two-way layout,
+    seeds × images), σ²_e: the part of the per-image noise that both the seed term and the image
+    term would otherwise count."""
+    x = np.asarray(correct, dtype=np.float64)
+    n, m = x.shape
+    if n < 2:
+        return 0.0
+    r = x - x.mean(1, keepdims=True) - x.mean(0, keepdims=True) + x.mean()
+    return float((r * r).sum() / ((n - 1) * (m - 1)))
+
+
+def _paired_image_term(a: Side, b: Side) -> float:
+    """Var of the images' contribution to mean(a) − mean(b), paired (the same images): the
+    variance over images of the per-image difference of seed-averaged right/wrong, less the
+    seed × image residual already carried by the seed terms, over N (two-way random effects)."""
+    d = np.asarray(a.image_means()) - np.asarray(b.image_means())
+    n = len(d)
+    v = float(d.var(ddof=1))
+    for s in (a, b):
+        if s.n >= 2:
+            v -= _residual_variance(s.correct) / s.n
+    return max(v, 0.0) / n
+
+
+def difference_interval(a: Side, b: Side) -> Interval:
+    """The 95 % CI of mean(a) − mean(b) carrying both sources of noise:
+
+    * the **seeds**: s²_a/n_a + s²_b/n_b (sample variances over seeds; unknown, and left out with
+      ``seed_term_known`` false, when a side has one seed);
+    * the **test images**, for an accuracy: *paired* when every run of both sides kept its
+      per-image predictions — the variance over the N images of the per-image difference of the
+      seeds' mean right/wrong, less the seed × image residual the seed terms already carry, over N
+      (a two-way random-effects decomposition; the images shared by both sides cancel); else
+      *unpaired, conservative* — p_a(1 − p_a)/N + p_b(1 − p_b)/N, no covariance (the two sides'
+      errors on the same images are positively correlated, so this overstates the noise).
+
+    The quantile is Student's t with Welch–Satterthwaite degrees of freedom (seed terms n − 1,
+    image term N − 1). An exact property of the parameters (``n_images`` None) has no image
+    term."""
+    known = a.seed_variance is not None and b.seed_variance is not None
+    parts = [
+        (s.seed_variance / s.n, s.n - 1) for s in (a, b) if s.seed_variance is not None
+    ]
+    method = SEEDS_ONLY
+    n_images = a.n_images or b.n_images
+    if n_images:
+        if a.correct is not None and b.correct is not None:
+            if a.n_images != b.n_images:
+                raise ValueError("a paired comparison needs the same test images")
+            parts.append((_paired_image_term(a, b), n_images - 1))
+            method = PAIRED
+        else:
+            for s in (a, b):
+                p = min(max(s.mean, 0.0), 1.0)
+                parts.append((p * (1 - p) / n_images, n_images - 1))
+            method = UNPAIRED
+    return _interval(a.mean - b.mean, parts, method, (a.n, b.n), known)
+
+
+def paired_seed_interval(a: Sequence[float], b: Sequence[float]) -> Interval:
+    """Two exact properties of the same runs (e.g. layers 3-6 and layers 1-2 of each seed): the
+    t interval over the seeds of the per-run difference a − b (:data:`SEEDS_PAIRED`); one run
+    leaves the seed term unknown."""
+    if len(a) != len(b) or not a:
+        raise ValueError("one value per run on both sides")
+    d = [x - y for x, y in zip(a, b)]
+    iv = difference_interval(exact_side(d), exact_side([0.0] * len(d)))
+    return replace(iv, method=SEEDS_PAIRED, seeds=(len(d), len(d)))
+
+
+def mcnemar_p(b: int, c: int) -> float:
+    """The exact two-sided McNemar p-value: a binomial(b + c, ½) test on the discordant pairs
+    (``b`` images right only with a, ``c`` right only with b)."""
+    n = b + c
+    if n == 0:
+        return 1.0
+    k = min(b, c)
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2.0**n
+    return min(1.0, 2.0 * tail)
+
+
+def same_model_interval(
+    pred_a: Sequence[int], pred_b: Sequence[int], labels: Sequence[int]
+) -> Interval:
+    """One model against itself on the same test images (an ablation: heads removed, pruned,
+    retrained): the difference of accuracies a − b from the two prediction vectors, its paired
+    95 % interval ((b − c)/N ± z·√(b + c − (b − c)²/N)/N, no seed term: one trained model) and the
+    exact McNemar p-value of the discordant pairs."""
+    if not len(pred_a) == len(pred_b) == len(labels):
+        raise ValueError("one prediction per test image on both sides")
+    n = len(labels)
+    right_a = [int(p == y) for p, y in zip(pred_a, labels)]
+    right_b = [int(p == y) for p, y in zip(pred_b, labels)]
+    b = sum(x and not y for x, y in zip(right_a, right_b))
+    c = sum(y and not x for x, y in zip(right_a, right_b))
+    var = max(b + c - (b - c) ** 2 / n, 0.0) / n**2
+    return _interval(
+        (b - c) / n, [(var, math.inf)], MCNEMAR, (1, 1), True, mcnemar_p(b, c)
+    )
+
+
+def decide(
+    kind: str,
+    interval: Interval,
+    margin: Optional[float] = None,
+    scale: float = 100.0,
+    unit: str = " points",
+) -> Tuple[str, str]:
+    """The verdict on a claim "a <kind> b" from the interval of a − b, and why:
+
+    * superiority — *reproduced* when the interval lies above the claimed gain (``margin``; 0 when
+      the claim names no size; for a same-model comparison the exact McNemar p < 0.05 too), *not
+      reproduced* when it lies below it;
+    * non-inferiority — *reproduced* when lo > −margin, *not reproduced* when hi < −margin;
+    * equivalence — *reproduced* when −margin < lo and hi < margin, *not reproduced* when the
+      interval lies wholly outside ±margin;
+    * otherwise *inconclusive*, with the smallest difference these runs could have detected; and
+      always *inconclusive* when a side has one seed (its seed term is unknown).
+    """
+    if kind not in (SUPERIORITY, NON_INFERIORITY, EQUIVALENCE):
+        raise ValueError(
+            f"decide() judges superiority, non-inferiority or equivalence, got {kind!r}"
+        )
+    if kind != SUPERIORITY and (margin is None or margin <= 0):
+        raise ValueError(
+            f"a {kind} claim needs a positive margin, set before the result"
+        )
+    digits = 1 if scale == 100.0 else 2
+    f = lambda v: f"{round(scale * v, digits) + 0.0:g}{unit}"
+    ci = interval.format(scale, unit, digits)
+    if not interval.seed_term_known:
+        return INCONCLUSIVE, (
+            f"{ci}; one seed on a side, so the spread over seeds is unknown and the "
+            "interval leaves it out: no verdict"
+        )
+    lo, hi = interval.lo, interval.hi
+    if kind == SUPERIORITY:
+        gain = margin or 0.0
+        exact = interval.p_value is None or interval.p_value < 0.05
+        where = f"the claimed {f(gain)}" if gain else "0"
+        if lo > gain and exact:
+            return REPRODUCED, f"{ci}: the interval lies above {where}"
+        if hi < gain:
+            return NOT_REPRODUCED, f"{ci}: the interval lies below {where}"
+    elif kind == NON_INFERIORITY:
+        if lo > -margin:
+            return REPRODUCED, f"{ci}: its lower end is above −{f(margin)} (the margin)"
+        if hi < -margin:
+            return NOT_REPRODUCED, f"{ci}: it lies below −{f(margin)} (the margin)"
+    else:
+        if -margin < lo and hi < margin:
+            return REPRODUCED, f"{ci}: it lies inside ±{f(margin)} (the margin)"
+        if lo > margin or hi < -margin:
+            return NOT_REPRODUCED, f"{ci}: it lies outside ±{f(margin)} (the margin)"
+    return INCONCLUSIVE, (
+        f"{ci}: the interval does not settle it; these runs could detect a difference of "
+        f"about {scale * interval.detectable:.{digits}f}{unit} (80 % power)"
+    )
+
+
+def judge(
+    claim, side_a: "Side", side_b: "Side", margin: Optional[float] = None
+) -> Tuple[str, str, Interval]:
+    """The one rule for a comparison of two sides of runs: ``claim`` a
+    :class:`~attnconv.experiments.claims.ClaimRecord` (its ``kind`` and ``margin``), or a kind
+    string for a superiority claim (``margin``: the claimed gain, overriding the record); returns ``(verdict, reason, interval)``
+    (:func:`difference_interval`, :func:`decide`)."""
+    kind = getattr(claim, "kind", claim)
+    margin = margin if margin is not None else getattr(claim, "margin", None)
+    iv = difference_interval(side_a, side_b)
+    scale, unit = (
+        (100.0, " points") if (side_a.n_images or side_b.n_images) else (1.0, "")
+    )
+    verdict, reason = decide(kind, iv, margin, scale, unit)
+    return verdict, reason, iv
+
+
+def same_model_unpaired(acc_a: float, acc_b: float, n_images: int) -> Interval:
+    """The conservative fallback for a same-model ablation whose per-image predictions were not
+    saved: the difference of two accuracies on the same ``n_images`` images with the binomial
+    variance of each and no covariance (:data:`UNPAIRED`; one trained model, so no seed term).
+    The paired interval (:func:`same_model_interval`) is far narrower."""
+    parts = [(p * (1 - p) / n_images, n_images - 1) for p in (acc_a, acc_b)]
+    return _interval(acc_a - acc_b, parts, UNPAIRED + ", one model", (1, 1), True)
+
+
+def judge_same_model(
+    claim, pred_a, pred_b, labels, accuracies: Optional[Tuple[float, float]] = None
+) -> Tuple[str, str, Interval]:
+    """The one rule for a same-model ablation (two prediction vectors on the same test images):
+    :func:`same_model_interval` and :func:`decide`; without predictions (``pred_a`` or
+    ``pred_b`` None), :func:`same_model_unpaired` from ``accuracies`` and ``len(labels)`` (or
+    ``labels`` given as the number of test images)."""
+    if pred_a is not None and pred_b is not None:
+        iv = same_model_interval(pred_a, pred_b, labels)
+    else:
+        n = labels if isinstance(labels, int) else len(labels)
+        iv = same_model_unpaired(accuracies[0], accuracies[1], n)
+    verdict, reason = decide(
+        getattr(claim, "kind", claim), iv, getattr(claim, "margin", None)
+    )
+    return verdict, reason, iv
+
+
+def judge_existence(
+    values: Mapping[str, float],
+    threshold: float,
+    thresholds: Sequence[float] = (),
+    what: str = "value",
+    off_setting: Mapping[str, float] = None,
+) -> Tuple[str, str]:
+    """An existence claim over exact properties of the trained parameters: ``values`` run →
+    the largest value of the property in the run at the claim's setting (e.g. the largest
+    probability a head of layers 1-2 puts on one key); the claim is shown by a run whose value is
+    above ``threshold``. *reproduced* when some run at the setting shows it, *not reproduced*
+    when runs at the setting exist and none does, *inconclusive* when none is at the setting.
+    ``thresholds``: the book's other thresholds for the same concept; when the verdict differs at
+    one of them, the reason says so. ``off_setting``: runs at other settings (listed, not counted)."""
+
+    def at(th):
+        shown = [k for k, v in values.items() if v > th]
+        if not values:
+            return INCONCLUSIVE, shown
+        return (REPRODUCED if shown else NOT_REPRODUCED), shown
+
+    verdict, shown = at(threshold)
+    if not values:
+        reason = "no run at the claim's setting"
+    elif shown:
+        reason = (
+            f"{len(shown)} of {len(values)} run(s) at the claim's setting have a {what} "
+            f"above {threshold:g} ({_names(shown)})"
+        )
+    else:
+        top = max(values.values())
+        reason = (
+            f"none of the {len(values)} run(s) at the claim's setting has a {what} above "
+            f"{threshold:g} (largest {top:.2f})"
+        )
+    for th in thresholds:
+        if th == threshold:
+            continue
+        other, shown_th = at(th)
+        if other != verdict:
+            reason += (
+                f"; the verdict changes at the book's other threshold {th:g}: "
+                f"{other} ({len(shown_th)} of {len(values)} run(s) above it)"
+            )
+    off = [k for k, v in (off_setting or {}).items() if v > threshold]
+    if off:
+        reason += f"; at other settings (not counted) shown by {_names(off)}"
+    return verdict, reason
+
+
+_LABELS: Dict[Tuple[str, Optional[int]], Optional[List[int]]] = {}
+
+
+def test_labels(data: str, test_subset: Optional[int] = None) -> Optional[List[int]]:
+    """The class of every test image of the data a run used (``history.config['data']`` and
+    ``test_subset``), read once; ``None`` when that data is not on this machine."""
+    key = (data, test_subset)
+    if key not in _LABELS:
+        from .data import DataUnavailableError, load_cifar10
+
+        try:
+            d = load_cifar10(data, download=False, verbose=False)
+            _LABELS[key] = d.subset(None, test_subset).y_test.tolist()
+        except (DataUnavailableError, ValueError, OSError):
+            _LABELS[key] = None
+    return _LABELS[key]
+
+
+def _history(run):
+    return getattr(run, "history", run)
+
+
+def _predictions(history) -> Optional[List[int]]:
+    last = history["epochs"][-1]
+    saved = (
+        last.get("test_predictions")
+        if isinstance(last, dict)
+        else last.test_predictions
+    )
+    return None if saved is None else [int(c) for c in saved]
+
+
+def accuracy_side(runs: Sequence, label: str = "") -> Side:
+    """A :class:`Side` from runs (:class:`~attnconv.experiments.runs.Run`, typed or dict
+    histories): each run's final test accuracy and, when it kept its per-image predictions and
+    its test labels can be read, its right/wrong on every test image (the paired rule needs every
+    run of both sides to have them)."""
+    histories = [_history(r) for r in runs]
+    if not histories:
+        raise ValueError(f"{label or 'a side'}: no run")
+    values = [h["epochs"][-1]["test_acc"] for h in histories]
+    n_images = histories[0]["test_size"] or None
+    correct = []
+    for h in histories:
+        pred = _predictions(h)
+        config = h["config"] or {}
+        labels = (
+            test_labels(config.get("data", "sample"), config.get("test_subset"))
+            if pred is not None
+            else None
+        )
+        if pred is None or labels is None or len(labels) != len(pred):
+            correct = None
+            break
+        correct.append([int(p == y) for p, y in zip(pred, labels)])
+    return Side(values, correct, n_images, label)
+
+
+def exact_side(values: Sequence[float], label: str = "") -> Side:
+    """A :class:`Side` of an exact property of the trained parameters (a count, a distance), one
+    value per seed: only the seeds are noise."""
+    return Side(tuple(values), None, None, label)

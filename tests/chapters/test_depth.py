@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from attnconv.chapters import depth
+from attnconv.chapters import paper_verdicts as pv
 from attnconv.chapters.shared.gaussian_maps import gaussian_head_maps
 from attnconv.chapters.shared.trained_heads import head_summary, layer_records
 from attnconv.core.lattice import lattice_coverage
@@ -84,42 +85,42 @@ def _rows(
     ]
 
 
-def _by_source(claims, word):
-    return [c for c in claims if word in c.test]
-
-
 def _key(claims, key):
-    found = [c for c in claims if depth.claim_key(c) == key]
+    found = [c for c in claims if c.key == key]
     assert len(found) == 1, key
     return found[0]
 
 
-def test_structural_claims_use_every_seed_at_the_claims_setting():
-    near, far = _rows([1, 1, 3, 3, 4, 4]), _rows([4, 4, 1, 1, 1, 1])
-    # three quadratic seeds whose ranges separate reproduce "local first, further away deeper"
-    seeds = {"seed 0": near, "seed 1": near, "seed 2": _rows([1.5, 1, 3, 3, 5, 4])}
-    c = _key(
-        depth.depth_claims({"quadratic": near}, quadratic_seeds=seeds), "local_then_far"
+def test_structure_claims_use_every_seed_with_their_interval():
+    near = _rows([1, 1, 3, 3, 4, 4], localized=(4, 4, 0, 0, 0, 0))
+    seeds = {
+        "seed 0": near,
+        "seed 1": _rows([1.2, 1, 3, 3.5, 4, 4], localized=(5, 3, 1, 0, 0, 0)),
+        "seed 2": _rows([1.5, 1, 3, 3, 5, 4], localized=(4, 5, 0, 1, 0, 0)),
+    }
+    claims = pv.structure_claims(seeds, {})
+    local = _key(claims, "local_then_far")
+    assert local.verdict == REPRODUCED and local.kind == "superiority"
+    assert (
+        "95 % CI" in local.interval
+        and "paired within each run, 3 seeds" in local.interval
     )
-    assert c.verdict == REPRODUCED
-    assert "2.50–3.50" not in c.evidence[0].measured  # the printed range is the seeds'
-    assert "3 seeds" in c.evidence[0].measured
-    assert any("×10" in x for x in c.confounds)
-    # one seed cannot tell; a seed that goes the other way makes the ranges touch
-    c = _key(depth.depth_claims({"quadratic": near}), "local_then_far")
-    assert c.verdict == INCONCLUSIVE
-    seeds["seed 2"] = far
-    c = _key(
-        depth.depth_claims({"quadratic": near}, quadratic_seeds=seeds), "local_then_far"
+    assert any("×10" in x for x in local.confounds)
+    # the t interval over 3 seeds: the per-seed differences against a plain computation
+    d = [
+        np.mean([3, 3, 4, 4]) - 1,
+        np.mean([3, 3.5, 4, 4]) - 1.1,
+        np.mean([3, 3, 5, 4]) - 1.25,
+    ]
+    half = 4.302653 * np.std(d, ddof=1) / np.sqrt(3)
+    assert f"[{np.mean(d) - half:+.2f}, {np.mean(d) + half:+.2f}]" in local.interval
+    # a seed going the other way: the interval no longer excludes 0
+    seeds["seed 2"] = _rows([4, 4, 1, 1, 1, 1])
+    assert (
+        _key(pv.structure_claims(seeds, {}), "local_then_far").verdict == INCONCLUSIVE
     )
-    assert c.verdict == INCONCLUSIVE
-    # other models are listed, never counted as replicates
-    c = _key(
-        depth.depth_claims({"quadratic": near, "generalized": near, "x": near}),
-        "local_then_far",
-    )
-    assert c.verdict == INCONCLUSIVE
-    assert sum("listed, not counted" in e.measured for e in c.evidence) == 2
+    first = _key(claims, "localized_first")
+    assert first.verdict == REPRODUCED
 
 
 def test_grid_at_layer_four_judged_on_the_deep_seeds():
@@ -127,34 +128,53 @@ def test_grid_at_layer_four_judged_on_the_deep_seeds():
     none = _rows([1] * 6)
     for r in sharp:
         r["sharp_coverage"] = 9 if r["layer"] == 3 else 0
-    c = depth.grid_claim({"seed 0": none, "seed 1": none, "seed 2": none})
-    assert c.verdict == NOT_REPRODUCED and "layer 4" in c.reason
-    c = depth.grid_claim({"seed 0": none, "seed 1": sharp})
-    assert c.verdict == REPRODUCED
-    # a grid in another layer, or at 2 layers, is listed and does not count
-    c = depth.grid_claim({"seed 0": none}, {"2 layers": sharp})
+    c = pv.grid_claim({"seed 0": none, "seed 1": none, "seed 2": none})
+    assert c.verdict == NOT_REPRODUCED and "layer 4" in c.reason and "0.9" in c.reason
+    assert pv.grid_claim({"seed 0": none, "seed 1": sharp}).verdict == REPRODUCED
+    c = pv.grid_claim({"seed 0": none}, {"2 layers": sharp})
     assert c.verdict == NOT_REPRODUCED and "2 layers" in c.reason
 
 
-def test_learned_pixels_symmetric_with_the_setting():
-    # the 2-layer run shows it, the six-layer seeds decide: none localised -> not reproduced
-    deep = {"seed 0": [0] * 6, "seed 1": [0] * 6}
-    shallow = {"learned": _rows([2, 2], localized=(6, 5))}
+def test_no_overlap_is_vacuous_without_two_heads_on_one_key():
+    none = _rows([1] * 6)  # no head on one key: nothing to test
+    two = _rows([1] * 6, localized=(2, 0, 0, 0, 0, 0))
+    c = pv.no_overlap_claim({"seed 0": none}, {})
+    assert c.verdict == INCONCLUSIVE and "vacuous" in c.evidence[0].measured
+    assert (
+        pv.no_overlap_claim({"seed 0": none, "seed 1": two}, {}).verdict == REPRODUCED
+    )
+    overlap = _rows([1] * 6, localized=(2, 0, 0, 0, 0, 0), loc_pairs=1)
+    assert pv.no_overlap_claim({"seed 1": overlap}, {}).verdict == NOT_REPRODUCED
+
+
+def test_learned_pixels_names_the_threshold_where_the_verdict_changes():
+    peaks = {
+        "seed 0": [0.4] * 6,
+        "seed 1": [0.81, 0.6] + [0.3] * 4,
+        "seed 2": [0.67] * 6,
+    }
+    counts = {
+        "seed 0": [0] * 6,
+        "seed 1": [2, 1, 0, 0, 0, 0],
+        "seed 2": [1, 1, 0, 0, 0, 0],
+    }
     c = _key(
-        depth.depth_claims({}, shallow_rows=shallow, learned_seeds=deep),
+        pv.learned_claims(peaks, counts, {"learned": [0.99, 0.9]}), "learned_pixels"
+    )
+    assert c.verdict == REPRODUCED and "2 of 3" in c.reason
+    assert "changes at the book's other threshold 0.9: not reproduced" in c.reason
+    assert "2 layers" in c.reason  # listed, not counted
+    c = _key(
+        pv.learned_claims({"seed 0": [0.3] * 6}, {}, {"learned": [0.99]}),
         "learned_pixels",
     )
-    assert c.verdict == NOT_REPRODUCED and "2 layers" in c.reason
-    # one seed with two heads on one key in layer 1 -> reproduced
-    deep["seed 2"] = [2, 0, 0, 0, 0, 0]
-    c = _key(
-        depth.depth_claims({}, shallow_rows=shallow, learned_seeds=deep),
-        "learned_pixels",
-    )
-    assert c.verdict == REPRODUCED and "1 of 3" in c.reason
-    # only the 2-layer run: no run at the setting
-    c = _key(depth.depth_claims({}, shallow_rows=shallow), "learned_pixels")
-    assert c.verdict == INCONCLUSIVE
+    assert c.verdict == NOT_REPRODUCED
+
+
+def test_one_seed_gives_no_verdict_on_a_comparison():
+    sym = {"left_right": 5, "up_down": 1, "considered": 20}
+    c = _key(pv.learned_claims({}, {}, symmetry=sym), "vertical_rare")
+    assert c.verdict == INCONCLUSIVE and "spread over seeds is unknown" in c.reason
 
 
 def test_learned_localized_reads_the_saved_peaks():
@@ -169,9 +189,10 @@ def test_learned_localized_reads_the_saved_peaks():
         ]
     }
     assert depth.learned_localized(history) == [2, 0]
+    assert pv._peaks(history) == [0.9, 0.3]
 
 
-def test_removal_rows_and_redundancy_within_the_noise():
+def test_removal_rows_and_redundancy_by_the_same_model_interval():
     rem = {
         "full": 0.6,
         "without_layer": [0.5, 0.5, 0.5, 0.5, 0.55, 0.58],
@@ -187,24 +208,16 @@ def test_removal_rows_and_redundancy_within_the_noise():
     rows = depth.removal_rows({"m": rem})
     assert rows[4]["head_drop_max"] == pytest.approx(0.2)
     assert rows[5]["harmless_heads"] == 2 and rows[0]["harmless_heads"] == 0
-
-    def redundancy(r, n_test=1017, model="learned"):
-        claims = depth.depth_claims({}, {model: r}, n_test=n_test)
-        return _key(claims, "redundant")
-
-    # 0.5 points is 5 of 1,017 images, below the ±3 points of the test set: cannot tell
-    c = redundancy(rem)
-    assert c.verdict == INCONCLUSIVE and "noise" in c.reason
-    assert "±3.0 points" in c.evidence[0].measured
-    # with a test set large enough for 0.5 points to exceed the noise, it is reproduced
-    assert redundancy(rem, n_test=200_000).verdict == REPRODUCED
-    rem["without_head"] = [[0.6] * 2] * 4 + [[0.5] * 2] * 2
-    assert redundancy(rem).verdict == NOT_REPRODUCED
+    # without per-image predictions the unpaired interval (±4 points) cannot show 0.5 points
+    c = pv.redundant_claim({"learned": rem}, n_test=1017)
+    assert c.verdict == INCONCLUSIVE and "conservative unpaired" in c.reason
+    # with a test set large enough, a head costing nothing is shown redundant
+    assert pv.redundant_claim({"learned": rem}, n_test=2_000_000).verdict == REPRODUCED
     # a quadratic run is not the claim's (learned) setting
-    assert redundancy(rem, model="quadratic").verdict == INCONCLUSIVE
+    assert pv.redundant_claim({"quadratic": rem}).verdict == INCONCLUSIVE
 
 
-def test_pruning_claims_with_the_binomial_noise():
+def test_pruning_claims_by_the_same_model_interval():
     acc = {
         "6 layers (deep)": {
             "full": 0.608,
@@ -215,84 +228,69 @@ def test_pruning_claims_with_the_binomial_noise():
         },
         "2 layers (cpu)": {"full": 0.507, "pruned": 0.429, "retrained": 0.513},
     }
-    c = depth.pruning_claims(
-        [2, 4, 1, 2, 6, 0], {"6 layers (deep)": [0, 0, 1, 1, 3, 0]}, acc
+    counts, hurts, recovers = pv.pruning_claims(
+        [2, 4, 1, 2, 6, 0],
+        {
+            "6 layers (deep), thresholds": [0, 0, 1, 1, 3, 0],
+            "6 layers (deep), 1e3": [2] * 6,
+        },
+        acc,
     )
-    counts, hurts, recovers = c
-    assert counts.verdict == NOT_REPRODUCED
-    assert "most in the same layer" in counts.reason
-    # a 0.1-point drop at 6 layers is within the noise; the 2-layer 7.8 points is listed
-    assert hurts.verdict == INCONCLUSIVE
-    assert (
-        "consistent with the claim (not the claim's setting"
-        in hurts.evidence[1].measured
-    )
-    assert recovers.verdict == REPRODUCED
-    assert "14 epochs of retraining after 40" in recovers.test
+    assert counts.verdict == NOT_REPRODUCED and "none of the 1 run(s)" in counts.reason
+    # a 0.1-point drop at 6 layers cannot be told; the 2-layer 7.8 points is listed, not counted
+    assert hurts.verdict == INCONCLUSIVE and "+7.8 points" in hurts.evidence[1].measured
+    assert "not the claim's setting" in hurts.evidence[1].measured
+    # "recovers" (±1 point) is not shown by an interval of ±4 points; the confounds are named
+    assert recovers.verdict == INCONCLUSIVE and recovers.margin == "±1 point"
+    assert any("retrained for the same epochs" in x for x in recovers.confounds)
     acc["6 layers (deep)"]["pruned"] = 0.50
-    c = depth.pruning_claims([0] * 6, {"6 layers (deep)": [0] * 6}, acc)
-    assert c[0].verdict == REPRODUCED and c[1].verdict == REPRODUCED
+    assert pv.pruning_claims([0] * 6, {"6 layers (deep)": [0] * 6}, acc)[1].verdict == (
+        REPRODUCED
+    )
 
 
-def test_accuracy_claim_uses_every_series():
-    from attnconv.experiments.verdicts import spread
-
-    q, l = spread([0.43, 0.44, 0.45]), spread([0.46, 0.47, 0.48])
-    over = spread([0.57, 0.58, 0.60]), spread([0.58, 0.60, 0.64])
-    assert depth.accuracy_claim({"16 epochs": (q, l)}).verdict == NOT_REPRODUCED
-    assert depth.accuracy_claim({"x": (l, q)}).verdict == REPRODUCED
-    c = depth.accuracy_claim({"16 epochs": (q, l), "6 layers": over})
-    assert c.verdict == INCONCLUSIVE and "disagree" in c.reason
-    assert "16 epochs" in c.reason and "6 layers" in c.reason
-    c = depth.accuracy_claim({"16 epochs": (q, l), "40 epochs": (q, None)})
-    assert c.verdict == NOT_REPRODUCED
-    assert any("missing: learned" in e.measured for e in c.evidence)
-    # one seed each never gives an ordering, whichever way the two runs lie
-    c = depth.accuracy_claim({"deep": (spread([0.604]), spread([0.638]))})
-    assert c.verdict == INCONCLUSIVE
-
-
-def test_resnet_claims():
-    def history(accs, n_test=1017):
-        return {"epochs": [{"test_acc": a} for a in accs], "test_size": n_test}
-
-    resnet = history([0.3, 0.5, 0.55, 0.55])
-    slow = {f"seed {k}": history([0.2, 0.3, 0.4, 0.5 + k / 100]) for k in range(3)}
-    faster, close = depth.resnet_claims(resnet, slow, slow)
-    assert faster.verdict == INCONCLUSIVE and "one ResNet run" in faster.reason
-    assert "4 epochs" in faster.evidence[0].measured
-    assert close.verdict == REPRODUCED  # 50-52 % touches 55 % ± 3.1
-    far = {f"seed {k}": history([0.2, 0.3, 0.4, 0.40 + k / 100]) for k in range(3)}
-    assert depth.resnet_claims(resnet, {}, far)[0].verdict == NOT_REPRODUCED
+def test_flops_claim_judged_by_flops():
+    rows = [
+        {
+            "implementation": "dense",
+            "train_gflops_per_step": 100.0,
+            "train_images_per_s": 4.0,
+        },
+        {
+            "implementation": "local",
+            "train_gflops_per_step": 73.0,
+            "train_images_per_s": 4.0,
+        },
+    ]
+    c = pv.flops_claim({"models": {"quadratic": rows}})
+    assert c.verdict == REPRODUCED and "27 % fewer" in c.reason
+    rows[1]["train_gflops_per_step"] = 95.0
+    assert pv.flops_claim({"models": {"quadratic": rows}}).verdict == NOT_REPRODUCED
 
 
 def test_book_claims_from_the_committed_runs():
-    claims = depth.book_claims()
-    keys = {
-        depth.claim_key(c) for g in ("depth", "accuracy", "pruning") for c in claims[g]
-    }
+    claims = pv.book_claims()
+    every = [c for g in pv.GROUPS for c in claims.get(g, [])]
+    keys = {c.key for c in every}
     assert {"grid_layer4", "redundant", "similar_or_better", "pruning_hurts"} <= keys
     grid = _key(claims["depth"], "grid_layer4")
     assert grid.verdict == NOT_REPRODUCED and len(grid.evidence) >= 3
-    local = _key(claims["depth"], "local_then_far")
-    assert "3 seeds" in local.evidence[0].measured
+    close = _key(claims["accuracy"], "close_to_resnet")
+    # the six-layer learned seeds decide, against every saved ResNet18 seed
+    assert "6 layers, 40 epochs" in close.evidence[-1].run
+    assert any("ResNet18" in e.measured for e in close.evidence)
+    table = pv.claims_table(every)
+    assert table.count("\n") == len(every) + 1 and "| equivalence | ±1 point |" in table
 
 
-PAPER = (
-    Path(__file__).resolve().parents[3]
-    / "shared"
-    / "papers"
-    / "002_3c48580c3ebf0097.txt"
-)
-
-
-@pytest.mark.skipif(not PAPER.is_file(), reason="paper text not beside the checkout")
-def test_every_quoted_claim_is_verbatim_in_the_paper():
-    from attnconv.experiments.verdicts import paper_text_contains
-
-    text = PAPER.read_text()
-    for key, (quote, _) in depth.PAPER_CLAIMS.items():
-        assert paper_text_contains(quote, text), key
+def test_book_claims_read_the_profile_of_the_figures(monkeypatch):
+    """Issue 34's finding 2: under ATTNCONV_DEEP_PROFILE=paper the verdicts come from the paper
+    profile, like the figures (no paper run is committed: its runs are reported missing)."""
+    monkeypatch.setattr(depth, "DEEP_PROFILE", "paper")
+    claims = pv.book_claims()
+    assert claims["profile"] == ["paper"]
+    assert any(m.startswith("paper") for m in claims["missing"])
+    assert "pruning" not in claims  # the deep generalized run is not read
 
 
 def test_removal_accuracies_match_pruning_by_hand(tmp_path):
@@ -364,12 +362,8 @@ MAP_ROWS = {
 
 
 def test_paper_map_names_the_rules_verdicts():
-    claims = depth.book_claims()
-    verdicts = {
-        depth.claim_key(c): c.verdict
-        for g in ("depth", "accuracy", "pruning")
-        for c in claims[g]
-    }
+    claims = pv.book_claims()
+    verdicts = {c.key: c.verdict for g in pv.GROUPS for c in claims.get(g, [])}
     rows = PAPER_MAP.read_text().splitlines()
     for key, words in MAP_ROWS.items():
         row = [r for r in rows if words in r and r.startswith("|")]

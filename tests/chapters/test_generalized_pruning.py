@@ -18,12 +18,6 @@ from attnconv.experiments.data import load_cifar10_sample
 from attnconv.experiments.models import build_model, model_config_to_dict
 from attnconv.experiments.pruning import degenerate_heads, prune_heads
 from attnconv.experiments.train import Run, TrainConfig, attention_record, evaluate
-from attnconv.experiments.verdicts import (
-    INCONCLUSIVE,
-    NOT_REPRODUCED,
-    REPRODUCED,
-    paper_text_contains,
-)
 
 PAPER = (
     Path(__file__).resolve().parents[3]
@@ -396,25 +390,6 @@ def test_initial_drop_reads_the_study_and_states_the_noise():
     # two binomial standard errors of 0.5 over 1000 images, in points: 2 * sqrt(0.25 / 1000)
     assert abs(d["noise"] - 200 * (0.25 / 1000) ** 0.5) < 1e-9
     assert (d["retrain_epochs"], d["base_epochs"]) == (14, 40)
-
-
-def test_initial_drop_claim_follows_the_runs():
-    big = gf.initial_drop(
-        _study([0.5, 0.4, 0.3], [[0.5, 0.4, 0.3]], {"0": [0, 1]}), 1000
-    )
-    small = gf.initial_drop(
-        _study([0.5, 0.499, 0.498], [[0.5, 0.48, 0.47]], {"0": [0, 1]}), 1000
-    )
-    assert gf.initial_drop_claim({"a": big, "b": big}).verdict == REPRODUCED
-    assert gf.initial_drop_claim({"a": small}).verdict == NOT_REPRODUCED
-    mixed = gf.initial_drop_claim({"2 layers": big, "6 layers": small})
-    assert mixed.verdict == INCONCLUSIVE and "2 layers" in mixed.reason
-    assert "20.0 points" in mixed.evidence[0].measured
-    assert "retrained 14 of 40 epochs" in mixed.evidence[0].measured
-    if PAPER.is_file():  # the quote is verbatim (arXiv v1)
-        assert paper_text_contains(mixed.quote, PAPER.read_text())
-    with pytest.raises(ValueError):
-        gf.initial_drop_claim({})
 
 
 def test_plot_eigenvalues_marks_the_degenerate_heads():
