@@ -8,7 +8,13 @@ import pytest
 
 from attnconv.chapters import beyond
 from attnconv.experiments.beyond import seed_image_interval
-from attnconv.experiments.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
+from attnconv.experiments.store import History
+from attnconv.experiments.verdicts import (
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    REPRODUCED,
+)
+from attnconv.experiments.verdicts import test_labels as sample_labels
 
 N = 1017
 
@@ -74,16 +80,30 @@ def test_gain_verdict_is_the_one_rule():
 
 
 def _run(seed, accuracy, labels, rng):
+    """A saved run of the sample's test images whose predictions are right with probability
+    ``accuracy`` (the rule reads the test labels from the data, as for a real run)."""
     right = rng.random(N) < accuracy
     predictions = np.where(right, labels, (labels + 1) % 10)
-    epoch = SimpleNamespace(test_acc=right.mean(), train_acc=0.9)
-    history = SimpleNamespace(predictions=list(predictions), epochs=[epoch])
+    history = History.from_json(
+        {
+            "config": {"data": "sample", "seed": seed},
+            "test_size": N,
+            "epochs": [
+                {
+                    "epoch": 1,
+                    "test_acc": float(right.mean()),
+                    "train_acc": 0.9,
+                    "test_predictions": "".join(map(str, predictions)),
+                }
+            ],
+        }
+    )
     return SimpleNamespace(config=SimpleNamespace(seed=seed), history=history)
 
 
 def test_claims_are_judged_from_the_runs_with_their_intervals():
     rng = np.random.default_rng(2)
-    labels = rng.integers(0, 10, N)
+    labels = np.array(sample_labels("sample", None))
     exp = beyond.Experiment()
     accuracy = {
         "vit": 0.30,
@@ -97,7 +117,7 @@ def test_claims_are_judged_from_the_runs_with_their_intervals():
             exp.runs[(start, size)] = [_run(s, acc, labels, rng) for s in range(4)]
     claims = {c.source.split(" ")[0]: c for c in beyond.later_claims(exp, labels)}
     assert claims["d'Ascoli"].verdict == REPRODUCED
-    assert "95 % interval [+1" in claims["d'Ascoli"].evidence[0].measured
+    assert "paired" in claims["d'Ascoli"].evidence[0].measured
     assert claims["Li"].verdict == INCONCLUSIVE
     assert claims["Trockman"].verdict == NOT_REPRODUCED  # 8 points below
     d = beyond.paired_difference(exp, "convit", "vit", 510, labels)
