@@ -33,7 +33,7 @@ from ..experiments.verdicts import (
     claim_block,
     existence_verdict,
 )
-from . import depth
+from .shared import depth_measures as depth
 from .shared.saved_runs import load_saved_runs
 from .shared.trained_heads import layer_records
 

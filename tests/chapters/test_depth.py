@@ -10,6 +10,7 @@ import torch
 
 from attnconv.chapters import depth
 from attnconv.chapters import paper_verdicts as pv
+from attnconv.chapters.shared import depth_measures
 from attnconv.chapters.shared.gaussian_maps import gaussian_head_maps
 from attnconv.chapters.shared.trained_heads import head_summary, layer_records
 from attnconv.core.lattice import lattice_coverage
@@ -286,7 +287,7 @@ def test_book_claims_from_the_committed_runs():
 def test_book_claims_read_the_profile_of_the_figures(monkeypatch):
     """Issue 34's finding 2: under ATTNCONV_DEEP_PROFILE=paper the verdicts come from the paper
     profile, like the figures (no paper run is committed: its runs are reported missing)."""
-    monkeypatch.setattr(depth, "DEEP_PROFILE", "paper")
+    monkeypatch.setattr(depth_measures, "DEEP_PROFILE", "paper")
     claims = pv.book_claims()
     assert claims["profile"] == ["paper"]
     assert any(m.startswith("paper") for m in claims["missing"])

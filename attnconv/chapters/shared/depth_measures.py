@@ -1,0 +1,597 @@
+"""Chapter "Six layers": the paper's claims about depth, measured on the ``deep`` profile's runs.
+
+The paper reads its six-layer figures in words (arXiv v1; quoted in the chapter):
+
+* Sec. 4.2, Fig. 3 (ICLR Fig. 4): "in the first few layers the heads tend to focus on local
+  patterns (layers 1 and 2), while deeper layers (layers 3-6) also attend to larger patterns by
+  positioning the center of attention further from the queried pixel position";
+* Sec. 4.2, Fig. 10 (ICLR Fig. 14): "attention heads do not overlap and seem to take an
+  arrangement maximizing the coverage of the input space";
+* Sec. 4.3, Fig. 6 (ICLR Fig. 5), learned encoding: heads of the first two layers "learn to attend
+  to individual pixels", other heads to "horizontally-symmetric but non-localized patterns",
+  "vertical symmetry is much more rare in the learned attention probabilities of high layers",
+  and "some of the heads in the last two layers seem to be redundant".
+
+:func:`depth_rows` measures every layer of a saved run for the centre query token, from its maps
+(:mod:`attnconv.core.map_measures`) and head centres (:mod:`attnconv.core.lattice`);
+:func:`removal_rows` reads what removing each layer's heads, or each single head, does to the test
+accuracy (computed once from the trained weights, with every ablated model's per-image
+predictions, by :func:`attnconv.experiments.studies_removal.removal_accuracies`, saved as
+``removal.json`` by ``python -m attnconv.regenerate``; read by :func:`load_removal`); the
+``plot_*`` functions draw the chapter's
+figures. The verdicts on the claims are made from these measures by
+:mod:`attnconv.chapters.paper_verdicts` (the claims: :mod:`attnconv.experiments.claims`).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Dict, List, Mapping, Optional, Sequence
+
+import numpy as np
+import torch
+
+from ...core.lattice import lattice_coverage, peak_probability
+from ...core.map_measures import (
+    attention_spread,
+    distance_to_uniform,
+    mean_attention_distance,
+    mirror_symmetry,
+    shared_mass,
+)
+from ...experiments.claims import HARMLESS_DROP, ONE_KEY
+from ...experiments.store import REMOVAL_FILE
+from ...experiments.studies_removal import (
+    load_removal,
+    removal_accuracies,
+    removal_predictions,
+)
+from ...experiments.verdicts import (
+    final_test_accuracies,
+    same_model_unpaired,
+    seed_series,
+)
+from .attention_maps import layer_attention_maps
+from .saved_runs import load_saved_runs, tokens_per_side
+from .trained_heads import layer_records
+
+__all__ = [
+    "DEEP_PROFILE",
+    "DEEP_RUNS",
+    "OVERLAP_SHARED_MASS",
+    "NEAR_UNIFORM_TV",
+    "SYMMETRIC_SCORE",
+    "LOCALIZED_PEAK",
+    "HARMLESS_DROP",
+    "NON_ISOTROPIC_CONDITION",
+    "REMOVAL_FILE",
+    "deep_runs",
+    "shallow_runs",
+    "uniform_attention_distance",
+    "depth_rows",
+    "format_depth_table",
+    "pruning_accuracies",
+    "accuracy_series",
+    "load_removal",
+    "removal_accuracies",
+    "removal_predictions",
+    "removal_rows",
+    "format_removal_table",
+    "ACCURACY_SERIES",
+    "CONVERGED_SHARE",
+    "learned_localized",
+    "series_runs",
+    "seed_depth_rows",
+    "learned_seed_localized",
+    "pruned_counts_from_history",
+    "lemma_shifts_covered",
+    "plot_depth_measures",
+    "plot_removal",
+    "plot_pruned_counts",
+    "plot_accuracy_series",
+]
+
+#: The profile whose saved runs the chapter reads: ``$ATTNCONV_DEEP_PROFILE``, else ``deep`` (set it to
+#: ``paper`` after training the paper-size runs on a GPU box).
+DEEP_PROFILE = os.environ.get("ATTNCONV_DEEP_PROFILE") or "deep"
+#: The saved runs of the ``deep`` profile the chapter reads: label → (model, tag).
+DEEP_RUNS = {
+    "quadratic": ("quadratic", None),
+    "generalized": ("generalized", None),
+    "learned": ("learned", None),
+    "quadratic, 16 heads": ("quadratic", "16heads"),
+}
+#: Two heads *overlap* when they share more than half of their attention mass (Σ_k min(p_i, p_j)).
+OVERLAP_SHARED_MASS = 0.5
+#: A head is *nearly uniform* (it averages the image) when its map is within this total-variation
+#: distance of the uniform map; such heads are symmetric trivially and are left out of the symmetry counts.
+NEAR_UNIFORM_TV = 0.25
+#: A head is *symmetric* (left-right or up-down) when :func:`mirror_symmetry` is at least this.
+SYMMETRIC_SCORE = 0.9
+#: A head is *on one key* when one key gets more than this probability (the claims registry's
+#: :data:`~attnconv.experiments.claims.ONE_KEY`, the book's one threshold for the term).
+LOCALIZED_PEAK = ONE_KEY
+#: A generalized head is *non-isotropic* when the condition number of its Σ⁻¹ is above this.
+NON_ISOTROPIC_CONDITION = 2.0
+
+
+def deep_runs(specs: Mapping[str, tuple] = DEEP_RUNS):
+    """The saved ``deep`` runs among ``specs`` (nothing is trained): ``(runs, missing)``."""
+    return load_saved_runs(specs, DEEP_PROFILE)
+
+
+def shallow_runs(specs: Mapping[str, tuple] = DEEP_RUNS):
+    """The saved 2-layer ``cpu`` runs of the same models (the earlier chapters' runs), for the evidence
+    they add to the depth claims: ``(runs, missing)``."""
+    return load_saved_runs(specs, "cpu")
+
+
+def uniform_attention_distance(grid: int) -> float:
+    """E‖k − q‖ (tokens) of the uniform map over a ``grid``×``grid`` grid, from the centre query: the
+    attention distance of a head that averages the image."""
+    m = torch.full((1, grid, grid), 1.0 / grid**2, dtype=torch.float64)
+    return float(mean_attention_distance(m, (grid // 2, grid // 2))[0])
+
+
+def depth_rows(
+    run, label: str, kernel_size: int = 3, radius: float = 0.5
+) -> List[dict]:
+    """One row per layer (``layer`` 0-based) of a saved run after its last epoch, for the centre
+    query token: ``heads``; ``centre_distance`` (mean ‖Δ_h‖, tokens: for the Gaussian encodings the
+    saved centre, for the learned encoding the mean shift of its map); ``attention_distance`` (mean
+    E‖k − q‖ over the heads' maps) and ``spread`` (mean standard deviation of the maps);
+    ``coverage`` of the K×K lattice; ``localized`` (heads with a key above :data:`LOCALIZED_PEAK`);
+    ``sharp_coverage`` (lattice points with a localized head's centre within ``radius``);
+    ``near_uniform`` (heads within :data:`NEAR_UNIFORM_TV` of uniform); ``overlapping_pairs``
+    (pairs sharing more than :data:`OVERLAP_SHARED_MASS`) out of ``pairs`` (N_h(N_h − 1)/2), and
+    ``localized_overlapping_pairs`` (both heads localized: broad heads overlap by construction);
+    ``closest_centres`` (the smallest distance between two head centres, tokens); ``left_right`` /
+    ``up_down`` (heads, not nearly uniform, with mirror symmetry ≥ :data:`SYMMETRIC_SCORE`);
+    ``non_isotropic`` (generalized heads whose Σ⁻¹ has a condition number above
+    :data:`NON_ISOTROPIC_CONDITION`; ``None`` for other encodings). ``None`` maps (a run whose maps
+    cannot be had) raise."""
+    g = tokens_per_side(run.history)
+    query = (g // 2, g // 2)
+    maps = layer_attention_maps(run, query)
+    if maps is None:
+        raise ValueError(
+            f"{label}: no attention maps (saved attention_maps.json or the Gaussian parameters)"
+        )
+    rows = []
+    for i, (rec, m) in enumerate(zip(layer_records(run.history, -1), maps)):
+        if m is None or "centers" not in rec:
+            continue
+        m = torch.as_tensor(m, dtype=torch.float64)
+        centers = torch.as_tensor(rec["centers"], dtype=torch.float64).reshape(-1, 2)
+        shared = shared_mass(m)
+        n = m.shape[0]
+        pairs = int(
+            sum(
+                bool(shared[a, b] > OVERLAP_SHARED_MASS)
+                for a in range(n)
+                for b in range(a + 1, n)
+            )
+        )
+        loc = peak_probability(m) > LOCALIZED_PEAK
+        loc_pairs = int(
+            sum(
+                bool(shared[a, b] > OVERLAP_SHARED_MASS and loc[a] and loc[b])
+                for a in range(n)
+                for b in range(a + 1, n)
+            )
+        )
+        gaps = torch.cdist(centers, centers) + torch.eye(n, dtype=torch.float64) * 1e9
+        non_iso = None
+        if run.config.model == "generalized" and "inverse_covariance" in rec:
+            ev = torch.linalg.eigvalsh(
+                torch.as_tensor(rec["inverse_covariance"], dtype=torch.float64)
+            )
+            non_iso = int((ev[:, 1] > NON_ISOTROPIC_CONDITION * ev[:, 0]).sum())
+        uniform = distance_to_uniform(m) < NEAR_UNIFORM_TV
+        lr = mirror_symmetry(m, query, "left-right") >= SYMMETRIC_SCORE
+        ud = mirror_symmetry(m, query, "up-down") >= SYMMETRIC_SCORE
+        rows.append(
+            {
+                "model": label,
+                "layer": i,
+                "heads": n,
+                "grid_tokens": g * g,
+                "centre_distance": float(centers.norm(dim=1).mean()),
+                "attention_distance": float(mean_attention_distance(m, query).mean()),
+                "spread": float(attention_spread(m).mean()),
+                "coverage": lattice_coverage(centers, kernel_size, radius),
+                "sharp_coverage": lattice_coverage(centers[loc], kernel_size, radius)
+                if bool(loc.any())
+                else 0,
+                "localized": int(loc.sum()),
+                "near_uniform": int(uniform.sum()),
+                "overlapping_pairs": pairs,
+                "pairs": n * (n - 1) // 2,
+                "localized_overlapping_pairs": loc_pairs,
+                "closest_centres": float(gaps.min()) if n > 1 else float("nan"),
+                "non_isotropic": non_iso,
+                "left_right": int((lr & ~uniform).sum()),
+                "up_down": int((ud & ~uniform).sum()),
+            }
+        )
+    return rows
+
+
+def format_depth_table(
+    rows: Sequence[dict], kernel_size: int = 3, part: str = "where"
+) -> str:
+    """:func:`depth_rows` as a Markdown table (layers from 1; distances in tokens, 2 decimals), in two
+    parts that fit the column: ``part="where"`` — where the heads look (centre and attention
+    distance, spread, lattice points covered, heads on one pixel); ``part="how"`` — how they relate
+    (nearly uniform heads, overlapping pairs as a share of the layer's pairs and those of two
+    localized heads, the closest two centres, left-right and up-down symmetric heads)."""
+    k2 = kernel_size * kernel_size
+    if part == "where":
+        lines = [
+            "| model | layer | centre distance | attention distance | spread | lattice points covered "
+            "| heads on one pixel |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for r in rows:
+            lines.append(
+                f"| {r['model']} | {r['layer'] + 1} | {r['centre_distance']:.2f} | {r['attention_distance']:.2f} "
+                f"| {r['spread']:.2f} | {r['coverage']} / {k2} | {r['localized']} / {r['heads']} |"
+            )
+    elif part == "how":
+        lines = [
+            "| model | layer | nearly uniform heads | overlapping pairs (share of pairs) "
+            "| of them both localized | closest centres | left-right symmetric | up-down symmetric |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for r in rows:
+            lines.append(
+                f"| {r['model']} | {r['layer'] + 1} | {r['near_uniform']} / {r['heads']} | "
+                f"{r['overlapping_pairs']} / {r['pairs']} ({100 * r['overlapping_pairs'] / r['pairs']:.0f} %) | "
+                f"{r['localized_overlapping_pairs']} | {r['closest_centres']:.2f} | "
+                f"{r['left_right']} | {r['up_down']} |"
+            )
+    else:
+        raise ValueError(f"part must be 'where' or 'how', got {part!r}")
+    return "\n".join(lines)
+
+
+def lemma_shifts_covered(history: Mapping, kernel_size: int = 3) -> List[int]:
+    """Per layer of a learned-encoding run, the shifts of the K×K kernel (out of K²) on which some
+    head puts more than :data:`LOCALIZED_PEAK` of its attention (its saved ``peak_shift`` and
+    ``peak_probability``, centre query): Lemma 1's condition needs all K² in one layer."""
+    half = kernel_size // 2
+    out = []
+    for rec in layer_records(history, -1):
+        if "peak_probability" not in rec:
+            continue
+        hit = {
+            (int(round(d[0])), int(round(d[1])))
+            for d, p in zip(rec["peak_shift"], rec["peak_probability"])
+            if p > LOCALIZED_PEAK and max(abs(d[0]), abs(d[1])) <= half
+        }
+        out.append(len(hit))
+    return out
+
+
+def pruning_accuracies(study: Mapping, k: int) -> Dict[str, float]:
+    """From a saved pruning study (``pruning.json``) whose rule selected ``k`` heads: test accuracy
+    ``full`` (unpruned), ``pruned`` (the ``k`` degenerate heads removed, no retraining),
+    ``retrained`` (after the study's retraining), ``random`` (mean over the ``random_draws`` saved
+    draws of ``k`` random heads removed, when saved) and the study's ``retrain_epochs`` and ``base_epochs``, as
+    :func:`pruning_claims` takes them."""
+    curve = study["curve"]["degenerate_first"]
+    ret = next(r for r in study["retrained"] if r["k"] == k)
+    out = {
+        "full": float(curve[0]),
+        "pruned": float(curve[k]),
+        "retrained": float(ret["test_acc"][-1]),
+    }
+    draws = study["curve"].get("random")
+    if draws:
+        out["random"] = float(np.mean([d[k] for d in draws]))
+        out["random_draws"] = len(draws)
+    for key in ("retrain_epochs", "base_epochs"):
+        if key in study:
+            out[key] = int(study[key])
+    return out
+
+
+#: The seed series of Sec. 3's comparison: description → (quadratic series, learned series), each
+#: pair at the same epochs (``profile/name`` of :data:`~attnconv.experiments.verdicts.SEED_SERIES`).
+ACCURACY_SERIES = {
+    "2 layers, 16 epochs": ("cpu/quadratic", "cpu/learned"),
+    "2 layers, 40 epochs": ("cpu/quadratic-40epochs", "cpu/learned-40epochs"),
+    "6 layers, 40 epochs": ("deep/quadratic", "deep/learned"),
+}
+
+
+def _series_spread(key: str, runs_root, messages: List[str]):
+    profile, name = key.split("/", 1)
+    s = seed_series(profile, name, runs_root)
+    if s.missing:
+        messages.append(s.message())
+    if not s.histories:
+        return None, None
+    n_test = next(iter(s.histories.values())).get("test_size")
+    return final_test_accuracies(s), n_test
+
+
+def accuracy_series(runs_root=None, series: Mapping[str, tuple] = ACCURACY_SERIES):
+    """The quadratic and learned seed series of :data:`ACCURACY_SERIES`
+    (:func:`~attnconv.experiments.verdicts.seed_series`), as :func:`accuracy_claim` takes them:
+    ``(series, messages)``, one message per series that misses seeds."""
+    out, messages = {}, []
+    for label, (qk, lk) in series.items():
+        q, _ = _series_spread(qk, runs_root, messages)
+        l, _ = _series_spread(lk, runs_root, messages)
+        out[label] = (q, l)
+    return out, messages
+
+
+#: A run has *converged* when its test accuracy first reaches this share of its final value.
+CONVERGED_SHARE = 0.95
+
+
+def removal_rows(removal: Mapping[str, dict]) -> List[dict]:
+    """Per model and layer: accuracy of the full model, without the layer's heads, and the
+    smallest / median / largest drop when one head is removed (accuracy points)."""
+    rows = []
+    for model, rem in removal.items():
+        for i, (without_layer, heads) in enumerate(
+            zip(rem["without_layer"], rem["without_head"])
+        ):
+            drops = np.array([rem["full"] - a for a in heads]) * 100
+            rows.append(
+                {
+                    "model": model,
+                    "layer": i,
+                    "full": rem["full"],
+                    "without_layer": without_layer,
+                    "head_drop_min": float(drops.min()),
+                    "head_drop_median": float(np.median(drops)),
+                    "head_drop_max": float(drops.max()),
+                    "harmless_heads": int((drops <= 100 * HARMLESS_DROP + 1e-9).sum()),
+                    "heads": len(heads),
+                }
+            )
+    return rows
+
+
+def format_removal_table(rows: Sequence[dict]) -> str:
+    """:func:`removal_rows` as a Markdown table (accuracies in %, drops in points)."""
+    lines = [
+        "| model (test accuracy) | layer | without the layer's heads | one head removed: drop min / median / max "
+        "| heads costing ≤ 0.5 points |",
+        "| --- | ---: | ---: | --- | ---: |",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['model']} ({100 * r['full']:.1f} %) | {r['layer'] + 1} | {100 * r['without_layer']:.1f} % | "
+            f"{r['head_drop_min']:.1f} / {r['head_drop_median']:.1f} / {r['head_drop_max']:.1f} | "
+            f"{r['harmless_heads']} / {r['heads']} |"
+        )
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- every seed, read
+
+
+def learned_localized(history: Mapping) -> List[int]:
+    """Per layer, the heads of a learned-encoding run that give more than :data:`LOCALIZED_PEAK` of
+    their attention to one key (the centre query, position only), from the ``peak_probability``
+    its history saved after the last epoch (every seed keeps it; no maps are needed)."""
+    return [
+        int(sum(p > LOCALIZED_PEAK for p in rec["peak_probability"]))
+        for rec in layer_records(history, -1)
+        if "peak_probability" in rec
+    ]
+
+
+def series_runs(name: str):
+    """The complete saved runs of the registry series ``name`` (or, for a profile without seed
+    series such as ``paper``, its single run of that name): seed label → Run, and messages."""
+    from ...experiments.registry import RUNS, SERIES, load_run, series
+    from ...experiments.store import MissingResultError, StaleResultError
+
+    if name not in SERIES and name not in RUNS:
+        return {}, [f"{name}: not registered"]
+    entries = series(name) if name in SERIES else [RUNS[name]]
+    runs, missing = {}, []
+    for entry in entries:
+        try:
+            runs[f"seed {entry.seed}"] = load_run(entry.name)
+        except (MissingResultError, StaleResultError) as e:
+            missing.append(f"{name} seed {entry.seed}: {str(e).splitlines()[0]}")
+    return runs, missing
+
+
+def seed_depth_rows(name: str = "deep/quadratic"):
+    """:func:`depth_rows` of every saved seed of the registry series ``name`` (Gaussian heads: the
+    histories hold every head's parameters): ``(seed label → rows, messages)``."""
+    runs, missing = series_runs(name)
+    return {k: depth_rows(r, k) for k, r in runs.items()}, missing
+
+
+def learned_seed_localized(name: str = "deep/learned"):
+    """:func:`learned_localized` of every saved seed of the learned series ``name``:
+    ``(seed label → per-layer counts, messages)``."""
+    runs, missing = series_runs(name)
+    return {k: learned_localized(r.history) for k, r in runs.items()}, missing
+
+
+def pruned_counts_from_history(
+    history: Mapping, condition_threshold: float, max_eigenvalue_threshold: float = 1e-5
+) -> List[int]:
+    """Heads per layer that App. A.1's rule (:func:`~attnconv.experiments.pruning.is_degenerate`)
+    prunes, from the Σ^(-1/2) factors M a generalized run's history saved after its last epoch."""
+    from ...experiments.pruning import inverse_covariance_spectrum, is_degenerate
+
+    counts = []
+    for rec in layer_records(history, -1):
+        m = torch.as_tensor(rec["inv_sqrt_sigma"], dtype=torch.float64)
+        eig, cond = inverse_covariance_spectrum(m)
+        counts.append(
+            int(
+                is_degenerate(
+                    eig[:, 1], cond, max_eigenvalue_threshold, condition_threshold
+                ).sum()
+            )
+        )
+    return counts
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def plot_depth_measures(
+    rows_by_run: Mapping[str, Sequence[dict]], learned_seeds: Optional[Mapping] = None
+):
+    """Three panels over the layers (from 1): mean attention distance (tokens), heads with more
+    than half their attention on one key, and the share of overlapping pairs; one line per run
+    (the quadratic seeds in one colour, one marker each). ``learned_seeds``: seed label →
+    per-layer localized counts of the learned seeds (:func:`learned_seed_localized`), drawn in the
+    middle panel. Returns the figure."""
+    import matplotlib.pyplot as plt
+
+    from .plotting import COLUMN_INCHES
+
+    colours = {
+        "quadratic": "tab:blue",
+        "generalized": "tab:orange",
+        "learned": "tab:green",
+        "16 heads": "tab:purple",
+    }
+    markers = ["o", "s", "^", "D", "v"]
+
+    def style(label):
+        for key, c in colours.items():
+            if key in label:
+                colour = c
+        seed = int(label.rsplit("seed", 1)[1]) if "seed" in label else 0
+        return dict(color=colour, marker=markers[seed % 5], ms=4, lw=1.2)
+
+    fig, axes = plt.subplots(
+        1, 3, figsize=(COLUMN_INCHES, 2.9), constrained_layout=True
+    )
+    for label, rows in rows_by_run.items():
+        layers = [r["layer"] + 1 for r in rows]
+        axes[0].plot(
+            layers, [r["attention_distance"] for r in rows], label=label, **style(label)
+        )
+        if not label.startswith("learned"):
+            axes[1].plot(layers, [r["localized"] for r in rows], **style(label))
+        axes[2].plot(
+            layers,
+            [100 * r["overlapping_pairs"] / r["pairs"] for r in rows],
+            **style(label),
+        )
+    for label, counts in (learned_seeds or {}).items():
+        axes[1].plot(
+            range(1, len(counts) + 1), counts, label=None, **style(f"learned, {label}")
+        )
+    titles = (
+        "attention distance (tokens)",
+        "heads > 50 % on one key",
+        "overlapping pairs (% of pairs)",
+    )
+    for ax, title in zip(axes, titles):
+        ax.set_title(title)
+        ax.set_xlabel("layer")
+        ax.set_xticks(range(1, 7))
+    fig.legend(loc="lower center", ncol=4, bbox_to_anchor=(0.5, -0.16), frameon=False)
+    return fig
+
+
+def plot_removal(removal: Mapping[str, dict], n_test: int = 1017):
+    """Per layer (from 1) and run: the test accuracy lost when the layer's heads are removed
+    (left) and the heads whose removal alone costs at most :data:`HARMLESS_DROP` (right), with
+    the test set's noise (±, 95 % binomial) as a band on the left. Returns the figure."""
+    import matplotlib.pyplot as plt
+
+    from .plotting import COLUMN_INCHES
+
+    fig, axes = plt.subplots(
+        1, 2, figsize=(COLUMN_INCHES, 2.6), constrained_layout=True
+    )
+    rows = removal_rows(removal)
+    models = list(removal)
+    width = 0.8 / max(len(models), 1)
+    for i, model in enumerate(models):
+        mine = [r for r in rows if r["model"] == model]
+        x = (
+            np.array([r["layer"] + 1 for r in mine])
+            + (i - (len(models) - 1) / 2) * width
+        )
+        axes[0].bar(
+            x,
+            [100 * (r["full"] - r["without_layer"]) for r in mine],
+            width,
+            label=model,
+        )
+        axes[1].bar(x, [r["harmless_heads"] for r in mine], width)
+    full = np.mean([rem["full"] for rem in removal.values()])
+    noise = 100 * same_model_unpaired(float(full), float(full), n_test).hi
+    axes[0].axhspan(
+        0,
+        noise,
+        color="0.85",
+        zorder=0,
+        label=f"95 % interval, unpaired (±{noise:.1f})",
+    )
+    axes[0].set_title("accuracy lost without the layer (points)")
+    axes[1].set_title(f"heads costing ≤ {100 * HARMLESS_DROP:.1f} points alone")
+    for ax in axes:
+        ax.set_xlabel("layer")
+        ax.set_xticks(range(1, 7))
+    fig.legend(loc="lower center", ncol=4, bbox_to_anchor=(0.5, -0.14), frameon=False)
+    return fig
+
+
+def plot_pruned_counts(counts: Mapping[str, Sequence[int]]):
+    """Heads pruned per layer (from 1), one group of bars per layer, one bar per source (the
+    paper's and ours). Returns the figure."""
+    import matplotlib.pyplot as plt
+
+    from .plotting import COLUMN_INCHES
+
+    fig, ax = plt.subplots(figsize=(COLUMN_INCHES * 0.7, 2.4), constrained_layout=True)
+    width = 0.8 / len(counts)
+    for i, (label, c) in enumerate(counts.items()):
+        x = np.arange(1, len(c) + 1) + (i - (len(counts) - 1) / 2) * width
+        ax.bar(x, list(c), width, label=f"{label} ({sum(c)})")
+    ax.set_xlabel("layer")
+    ax.set_ylabel("heads pruned")
+    ax.set_xticks(range(1, 7))
+    ax.legend(frameon=False)
+    return fig
+
+
+def plot_accuracy_series(series: Mapping[str, tuple], labels=("quadratic", "learned")):
+    """Final test accuracy of every seed, one column per series and model: ``series`` description
+    → (Spread, Spread) as :func:`accuracy_series` gives them (``None`` sides are skipped), with
+    each side's seed range as a bar. Returns the figure."""
+    import matplotlib.pyplot as plt
+
+    from .plotting import COLUMN_INCHES
+
+    fig, ax = plt.subplots(figsize=(COLUMN_INCHES * 0.75, 2.6), constrained_layout=True)
+    colours = ("tab:blue", "tab:green")
+    for i, (name, pair) in enumerate(series.items()):
+        for j, s in enumerate(pair):
+            if s is None:
+                continue
+            x = i + (j - 0.5) * 0.3
+            ax.vlines(x, 100 * s.lo, 100 * s.hi, color=colours[j], lw=6, alpha=0.3)
+            ax.plot(
+                [x] * s.n,
+                [100 * v for v in s.values],
+                "o",
+                color=colours[j],
+                ms=4,
+                label=labels[j] if i == 0 else None,
+            )
+    ax.set_xticks(range(len(series)))
+    ax.set_xticklabels(list(series))
+    ax.set_ylabel("test accuracy (%)")
+    ax.legend(frameon=False)
+    return fig
