@@ -3,10 +3,25 @@ tiny, each into its registered run folder under ``--out``, with histories writte
 a budget that runs out stops a run with a checkpoint that the next window resumes."""
 
 import json
+import os
+
+import pytest
 
 from attnconv.experiments import gpu_window
 from attnconv.experiments.profiles import make_config
 from attnconv.experiments.registry import GPU_SAMPLE_MODELS, run_entry
+
+
+@pytest.fixture(autouse=True)
+def _book_dir_restored():
+    """The window points ATTNCONV_BOOK_DIR at its output folder for its own process; a test that
+    runs it in-process must not leave it set for the tests after it."""
+    before = os.environ.get("ATTNCONV_BOOK_DIR")
+    yield
+    if before is None:
+        os.environ.pop("ATTNCONV_BOOK_DIR", None)
+    else:
+        os.environ["ATTNCONV_BOOK_DIR"] = before
 
 
 def test_gpu_sample_profile_is_the_papers_models_on_the_sample():
