@@ -124,7 +124,7 @@ def plot_convolve_run(
         frameon=False,
         ncol=2 if n > 9 else 1,
     )
-    steps = np.arange(traj.shape[0])
+    steps = np.asarray(getattr(result, "steps", range(traj.shape[0])))  # saved: strided
     alphas = result.alphas.double().numpy()
     for h in range(n):
         axes[1].plot(steps, np.clip(alphas[:, h], 1e-3, None), color=colors[h], lw=1.2)

@@ -341,7 +341,13 @@ def _removal(name: str) -> StudyEntry:
 
 # ---------------------------------------------------------------------------- seed sweeps
 def _sweep(heads: int) -> StudyEntry:
-    from .studies_convolve import ConvolveSetup, saved_seed_sweep, seed_sweep, sweep_key
+    from .studies_convolve import (
+        ConvolveSetup,
+        saved_seed_sweep,
+        seed_sweep,
+        seed_sweep_with_examples,
+        sweep_key,
+    )
 
     setup = ConvolveSetup() if heads == 9 else replace(ConvolveSetup(), heads=heads)
     seeds = range(1, 9)  # the chapter's SWEEP_SEEDS
@@ -350,7 +356,7 @@ def _sweep(heads: int) -> StudyEntry:
     def make():
         _write_json(
             book_dir() / file,
-            {"key": sweep_key(setup, seeds), "rows": seed_sweep(setup, seeds)},
+            {"key": sweep_key(setup, seeds), **seed_sweep_with_examples(setup, seeds)},
         )
 
     def check():
@@ -371,7 +377,8 @@ def _sweep(heads: int) -> StudyEntry:
         lambda: saved_seed_sweep(file, setup, seeds),
         check=check,
         minutes=7.0,
-        description=f"learning a 3×3 convolution with {heads} heads, seeds 1-8 (chapter 11)",
+        description=f"learning a 3×3 convolution with {heads} heads, seeds 1-8, seeds 1 and 2 "
+        "in full (chapter 11)",
     )
 
 

@@ -44,6 +44,11 @@ __all__ = [
     "seed_sweep",
     "sweep_key",
     "saved_seed_sweep",
+    "EXAMPLE_SEEDS",
+    "SavedConvolveRun",
+    "example_record",
+    "seed_sweep_with_examples",
+    "saved_examples",
 ]
 
 
@@ -437,6 +442,67 @@ def seed_sweep(
     return (rows, results) if keep_results else rows
 
 
+#: The seeds of a sweep whose whole run is saved beside its row (the chapter's two examples).
+EXAMPLE_SEEDS = (1, 2)
+#: Centres and widths are saved every this many steps (and at the last).
+EXAMPLE_STRIDE = 5
+
+
+@dataclass(frozen=True)
+class SavedConvolveRun:
+    """A run of :func:`learn_to_convolve` as saved with its sweep (:func:`example_record`):
+    ``centers`` ``(len(steps), N_h, 2)`` and ``alphas`` ``(len(steps), N_h)`` at the optimisation
+    ``steps`` listed, ``losses`` at every step, the errors, the sweep's row and
+    :func:`head_diagnostics` (read, not recomputed: the page shows what the saved run did)."""
+
+    setup: ConvolveSetup
+    steps: torch.Tensor
+    centers: torch.Tensor
+    alphas: torch.Tensor
+    losses: torch.Tensor
+    initial_error: float
+    final_error: float
+    row: dict
+    diagnostics: Dict[str, torch.Tensor]
+
+
+def _rounded(t: torch.Tensor, digits: int = 4):
+    return torch.round(t.double(), decimals=digits).tolist()
+
+
+def example_record(result: ConvolveResult, row: dict) -> dict:
+    """One run of a sweep as JSON: its ``row``, centres and α every :data:`EXAMPLE_STRIDE` steps
+    (4 decimals), the losses, the errors and :func:`head_diagnostics`."""
+    last = len(result.centers) - 1
+    steps = sorted(set(range(0, last, EXAMPLE_STRIDE)) | {last})
+    diag = head_diagnostics(result)
+    return {
+        "row": row,
+        "steps": steps,
+        "centers": _rounded(result.centers[steps]),
+        "alphas": _rounded(result.alphas[steps]),
+        "losses": _rounded(result.losses, 6),
+        "initial_error": float(result.initial_error),
+        "final_error": float(result.final_error),
+        "diagnostics": {k: v.double().tolist() for k, v in diag.items()},
+    }
+
+
+def seed_sweep_with_examples(
+    setup: ConvolveSetup, seeds: Sequence[int], radius: float = 0.5
+) -> dict:
+    """:func:`seed_sweep`'s rows and, for the seeds of :data:`EXAMPLE_SEEDS`, the whole run
+    (:func:`example_record`): what a saved sweep holds."""
+    rows, examples = [], {}
+    for s in seeds:
+        r = learn_to_convolve(replace(setup, seed=int(s)))
+        row = {"seed": int(s), **run_summary(r, radius)}
+        rows.append(row)
+        if int(s) in EXAMPLE_SEEDS:
+            examples[str(int(s))] = example_record(r, row)
+    return {"rows": rows, "examples": examples}
+
+
 def sweep_key(setup: ConvolveSetup, seeds: Sequence[int], radius: float = 0.5) -> dict:
     """What a saved :func:`seed_sweep` was made with: the setup, the seeds and the radius."""
     from dataclasses import asdict
@@ -460,3 +526,40 @@ def saved_seed_sweep(
     return read_keyed(full, sweep_key(setup, seeds, radius), f"results/{full.stem}")[
         "rows"
     ]
+
+
+def saved_examples(
+    path, setup: ConvolveSetup, seeds: Sequence[int], radius: float = 0.5
+) -> List[SavedConvolveRun]:
+    """The runs of :data:`EXAMPLE_SEEDS` saved with the sweep in ``path`` (as
+    :func:`saved_seed_sweep`: the same key, a one-line error naming the command that makes it
+    when the file holds none), in seed order. Never writes."""
+    from pathlib import Path
+
+    from .store import book_dir, read_keyed
+
+    path = Path(path)
+    full = path if path.is_absolute() else book_dir() / path
+    saved = read_keyed(full, sweep_key(setup, seeds, radius), f"results/{full.stem}")
+    if not saved.get("examples"):
+        raise FileNotFoundError(
+            f"{full} holds no example runs: make it again with "
+            f"python -m attnconv.regenerate --force --only results/{full.stem}"
+        )
+    out = []
+    for seed, rec in sorted(saved["examples"].items(), key=lambda kv: int(kv[0])):
+        t = lambda v: torch.tensor(v, dtype=torch.float64)  # noqa: E731
+        out.append(
+            SavedConvolveRun(
+                replace(setup, seed=int(seed)),
+                torch.tensor(rec["steps"]),
+                t(rec["centers"]),
+                t(rec["alphas"]),
+                t(rec["losses"]),
+                rec["initial_error"],
+                rec["final_error"],
+                rec["row"],
+                {k: t(v) for k, v in rec["diagnostics"].items()},
+            )
+        )
+    return out
