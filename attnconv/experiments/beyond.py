@@ -34,8 +34,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, Iterator, Tuple
 
-import numpy as np
-
 __all__ = [
     "SAMPLE_TRAIN_SIZE",
     "SIZES",
@@ -58,7 +56,6 @@ __all__ = [
     "run_name",
     "ORDER",
     "beyond_runs",
-    "seed_image_interval",
 ]
 
 #: Training images of the bundled sample (attnconv/data/cifar10-sample.npz).
@@ -70,7 +67,7 @@ SEEDS = 4
 #: Images per step.
 BATCH = 100
 #: Optimizer steps of every run (2 epochs of the whole sample; a multiple of 6, 17 and 51).
-STEPS = 102
+STEPS = 306
 #: AdamW's learning rate (peak, after the warm-up).
 LR = 1e-2
 #: The settings tried before the grid (GPSA at the default start, 510 images, seed 0, 306 steps:
@@ -206,26 +203,3 @@ def beyond_runs() -> Iterator[BeyondRun]:
                 if size in ABLATION_SIZES:
                     for start in ABLATION_STARTS:
                         yield _run(start, size, seed)
-
-
-def seed_image_interval(
-    scores, reps: int = 4000, level: float = 0.95, seed: int = 0
-) -> Tuple[float, float, float]:
-    """Mean and ``level`` interval of a score over seeds and test images: ``scores`` ``(S, N)``,
-    one row per seed, one column per test image (1/0 for right/wrong, or the paired difference
-    of two models' 1/0 on the same seed and image). A two-level bootstrap: each replicate draws S
-    seeds and N images with replacement (the same images for every seed: they are the same 1,017
-    test images) and takes the mean; the interval is the replicates' percentiles. So it carries
-    both the seeds' spread and the test set's sampling noise. Deterministic (``seed``)."""
-    m = np.asarray(scores, dtype=np.float64)
-    if m.ndim != 2 or m.shape[0] < 1 or m.shape[1] < 1:
-        raise ValueError(f"scores must be (seeds, images), got shape {m.shape}")
-    rng = np.random.default_rng(seed)
-    s, n = m.shape
-    out = np.empty(reps)
-    for r in range(reps):
-        rows = m[rng.integers(0, s, s)]
-        out[r] = rows[:, rng.integers(0, n, n)].mean()
-    tail = 100 * (1 - level) / 2
-    lo, hi = np.percentile(out, [tail, 100 - tail])
-    return float(m.mean()), float(lo), float(hi)
