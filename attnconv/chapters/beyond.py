@@ -307,8 +307,9 @@ def heads_over_training(exp: Experiment, size: int) -> Dict[str, Dict[str, np.nd
     """Per GPSA start at ``size``, averaged over seeds and heads, per layer, at the start (row
     0) and after each epoch: ``gate`` σ(λ_h); ``alpha``, the widths α_h; ``reach``, the mean
     distance (tokens) of the positional attention from its query; for :data:`CENTRED_STARTS`
-    ``moved``, how far (tokens) the head centres Δ_h are from where they started; ``steps``, the
-    step of each row."""
+    ``moved``, how far (tokens) the head centres Δ_h are from where they started, the median over
+    the layer's heads (a head whose α falls towards 0 has no centre to speak of: Δ = v/(2α) runs
+    off without moving its attention); ``steps``, the step of each row."""
     out = {}
     for start in GPSA_STARTS:
         runs = exp.runs.get((start, size)) or []
@@ -328,7 +329,7 @@ def heads_over_training(exp: Experiment, size: int) -> Dict[str, Dict[str, np.nd
             rec["moved"].append(
                 [
                     [
-                        np.linalg.norm(np.array(lay["centers"]) - c0, axis=1).mean()
+                        np.median(np.linalg.norm(np.array(lay["centers"]) - c0, axis=1))
                         for lay, c0 in zip(x, first)
                     ]
                     for x in records
@@ -351,7 +352,7 @@ def plot_heads_over_training(heads: Mapping[str, Mapping[str, np.ndarray]]):
         ("gate", "(a) gate σ(λ) on position"),
         ("alpha", "(b) width α"),
         ("reach", "(c) positional attention distance (tokens)"),
-        ("moved", "(d) centres moved from the start (tokens)"),
+        ("moved", "(d) centres moved, median head (tokens)"),
     )
     for ax, (key, title) in zip(axes.flat, panels):
         for start, rec in heads.items():
