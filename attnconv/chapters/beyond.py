@@ -29,7 +29,6 @@ from ..experiments.beyond import (
     SIZES,
     STARTS,
     epochs_for,
-    seed_image_interval,
     series_name,
 )
 from ..experiments.registry import SERIES, load_series
@@ -43,7 +42,9 @@ from ..experiments.verdicts import (
     Claim,
     Evidence,
     Side,
+    accuracy_interval,
     accuracy_side,
+    difference_interval,
     judge,
 )
 from .shared.plotting import COLUMN_INCHES
@@ -57,7 +58,6 @@ __all__ = [
     "SAMPLE_TEST_SIZE",
     "Experiment",
     "load_experiment",
-    "test_labels",
     "Summary",
     "summaries",
     "results_table",
@@ -146,18 +146,6 @@ def load_experiment() -> Experiment:
     return exp
 
 
-def test_labels() -> np.ndarray:
-    """The classes of the sample's 1,017 test images, in order."""
-    from ..experiments.data import load_cifar10
-
-    return np.asarray(load_cifar10("sample", verbose=False).y_test)
-
-
-def _correct(run: Run, labels: np.ndarray) -> np.ndarray:
-    """1/0 per test image: the run's final prediction right or wrong."""
-    return (np.asarray(run.history.predictions) == labels).astype(np.float64)
-
-
 # --------------------------------------------------------------------------- accuracy
 @dataclass(frozen=True)
 class Summary:
@@ -176,13 +164,14 @@ class Summary:
         return self.train[0] - self.test[0]
 
 
-def summaries(exp: Experiment, labels: np.ndarray) -> List[Summary]:
+def summaries(exp: Experiment) -> List[Summary]:
     """A :class:`Summary` per start and size with saved runs."""
     out = []
     for (start, size), runs in exp.runs.items():
         if not runs:
             continue
-        test = seed_image_interval([_correct(r, labels) for r in runs])
+        iv = accuracy_interval(accuracy_side(runs))
+        test = (iv.estimate, iv.lo, iv.hi)
         train = [r.history.epochs[-1].train_acc for r in runs]
         out.append(
             Summary(
@@ -318,8 +307,9 @@ def heads_over_training(exp: Experiment, size: int) -> Dict[str, Dict[str, np.nd
     """Per GPSA start at ``size``, averaged over seeds and heads, per layer, at the start (row
     0) and after each epoch: ``gate`` σ(λ_h); ``alpha``, the widths α_h; ``reach``, the mean
     distance (tokens) of the positional attention from its query; for :data:`CENTRED_STARTS`
-    ``moved``, how far (tokens) the head centres Δ_h are from where they started; ``steps``, the
-    step of each row."""
+    ``moved``, how far (tokens) the head centres Δ_h are from where they started, the median over
+    the layer's heads (a head whose α falls towards 0 has no centre to speak of: Δ = v/(2α) runs
+    off without moving its attention); ``steps``, the step of each row."""
     out = {}
     for start in GPSA_STARTS:
         runs = exp.runs.get((start, size)) or []
@@ -339,7 +329,7 @@ def heads_over_training(exp: Experiment, size: int) -> Dict[str, Dict[str, np.nd
             rec["moved"].append(
                 [
                     [
-                        np.linalg.norm(np.array(lay["centers"]) - c0, axis=1).mean()
+                        np.median(np.linalg.norm(np.array(lay["centers"]) - c0, axis=1))
                         for lay, c0 in zip(x, first)
                     ]
                     for x in records
@@ -362,7 +352,7 @@ def plot_heads_over_training(heads: Mapping[str, Mapping[str, np.ndarray]]):
         ("gate", "(a) gate σ(λ) on position"),
         ("alpha", "(b) width α"),
         ("reach", "(c) positional attention distance (tokens)"),
-        ("moved", "(d) centres moved from the start (tokens)"),
+        ("moved", "(d) centres moved, median head (tokens)"),
     )
     for ax, (key, title) in zip(axes.flat, panels):
         for start, rec in heads.items():
@@ -389,27 +379,30 @@ def plot_heads_over_training(heads: Mapping[str, Mapping[str, np.ndarray]]):
 
 # --------------------------------------------------------------------------- differences
 def paired_difference(
-    exp: Experiment, start: str, base: str, size: int, labels: np.ndarray
+    exp: Experiment, start: str, base: str, size: int
 ) -> Optional[Tuple[float, float, float, int]]:
-    """``start`` minus ``base`` at ``size`` on the seeds both have and the same test images:
-    (mean difference, 95 % interval low, high, seeds), or ``None`` without a shared seed."""
+    """``start`` minus ``base`` at ``size`` on the seeds both have and the same test images, by
+    the book's one rule (:func:`~attnconv.experiments.verdicts.difference_interval`): (mean
+    difference, 95 % interval low, high, seeds), or ``None`` without a shared seed."""
     a = {r.config.seed: r for r in exp.runs.get((start, size), [])}
     b = {r.config.seed: r for r in exp.runs.get((base, size), [])}
     seeds = sorted(set(a) & set(b))
     if not seeds:
         return None
-    diff = [_correct(a[s], labels) - _correct(b[s], labels) for s in seeds]
-    return (*seed_image_interval(diff), len(seeds))
+    iv = difference_interval(
+        accuracy_side([a[s] for s in seeds]), accuracy_side([b[s] for s in seeds])
+    )
+    return iv.estimate, iv.lo, iv.hi, len(seeds)
 
 
 def ablation(
-    exp: Experiment, labels: np.ndarray, base: str = "random"
+    exp: Experiment, base: str = "random"
 ) -> Dict[Tuple[str, int], Tuple[float, float, float, int]]:
     """Mimetic and its two halves against the GPSA default start, at the ablation's sizes."""
     out = {}
     for size in ABLATION_SIZES:
         for start in ("mimetic",) + ABLATION_STARTS:
-            d = paired_difference(exp, start, base, size, labels)
+            d = paired_difference(exp, start, base, size)
             if d is not None:
                 out[(start, size)] = d
     return out
@@ -553,7 +546,7 @@ _SPECS = (
 )
 
 
-def later_claims(exp: Experiment, labels: np.ndarray) -> List[Claim]:
+def later_claims(exp: Experiment) -> List[Claim]:
     """The later papers' claims with the book's verdict and, per size, the paired difference
     and its 95 % interval over seeds and test images (a size without runs of both is left out)."""
     claims = []
@@ -562,7 +555,7 @@ def later_claims(exp: Experiment, labels: np.ndarray) -> List[Claim]:
         for size in spec.sizes:
             mine = exp.runs.get((spec.start, size)) or []
             base = exp.runs.get((spec.base, size)) or []
-            d = paired_difference(exp, spec.start, spec.base, size, labels)
+            d = paired_difference(exp, spec.start, spec.base, size)
             if d is None:
                 continue
             # the book's one rule (paired over seeds and test images: the runs kept their predictions)

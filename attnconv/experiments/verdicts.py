@@ -84,6 +84,7 @@ __all__ = [
     "Side",
     "Interval",
     "difference_interval",
+    "accuracy_interval",
     "mcnemar_p",
     "same_model_interval",
     "same_model_unpaired",
@@ -775,17 +776,44 @@ def _residual_variance(correct) -> float:
     return float((r * r).sum() / ((n - 1) * (m - 1)))
 
 
-def _paired_image_term(a: Side, b: Side) -> float:
-    """Var of the images' contribution to mean(a) − mean(b), paired (the same images): the
-    variance over images of the per-image difference of seed-averaged right/wrong, less the
-    seed × image residual already carried by the seed terms, over N (two-way random effects)."""
-    d = np.asarray(a.image_means()) - np.asarray(b.image_means())
-    n = len(d)
+def _image_term(per_image, sides: Sequence[Side]) -> float:
+    """Var of the images' contribution to a mean over seeds and images: the variance over the N
+    images of ``per_image`` (seed-averaged right/wrong, or its paired difference), less the seed ×
+    image residual of each of ``sides`` already carried by the seed terms, over N (two-way random
+    effects)."""
+    d = np.asarray(per_image, dtype=np.float64)
     v = float(d.var(ddof=1))
-    for s in (a, b):
+    for s in sides:
         if s.n >= 2:
             v -= _residual_variance(s.correct) / s.n
-    return max(v, 0.0) / n
+    return max(v, 0.0) / len(d)
+
+
+def _paired_image_term(a: Side, b: Side) -> float:
+    """Var of the images' contribution to mean(a) − mean(b), paired (the same images): the
+    per-image difference of seed-averaged right/wrong (:func:`_image_term`)."""
+    return _image_term(
+        np.asarray(a.image_means()) - np.asarray(b.image_means()), (a, b)
+    )
+
+
+def accuracy_interval(a: Side) -> Interval:
+    """The 95 % CI of one side's mean accuracy, by the rule's two terms for one side: the seeds
+    (s²/n) and the test images (:func:`_image_term` of the seeds' mean right/wrong per image when
+    every run kept its predictions, :data:`PAIRED`; else the binomial p(1 − p)/N,
+    :data:`UNPAIRED`). The interval a table or a figure prints beside a mean accuracy, so that it
+    is the same rule as the verdicts' (:func:`difference_interval` against nothing)."""
+    if not a.n_images:
+        raise ValueError(f"{a.label or 'a side'}: an accuracy needs its test images")
+    parts = [(a.seed_variance / a.n, a.n - 1)] if a.seed_variance is not None else []
+    if a.correct is not None:
+        parts.append((_image_term(a.image_means(), (a,)), a.n_images - 1))
+        method = PAIRED
+    else:
+        p = min(max(a.mean, 0.0), 1.0)
+        parts.append((p * (1 - p) / a.n_images, a.n_images - 1))
+        method = UNPAIRED
+    return _interval(a.mean, parts, method, (a.n, 0), a.seed_variance is not None)
 
 
 def difference_interval(a: Side, b: Side) -> Interval:

@@ -1,5 +1,5 @@
-"""Chapter 18's reading of the runs: the interval over seeds and test images, the verdict rule
-on a gain over seeds, and the claims judged from (stand-in) runs."""
+"""Chapter 18's reading of the runs: its intervals and verdicts by the book's one rule, and the
+claims judged from (stand-in) runs."""
 
 from types import SimpleNamespace
 
@@ -7,12 +7,15 @@ import numpy as np
 import pytest
 
 from attnconv.chapters import beyond
-from attnconv.experiments.beyond import seed_image_interval
 from attnconv.experiments.store import History
 from attnconv.experiments.verdicts import (
     INCONCLUSIVE,
     NOT_REPRODUCED,
+    PAIRED,
     REPRODUCED,
+    accuracy_interval,
+    accuracy_side,
+    difference_interval,
 )
 from attnconv.experiments.verdicts import test_labels as sample_labels
 
@@ -22,31 +25,6 @@ N = 1017
 def test_test_set_noise_is_the_binomial_standard_error():
     assert beyond.test_set_noise(0.4) == pytest.approx((0.24 / 1017) ** 0.5)
     assert beyond.test_set_noise(0.0) == 0.0
-
-
-def test_interval_of_one_seed_is_the_binomial_one():
-    """One seed: only the test images vary, and the bootstrap interval matches the normal
-    approximation p ± 1.96·√(p(1 − p)/N) (the oracle) to a tenth of its width."""
-    rng = np.random.default_rng(0)
-    right = (rng.random(N) < 0.4).astype(float)
-    mean, lo, hi = seed_image_interval(right[None])
-    half = 1.96 * (mean * (1 - mean) / N) ** 0.5
-    assert mean == right.mean()
-    assert abs((hi - lo) / 2 - half) < 0.1 * half
-    assert seed_image_interval(right[None]) == (mean, lo, hi)  # deterministic
-
-
-def test_interval_widens_with_the_seeds_spread():
-    rng = np.random.default_rng(1)
-    same = np.stack([(rng.random(N) < 0.4)] * 4).astype(float)
-    spread_out = np.stack([(rng.random(N) < p) for p in (0.3, 0.35, 0.45, 0.5)]).astype(
-        float
-    )
-    _, lo1, hi1 = seed_image_interval(same)
-    _, lo2, hi2 = seed_image_interval(spread_out)
-    assert hi2 - lo2 > 1.5 * (hi1 - lo1)
-    with pytest.raises(ValueError, match="seeds, images"):
-        seed_image_interval(np.zeros(5))
 
 
 def test_gain_verdict_is_the_one_rule():
@@ -115,13 +93,19 @@ def test_claims_are_judged_from_the_runs_with_their_intervals():
     for start, acc in accuracy.items():
         for size in (510, 1700, 5085):
             exp.runs[(start, size)] = [_run(s, acc, labels, rng) for s in range(4)]
-    claims = {c.source.split(" ")[0]: c for c in beyond.later_claims(exp, labels)}
+    claims = {c.source.split(" ")[0]: c for c in beyond.later_claims(exp)}
     assert claims["d'Ascoli"].verdict == REPRODUCED
     assert "paired" in claims["d'Ascoli"].evidence[0].measured
     assert claims["Li"].verdict == INCONCLUSIVE
     assert claims["Trockman"].verdict == NOT_REPRODUCED  # 8 points below
-    d = beyond.paired_difference(exp, "convit", "vit", 510, labels)
+    d = beyond.paired_difference(exp, "convit", "vit", 510)
     assert d[3] == 4 and d[1] > 0.10 and d[2] < 0.20
-    assert beyond.paired_difference(exp, "convit", "nothing", 510, labels) is None
-    empty = beyond.later_claims(beyond.Experiment(), labels)
+    convit, vit = exp.runs[("convit", 510)], exp.runs[("vit", 510)]
+    iv = difference_interval(accuracy_side(convit), accuracy_side(vit))
+    assert d[:3] == (iv.estimate, iv.lo, iv.hi) and iv.method == PAIRED
+    row = {(r.start, r.size): r for r in beyond.summaries(exp)}[("convit", 510)]
+    one = accuracy_interval(accuracy_side(convit))
+    assert row.test == (one.estimate, one.lo, one.hi) and one.lo < 0.45 < one.hi
+    assert beyond.paired_difference(exp, "convit", "nothing", 510) is None
+    empty = beyond.later_claims(beyond.Experiment())
     assert all(c.verdict == INCONCLUSIVE for c in empty)  # nothing saved

@@ -227,3 +227,34 @@ def test_accuracy_side_pairs_only_when_every_run_kept_its_predictions():
     assert v.difference_interval(a, b).method == v.UNPAIRED
     c = v.accuracy_side([history(0.5), history(0.52)])
     assert v.difference_interval(a, c).method == v.PAIRED
+
+
+def test_accuracy_interval_of_one_seed_is_the_t_interval_over_images():
+    """One seed: only the test images vary; the oracle is the one-sample t interval of the
+    run's right/wrong over its images, written out."""
+    right = (np.random.default_rng(0).random(1017) < 0.4).astype(int)
+    iv = v.accuracy_interval(v.Side((right.mean(),), right[None], 1017))
+    half = v.t_quantile(0.975, 1016) * right.std(ddof=1) / math.sqrt(1017)
+    assert iv.estimate == pytest.approx(right.mean())
+    assert (iv.lo, iv.hi) == pytest.approx((right.mean() - half, right.mean() + half))
+    assert not iv.seed_term_known and iv.method == v.PAIRED
+    binomial = v.accuracy_interval(v.Side((right.mean(),), None, 1017))
+    assert binomial.method == v.UNPAIRED and binomial.hi - binomial.lo == pytest.approx(
+        iv.hi - iv.lo, rel=1e-3
+    )
+    with pytest.raises(ValueError, match="test images"):
+        v.accuracy_interval(v.exact_side([1.0, 2.0]))
+
+
+def test_accuracy_interval_covers_the_true_accuracy_about_95_percent():
+    """Seeds and images both drawn anew each time (images of difficulty uniform on
+    [0.35, 0.85], seeds shifting every image by N(0, 0.02)): the true accuracy is 0.6."""
+    rng = np.random.default_rng(18)  # fixed: the same draws on every machine
+    reps, hits = 300, 0
+    for _ in range(reps):
+        p = rng.uniform(0.35, 0.85, 300)
+        seeds = rng.normal(0, 0.02, 4)
+        c = (rng.random((4, 300)) < p[None] + seeds[:, None]).astype(int)
+        iv = v.accuracy_interval(v.Side(tuple(c.mean(1)), c, 300))
+        hits += iv.lo < 0.6 < iv.hi
+    assert 0.92 <= hits / reps <= 0.98, hits / reps
