@@ -137,7 +137,6 @@ EXPECTED_READER_FAILURES: dict[str, frozenset[str]] = {
     "book/12_how_convolutional.html": _ALL_FOUR - {"code-lines"},
     "book/12b_six_layers.html": _ALL_FOUR,
     "book/17_what_holds.html": frozenset({"late-figure"}),
-    "book/18_beyond_the_paper.html": frozenset({"unnumbered-figure"}),
 }
 
 # Workshop pages, where build details, CI, benchmark history and corrections live (the
