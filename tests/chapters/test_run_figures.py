@@ -246,7 +246,8 @@ def test_head_table_has_the_numbers_of_format_head_table():
             assert cells[0] == str(head + 1)
             delta, s, dist, p = cells[1 + 4 * layer : 5 + 4 * layer]
             assert line == (
-                f"head {head + 1}: Δ = {delta}, s = {s}, to the lattice {dist}, "
+                f"head {head + 1}: Δ = {delta.replace(chr(0xA0), ' ')}, s = {s}, "
+                f"to the lattice {dist}, "
                 f"largest probability {p}"
             )
 

@@ -170,7 +170,7 @@ def head_table(history: dict, epoch: int = -1, kernel_size: int = 3):
         per_layer.append(
             [
                 (
-                    f"({float(c[0]):+.2f}, {float(c[1]):+.2f})",
+                    f"({float(c[0]):+.2f},\u00a0{float(c[1]):+.2f})",  # one line in the table
                     f"{abs(float(s)):.2f}",
                     f"{float(d):.2f}",
                     f"{float(m.max()):.2f}",
