@@ -238,7 +238,7 @@ def test_head_table_has_the_numbers_of_format_head_table():
     h = fake_history(3)
     h["model_config"] = {"image_size": 32, "downsample": 8}  # 4×4 tokens
     md = head_table(h).data.splitlines()
-    assert md[0].startswith("| head | layer 1: Δ | s | to the lattice | largest p |")
+    assert md[0].startswith("| head | layer 1: Δ | s | dist. | max p |")
     assert md[0].count("layer 2: Δ") == 1 and len(md) == 2 + 2  # header, rule, 2 heads
     for layer in range(2):
         for head, line in enumerate(format_head_table(h, layer).splitlines()):
@@ -246,7 +246,7 @@ def test_head_table_has_the_numbers_of_format_head_table():
             assert cells[0] == str(head + 1)
             delta, s, dist, p = cells[1 + 4 * layer : 5 + 4 * layer]
             assert line == (
-                f"head {head + 1}: Δ = {delta.replace(chr(0xA0), ' ')}, s = {s}, "
+                f"head {head + 1}: Δ = ({delta.replace(chr(0xA0), ' ')}), s = {s}, "
                 f"to the lattice {dist}, "
                 f"largest probability {p}"
             )

@@ -155,8 +155,9 @@ def head_table(history: dict, epoch: int = -1, kernel_size: int = 3):
     """Every head of every layer of a quadratic run after ``epoch`` as one Markdown table
     (:func:`~attnconv.chapters.shared.tables.markdown_table`): a row per head and, per layer, its
     centre Δ_h (row, column), its spread s_h, the distance of Δ_h to the nearest point of the K×K
-    lattice and its largest attention probability for the centre query token, all to 2
-    decimals (the numbers of :func:`format_head_table`)."""
+    lattice ("dist.") and its largest attention probability for the centre query token ("max
+    p"), all to 2 decimals (the numbers of :func:`format_head_table`), narrow enough for the
+    book's column at 1280 px."""
     records = layer_records(history, epoch)
     g = tokens_per_side(history)
     columns, per_layer = ["head"], []
@@ -166,11 +167,11 @@ def head_table(history: dict, epoch: int = -1, kernel_size: int = 3):
         maps = gaussian_head_maps(rec, (g, g), (g // 2, g // 2))
         centers = torch.as_tensor(rec["centers"], dtype=torch.float64)
         dist = lattice_distance(centers, kernel_size)
-        columns += [f"layer {i + 1}: Δ", "s", "to the lattice", "largest p"]
+        columns += [f"layer {i + 1}: Δ", "s", "dist.", "max p"]
         per_layer.append(
             [
                 (
-                    f"({float(c[0]):+.2f},\u00a0{float(c[1]):+.2f})",  # one line in the table
+                    f"{float(c[0]):+.2f},\u00a0{float(c[1]):+.2f}",  # one line in the table
                     f"{abs(float(s)):.2f}",
                     f"{float(d):.2f}",
                     f"{float(m.max()):.2f}",
