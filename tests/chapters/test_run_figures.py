@@ -46,7 +46,9 @@ from attnconv.chapters.shared.saved_runs import (
 from attnconv.chapters.shared.trained_heads import (
     center_trajectories,
     format_head_summary,
+    format_head_table,
     head_summary,
+    head_table,
 )
 from attnconv.core.encodings import GeneralizedQuadraticEncoding, QuadraticEncoding
 from attnconv.experiments.data import normalize
@@ -230,6 +232,24 @@ def test_head_summary_known_answers():
     h["epochs"][-1]["attention"][0]["centers"] = [[1.1, -0.1], [0.0, 0.2]]
     assert head_summary(h)[0]["covered_end"] == [(0, 0), (1, 0)]
     assert "covered 2/9 -> 2/9: (+0,+0) (+1,+0)" in format_head_summary(head_summary(h))
+
+
+def test_head_table_has_the_numbers_of_format_head_table():
+    h = fake_history(3)
+    h["model_config"] = {"image_size": 32, "downsample": 8}  # 4×4 tokens
+    md = head_table(h).data.splitlines()
+    assert md[0].startswith("| head | layer 1: Δ | s | dist. | max p |")
+    assert md[0].count("layer 2: Δ") == 1 and len(md) == 2 + 2  # header, rule, 2 heads
+    for layer in range(2):
+        for head, line in enumerate(format_head_table(h, layer).splitlines()):
+            cells = [c.strip() for c in md[2 + head].strip("|").split("|")]
+            assert cells[0] == str(head + 1)
+            delta, s, dist, p = cells[1 + 4 * layer : 5 + 4 * layer]
+            assert line == (
+                f"head {head + 1}: Δ = ({delta.replace(chr(0xA0), ' ')}), s = {s}, "
+                f"to the lattice {dist}, "
+                f"largest probability {p}"
+            )
 
 
 def test_plots_draw_the_right_panels():

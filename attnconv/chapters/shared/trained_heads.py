@@ -5,7 +5,9 @@
 * :func:`head_summary`, :func:`format_head_summary` — how far the centres moved and which points of
   Lemma 1's K×K lattice they reach, per layer;
 * :func:`format_head_table` — one line per head: centre, spread, distance to the lattice, largest
-  probability (from :func:`attnconv.chapters.shared.gaussian_maps.gaussian_head_maps`).
+  probability (from :func:`attnconv.chapters.shared.gaussian_maps.gaussian_head_maps`);
+* :func:`head_table` — the same for every layer of a quadratic run as one Markdown table, a row per
+  head and four columns per layer.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from ...core.lattice import covered_lattice_points, lattice_coverage, lattice_di
 from ...experiments.store import HeadRecord, History
 from .gaussian_maps import gaussian_head_maps
 from .saved_runs import tokens_per_side
-from .tables import fit_column
+from .tables import fit_column, markdown_table
 
 __all__ = [
     "layer_records",
@@ -27,6 +29,7 @@ __all__ = [
     "head_summary",
     "format_head_summary",
     "format_head_table",
+    "head_table",
 ]
 
 
@@ -146,3 +149,41 @@ def format_head_table(
             f"to the lattice {float(dist[h]):.2f}, largest probability {float(maps[h].max()):.2f}"
         )
     return fit_column("\n".join(lines))
+
+
+def head_table(history: dict, epoch: int = -1, kernel_size: int = 3):
+    """Every head of every layer of a quadratic run after ``epoch`` as one Markdown table
+    (:func:`~attnconv.chapters.shared.tables.markdown_table`): a row per head and, per layer, its
+    centre Δ_h (row, column), its spread s_h, the distance of Δ_h to the nearest point of the K×K
+    lattice ("dist.") and its largest attention probability for the centre query token ("max
+    p"), all to 2 decimals (the numbers of :func:`format_head_table`), narrow enough for the
+    book's column at 1280 px."""
+    records = layer_records(history, epoch)
+    g = tokens_per_side(history)
+    columns, per_layer = ["head"], []
+    for i, rec in enumerate(records):
+        if "spreads" not in rec:
+            raise ValueError(f"layer {i} has no quadratic heads")
+        maps = gaussian_head_maps(rec, (g, g), (g // 2, g // 2))
+        centers = torch.as_tensor(rec["centers"], dtype=torch.float64)
+        dist = lattice_distance(centers, kernel_size)
+        columns += [f"layer {i + 1}: Δ", "s", "dist.", "max p"]
+        per_layer.append(
+            [
+                (
+                    f"{float(c[0]):+.2f},\u00a0{float(c[1]):+.2f}",  # one line in the table
+                    f"{abs(float(s)):.2f}",
+                    f"{float(d):.2f}",
+                    f"{float(m.max()):.2f}",
+                )
+                for c, s, d, m in zip(centers, rec["spreads"], dist, maps)
+            ]
+        )
+    n = max(len(cells) for cells in per_layer)
+    rows = []
+    for h in range(n):
+        row = [h + 1]
+        for cells in per_layer:
+            row += list(cells[h]) if h < len(cells) else ["", "", "", ""]
+        rows.append(row)
+    return markdown_table(columns, rows)
