@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -903,6 +904,10 @@ def format_claim_blocks(claims: Sequence[Claim], link: bool = False) -> str:
     return "\n\n---\n\n".join(blocks)
 
 
+#: A hyphen between two digits (a range of layers, "5-6"), written non-breaking in tables.
+_RANGE_HYPHEN = re.compile(r"(?<=\d)-(?=\d)")
+
+
 def _number(x: float) -> str:
     return f"{x:g}" if x < 1000 else f"1e{round(math.log10(x))}"
 
@@ -930,6 +935,8 @@ def claims_table(
         )
         shown = verdict_badge(c.verdict) if badge else f"*{c.verdict}*"
         cells = (title, r.kind, margin, c.interval or "—", shown)
+        if badge:  # a range of layers ("5-6") stays on one line in a narrow column
+            cells = tuple(_RANGE_HYPHEN.sub("\u2011", x) for x in cells)
         lines.append("| " + " | ".join(x.replace("|", "\\|") for x in cells) + " |")
     return "\n".join(lines)
 
@@ -942,14 +949,15 @@ def claims_table(
 
 #: The note a run at another setting carries in its evidence (listed, not counted).
 OFF_SETTING_NOTE = " (not the claim's setting: listed, not counted)"
-#: sphinx-design badge role per verdict, and the short word it shows ("at CPU scale" is said once).
+#: sphinx-design badge role per verdict (green, amber, grey: the theme's "secondary" is orange), and
+#: the short word it shows ("at CPU scale" is said once).
 VERDICT_BADGES = {
     REPRODUCED: ("bdg-success", "reproduced"),
     NOT_REPRODUCED: ("bdg-warning", "not reproduced"),
-    INCONCLUSIVE: ("bdg-secondary", "inconclusive"),
+    INCONCLUSIVE: ("bdg-muted", "inconclusive"),
 }
 #: Colours of the same three verdicts, for figures and HTML (sphinx-design's success / warning /
-#: secondary), and of the theory's two rows (exact checks, errata).
+#: muted), and of the theory's two rows (exact checks, errata).
 VERDICT_COLOURS = {
     REPRODUCED: "#198754",
     NOT_REPRODUCED: "#c98a00",
