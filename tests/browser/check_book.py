@@ -133,10 +133,6 @@ EXPECTED_READER_FAILURES: dict[str, frozenset[str]] = {
     "book/08_generalized_pruning.html": _ALL_FOUR,
     "book/09_learned_encoding.html": _ALL_FOUR - {"code-lines"},
     "book/10_sixteen_heads.html": _ALL_FOUR - {"code-lines"},
-    "book/11_learning_to_convolve.html": _ALL_FOUR,
-    "book/12_how_convolutional.html": _ALL_FOUR - {"code-lines"},
-    "book/12b_six_layers.html": _ALL_FOUR,
-    "book/17_what_holds.html": frozenset({"late-figure"}),
     "book/18_beyond_the_paper.html": frozenset({"unnumbered-figure"}),
 }
 
