@@ -160,7 +160,8 @@ def plot_seed_sweep(sweeps, kernel_size: int = 3):
     fig, ax = plt.subplots(figsize=(COLUMN_INCHES * 0.62, 2.7), layout="constrained")
     k2 = kernel_size**2
     ax.axhline(k2, color="0.5", ls=":", lw=1)
-    ax.text(0.6, k2 - 0.35, f"all {k2} points (Theorem 1)", color="0.4", va="top")
+    first = min(r["seed"] for rows in sweeps.values() for r in rows)
+    ax.text(first, k2 + 0.2, f"all {k2} points (Theorem 1)", color="0.4", va="bottom")
     for i, (label, rows) in enumerate(sweeps.items()):
         seeds = [r["seed"] for r in rows]
         ax.plot(
@@ -174,6 +175,7 @@ def plot_seed_sweep(sweeps, kernel_size: int = 3):
     ax.set_xticks(seeds)
     ax.set_xlabel("seed")
     ax.set_ylabel("lattice points covered")
-    ax.set_ylim(0, k2 + 0.5)
+    ax.set_ylim(0, k2 + 1.4)
+    ax.set_yticks(range(0, k2 + 1, 3 if k2 > 6 else 1))
     ax.legend(loc="lower right", frameon=False)
     return fig
