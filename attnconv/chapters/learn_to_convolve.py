@@ -20,7 +20,8 @@ where the centres go.
 * :func:`run_summary`, :func:`seed_sweep` — where the heads end, over several seeds;
   the computation lives in :mod:`attnconv.experiments.studies_convolve` (the seed sweeps are
   studies made by ``python -m attnconv.regenerate``), re-exported here;
-* :func:`plot_convolve_run` — trajectories, α over time and the loss.
+* :func:`plot_convolve_run` — trajectories, α over time and the loss; :func:`plot_seed_sweep` —
+  the lattice points covered per seed.
 
 Loss: mean squared error between the layer's output and the convolution's, divided by the mean
 square of the convolution's output (a relative error: 1 for the zero map).
@@ -67,6 +68,7 @@ __all__ = [
     "sweep_key",
     "saved_seed_sweep",
     "plot_convolve_run",
+    "plot_seed_sweep",
 ]
 
 
@@ -142,4 +144,38 @@ def plot_convolve_run(
     axes[2].set_title("loss (mini-batch)", fontsize=8.5)
     if title:
         fig.suptitle(title, fontsize=9)
+    return fig
+
+
+def plot_seed_sweep(sweeps, kernel_size: int = 3):
+    """The lattice points covered per seed, one line per layer size (``sweeps``: label → rows of
+    :func:`saved_seed_sweep`, e.g. ``{"9 heads": ..., "16 heads": ...}``), against the K² points
+    of Theorem 1 (dotted). Returns the figure."""
+    import matplotlib.pyplot as plt
+
+    from .shared.plotting import model_colour
+
+    colours = {0: model_colour("quadratic"), 1: model_colour("quadratic, 16 heads")}
+    markers = ("o", "s", "^", "D")
+    fig, ax = plt.subplots(figsize=(COLUMN_INCHES * 0.62, 2.7), layout="constrained")
+    k2 = kernel_size**2
+    ax.axhline(k2, color="0.5", ls=":", lw=1)
+    first = min(r["seed"] for rows in sweeps.values() for r in rows)
+    ax.text(first, k2 + 0.2, f"all {k2} points (Theorem 1)", color="0.4", va="bottom")
+    for i, (label, rows) in enumerate(sweeps.items()):
+        seeds = [r["seed"] for r in rows]
+        ax.plot(
+            seeds,
+            [r["covered"] for r in rows],
+            marker=markers[i % 4],
+            color=colours.get(i, "0.3"),
+            lw=1.2,
+            label=label,
+        )
+    ax.set_xticks(seeds)
+    ax.set_xlabel("seed")
+    ax.set_ylabel("lattice points covered")
+    ax.set_ylim(0, k2 + 1.4)
+    ax.set_yticks(range(0, k2 + 1, 3 if k2 > 6 else 1))
+    ax.legend(loc="lower right", frameon=False)
     return fig

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -55,6 +56,21 @@ __all__ = [
     "claim_key",
     "format_claim_blocks",
     "claims_table",
+    "OFF_SETTING_NOTE",
+    "VERDICT_BADGES",
+    "VERDICT_COLOURS",
+    "verdict_badge",
+    "split_evidence",
+    "claims_overview",
+    "claim_dropdowns",
+    "confounds_note",
+    "verdict_counts",
+    "THEORY_RESULTS",
+    "BEYOND_THEORY",
+    "ERRATA_WRONG",
+    "ERRATA_IMPRECISE",
+    "scorecard_table",
+    "plot_scorecard",
 ]
 
 
@@ -888,13 +904,20 @@ def format_claim_blocks(claims: Sequence[Claim], link: bool = False) -> str:
     return "\n\n---\n\n".join(blocks)
 
 
+#: A hyphen between two digits (a range of layers, "5-6"), written non-breaking in tables.
+_RANGE_HYPHEN = re.compile(r"(?<=\d)-(?=\d)")
+
+
 def _number(x: float) -> str:
     return f"{x:g}" if x < 1000 else f"1e{round(math.log10(x))}"
 
 
-def claims_table(claims: Sequence[Claim], link: bool = True) -> str:
+def claims_table(
+    claims: Sequence[Claim], link: bool = True, badge: bool = False
+) -> str:
     """Ch. 17's summary: one row per claim of the registry (in its order) with its kind, margin
-    (or threshold), interval at the claim's setting and verdict, as a Markdown table."""
+    (or threshold), interval at the claim's setting and verdict, as a Markdown table; ``badge``:
+    the verdict as a coloured badge (:func:`verdict_badge`)."""
     by_key = {c.key: c for c in claims}
     lines = [
         "| claim (arXiv v1) | kind | margin | interval at the setting | verdict |",
@@ -910,6 +933,296 @@ def claims_table(claims: Sequence[Claim], link: bool = True) -> str:
             if r.kind != v.EXISTENCE or r.margin
             else f"threshold {_number(r.threshold)}"
         )
-        cells = (title, r.kind, margin, c.interval or "—", f"*{c.verdict}*")
+        shown = verdict_badge(c.verdict) if badge else f"*{c.verdict}*"
+        cells = (title, r.kind, margin, c.interval or "—", shown)
+        if badge:  # a range of layers ("5-6") stays on one line in a narrow column
+            cells = tuple(_RANGE_HYPHEN.sub("\u2011", x) for x in cells)
         lines.append("| " + " | ".join(x.replace("|", "\\|") for x in cells) + " |")
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- presentation
+#
+# How the chapters show the verdicts: a badge per verdict, one table row per claim, the evidence of
+# every run in a dropdown (runs at another setting gathered under one line instead of a note on
+# each), and the confounds once per page. Nothing here changes a verdict.
+
+#: The note a run at another setting carries in its evidence (listed, not counted).
+OFF_SETTING_NOTE = " (not the claim's setting: listed, not counted)"
+#: sphinx-design badge role per verdict (green, amber, grey: the theme's "secondary" is orange), and
+#: the short word it shows ("at CPU scale" is said once).
+VERDICT_BADGES = {
+    REPRODUCED: ("bdg-success", "reproduced"),
+    NOT_REPRODUCED: ("bdg-warning", "not reproduced"),
+    INCONCLUSIVE: ("bdg-muted", "inconclusive"),
+}
+#: Colours of the same three verdicts, for figures and HTML (sphinx-design's success / warning /
+#: muted), and of the theory's two rows (exact checks, errata).
+VERDICT_COLOURS = {
+    REPRODUCED: "#198754",
+    NOT_REPRODUCED: "#c98a00",
+    INCONCLUSIVE: "#6c757d",
+    "exact": "#198754",
+    "errata": "#dc3545",
+}
+
+
+def verdict_badge(verdict: str) -> str:
+    """The verdict as a sphinx-design badge (MyST): green reproduced, amber not reproduced, grey
+    inconclusive."""
+    role, word = VERDICT_BADGES[verdict]
+    return f"{{{role}}}`{word}`"
+
+
+def split_evidence(claim: Claim) -> Tuple[List[Evidence], List[Evidence]]:
+    """The claim's evidence as (runs at the claim's setting, runs at another setting), the note
+    :data:`OFF_SETTING_NOTE` (and its one-seed variant) taken off the second list's rows."""
+    at, off = [], []
+    for e in claim.evidence:
+        m = e.measured
+        if OFF_SETTING_NOTE in m:
+            off.append(Evidence(e.run, m.replace(OFF_SETTING_NOTE, "").rstrip("; ")))
+        elif m.endswith("(one seed: listed, not counted)"):
+            off.append(Evidence(e.run, m[: -len(" (one seed: listed, not counted)")]))
+        else:
+            at.append(e)
+    return at, off
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def claims_overview(claims: Sequence[Claim], link_text: str = "evidence") -> str:
+    """One Markdown table row per claim: the claim (its registry title), the test as written, the
+    verdict as a badge, and a link (``link_text``) to the section that prints its evidence."""
+    lines = [
+        "| claim (arXiv v1) | test | verdict | evidence |",
+        "| :--- | :--- | :--- | :--- |",
+    ]
+    for c in claims:
+        link = f"{{ref}}`{link_text} <{c.where}>`" if c.where else "—"
+        cells = (CLAIMS[c.key].title, _one_line(c.test), verdict_badge(c.verdict), link)
+        lines.append("| " + " | ".join(x.replace("|", "\\|") for x in cells) + " |")
+    return "\n".join(lines)
+
+
+def claim_dropdowns(claims: Sequence[Claim], open_: bool = False) -> str:
+    """Each claim as a collapsed dropdown (MyST ``:::{dropdown}``), its verdict in the title: the
+    quote and source, the kind and margin, the test, the evidence of the runs at the claim's
+    setting, the runs at other settings under one line (listed, not counted), and the verdict with
+    its reason. The confounds are left to :func:`confounds_note`, once per page."""
+    blocks = []
+    for c in claims:
+        at, off = split_evidence(c)
+        title = CLAIMS[c.key].title if c.key else c.source
+        body = [f"> “{_one_line(c.quote)}” ({c.source})", ""]
+        if c.kind:
+            margin = f", margin {c.margin}" if c.margin not in ("", "—") else ""
+            body += [f"*Kind.* {c.kind}{margin} (set before the result)", ""]
+        body += [f"*Test.* {_one_line(c.test)}", ""]
+        if at:
+            body += ["*At the claim's setting.*", ""]
+            body += [f"- {_one_line(e.run)}: {_one_line(e.measured)}" for e in at]
+            body.append("")
+        if off:
+            body += ["*At other settings* (listed, not counted).", ""]
+            body += [f"- {_one_line(e.run)}: {_one_line(e.measured)}" for e in off]
+            body.append("")
+        body.append(f"*Verdict.* **{c.verdict}** — {_one_line(c.reason)}.")
+        opts = [":color: light"] + ([":open:"] if open_ else [])
+        blocks.append(
+            "\n".join(
+                [f"::::{{dropdown}} {title}: {c.verdict}", *opts, "", *body, "::::"]
+            )
+        )
+    return "\n\n".join(blocks)
+
+
+def confounds_note(claims: Sequence[Claim]) -> str:
+    """The confounds of these claims, each once (in the order they first appear), as a Markdown
+    list: which claims each one touches (by title)."""
+    seen: Dict[str, List[str]] = {}
+    for c in claims:
+        for text in c.confounds:
+            seen.setdefault(_one_line(text), []).append(CLAIMS[c.key].title)
+    every = [CLAIMS[c.key].title for c in claims]
+    lines = []
+    for text, titles in seen.items():
+        rest = [t for t in every if t not in titles]
+        if len(titles) > len(every) / 2 and rest:
+            touches = "every claim here but " + "; ".join(rest)
+        else:
+            touches = "; ".join(titles)
+        lines.append(f"- {text} *It touches:* {touches}.")
+    return "\n".join(lines)
+
+
+def verdict_counts(claims: Sequence[Claim]) -> Dict[str, int]:
+    """How many claims got each verdict, in the order of :data:`VERDICT_BADGES`."""
+    return {k: sum(c.verdict == k for c in claims) for k in VERDICT_BADGES}
+
+
+# --------------------------------------------------------------------------- ch. 17's scorecard
+#
+# The theory and the errata are settled by proofs and exact checks in ch. 3-5 and 15, not by runs;
+# their rows here repeat what those chapters' result boxes state (title, what holds, label).
+
+#: The paper's theory, checked exactly: (result, what the book finds, the label of the chapter).
+THEORY_RESULTS = (
+    ("Lemma 1", "$K^2$ one-hot heads are a $K\\times K$ convolution", "ch-lemma1"),
+    (
+        "Lemma 2",
+        "the quadratic encoding's softmax tends to a one-hot as $\\alpha$ grows; exact in "
+        "floating point once $\\alpha \\ge \\ln(4/u)$",
+        "ch-theorem1",
+    ),
+    (
+        "Theorem 1",
+        "$N_h$ heads express any $\\sqrt{N_h}\\times\\sqrt{N_h}$ convolution with "
+        "$\\min(D_h, D_{out})$ output channels",
+        "ch-theorem1",
+    ),
+    (
+        "Eq. (16)",
+        "the generalized encoding is a Gaussian log-density up to a constant and contains "
+        "eq. (9)",
+        "ch-generalized",
+    ),
+)
+#: What the exact checks add to the theory (beyond the paper).
+BEYOND_THEORY = (
+    (
+        "$D_p = 2$",
+        "two positional dimensions suffice, even a polynomial encoding, on every image size",
+        "sec-dp2",
+    ),
+    (
+        "The border",
+        "with keys on the image only, the layer tends to the convolution with *replicate* "
+        "padding; zero padding needs keys on a zero-padded grid",
+        "ch-lemma1",
+    ),
+)
+#: The errata of ch. 15: statements wrong by an exact check, and imprecise ones.
+ERRATA_WRONG = (
+    "the conjecture $D_p \\ge 3$",
+    "the rank $D_{out} - D_h$ (it is at most $D_h$)",
+    '"by a fourth" (the paper\'s own numbers give a fifth)',
+)
+ERRATA_IMPRECISE = (
+    'the gloss on "equivariant"',
+    "eq. (11)'s slice ends",
+    "one cross-reference",
+    "the unstated padding at the border",
+)
+
+
+def scorecard_table(claims: Sequence[Claim]) -> str:
+    """Ch. 17's scorecard as a Markdown table: the theory (exact), what the checks add, the errata
+    (wrong, imprecise) and the experimental claims counted by verdict, each row with its badge,
+    its count and where the book shows it."""
+    n = verdict_counts(claims)
+    rows = [
+        (
+            "{bdg-success}`exact`",
+            "Theory: " + ", ".join(t for t, _, _ in THEORY_RESULTS) + " hold as stated",
+            len(THEORY_RESULTS),
+            "{ref}`ch. 3 <ch-lemma1>`, {ref}`4 <ch-theorem1>`, {ref}`5 <ch-generalized>`",
+        ),
+        (
+            "{bdg-info}`beyond the paper`",
+            "Theory: " + "; ".join(t for t, _, _ in BEYOND_THEORY),
+            len(BEYOND_THEORY),
+            "{ref}`ch. 4 <sec-dp2>`, {ref}`3 <ch-lemma1>`",
+        ),
+        (
+            "{bdg-danger}`errata`",
+            "Wrong by an exact check: " + "; ".join(ERRATA_WRONG),
+            len(ERRATA_WRONG),
+            "{ref}`ch. 15 <errata>`",
+        ),
+        (
+            "{bdg-light}`imprecise`",
+            "Imprecise, not wrong: " + "; ".join(ERRATA_IMPRECISE),
+            len(ERRATA_IMPRECISE),
+            "{ref}`ch. 15 <errata>`",
+        ),
+    ]
+    words = {
+        REPRODUCED: "Experimental claims reproduced at CPU scale",
+        NOT_REPRODUCED: "Experimental claims not reproduced at CPU scale",
+        INCONCLUSIVE: "Experimental claims the runs cannot settle",
+    }
+    for verdict, count in n.items():
+        rows.append(
+            (
+                verdict_badge(verdict),
+                words[verdict],
+                count,
+                "{ref}`below <sec-every-claim>`",
+            )
+        )
+    lines = ["| | what | count | where |", "| :--- | :--- | ---: | :--- |"]
+    lines += [f"| {b} | {w} | {c} | {at} |" for b, w, c, at in rows]
+    return "\n".join(lines)
+
+
+def plot_scorecard(claims: Sequence[Claim]):
+    """Ch. 17's scorecard as a figure: one bar per part of the paper (theory, errata, experimental
+    claims), split and coloured by what the book finds, each segment labelled with its count.
+    Returns the figure."""
+    import matplotlib.pyplot as plt
+
+    from .shared.plotting import COLUMN_INCHES
+
+    n = verdict_counts(claims)
+    bars = (
+        (
+            "theory\n(exact checks)",
+            [
+                (len(THEORY_RESULTS), "hold", VERDICT_COLOURS["exact"]),
+                (len(BEYOND_THEORY), "beyond", "#0d6efd"),
+            ],
+        ),
+        (
+            "errata\n(ch. 15)",
+            [
+                (len(ERRATA_WRONG), "wrong", VERDICT_COLOURS["errata"]),
+                (len(ERRATA_IMPRECISE), "imprecise", "#e9a0a8"),
+            ],
+        ),
+        (
+            "experimental\nclaims (CPU scale)",
+            [
+                (n[REPRODUCED], "reproduced", VERDICT_COLOURS[REPRODUCED]),
+                (n[NOT_REPRODUCED], "not reproduced", VERDICT_COLOURS[NOT_REPRODUCED]),
+                (n[INCONCLUSIVE], "inconclusive", VERDICT_COLOURS[INCONCLUSIVE]),
+            ],
+        ),
+    )
+    fig, ax = plt.subplots(figsize=(COLUMN_INCHES, 2.6), constrained_layout=True)
+    for y, (_, segments) in enumerate(bars):
+        left = 0
+        for count, word, colour in segments:
+            if not count:
+                continue
+            ax.barh(y, count, left=left, color=colour, edgecolor="white", height=0.7)
+            dark = colour not in ("#e9a0a8",)
+            ax.text(
+                left + count / 2,
+                y,
+                f"{count}\n{word}",
+                ha="center",
+                va="center",
+                color="white" if dark else "black",
+                fontsize=9,
+            )
+            left += count
+    ax.set_yticks(range(len(bars)), [label for label, _ in bars])
+    ax.invert_yaxis()
+    ax.set_xlabel("results of the paper (count)")
+    ax.xaxis.get_major_locator().set_params(integer=True)
+    ax.set_xlim(0, max(sum(c for c, _, _ in s) for _, s in bars) + 0.3)
+    ax.spines[["top", "right"]].set_visible(False)
+    return fig

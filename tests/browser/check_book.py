@@ -127,12 +127,7 @@ READER_RULES = (
 _ALL_FOUR = frozenset(READER_RULES) - {"overflow-1280"}
 # What failed on these pages when the rules came in (measured on the built book); the integrator
 # removes an entry when its chapter lands.
-EXPECTED_READER_FAILURES: dict[str, frozenset[str]] = {
-    "book/11_learning_to_convolve.html": _ALL_FOUR,
-    "book/12_how_convolutional.html": _ALL_FOUR - {"code-lines"},
-    "book/12b_six_layers.html": _ALL_FOUR,
-    "book/17_what_holds.html": frozenset({"late-figure"}),
-}
+EXPECTED_READER_FAILURES: dict[str, frozenset[str]] = {}
 
 # Workshop pages, where build details, CI, benchmark history and corrections live (the
 # appendix); every other page is a reader page and must not name issues, commits, page faults or

@@ -315,3 +315,14 @@ def test_saved_examples_are_the_runs_that_made_them(tmp_path):
     path.write_text(json.dumps({"key": sweep_key(setup, seeds), "rows": made["rows"]}))
     with pytest.raises(FileNotFoundError, match="regenerate --force --only"):
         saved_examples(path, setup, seeds)
+
+
+def test_plot_seed_sweep_draws_one_line_per_layer_size():
+    from attnconv.chapters.learn_to_convolve import plot_seed_sweep
+
+    rows9 = [{"seed": s, "covered": c} for s, c in ((1, 6), (2, 7))]
+    rows16 = [{"seed": s, "covered": c} for s, c in ((1, 8), (2, 9))]
+    fig = plot_seed_sweep({"9 heads": rows9, "16 heads": rows16})
+    ax = fig.axes[0]
+    covered = [list(line.get_ydata()) for line in ax.get_lines()[1:]]
+    assert covered == [[6, 7], [8, 9]]
