@@ -216,10 +216,12 @@ def test_images_need_a_numbered_caption_of_their_chapter(tmp_path):
     assert "unnumbered-figure" not in _rules(tmp_path, "book/04_y.html", good)
 
 
-def test_allow_listed_failures_are_expected_not_counted():
+def test_allow_listed_failures_are_expected_not_counted(monkeypatch):
+    page, kind = "book/07_quadratic_training.html", "late-figure"
+    monkeypatch.setattr(
+        check_book, "EXPECTED_READER_FAILURES", {page: frozenset({kind})}
+    )
     rep = check_book.Report()
-    page = next(iter(check_book.EXPECTED_READER_FAILURES))
-    kind = sorted(check_book.EXPECTED_READER_FAILURES[page])[0]
     rep.fail(page, kind, "x")
     rep.fail(page, "console-error", "y")
     assert rep.expected[kind] == [(page, "x")] and kind not in rep.failures
