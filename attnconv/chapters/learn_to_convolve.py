@@ -41,6 +41,7 @@ from ..experiments.studies_convolve import (
     output_error,
     relative_error,
     run_summary,
+    saved_examples,
     saved_seed_sweep,
     seed_sweep,
     set_kernel_values,
@@ -67,6 +68,7 @@ __all__ = [
     "seed_sweep",
     "sweep_key",
     "saved_seed_sweep",
+    "saved_examples",
     "plot_convolve_run",
     "plot_seed_sweep",
 ]
