@@ -10,6 +10,7 @@ for it (:data:`REASONS`).
 
 from __future__ import annotations
 
+import re
 from typing import Dict, List, Sequence
 
 import torch
@@ -238,7 +239,8 @@ def table2_markdown(rows: Sequence[dict]) -> str:
             + "; ".join(reasons)
             + " |"
         )
-    return "\n".join(lines)
+    # a hyphen inside a word or a range ("CIFAR-10", "20-60") never breaks in a narrow column
+    return re.sub(r"(?<=\w)(?<!\de)-(?=\w)", "\u2011", "\n".join(lines))
 
 
 #: Training images of the full CIFAR-10 and of the bundled sample (the ``cpu`` profile's data).
