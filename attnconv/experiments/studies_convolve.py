@@ -493,13 +493,12 @@ def seed_sweep_with_examples(
 ) -> dict:
     """:func:`seed_sweep`'s rows and, for the seeds of :data:`EXAMPLE_SEEDS`, the whole run
     (:func:`example_record`): what a saved sweep holds."""
-    rows, examples = [], {}
-    for s in seeds:
-        r = learn_to_convolve(replace(setup, seed=int(s)))
-        row = {"seed": int(s), **run_summary(r, radius)}
-        rows.append(row)
-        if int(s) in EXAMPLE_SEEDS:
-            examples[str(int(s))] = example_record(r, row)
+    rows, results = seed_sweep(setup, seeds, radius, keep_results=True)
+    examples = {
+        str(row["seed"]): example_record(result, row)
+        for row, result in zip(rows, results)
+        if row["seed"] in EXAMPLE_SEEDS
+    }
     return {"rows": rows, "examples": examples}
 
 
