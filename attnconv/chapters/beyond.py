@@ -17,7 +17,6 @@ shows, draws its figures and gives the verdicts on the later papers' claims.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -47,7 +46,7 @@ from ..experiments.verdicts import (
     difference_interval,
     judge,
 )
-from .shared.plotting import COLUMN_INCHES
+from .shared.plotting import COLUMN_INCHES, model_colour
 from .shared.tables import markdown_table
 
 __all__ = [
@@ -72,7 +71,6 @@ __all__ = [
     "plot_ablation",
     "cpu_minutes",
     "sweep_table",
-    "test_set_noise",
     "gain_verdict",
     "later_claims",
     "claims_markdown",
@@ -92,15 +90,8 @@ LABELS = {
     "mimetic_qk": "GPSA, mimetic W_qW_kᵀ only",
     "mimetic_vo": "GPSA, mimetic W_vW_out only",
 }
-COLOURS = {
-    "vit": "black",
-    "random": "tab:gray",
-    "convit": "tab:blue",
-    "impulse": "tab:orange",
-    "mimetic": "tab:green",
-    "mimetic_qk": "tab:olive",
-    "mimetic_vo": "tab:cyan",
-}
+#: Each model's colour: the book's one colour per model (:data:`MODEL_COLOURS`).
+COLOURS = {start: model_colour(start) for start in LABELS}
 #: Test images of the bundled sample: every accuracy of the experiment is measured on them.
 SAMPLE_TEST_SIZE = 1017
 #: Why a difference proves nothing (the reason :func:`gain_verdict` gives).
@@ -441,12 +432,6 @@ def cpu_minutes(exp: Experiment) -> float:
 
 
 # --------------------------------------------------------------------------- verdicts
-def test_set_noise(accuracy: float, n: int = SAMPLE_TEST_SIZE) -> float:
-    """The binomial standard error √(p(1 − p)/n) of an accuracy p measured on n test images: the
-    noise of one accuracy from the finite test set alone (1.5 points at p = 0.4, n = 1,017)."""
-    return math.sqrt(max(accuracy * (1 - accuracy), 0.0) / n)
-
-
 def gain_verdict(
     init: Sequence[float],
     base: Sequence[float],

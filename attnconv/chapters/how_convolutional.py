@@ -40,7 +40,7 @@ from ..core.lattice import (
 )
 from ..experiments.claims import ONE_HOT, ONE_KEY
 from .shared.attention_maps import layer_attention_maps
-from .shared.plotting import COLUMN_INCHES
+from .shared.plotting import COLUMN_INCHES, label_colour
 from .shared.saved_runs import tokens_per_side
 from .shared.tables import fit_column, pack_items
 from .shared.trained_heads import layer_records
@@ -333,7 +333,11 @@ def plot_measures(
         for name in models:
             pts = [(r["layer"], r[key]) for r in rows if r["model"] == name]
             (line,) = ax.plot(
-                [p[0] + 1 for p in pts], [p[1] for p in pts], "o-", label=name
+                [p[0] + 1 for p in pts],
+                [p[1] for p in pts],
+                "o-",
+                label=name,
+                color=label_colour(name),
             )
             init = [(r["layer"], r[key]) for r in before or () if r["model"] == name]
             if init:

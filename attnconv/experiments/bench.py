@@ -26,7 +26,7 @@ import platform
 import time
 import warnings
 from dataclasses import asdict, dataclass, field, replace
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Mapping, Optional, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -582,8 +582,9 @@ def load_result(path) -> dict:
         return json.load(f)
 
 
-def plot_grid_sweep(result: dict, ax=None):
-    """Training-step time against the token grid, dense and local (log–log), from a result."""
+def plot_grid_sweep(result: dict, ax=None, colours: Optional[Mapping[str, str]] = None):
+    """Training-step time against the token grid, dense and local (log–log), from a result;
+    ``colours``: implementation → colour (the chapters pass the book's)."""
     import matplotlib.pyplot as plt
 
     if ax is None:
@@ -598,6 +599,7 @@ def plot_grid_sweep(result: dict, ax=None):
             [r["train_step_s"] for r in rows],
             style,
             label=impl,
+            color=(colours or {}).get(impl),
         )
     sides = sorted({r["tokens"] for r in result["grid"]})
     ax.set_xscale("log", base=2)
@@ -616,8 +618,9 @@ def plot_grid_sweep(result: dict, ax=None):
     return ax.figure
 
 
-def plot_throughput(result: dict, ax=None):
-    """Training images/s per model and implementation, from a result."""
+def plot_throughput(result: dict, ax=None, colours: Optional[Mapping[str, str]] = None):
+    """Training images/s per model and implementation, from a result; ``colours``:
+    implementation → colour (the chapters pass the book's)."""
     import matplotlib.pyplot as plt
     import numpy as np
 
@@ -637,7 +640,13 @@ def plot_throughput(result: dict, ax=None):
             )
             for m in models
         ]
-        ax.bar(np.arange(len(models)) + (i - 1) * width, vals, width, label=impl)
+        ax.bar(
+            np.arange(len(models)) + (i - 1) * width,
+            vals,
+            width,
+            label=impl,
+            color=(colours or {}).get(impl),
+        )
     ax.set_xticks(np.arange(len(models)), models)
     ax.set_ylabel("training images / s")
     ax.legend(

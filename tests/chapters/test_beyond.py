@@ -4,7 +4,6 @@ claims judged from (stand-in) runs."""
 from types import SimpleNamespace
 
 import numpy as np
-import pytest
 
 from attnconv.chapters import beyond
 from attnconv.experiments.store import History
@@ -20,11 +19,6 @@ from attnconv.experiments.verdicts import (
 from attnconv.experiments.verdicts import test_labels as sample_labels
 
 N = 1017
-
-
-def test_test_set_noise_is_the_binomial_standard_error():
-    assert beyond.test_set_noise(0.4) == pytest.approx((0.24 / 1017) ** 0.5)
-    assert beyond.test_set_noise(0.0) == 0.0
 
 
 def test_gain_verdict_is_the_one_rule():

@@ -56,12 +56,22 @@ def test_one_colour_per_model_across_the_book():
 
     for name in MODEL_NAMES:  # every registered model has its colour
         assert model_colour(name) == MODEL_COLOURS[name]
-    distinct = {k: v for k, v in MODEL_COLOURS.items() if k != "vit"}
-    assert len(set(distinct.values())) == len(distinct)
+    assert len(set(MODEL_COLOURS.values())) == len(MODEL_COLOURS)
+    assert model_colour("GPSA, default start") == MODEL_COLOURS["gpsa"]
+    assert model_colour("random") == MODEL_COLOURS["gpsa"]
+    assert model_colour("plain ViT (MHSA)") == MODEL_COLOURS["vit"]
     assert model_colour("quadratic, 16 heads") == MODEL_COLOURS["quadratic-16heads"]
     assert model_colour("ResNet18") == MODEL_COLOURS["resnet18"]
     with pytest.raises(ValueError, match="no book colour"):
         model_colour("transformer-xl")
+
+
+def test_implementations_and_models_never_share_a_colour():
+    from attnconv.chapters.shared.plotting import IMPLEMENTATION_COLOURS, MODEL_COLOURS
+
+    shared = set(IMPLEMENTATION_COLOURS.values()) & set(MODEL_COLOURS.values())
+    assert not shared, shared
+    assert len(set(IMPLEMENTATION_COLOURS.values())) == len(IMPLEMENTATION_COLOURS)
 
 
 def test_book_style_text_is_at_least_8_5_points():
@@ -70,3 +80,39 @@ def test_book_style_text_is_at_least_8_5_points():
     sizes = [v for k, v in BOOK_STYLE.items() if k.endswith(("size", "fontsize"))]
     sizes = [v for v in sizes if isinstance(v, (int, float))]
     assert sizes and min(sizes) >= 8.5
+
+
+def test_label_colour_reads_the_chapters_labels():
+    from attnconv.chapters.shared.plotting import MODEL_COLOURS, label_colour
+
+    assert label_colour("SA quadratic") == MODEL_COLOURS["quadratic"]
+    assert (
+        label_colour("learned + content (8 epochs)") == MODEL_COLOURS["learned_content"]
+    )
+    assert (
+        label_colour("learned, position only (16 epochs)") == MODEL_COLOURS["learned"]
+    )
+    assert (
+        label_colour("quadratic, 16 heads, seed 2")
+        == MODEL_COLOURS["quadratic-16heads"]
+    )
+    assert label_colour("GPSA, mimetic W_vW_out only") == MODEL_COLOURS["mimetic_vo"]
+    assert label_colour("a model the book does not draw") is None
+
+
+def test_figures_draw_each_model_in_its_book_colour():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.colors import to_hex
+
+    from attnconv.chapters import beyond
+    from attnconv.chapters.shared.depth_measures import plot_accuracy_series
+    from attnconv.chapters.shared.plotting import MODEL_COLOURS, model_colour
+    from attnconv.experiments.verdicts import spread
+
+    for start in beyond.LABELS:
+        assert beyond.COLOURS[start] == model_colour(beyond.LABELS[start])
+    fig = plot_accuracy_series({"6 layers": (spread([0.5, 0.6]), spread([0.55, 0.62]))})
+    drawn = {to_hex(line.get_color()) for line in fig.axes[0].lines}
+    assert drawn == {MODEL_COLOURS["quadratic"], MODEL_COLOURS["learned"]}

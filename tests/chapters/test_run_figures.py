@@ -46,7 +46,6 @@ from attnconv.chapters.shared.saved_runs import (
 from attnconv.chapters.shared.trained_heads import (
     center_trajectories,
     format_head_summary,
-    format_head_table,
     head_summary,
     head_table,
 )
@@ -234,22 +233,34 @@ def test_head_summary_known_answers():
     assert "covered 2/9 -> 2/9: (+0,+0) (+1,+0)" in format_head_summary(head_summary(h))
 
 
-def test_head_table_has_the_numbers_of_format_head_table():
+def test_head_table_has_each_heads_numbers_by_a_plain_loop():
     h = fake_history(3)
-    h["model_config"] = {"image_size": 32, "downsample": 8}  # 4×4 tokens
+    h["model_config"] = {"image_size": 32, "downsample": 8}  # 4×4 tokens, query (2, 2)
     md = head_table(h).data.splitlines()
     assert md[0].startswith("| head | layer 1: Δ | s | dist. | max p |")
     assert md[0].count("layer 2: Δ") == 1 and len(md) == 2 + 2  # header, rule, 2 heads
-    for layer in range(2):
-        for head, line in enumerate(format_head_table(h, layer).splitlines()):
-            cells = [c.strip() for c in md[2 + head].strip("|").split("|")]
-            assert cells[0] == str(head + 1)
-            delta, s, dist, p = cells[1 + 4 * layer : 5 + 4 * layer]
-            assert line == (
-                f"head {head + 1}: Δ = ({delta.replace(chr(0xA0), ' ')}), s = {s}, "
-                f"to the lattice {dist}, "
-                f"largest probability {p}"
+    for layer, rec in enumerate(h["epochs"][-1]["attention"]):
+        for head, (c, s) in enumerate(zip(rec["centers"], rec["spreads"])):
+            # the nearest point of the 3×3 lattice, by a plain loop over its nine points
+            dist = min(
+                math.hypot(c[0] - i, c[1] - j) for i in (-1, 0, 1) for j in (-1, 0, 1)
             )
+            # softmax over the 16 keys of -1/2 |δ - Δ|² (Σ⁻¹ = I in the fake history)
+            scores = [
+                -0.5 * ((di - c[0]) ** 2 + (dj - c[1]) ** 2)
+                for di in range(-2, 2)
+                for dj in range(-2, 2)
+            ]
+            top = max(scores)
+            p_max = 1 / sum(math.exp(x - top) for x in scores)
+            cells = [x.strip() for x in md[2 + head].strip("|").split("|")]
+            assert cells[0] == str(head + 1)
+            assert cells[1 + 4 * layer : 5 + 4 * layer] == [
+                f"{c[0]:+.2f},\u00a0{c[1]:+.2f}",
+                f"{abs(s):.2f}",
+                f"{dist:.2f}",
+                f"{p_max:.2f}",
+            ]
 
 
 def test_plots_draw_the_right_panels():

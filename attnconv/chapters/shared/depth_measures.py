@@ -453,20 +453,12 @@ def plot_depth_measures(
     middle panel. Returns the figure."""
     import matplotlib.pyplot as plt
 
-    from .plotting import COLUMN_INCHES
+    from .plotting import COLUMN_INCHES, label_colour
 
-    colours = {
-        "quadratic": "tab:blue",
-        "generalized": "tab:orange",
-        "learned": "tab:green",
-        "16 heads": "tab:purple",
-    }
     markers = ["o", "s", "^", "D", "v"]
 
     def style(label):
-        for key, c in colours.items():
-            if key in label:
-                colour = c
+        colour = label_colour(label) or label_colour(label.split()[0])
         seed = int(label.rsplit("seed", 1)[1]) if "seed" in label else 0
         return dict(color=colour, marker=markers[seed % 5], ms=4, lw=1.2)
 
@@ -572,10 +564,10 @@ def plot_accuracy_series(series: Mapping[str, tuple], labels=("quadratic", "lear
     each side's seed range as a bar. Returns the figure."""
     import matplotlib.pyplot as plt
 
-    from .plotting import COLUMN_INCHES
+    from .plotting import COLUMN_INCHES, label_colour
 
     fig, ax = plt.subplots(figsize=(COLUMN_INCHES * 0.75, 2.6), constrained_layout=True)
-    colours = ("tab:blue", "tab:green")
+    colours = [label_colour(label) for label in labels]
     for i, (name, pair) in enumerate(series.items()):
         for j, s in enumerate(pair):
             if s is None:

@@ -15,6 +15,7 @@ __all__ = [
     "MODEL_COLOURS",
     "IMPLEMENTATION_COLOURS",
     "model_colour",
+    "label_colour",
     "use_book_style",
     "install_figure_check",
     "figure_text_sizes",
@@ -49,7 +50,7 @@ BOOK_STYLE = {
 
 #: One colour per model for the whole book: a model keeps its colour from figure to figure.
 #: Keys are the models' registry names; :func:`model_colour` also reads the chapters' labels
-#: ("quadratic, 16 heads", "ResNet18", "random (ViT default)").
+#: ("quadratic, 16 heads", "ResNet18", "GPSA, default start").
 MODEL_COLOURS = {
     "quadratic": "#1f77b4",  # blue
     "quadratic-16heads": "#17becf",  # cyan
@@ -57,20 +58,21 @@ MODEL_COLOURS = {
     "learned": "#2ca02c",  # green
     "learned_content": "#bcbd22",  # olive
     "resnet18": "#000000",  # black
-    # ch. 18's four starts of the same ViT-style model
-    "random": "#7f7f7f",  # grey: the ViT default
-    "vit": "#7f7f7f",
-    "convit": "#9467bd",  # purple
+    # ch. 18: the plain ViT and the GPSA model at each of its starts
+    "vit": "#7f7f7f",  # grey: the plain ViT (MHSA)
+    "gpsa": "#e377c2",  # pink: the GPSA model at its default start ("random")
+    "convit": "#9467bd",  # purple: ConViT's local start
     "impulse": "#d62728",  # red: Theorem 1's construction
     "mimetic": "#8c564b",  # brown
-    "gpsa": "#e377c2",  # pink: the ConViT-style model itself, whatever its start
+    "mimetic_qk": "#c49c94",  # light brown: mimetic W_qW_k only
+    "mimetic_vo": "#5c3317",  # dark brown: mimetic W_vW_out only
 }
 #: One colour per implementation of attention (ch. 13), disjoint from the models' colours.
 IMPLEMENTATION_COLOURS = {
-    "paper": "#7f7f7f",  # the paper's formulation
-    "dense": "#e377c2",
-    "local": "#17becf",
-    "conv": "#000000",
+    "naive": "#393b79",  # navy: the paper's formulation, as written
+    "dense": "#7b4173",  # plum
+    "local": "#637939",  # dark olive
+    "conv": "#bd9e39",  # mustard
 }
 _MODEL_ALIASES = {
     "quadratic, 16 heads": "quadratic-16heads",
@@ -79,9 +81,21 @@ _MODEL_ALIASES = {
     "learned, content": "learned_content",
     "learned + content": "learned_content",
     "learned-content": "learned_content",
-    "random (vit default)": "random",
+    "plain vit": "vit",
+    "plain vit (mhsa)": "vit",
+    "random": "gpsa",
+    "gpsa, default start": "gpsa",
     "convit local": "convit",
+    "gpsa, convit local": "convit",
     "impulse (thm. 1)": "impulse",
+    "gpsa, impulse (thm. 1)": "impulse",
+    "gpsa, mimetic": "mimetic",
+    "gpsa, mimetic w_qw_kᵀ only": "mimetic_qk",
+    "gpsa, mimetic w_vw_out only": "mimetic_vo",
+    "sa quadratic": "quadratic",
+    "9 heads": "quadratic",
+    "16 heads": "quadratic-16heads",
+    "learned, position only": "learned",
 }
 
 
@@ -95,6 +109,23 @@ def model_colour(name: str) -> str:
     raise ValueError(
         f"no book colour for model {name!r} (known: {', '.join(sorted(MODEL_COLOURS))})"
     )
+
+
+def label_colour(label: str) -> Optional[str]:
+    """The book's colour for a figure label that names a model ("quadratic", "ResNet18",
+    "learned + content (8 epochs)", "quadratic, seed 2"), else ``None`` (matplotlib's cycle).
+    Tried in turn: the label, the label without a trailing "(…)", the label before its last
+    comma."""
+    text = str(label).strip()
+    tries = [text, text.split(" (")[0].strip()]
+    if "," in tries[-1]:
+        tries.append(tries[-1].rsplit(",", 1)[0].strip())
+    for t in tries:
+        try:
+            return model_colour(t)
+        except ValueError:
+            continue
+    return None
 
 
 def use_book_style() -> None:

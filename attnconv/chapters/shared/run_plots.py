@@ -12,7 +12,7 @@ import numpy as np
 
 from ...experiments.train import Run
 from .gaussian_maps import draw_mass_ellipses, mass_ellipse
-from .plotting import COLUMN_INCHES
+from .plotting import COLUMN_INCHES, label_colour
 from .trained_heads import center_trajectories, layer_records
 
 __all__ = [
@@ -252,7 +252,9 @@ def plot_accuracy_curves(
         _, ax = plt.subplots(figsize=(5.5, 3.6))
     for label, run in runs.items():
         values = run.series(key)
-        ax.plot(range(1, len(values) + 1), values, label=label)
+        ax.plot(
+            range(1, len(values) + 1), values, label=label, color=label_colour(label)
+        )
     ax.set_xlabel("epoch")
     names = {
         "test_acc": "test accuracy",

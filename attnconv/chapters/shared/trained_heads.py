@@ -4,10 +4,10 @@
 * :func:`center_trajectories` — the centres Δ of a layer's heads over training (arXiv v1 Fig. 2);
 * :func:`head_summary`, :func:`format_head_summary` — how far the centres moved and which points of
   Lemma 1's K×K lattice they reach, per layer;
-* :func:`format_head_table` — one line per head: centre, spread, distance to the lattice, largest
-  probability (from :func:`attnconv.chapters.shared.gaussian_maps.gaussian_head_maps`);
-* :func:`head_table` — the same for every layer of a quadratic run as one Markdown table, a row per
-  head and four columns per layer.
+* :func:`head_table` — every head of every layer of a quadratic run as one Markdown table: centre,
+  spread, distance to the lattice, largest probability (from
+  :func:`attnconv.chapters.shared.gaussian_maps.gaussian_head_maps`), a row per head and four
+  columns per layer.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ __all__ = [
     "center_trajectories",
     "head_summary",
     "format_head_summary",
-    "format_head_table",
     "head_table",
 ]
 
@@ -121,42 +120,12 @@ def format_head_summary(rows: Sequence[dict], kernel_size: int = 3) -> str:
     return fit_column("\n".join(lines))
 
 
-def format_head_table(
-    history: dict, layer: int, epoch: int = -1, kernel_size: int = 3
-) -> str:
-    """One line per head of ``layer`` (0-based) after ``epoch``: its centre Δ_h (row, column), its
-    spread s_h (quadratic encoding) or the eigenvalues of Σ_h⁻¹ (generalized), the distance of Δ_h
-    to the nearest point of the K×K lattice and the largest attention probability of the head for
-    the centre query token (1 = one-hot), all to 2 decimals."""
-    rec = layer_records(history, epoch)[layer]
-    if "inverse_covariance" not in rec:
-        raise ValueError(f"layer {layer} has no Gaussian heads")
-    g = tokens_per_side(history)
-    maps = gaussian_head_maps(rec, (g, g), (g // 2, g // 2))
-    centers = torch.as_tensor(rec["centers"], dtype=torch.float64)
-    dist = lattice_distance(centers, kernel_size)
-    lines = []
-    for h in range(len(centers)):
-        if "spreads" in rec:
-            width = f"s = {abs(float(rec['spreads'][h])):.2f}"
-        else:
-            eig = torch.linalg.eigvalsh(
-                torch.as_tensor(rec["inverse_covariance"][h], dtype=torch.float64)
-            )
-            width = f"eig(Σ⁻¹) = ({float(eig[0]):.2f}, {float(eig[1]):.2f})"
-        lines.append(
-            f"head {h + 1}: Δ = ({float(centers[h, 0]):+.2f}, {float(centers[h, 1]):+.2f}), {width}, "
-            f"to the lattice {float(dist[h]):.2f}, largest probability {float(maps[h].max()):.2f}"
-        )
-    return fit_column("\n".join(lines))
-
-
 def head_table(history: dict, epoch: int = -1, kernel_size: int = 3):
     """Every head of every layer of a quadratic run after ``epoch`` as one Markdown table
     (:func:`~attnconv.chapters.shared.tables.markdown_table`): a row per head and, per layer, its
     centre Δ_h (row, column), its spread s_h, the distance of Δ_h to the nearest point of the K×K
     lattice ("dist.") and its largest attention probability for the centre query token ("max
-    p"), all to 2 decimals (the numbers of :func:`format_head_table`), narrow enough for the
+    p"), all to 2 decimals, narrow enough for the
     book's column at 1280 px."""
     records = layer_records(history, epoch)
     g = tokens_per_side(history)
