@@ -150,31 +150,12 @@ def _explorer_state_data(state: HeadState):
     return p, kernel, centre, title
 
 
-def explorer_figure(
-    deltas: Sequence[float] = EXPLORER_DELTAS,
-    alphas: Sequence[float] = EXPLORER_ALPHAS,
-    query: Tuple[int, int] = (4, 4),
-    grid: Tuple[int, int] = (9, 9),
-    kernel_size: int = 3,
-    initial: Tuple[float, float, float] = (1.0, -1.0, 10.0),
-):
-    """The head explorer of chapter 6 without a kernel: a Plotly figure with (left) the head's
-    attention probabilities over the key grid for the query (red square), its centre q + Δ
-    (orange cross) and the K×K window (green dashed), (right) the K×K kernel the head implements
-    (:func:`~attnconv.chapters.explorer.head_state_kernel`, values written in), and in the title
-    the window mass and :func:`one_tap_error`.
-
-    One frame per (Δ₁, Δ₂, α) in ``deltas`` × ``deltas`` × ``alphas``, named by
-    :func:`explorer_frame_name`; three sliders named ``delta1``, ``delta2``, ``alpha`` whose step
-    values are indices. Plotly sliders do not combine by themselves: show the figure with
-    :func:`figure_html` and ``post_script=linked_sliders_script()``. ``initial`` (Δ₁, Δ₂, α) must
-    be on the grid of values."""
-    go = _go()
-    from plotly.subplots import make_subplots
-
-    deltas, alphas = [float(d) for d in deltas], [float(a) for a in alphas]
+def _explorer_start(
+    deltas: Sequence[float], alphas: Sequence[float], initial
+) -> Tuple[int, int, int]:
+    """The (Δ₁, Δ₂, α) indices of ``initial`` on the slider grid (a ValueError if off it)."""
     try:
-        start = (
+        return (
             deltas.index(float(initial[0])),
             deltas.index(float(initial[1])),
             alphas.index(float(initial[2])),
@@ -183,9 +164,10 @@ def explorer_figure(
         raise ValueError(
             f"initial {initial} is not on the grid of slider values"
         ) from None
-    h, w = grid
-    q0, q1 = query
-    r = (kernel_size - 1) // 2
+
+
+def _explorer_states(deltas, alphas, query, grid, kernel_size) -> dict:
+    """:func:`_explorer_state_data` of every (i, j, k) index of the slider grid."""
     states = {}
     for i, d1 in enumerate(deltas):
         for j, d2 in enumerate(deltas):
@@ -198,59 +180,53 @@ def explorer_figure(
                     kernel_size=kernel_size,
                 )
                 states[i, j, k] = _explorer_state_data(s)
+    return states
 
-    fig = make_subplots(
-        rows=1,
-        cols=2,
-        column_widths=[0.56, 0.44],
-        horizontal_spacing=0.12,
-        subplot_titles=(
-            f"attention over the {h}×{w} keys",
-            f"{kernel_size}×{kernel_size} kernel",
+
+def _explorer_dynamic(data, r: int) -> list:
+    """The three traces of one explorer state: its map, its kernel and its centre."""
+    go = _go()
+    p, kernel, (cx, cy), _ = data
+    return [
+        go.Heatmap(
+            z=_round(p),
+            zmin=0,
+            zmax=max(float(p.max()), 0.02),
+            colorscale="Blues",
+            showscale=False,
+            hovertemplate="row %{y}, column %{x}: %{z:.3f}<extra></extra>",
         ),
-    )
+        go.Heatmap(
+            z=_round(kernel),
+            x=list(range(-r, r + 1)),
+            y=list(range(-r, r + 1)),
+            zmin=0,
+            zmax=1,  # fixed: a 0.10 tap looks light, a 1.00 tap dark, in every state
+            colorscale="Greens",
+            showscale=False,
+            texttemplate="%{z:.2f}",
+            textfont={"size": FONT_SIZE},
+            hovertemplate="shift (%{y}, %{x}): %{z:.4f}<extra></extra>",
+        ),
+        go.Scatter(
+            x=[cx],
+            y=[cy],
+            mode="markers",
+            name="head centre q + Δ",
+            marker={
+                "symbol": "x",
+                "size": 13,
+                "color": "darkorange",
+                "line": {"width": 1},
+            },
+        ),
+    ]
 
-    def dynamic(key):
-        p, kernel, (cx, cy), _ = states[key]
-        return [
-            go.Heatmap(
-                z=_round(p),
-                zmin=0,
-                zmax=max(float(p.max()), 0.02),
-                colorscale="Blues",
-                showscale=False,
-                hovertemplate="row %{y}, column %{x}: %{z:.3f}<extra></extra>",
-            ),
-            go.Heatmap(
-                z=_round(kernel),
-                x=list(range(-r, r + 1)),
-                y=list(range(-r, r + 1)),
-                zmin=0,
-                zmax=1,  # fixed: a 0.10 tap looks light, a 1.00 tap dark, in every state
-                colorscale="Greens",
-                showscale=False,
-                texttemplate="%{z:.2f}",
-                textfont={"size": FONT_SIZE},
-                hovertemplate="shift (%{y}, %{x}): %{z:.4f}<extra></extra>",
-            ),
-            go.Scatter(
-                x=[cx],
-                y=[cy],
-                mode="markers",
-                name="head centre q + Δ",
-                marker={
-                    "symbol": "x",
-                    "size": 13,
-                    "color": "darkorange",
-                    "line": {"width": 1},
-                },
-            ),
-        ]
 
-    d0 = dynamic(start)
-    fig.add_trace(d0[0], 1, 1)
-    fig.add_trace(d0[1], 1, 2)
-    fig.add_trace(d0[2], 1, 1)
+def _explorer_outlines(fig, query, r: int, kernel_size: int) -> None:
+    """Add the query square (red) and the K×K window (green dashed) to the map panel."""
+    go = _go()
+    q0, q1 = query
     x, y = _square(q1 - 0.5, q0 - 0.5, 1)
     fig.add_trace(
         go.Scatter(
@@ -278,9 +254,12 @@ def explorer_figure(
         1,
     )
 
-    def changes(
-        key,
-    ):  # a frame holds only what changes (Plotly merges it into the traces)
+
+def _explorer_frames(states: dict) -> list:
+    """One frame per state, holding only what changes (Plotly merges it into the traces)."""
+    go = _go()
+
+    def changes(key):
         p, kernel, (cx, cy), _ = states[key]
         return [
             go.Heatmap(z=_round(p), zmax=max(float(p.max()), 0.02)),
@@ -288,7 +267,7 @@ def explorer_figure(
             go.Scatter(x=[cx], y=[cy]),
         ]
 
-    fig.frames = [
+    return [
         go.Frame(
             name=explorer_frame_name(*key),
             data=changes(key),
@@ -298,35 +277,40 @@ def explorer_figure(
         for key in sorted(states)
     ]
 
-    def slider(name, label, values, active, y):
-        return {
-            "name": name,
-            "active": active,
-            "y": y,
-            "x": 0.0,
-            "len": 1.0,
-            "yanchor": "top",
-            "pad": {"t": 0, "b": 0},
-            "ticklen": 3,
-            "currentvalue": {
-                "prefix": f"{label} = ",
-                "xanchor": "left",
-                "font": {"size": FONT_SIZE},
-            },
-            "font": {"size": 12},
-            "steps": [
-                {"label": _fmt(v), "value": str(n), "method": "skip", "args": []}
-                for n, v in enumerate(values)
-            ],
-        }
 
+def _explorer_slider(name, label, values, active, y) -> dict:
+    """One explorer slider (method ``skip``: :func:`linked_sliders_script` moves the frames)."""
+    return {
+        "name": name,
+        "active": active,
+        "y": y,
+        "x": 0.0,
+        "len": 1.0,
+        "yanchor": "top",
+        "pad": {"t": 0, "b": 0},
+        "ticklen": 3,
+        "currentvalue": {
+            "prefix": f"{label} = ",
+            "xanchor": "left",
+            "font": {"size": FONT_SIZE},
+        },
+        "font": {"size": 12},
+        "steps": [
+            {"label": _fmt(v), "value": str(n), "method": "skip", "args": []}
+            for n, v in enumerate(values)
+        ],
+    }
+
+
+def _explorer_layout(fig, title: str, deltas, alphas, start) -> None:
+    """The explorer's size, title, legend and its three sliders."""
     fig.update_layout(
         width=EXPLORER_WIDTH,
         height=700,
         font={"size": FONT_SIZE},
         template="plotly_white",
         title={
-            "text": states[start][3],
+            "text": title,
             "font": {"size": FONT_SIZE},
             "x": 0.01,
             "xanchor": "left",
@@ -343,12 +327,17 @@ def explorer_figure(
             "font": {"size": FONT_SIZE},
         },
         sliders=[
-            slider("delta1", "Δ₁ (row shift)", deltas, start[0], -0.2),
-            slider("delta2", "Δ₂ (column shift)", deltas, start[1], -0.42),
-            slider("alpha", "α (width)", alphas, start[2], -0.64),
+            _explorer_slider("delta1", "Δ₁ (row shift)", deltas, start[0], -0.2),
+            _explorer_slider("delta2", "Δ₂ (column shift)", deltas, start[1], -0.42),
+            _explorer_slider("alpha", "α (width)", alphas, start[2], -0.64),
         ],
     )
     fig.update_annotations(font_size=FONT_SIZE)
+
+
+def _explorer_axes(fig, grid, r: int) -> None:
+    """The axes of the map panel (the key grid) and of the kernel panel (shifts −r … r)."""
+    h, w = grid
     fig.update_xaxes(
         range=[-0.5, w - 0.5],
         constrain="domain",
@@ -389,6 +378,53 @@ def explorer_figure(
         row=1,
         col=2,
     )
+
+
+def explorer_figure(
+    deltas: Sequence[float] = EXPLORER_DELTAS,
+    alphas: Sequence[float] = EXPLORER_ALPHAS,
+    query: Tuple[int, int] = (4, 4),
+    grid: Tuple[int, int] = (9, 9),
+    kernel_size: int = 3,
+    initial: Tuple[float, float, float] = (1.0, -1.0, 10.0),
+):
+    """The head explorer of chapter 6 without a kernel: a Plotly figure with (left) the head's
+    attention probabilities over the key grid for the query (red square), its centre q + Δ
+    (orange cross) and the K×K window (green dashed), (right) the K×K kernel the head implements
+    (:func:`~attnconv.chapters.explorer.head_state_kernel`, values written in), and in the title
+    the window mass and :func:`one_tap_error`.
+
+    One frame per (Δ₁, Δ₂, α) in ``deltas`` × ``deltas`` × ``alphas``, named by
+    :func:`explorer_frame_name`; three sliders named ``delta1``, ``delta2``, ``alpha`` whose step
+    values are indices. Plotly sliders do not combine by themselves: show the figure with
+    :func:`figure_html` and ``post_script=linked_sliders_script()``. ``initial`` (Δ₁, Δ₂, α) must
+    be on the grid of values."""
+    from plotly.subplots import make_subplots
+
+    deltas, alphas = [float(d) for d in deltas], [float(a) for a in alphas]
+    start = _explorer_start(deltas, alphas, initial)
+    h, w = grid
+    r = (kernel_size - 1) // 2
+    states = _explorer_states(deltas, alphas, query, grid, kernel_size)
+
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        column_widths=[0.56, 0.44],
+        horizontal_spacing=0.12,
+        subplot_titles=(
+            f"attention over the {h}×{w} keys",
+            f"{kernel_size}×{kernel_size} kernel",
+        ),
+    )
+    d0 = _explorer_dynamic(states[start], r)
+    fig.add_trace(d0[0], 1, 1)
+    fig.add_trace(d0[1], 1, 2)
+    fig.add_trace(d0[2], 1, 1)
+    _explorer_outlines(fig, query, r, kernel_size)
+    fig.frames = _explorer_frames(states)
+    _explorer_layout(fig, states[start][3], deltas, alphas, start)
+    _explorer_axes(fig, grid, r)
     fig.layout.meta = {
         "deltas": deltas,
         "alphas": alphas,
@@ -426,6 +462,213 @@ def _gaussian_layers(history: dict):
     return layers
 
 
+def _trajectory_limit(traj: dict, kernel_size: int) -> float:
+    """Half the side of every panel: the lattice and every centre, rounded up to a half token."""
+    lim = max(
+        kernel_size // 2 + 1.0, max(float(np.abs(t).max()) for t in traj.values()) + 0.5
+    )
+    return math.ceil(lim * 2) / 2
+
+
+def _panel_cell(k: int, cols: int) -> Tuple[int, int]:
+    """Panel k (from 1) → its (row, col) in a grid of ``cols`` columns."""
+    return (k - 1) // cols + 1, (k - 1) % cols + 1
+
+
+def _trajectory_static(fig, n_layers: int, cols: int, kernel_size: int) -> None:
+    """Add every panel's K×K lattice (grey dots) and query (red square), one legend entry each."""
+    go = _go()
+    r = kernel_size // 2
+    lat = [(a, b) for a in range(-r, r + 1) for b in range(-r, r + 1)]
+    for c in range(1, n_layers + 1):
+        fig.add_trace(
+            go.Scatter(
+                x=[b for a, b in lat],
+                y=[a for a, b in lat],
+                mode="markers",
+                marker={"size": 9, "color": "lightgray"},
+                name=f"{kernel_size}×{kernel_size} lattice",
+                legendgroup="lattice",
+                showlegend=c == 1,
+                hoverinfo="skip",
+            ),
+            *_panel_cell(c, cols),
+        )
+        x, y = _square(-0.5, -0.5, 1)
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=y,
+                mode="lines",
+                line={"color": "red", "width": 2},
+                name="query",
+                legendgroup="query",
+                showlegend=c == 1,
+                hoverinfo="skip",
+            ),
+            *_panel_cell(c, cols),
+        )
+
+
+def _head_path_traces(t, e: int, lo: int, c: int, i: int, h: int) -> list:
+    """Head h of layer i (panel c) at epoch e: its path since epoch ``lo`` and its centre."""
+    go = _go()
+    color = HEAD_COLORS[h % len(HEAD_COLORS)]
+    return [
+        go.Scatter(
+            x=_round(t[lo : e + 1, h, 1], 3),
+            y=_round(t[lo : e + 1, h, 0], 3),
+            mode="lines",
+            line={"color": color, "width": 1.5},
+            showlegend=False,
+            legendgroup=f"head{h}",
+            hoverinfo="skip",
+            xaxis=f"x{c if c > 1 else ''}",
+            yaxis=f"y{c if c > 1 else ''}",
+        ),
+        go.Scatter(
+            x=_round(t[e : e + 1, h, 1], 3),
+            y=_round(t[e : e + 1, h, 0], 3),
+            mode="markers",
+            marker={
+                "size": 11,
+                "color": color,
+                "line": {"width": 1, "color": "white"},
+            },
+            name=f"head {h + 1}",
+            legendgroup=f"head{h}",
+            showlegend=c == 1,
+            xaxis=f"x{c if c > 1 else ''}",
+            yaxis=f"y{c if c > 1 else ''}",
+            hovertemplate=f"layer {i + 1}, head {h + 1}: Δ = (%{{y:.2f}}, %{{x:.2f}})"
+            "<extra></extra>",
+        ),
+    ]
+
+
+def _trajectory_dynamic(traj: dict, layers, e: int, tail: Optional[int]) -> list:
+    """The path and centre traces of every head of every layer at epoch e."""
+    out = []
+    lo = 0 if tail is None else max(0, e - tail)
+    for c, i in enumerate(layers, start=1):
+        t = traj[i]
+        for h in range(t.shape[1]):
+            out += _head_path_traces(t, e, lo, c, i, h)
+    return out
+
+
+def _play_menu(below: float) -> dict:
+    """The play and pause buttons, under the plotting area."""
+    return {
+        "type": "buttons",
+        "direction": "left",
+        "x": 0,
+        "y": -95 / below,
+        "xanchor": "left",
+        "yanchor": "top",
+        "pad": {"t": 0, "r": 10},
+        "showactive": False,
+        "font": {"size": FONT_SIZE},
+        "buttons": [
+            {
+                "label": "▶ play",
+                "method": "animate",
+                "args": [
+                    None,
+                    {
+                        "mode": "immediate",
+                        "fromcurrent": False,
+                        "frame": {"duration": 150, "redraw": False},
+                        "transition": {"duration": 0},
+                    },
+                ],
+            },
+            {
+                "label": "❚❚ pause",
+                "method": "animate",
+                "args": [
+                    [None],
+                    {
+                        "mode": "immediate",
+                        "frame": {"duration": 0, "redraw": False},
+                        "transition": {"duration": 0},
+                    },
+                ],
+            },
+        ],
+    }
+
+
+def _epoch_slider(first: int, n_frames: int, below: float) -> dict:
+    """The slider over the epochs (frame names ``"0"`` … ``"E"``), starting at ``first``."""
+    return {
+        "active": first,
+        "x": 0.3,
+        "len": 0.7,
+        "y": -77 / below,
+        "yanchor": "top",
+        "pad": {"t": 0},
+        "currentvalue": {"prefix": "after epoch ", "font": {"size": FONT_SIZE}},
+        "font": {"size": 12},
+        "steps": [
+            {
+                "label": str(e),
+                "method": "animate",
+                "args": [[str(e)], _IMMEDIATE],
+            }
+            for e in range(n_frames)
+        ],
+    }
+
+
+def _trajectory_layout(fig, rows: int, first: int, n_frames: int) -> None:
+    """The figure's size, legend, play buttons and epoch slider."""
+    height = 520 if rows == 1 else 360 * rows + 120
+    below = (
+        height - 170
+    )  # the plotting area's height in px (margins t 40, b 130): controls sit below it
+    fig.update_layout(
+        width=FIGURE_WIDTH,
+        height=height,
+        font={"size": FONT_SIZE},
+        template="plotly_white",
+        margin={"l": 60, "r": 10, "t": 40, "b": 130},
+        legend={
+            "x": 1.02,
+            "y": 1,
+            "xanchor": "left",
+            "yanchor": "top",
+            "font": {"size": FONT_SIZE},
+            "tracegroupgap": 2,
+        },
+        updatemenus=[_play_menu(below)],
+        sliders=[_epoch_slider(first, n_frames, below)],
+    )
+    fig.update_annotations(font_size=FONT_SIZE)
+
+
+def _trajectory_axes(fig, n_layers: int, cols: int, lim: float) -> None:
+    """Equal ranges ±``lim`` on every panel, rows downwards; axis titles on the outer panels."""
+    for k in range(1, n_layers + 1):
+        row, col = _panel_cell(k, cols)
+        fig.update_xaxes(
+            range=[-lim, lim],
+            zeroline=False,
+            row=row,
+            col=col,
+            constrain="domain",
+            title_text="column shift (tokens)" if k + cols > n_layers else None,
+        )
+        fig.update_yaxes(
+            range=[lim, -lim],
+            zeroline=False,
+            row=row,
+            col=col,
+            scaleanchor=f"x{k if k > 1 else ''}",
+            title_text="row shift (tokens)" if col == 1 else None,
+        )
+
+
 def trajectory_figure(
     history: dict,
     kernel_size: int = 3,
@@ -451,10 +694,7 @@ def trajectory_figure(
     traj = {i: center_trajectories(history, i) for i in layers}
     n_frames = next(iter(traj.values())).shape[0]
     n_heads = max(t.shape[1] for t in traj.values())
-    lim = max(
-        kernel_size // 2 + 1.0, max(float(np.abs(t).max()) for t in traj.values()) + 0.5
-    )
-    lim = math.ceil(lim * 2) / 2
+    lim = _trajectory_limit(traj, kernel_size)
     cols = min(len(layers), ncols)
     rows = math.ceil(len(layers) / cols)
     fig = make_subplots(
@@ -464,192 +704,24 @@ def trajectory_figure(
         horizontal_spacing=0.08,
         vertical_spacing=0.1,
     )
-
-    def cell(k: int):  # panel k (from 1) → (row, col)
-        return (k - 1) // cols + 1, (k - 1) % cols + 1
-
-    r = kernel_size // 2
-    lat = [(a, b) for a in range(-r, r + 1) for b in range(-r, r + 1)]
-    for c, _ in enumerate(layers, start=1):
-        fig.add_trace(
-            go.Scatter(
-                x=[b for a, b in lat],
-                y=[a for a, b in lat],
-                mode="markers",
-                marker={"size": 9, "color": "lightgray"},
-                name=f"{kernel_size}×{kernel_size} lattice",
-                legendgroup="lattice",
-                showlegend=c == 1,
-                hoverinfo="skip",
-            ),
-            *cell(c),
-        )
-        x, y = _square(-0.5, -0.5, 1)
-        fig.add_trace(
-            go.Scatter(
-                x=x,
-                y=y,
-                mode="lines",
-                line={"color": "red", "width": 2},
-                name="query",
-                legendgroup="query",
-                showlegend=c == 1,
-                hoverinfo="skip",
-            ),
-            *cell(c),
-        )
+    _trajectory_static(fig, len(layers), cols, kernel_size)
     n_static = len(fig.data)
-
-    def dynamic(e: int):
-        out = []
-        lo = 0 if tail is None else max(0, e - tail)
-        for c, i in enumerate(layers, start=1):
-            t = traj[i]
-            for h in range(t.shape[1]):
-                color = HEAD_COLORS[h % len(HEAD_COLORS)]
-                out.append(
-                    go.Scatter(
-                        x=_round(t[lo : e + 1, h, 1], 3),
-                        y=_round(t[lo : e + 1, h, 0], 3),
-                        mode="lines",
-                        line={"color": color, "width": 1.5},
-                        showlegend=False,
-                        legendgroup=f"head{h}",
-                        hoverinfo="skip",
-                        xaxis=f"x{c if c > 1 else ''}",
-                        yaxis=f"y{c if c > 1 else ''}",
-                    )
-                )
-                out.append(
-                    go.Scatter(
-                        x=_round(t[e : e + 1, h, 1], 3),
-                        y=_round(t[e : e + 1, h, 0], 3),
-                        mode="markers",
-                        marker={
-                            "size": 11,
-                            "color": color,
-                            "line": {"width": 1, "color": "white"},
-                        },
-                        name=f"head {h + 1}",
-                        legendgroup=f"head{h}",
-                        showlegend=c == 1,
-                        xaxis=f"x{c if c > 1 else ''}",
-                        yaxis=f"y{c if c > 1 else ''}",
-                        hovertemplate=f"layer {i + 1}, head {h + 1}: Δ = (%{{y:.2f}}, %{{x:.2f}})"
-                        "<extra></extra>",
-                    )
-                )
-        return out
-
     first = range(n_frames)[start]
-    for tr in dynamic(first):
+    for tr in _trajectory_dynamic(traj, layers, first, tail):
         fig.add_trace(tr)
     dyn = list(range(n_static, len(fig.data)))
 
     def changes(e: int):  # only the coordinates change from frame to frame
-        return [go.Scatter(x=tr.x, y=tr.y) for tr in dynamic(e)]
+        return [
+            go.Scatter(x=tr.x, y=tr.y)
+            for tr in _trajectory_dynamic(traj, layers, e, tail)
+        ]
 
     fig.frames = [
         go.Frame(name=str(e), data=changes(e), traces=dyn) for e in range(n_frames)
     ]
-    height = 520 if rows == 1 else 360 * rows + 120
-    below = (
-        height - 170
-    )  # the plotting area's height in px (margins t 40, b 130): controls sit below it
-    fig.update_layout(
-        width=FIGURE_WIDTH,
-        height=height,
-        font={"size": FONT_SIZE},
-        template="plotly_white",
-        margin={"l": 60, "r": 10, "t": 40, "b": 130},
-        legend={
-            "x": 1.02,
-            "y": 1,
-            "xanchor": "left",
-            "yanchor": "top",
-            "font": {"size": FONT_SIZE},
-            "tracegroupgap": 2,
-        },
-        updatemenus=[
-            {
-                "type": "buttons",
-                "direction": "left",
-                "x": 0,
-                "y": -95 / below,
-                "xanchor": "left",
-                "yanchor": "top",
-                "pad": {"t": 0, "r": 10},
-                "showactive": False,
-                "font": {"size": FONT_SIZE},
-                "buttons": [
-                    {
-                        "label": "▶ play",
-                        "method": "animate",
-                        "args": [
-                            None,
-                            {
-                                "mode": "immediate",
-                                "fromcurrent": False,
-                                "frame": {"duration": 150, "redraw": False},
-                                "transition": {"duration": 0},
-                            },
-                        ],
-                    },
-                    {
-                        "label": "❚❚ pause",
-                        "method": "animate",
-                        "args": [
-                            [None],
-                            {
-                                "mode": "immediate",
-                                "frame": {"duration": 0, "redraw": False},
-                                "transition": {"duration": 0},
-                            },
-                        ],
-                    },
-                ],
-            }
-        ],
-        sliders=[
-            {
-                "active": first,
-                "x": 0.3,
-                "len": 0.7,
-                "y": -77 / below,
-                "yanchor": "top",
-                "pad": {"t": 0},
-                "currentvalue": {"prefix": "after epoch ", "font": {"size": FONT_SIZE}},
-                "font": {"size": 12},
-                "steps": [
-                    {
-                        "label": str(e),
-                        "method": "animate",
-                        "args": [[str(e)], _IMMEDIATE],
-                    }
-                    for e in range(n_frames)
-                ],
-            }
-        ],
-    )
-    fig.update_annotations(font_size=FONT_SIZE)
-    for k in range(1, len(layers) + 1):
-        row, col = cell(k)
-        fig.update_xaxes(
-            range=[-lim, lim],
-            zeroline=False,
-            row=row,
-            col=col,
-            constrain="domain",
-            title_text="column shift (tokens)" if k + cols > len(layers) else None,
-        )
-        fig.update_yaxes(
-            range=[lim, -lim],
-            zeroline=False,
-            row=row,
-            col=col,
-            scaleanchor=f"x{k if k > 1 else ''}",
-            title_text="row shift (tokens)" if col == 1 else None,
-        )
+    _trajectory_layout(fig, rows, first, n_frames)
+    _trajectory_axes(fig, len(layers), cols, lim)
     fig.layout.meta = {
         "layers": [i + 1 for i in layers],
         "epochs": n_frames - 1,
@@ -668,31 +740,16 @@ def _sqrt_colorscale(n: int = 16):
     return [[(i / n) ** 2, c] for i, c in enumerate(colors)]
 
 
-def query_heads_figure(
-    history: dict,
-    image,
-    epoch: int = -1,
-    grid: Optional[Tuple[int, int]] = None,
-    initial: Optional[Tuple[int, int]] = None,
-    ncols: int = 3,
-):
-    """A CIFAR image and, for every attention layer, each Gaussian head's attention map over the
-    token grid for one query token (:func:`~attnconv.chapters.shared.gaussian_maps.gaussian_head_maps`
-    of the heads saved after ``epoch``, -1 the last), with the query token outlined in red on the
-    image and marked on every map. One frame per query token (named ``"r_c"``, 0-based), chosen
-    by the slider (labels from 1) or by clicking the image (:func:`click_to_query_script`).
-
-    ``image`` is a ``(3, H, W)`` uint8 tensor or array (CHW, RGB); ``grid`` the token grid (default
-    image size / the model's ``downsample``), so a token is an (H/g)×(W/g) patch of pixels. All
-    maps share one colour scale, from 0 to the largest probability of any head at any query."""
-    go = _go()
-    from plotly.subplots import make_subplots
-
+def _image_hwc(image) -> np.ndarray:
+    """A ``(3, H, W)`` image as a contiguous ``(H, W, 3)`` uint8 array (a ValueError otherwise)."""
     img = np.asarray(torch.as_tensor(image).detach().cpu())
     if img.ndim != 3 or img.shape[0] != 3:
         raise ValueError(f"image must be (3, H, W), got shape {img.shape}")
-    img = np.ascontiguousarray(img.transpose(1, 2, 0)).astype(np.uint8)
-    ih, iw = img.shape[:2]
+    return np.ascontiguousarray(img.transpose(1, 2, 0)).astype(np.uint8)
+
+
+def _token_grid(history: dict, ih: int, iw: int, grid) -> Tuple[int, int]:
+    """The token grid (default image size / the model's ``downsample``); it must split the image."""
     if grid is None:
         ds = int(history.get("model_config", {}).get("downsample", 1))
         grid = (ih // ds, iw // ds)
@@ -701,36 +758,24 @@ def query_heads_figure(
         raise ValueError(
             f"the {ih}×{iw} image does not split into a {gh}×{gw} token grid"
         )
-    ph, pw = ih // gh, iw // gw
-    layers = _gaussian_layers(history)
-    records = layer_records(history, epoch)
-    queries = [(a, b) for a in range(gh) for b in range(gw)]
-    maps = {
-        q: [gaussian_head_maps(records[i], (gh, gw), q) for i in layers]
-        for q in queries
-    }
-    n_heads = [len(maps[queries[0]][k]) for k in range(len(layers))]
-    zmax = max(float(torch.stack([m.max() for m in maps[q]]).max()) for q in queries)
-    initial = (gh // 2, gw // 2) if initial is None else tuple(int(v) for v in initial)
-    if initial not in maps:
-        raise ValueError(f"initial query {initial} is outside the {gh}×{gw} grid")
+    return gh, gw
 
-    # columns: the image, then per layer ``ncols`` head columns
+
+def _query_subplots(layers, n_heads, ncols: int, img_w: float, spacer: float):
+    """The subplots: the image (all rows), then per layer a spacer and ``ncols`` head columns."""
+    from plotly.subplots import make_subplots
+
     nrows = max(math.ceil(n / ncols) for n in n_heads)
-    spacer = 0.03
-    img_w = 0.25
     block = (1 - img_w - spacer * len(layers)) / len(layers)
-    specs, widths = [], [img_w]
+    widths = [img_w]
     for _ in layers:
         widths += [spacer] + [block / ncols] * ncols
-    total_cols = len(widths)
-    row_specs = []
+    specs = []
     for rr in range(nrows):
         row = [{"rowspan": nrows} if rr == 0 else None]
         for _ in layers:
             row += [None] + [{} for _ in range(ncols)]
-        row_specs.append(row)
-    specs = row_specs
+        specs.append(row)
     titles = []
     for rr in range(nrows):
         for k, _ in enumerate(layers):
@@ -739,94 +784,122 @@ def query_heads_figure(
                 titles.append(f"head {h + 1}" if h < n_heads[k] else "")
     # make_subplots orders titles by row, then column, over the cells that hold a subplot
     order = ["image"] + titles[: len(layers) * ncols] + titles[len(layers) * ncols :]
-    fig = make_subplots(
+    return make_subplots(
         rows=nrows,
-        cols=total_cols,
+        cols=len(widths),
         specs=specs,
         column_widths=widths,
         horizontal_spacing=0.008,
         vertical_spacing=0.045,
         subplot_titles=order,
     )
-    fig.add_trace(
-        go.Image(z=img.tolist(), hovertemplate="pixel (%{y}, %{x})<extra></extra>"),
-        1,
-        1,
+
+
+def _head_cell(k: int, h: int, ncols: int) -> Tuple[int, int]:
+    """(row, column) of head h of the k-th layer, after its spacer column."""
+    return 1 + h // ncols, 3 + k * (ncols + 1) + h % ncols
+
+
+def _query_maps(history: dict, epoch: int, layers, grid):
+    """Every query token of ``grid`` and, per query, each layer's head maps after ``epoch``."""
+    records = layer_records(history, epoch)
+    queries = [(a, b) for a in range(grid[0]) for b in range(grid[1])]
+    maps = {
+        q: [gaussian_head_maps(records[i], grid, q) for i in layers] for q in queries
+    }
+    return queries, maps
+
+
+def _add_query_traces(fig, traces, n_heads, ncols: int) -> None:
+    """Add the query outline to the image and each head's map and marker to its cell."""
+    fig.add_trace(traces[0], 1, 1)
+    n = 1
+    for k in range(len(n_heads)):
+        for h in range(n_heads[k]):
+            rr, cc = _head_cell(k, h, ncols)
+            fig.add_trace(traces[n], rr, cc)
+            fig.add_trace(traces[n + 1], rr, cc)
+            n += 2
+
+
+def _query_outline(q, ph: int, pw: int):
+    """The query token's outline on the image (red)."""
+    x, y = _square(q[1] * pw - 0.5, q[0] * ph - 0.5, pw)
+    return _go().Scatter(
+        x=x,
+        y=y,
+        mode="lines",
+        line={"color": "red", "width": 3},
+        name="query token",
+        hoverinfo="skip",
+        showlegend=True,
     )
 
-    def cell(
-        k: int, h: int
-    ):  # (row, column) of head h of the k-th layer, after its spacer column
-        return 1 + h // ncols, 3 + k * (ncols + 1) + h % ncols
 
-    def dynamic(q):
-        out = []
-        x, y = _square(q[1] * pw - 0.5, q[0] * ph - 0.5, pw)
-        out.append(
-            go.Scatter(
-                x=x,
-                y=y,
-                mode="lines",
-                line={"color": "red", "width": 3},
-                name="query token",
-                hoverinfo="skip",
-                showlegend=True,
-            )
-        )
-        for k, i in enumerate(layers):
-            for h in range(n_heads[k]):
-                out.append(
-                    go.Heatmap(
-                        z=_round(maps[q][k][h], 3),
-                        coloraxis="coloraxis",
-                        hovertemplate=f"layer {i + 1}, head {h + 1}, token (%{{y}}, %{{x}}): "
-                        "%{z:.3f}<extra></extra>",
-                        x=list(range(1, gw + 1)),
-                        y=list(range(1, gh + 1)),
-                    )
-                )
-                out.append(
-                    go.Scatter(
-                        x=[q[1] + 1],
-                        y=[q[0] + 1],
-                        mode="markers",
-                        showlegend=False,
-                        marker={
-                            "symbol": "square-open",
-                            "size": 8,
-                            "color": "red",
-                            "line": {"width": 2},
-                        },
-                        hoverinfo="skip",
-                    )
-                )
-        return out
+def _head_map_traces(m, q, i: int, h: int, gh: int, gw: int) -> list:
+    """Head h of layer i: its map ``m`` for the query q and the query's marker on it."""
+    go = _go()
+    return [
+        go.Heatmap(
+            z=_round(m, 3),
+            coloraxis="coloraxis",
+            hovertemplate=f"layer {i + 1}, head {h + 1}, token (%{{y}}, %{{x}}): "
+            "%{z:.3f}<extra></extra>",
+            x=list(range(1, gw + 1)),
+            y=list(range(1, gh + 1)),
+        ),
+        go.Scatter(
+            x=[q[1] + 1],
+            y=[q[0] + 1],
+            mode="markers",
+            showlegend=False,
+            marker={
+                "symbol": "square-open",
+                "size": 8,
+                "color": "red",
+                "line": {"width": 2},
+            },
+            hoverinfo="skip",
+        ),
+    ]
 
-    first = dynamic(initial)
-    fig.add_trace(first[0], 1, 1)
-    n = 1
-    for k in range(len(layers)):
-        for h in range(n_heads[k]):
-            rr, cc = cell(k, h)
-            fig.add_trace(first[n], rr, cc)
-            fig.add_trace(first[n + 1], rr, cc)
-            n += 2
-    dyn = list(range(1, len(fig.data)))
 
-    def fname(q):
-        return f"{q[0]}_{q[1]}"
+def _query_slider(queries, initial) -> dict:
+    """The slider over the query tokens (labels from 1, frame names ``"r_c"``)."""
+    return {
+        "active": queries.index(initial),
+        "x": 0.0,
+        "len": 1.0,
+        "y": -0.16,
+        "yanchor": "top",
+        "pad": {"t": 0},
+        "ticklen": 0,
+        "minorticklen": 0,
+        "currentvalue": {
+            "prefix": "query token (row, column), from 1: ",
+            "font": {"size": FONT_SIZE, "color": "#2a3f5f"},
+        },
+        "font": {
+            "size": 12,
+            "color": "rgba(0,0,0,0)",
+        },  # 64 labels: shown above instead
+        "steps": [
+            {
+                "label": f"({q[0] + 1}, {q[1] + 1})",
+                "value": f"{q[0]}_{q[1]}",
+                "method": "animate",
+                "args": [[f"{q[0]}_{q[1]}"], _IMMEDIATE],
+            }
+            for q in queries
+        ],
+    }
 
-    def changes(q):  # only the query outline, the maps and the query markers change
-        return [
-            go.Scatter(x=t.x, y=t.y) if t.type == "scatter" else go.Heatmap(z=t.z)
-            for t in dynamic(q)
-        ]
 
-    fig.frames = [go.Frame(name=fname(q), data=changes(q), traces=dyn) for q in queries]
-    height = 520
+def _query_layout(fig, zmax: float, img_w: float, queries, initial) -> None:
+    """The figure's size, the shared colour axis (its bar under the image), legend and slider."""
     fig.update_layout(
         width=FIGURE_WIDTH,
-        height=height,
+        height=520,
         font={"size": FONT_SIZE},
         template="plotly_white",
         margin={"l": 10, "r": 10, "t": 60, "b": 10},
@@ -853,38 +926,14 @@ def query_heads_figure(
             "yanchor": "bottom",
             "orientation": "h",
         },
-        sliders=[
-            {
-                "active": queries.index(initial),
-                "x": 0.0,
-                "len": 1.0,
-                "y": -0.16,
-                "yanchor": "top",
-                "pad": {"t": 0},
-                "ticklen": 0,
-                "minorticklen": 0,
-                "currentvalue": {
-                    "prefix": "query token (row, column), from 1: ",
-                    "font": {"size": FONT_SIZE, "color": "#2a3f5f"},
-                },
-                "font": {
-                    "size": 12,
-                    "color": "rgba(0,0,0,0)",
-                },  # 64 labels: shown above instead
-                "steps": [
-                    {
-                        "label": f"({q[0] + 1}, {q[1] + 1})",
-                        "value": fname(q),
-                        "method": "animate",
-                        "args": [[fname(q)], _IMMEDIATE],
-                    }
-                    for q in queries
-                ],
-            }
-        ],
+        sliders=[_query_slider(queries, initial)],
     )
     fig.update_annotations(font_size=12)
-    # layer captions above each block of heads
+
+
+def _layer_captions(fig, layers, img_w: float, spacer: float) -> None:
+    """A caption above each layer's block of heads."""
+    block = (1 - img_w - spacer * len(layers)) / len(layers)
     for k, i in enumerate(layers):
         x0 = img_w + spacer * (k + 1) + block * k
         fig.add_annotation(
@@ -898,21 +947,88 @@ def query_heads_figure(
             xanchor="center",
             yanchor="bottom",
         )
+
+
+def _query_axes(fig, n_heads, ncols: int, token_grid, image_size) -> None:
+    """Bare axes; each map on the token grid (1 … g, rows downwards), the image in pixels."""
+    (gh, gw), (ih, iw) = token_grid, image_size
     fig.update_xaxes(
         showticklabels=False, showgrid=False, zeroline=False, constrain="domain"
     )
     fig.update_yaxes(
         showticklabels=False, showgrid=False, zeroline=False, autorange=False
     )
-    for k in range(len(layers)):
+    for k in range(len(n_heads)):
         for h in range(n_heads[k]):
-            rr, cc = cell(k, h)
+            rr, cc = _head_cell(k, h, ncols)
             sub = fig.get_subplot(rr, cc)
             xa = sub.xaxis.plotly_name.replace("axis", "")
             fig.update_xaxes(range=[0.5, gw + 0.5], row=rr, col=cc)
             fig.update_yaxes(range=[gh + 0.5, 0.5], scaleanchor=xa, row=rr, col=cc)
     fig.update_xaxes(range=[-0.5, iw - 0.5], row=1, col=1)
     fig.update_yaxes(range=[ih - 0.5, -0.5], scaleanchor="x", row=1, col=1)
+
+
+def query_heads_figure(
+    history: dict,
+    image,
+    epoch: int = -1,
+    grid: Optional[Tuple[int, int]] = None,
+    initial: Optional[Tuple[int, int]] = None,
+    ncols: int = 3,
+):
+    """A CIFAR image and, for every attention layer, each Gaussian head's attention map over the
+    token grid for one query token (:func:`~attnconv.chapters.shared.gaussian_maps.gaussian_head_maps`
+    of the heads saved after ``epoch``, -1 the last), with the query token outlined in red on the
+    image and marked on every map. One frame per query token (named ``"r_c"``, 0-based), chosen
+    by the slider (labels from 1) or by clicking the image (:func:`click_to_query_script`).
+
+    ``image`` is a ``(3, H, W)`` uint8 tensor or array (CHW, RGB); ``grid`` the token grid (default
+    image size / the model's ``downsample``), so a token is an (H/g)×(W/g) patch of pixels. All
+    maps share one colour scale, from 0 to the largest probability of any head at any query."""
+    go = _go()
+    img = _image_hwc(image)
+    ih, iw = img.shape[:2]
+    gh, gw = _token_grid(history, ih, iw, grid)
+    ph, pw = ih // gh, iw // gw
+    layers = _gaussian_layers(history)
+    queries, maps = _query_maps(history, epoch, layers, (gh, gw))
+    n_heads = [len(maps[queries[0]][k]) for k in range(len(layers))]
+    zmax = max(float(torch.stack([m.max() for m in maps[q]]).max()) for q in queries)
+    initial = (gh // 2, gw // 2) if initial is None else tuple(int(v) for v in initial)
+    if initial not in maps:
+        raise ValueError(f"initial query {initial} is outside the {gh}×{gw} grid")
+
+    img_w, spacer = 0.25, 0.03  # columns: the image, then per layer ``ncols`` heads
+    fig = _query_subplots(layers, n_heads, ncols, img_w, spacer)
+    fig.add_trace(
+        go.Image(z=img.tolist(), hovertemplate="pixel (%{y}, %{x})<extra></extra>"),
+        1,
+        1,
+    )
+
+    def dynamic(q):  # the query outline, then each head's map and query marker
+        out = [_query_outline(q, ph, pw)]
+        for k, i in enumerate(layers):
+            for h in range(n_heads[k]):
+                out += _head_map_traces(maps[q][k][h], q, i, h, gh, gw)
+        return out
+
+    _add_query_traces(fig, dynamic(initial), n_heads, ncols)
+    dyn = list(range(1, len(fig.data)))
+
+    def changes(q):  # only the query outline, the maps and the query markers change
+        return [
+            go.Scatter(x=t.x, y=t.y) if t.type == "scatter" else go.Heatmap(z=t.z)
+            for t in dynamic(q)
+        ]
+
+    fig.frames = [
+        go.Frame(name=f"{q[0]}_{q[1]}", data=changes(q), traces=dyn) for q in queries
+    ]
+    _query_layout(fig, zmax, img_w, queries, initial)
+    _layer_captions(fig, layers, img_w, spacer)
+    _query_axes(fig, n_heads, ncols, (gh, gw), (ih, iw))
     fig.layout.meta = {
         "clickable": True,
         "grid": [gh, gw],
