@@ -306,17 +306,11 @@ def measure_case(
     }
 
 
-def run_benchmark(
-    settings: BenchSettings, device: Optional[torch.device] = None, progress=print
+def _benchmark_header(
+    settings: BenchSettings, device: torch.device, dtype, rates: List[float]
 ) -> dict:
-    """Run every case of ``settings`` side by side and return the results (see the module docstring)."""
-    device = device or torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
-    rates = [matmul_rate(device, dtype)]
-    progress(
-        f"{device.type}: measured matmul rate {rates[0]:.1f} GFLOP/s ({str(dtype).replace('torch.', '')})"
-    )
-    result = {
+    """The result's skeleton: the machine (its matmul rate filled in at the end) and settings."""
+    return {
         "machine": {
             "device": torch.cuda.get_device_name(device)
             if device.type == "cuda"
@@ -335,6 +329,13 @@ def run_benchmark(
         "models": {},
         "grid": [],
     }
+
+
+def _benchmark_models(
+    settings: BenchSettings, device, dtype, rates: List[float], progress
+) -> Dict[str, List[dict]]:
+    """Every model of ``settings`` under every implementation, with its ratios to naive."""
+    models = {}
     for name in settings.models:
         config = paper_model_config(name, **settings.model_overrides)
         rows = []
@@ -356,7 +357,13 @@ def run_benchmark(
                 f"peak {row['peak_memory_mb']:.0f} MB"
             )
         _add_ratios(rows)
-        result["models"][name] = rows
+        models[name] = rows
+    return models
+
+
+def _benchmark_grid(settings: BenchSettings, device, progress) -> List[dict]:
+    """The dense and local training steps at every token grid side of ``settings``."""
+    grid = []
     for side in settings.grid_sizes:
         # synthetic images whose space-to-depth gives side×side tokens
         config = paper_model_config(
@@ -372,17 +379,15 @@ def run_benchmark(
                 settings.grid_repeats,
                 measure_memory=False,
             )
-            result["grid"].append(row)
+            grid.append(row)
             progress(
                 f"  grid {side}×{side} {impl:6s} train step {row['train_step_s']:.3f} s"
             )
-    if settings.denormals:
-        result["denormals"] = denormal_check(device)
-        d = result["denormals"]
-        progress(
-            f"  trained-like heads (spread {d['spread']}): naive {d['naive']:.2f} s, dense {d['dense']:.2f} s per step"
-        )
-    rates.append(matmul_rate(device, dtype))
+    return grid
+
+
+def _set_matmul_rate(result: dict, rates: List[float], progress) -> None:
+    """The machine's rate and every row's fraction of it."""
     # The machine's rate is the best sustained rate seen in this run: a conservative reference
     # (a CPU shared with other work, or clocked down for a while, only lowers single measurements).
     rate = max(rates)
@@ -392,6 +397,29 @@ def run_benchmark(
     progress(
         f"matmul rate: best {rate:.1f} of {len(rates)} measurements ({min(rates):.1f} .. {rate:.1f}) GFLOP/s"
     )
+
+
+def run_benchmark(
+    settings: BenchSettings, device: Optional[torch.device] = None, progress=print
+) -> dict:
+    """Run every case of ``settings`` side by side and return the results (see the module docstring)."""
+    device = device or torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    rates = [matmul_rate(device, dtype)]
+    progress(
+        f"{device.type}: measured matmul rate {rates[0]:.1f} GFLOP/s ({str(dtype).replace('torch.', '')})"
+    )
+    result = _benchmark_header(settings, device, dtype, rates)
+    result["models"] = _benchmark_models(settings, device, dtype, rates, progress)
+    result["grid"] = _benchmark_grid(settings, device, progress)
+    if settings.denormals:
+        result["denormals"] = denormal_check(device)
+        d = result["denormals"]
+        progress(
+            f"  trained-like heads (spread {d['spread']}): naive {d['naive']:.2f} s, dense {d['dense']:.2f} s per step"
+        )
+    rates.append(matmul_rate(device, dtype))
+    _set_matmul_rate(result, rates, progress)
     if settings.accuracy_epochs:
         result["accuracy"] = accuracy_check(
             settings.accuracy_epochs, settings.accuracy_tokens, device
@@ -868,6 +896,167 @@ def _answer(conn, side: str, case: str):
         ) from None
 
 
+def _comparison_header(reference, batch_size: int, repeats: int) -> dict:
+    """The result's skeleton of :func:`compare_with_reference`: the machine and the settings."""
+    import os
+
+    return {
+        "machine": {
+            "device": platform.processor() or platform.machine(),
+            "torch": torch.__version__,
+            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "(unset)"),
+            "load_average_at_start": os.getloadavg()[0],
+        },
+        "reference": str(reference),
+        "batch_size": batch_size,
+        "repeats": repeats,
+        "sides": "one process each; after keeps freed memory (retain_freed_memory), before does not",
+        "rows": [],
+    }
+
+
+def _start_worker(spawn, checkout, retain: bool, case, batch_size: int, threads: int):
+    """Start one :func:`_step_worker` process for ``case``: ``(process, parent end of its pipe)``."""
+    profile, model, overrides = case
+    parent, child = spawn.Pipe()
+    proc = spawn.Process(
+        target=_step_worker,
+        daemon=True,
+        args=(
+            child,
+            checkout,
+            profile,
+            model,
+            overrides,
+            batch_size,
+            threads,
+            retain,
+        ),
+    )
+    proc.start()
+    child.close()  # so that a worker that dies is an EOFError here, not a hang
+    return proc, parent
+
+
+def _stop_workers(workers: dict) -> None:
+    """Tell every worker to stop, wait for it, and kill one that does not."""
+    for proc, conn in workers.values():
+        try:
+            conn.send(("stop", 0))
+        except (BrokenPipeError, OSError):
+            pass
+        proc.join(timeout=30)
+        if proc.is_alive():
+            proc.kill()
+
+
+def _timed_rounds(ask, repeats: int):
+    """One warm-up step each, then ``repeats`` alternating rounds: (times, page faults, worst
+    relative difference of the two sides' losses)."""
+    for key in ("before", "after"):
+        ask(key, "step", 99)  # warm-up
+    times, faults, worst = (
+        {"before": [], "after": []},
+        {"before": [], "after": []},
+        0.0,
+    )
+    for r in range(repeats):
+        losses = {}
+        for key in ("before", "after") if r % 2 == 0 else ("after", "before"):
+            seconds, losses[key], page_faults = ask(key, "step", 1000 + r)
+            times[key].append(seconds)
+            faults[key].append(page_faults)
+        worst = max(
+            worst,
+            abs(losses["after"] - losses["before"]) / abs(losses["before"]),
+        )
+    return times, faults, worst
+
+
+def _comparison_row(
+    case, label: str, threads: int, batch_size: int, after_info, times, faults, worst
+) -> dict:
+    """One case's row of :func:`compare_with_reference` from its two sides' measurements."""
+    import statistics
+
+    profile, model, _ = case
+    config = SelfAttentionConfig(**after_info["config"])
+    implementation = config.attention_implementation
+    flops = (
+        3 * 2 * analytic_macs(config, implementation=implementation).total * batch_size
+    )
+    before, after = (
+        statistics.median(times["before"]),
+        statistics.median(times["after"]),
+    )
+    return {
+        "profile": profile,
+        "model": label,
+        "model_name": model,
+        "num_heads": config.num_heads,
+        "implementation": implementation,
+        "threads": threads,
+        "before_s": before,
+        "after_s": after,
+        "speedup": before / after,
+        "before_times_s": times["before"],
+        "after_times_s": times["after"],
+        "train_gflops_per_step": flops / 1e9,
+        "achieved_gflop_per_s": flops / after / 1e9,
+        "max_relative_loss_difference": worst,
+        "before_page_faults_per_step": statistics.median(faults["before"]),
+        "after_page_faults_per_step": statistics.median(faults["after"]),
+        "after_retains_freed_memory": after_info["retains_freed_memory"],
+    }
+
+
+def _compare_case(
+    spawn, reference, case, threads: int, batch_size: int, repeats: int, breakdown
+) -> dict:
+    """Time one case on both sides, each in a process of its own; its row."""
+    profile, model, overrides = case
+    label = model + (
+        ""
+        if not overrides
+        else " " + ",".join(f"{k}={v}" for k, v in overrides.items())
+    )
+    workers, info = {}, {}
+    try:
+        for key, checkout, retain in (
+            ("before", str(reference), False),
+            ("after", None, True),
+        ):
+            workers[key] = _start_worker(
+                spawn, checkout, retain, case, batch_size, threads
+            )
+            info[key] = _answer(workers[key][1], key, label)
+
+        def ask(key, request, seed):
+            workers[key][1].send((request, seed))
+            return _answer(workers[key][1], key, label)
+
+        times, faults, worst = _timed_rounds(ask, repeats)
+        ops = ask("after", "breakdown", 7) if breakdown else None
+    finally:
+        _stop_workers(workers)
+    row = _comparison_row(
+        case, label, threads, batch_size, info["after"], times, faults, worst
+    )
+    if ops is not None:
+        row["breakdown"] = ops
+    return row
+
+
+def _add_rate_fractions(rows: List[dict], rate: float) -> None:
+    """Each row's share of the matmul ``rate`` and the share that 2× the reference would need."""
+    for row in rows:
+        row["matmul_gflop_per_s"] = rate
+        row["fraction_of_matmul_rate"] = row["achieved_gflop_per_s"] / rate
+        row["fraction_needed_for_2x"] = (
+            row["train_gflops_per_step"] / (row["before_s"] / 2) / rate
+        )
+
+
 def compare_with_reference(
     reference,
     cases=BOOK_CASES,
@@ -892,146 +1081,31 @@ def compare_with_reference(
     relative difference of the two losses, and (``breakdown``) the per-op shares of one step of
     this code."""
     import multiprocessing
-    import os
-    import statistics
 
     load_reference(reference)  # fails early on a checkout without attnconv
     cpu = torch.device("cpu")
     before_threads = torch.get_num_threads()
     spawn = multiprocessing.get_context("spawn")
-    result = {
-        "machine": {
-            "device": platform.processor() or platform.machine(),
-            "torch": torch.__version__,
-            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "(unset)"),
-            "load_average_at_start": os.getloadavg()[0],
-        },
-        "reference": str(reference),
-        "batch_size": batch_size,
-        "repeats": repeats,
-        "sides": "one process each; after keeps freed memory (retain_freed_memory), before does not",
-        "rows": [],
-    }
+    result = _comparison_header(reference, batch_size, repeats)
     try:
         for n_threads in threads:
             torch.set_num_threads(n_threads)
             rates = [matmul_rate(cpu, seconds=2.0)]
             rows = []
-            for profile, model, overrides in cases:
-                label = model + (
-                    ""
-                    if not overrides
-                    else " " + ",".join(f"{k}={v}" for k, v in overrides.items())
+            for case in cases:
+                row = _compare_case(
+                    spawn, reference, case, n_threads, batch_size, repeats, breakdown
                 )
-                workers, info = {}, {}
-                try:
-                    for key, checkout, retain in (
-                        ("before", str(reference), False),
-                        ("after", None, True),
-                    ):
-                        parent, child = spawn.Pipe()
-                        proc = spawn.Process(
-                            target=_step_worker,
-                            daemon=True,
-                            args=(
-                                child,
-                                checkout,
-                                profile,
-                                model,
-                                overrides,
-                                batch_size,
-                                n_threads,
-                                retain,
-                            ),
-                        )
-                        proc.start()
-                        child.close()  # so that a worker that dies is an EOFError here, not a hang
-                        workers[key] = (proc, parent)
-                        info[key] = _answer(parent, key, label)
-
-                    def ask(key, request, seed):
-                        workers[key][1].send((request, seed))
-                        return _answer(workers[key][1], key, label)
-
-                    for key in workers:
-                        ask(key, "step", 99)  # warm-up
-                    times, faults, worst = (
-                        {"before": [], "after": []},
-                        {"before": [], "after": []},
-                        0.0,
-                    )
-                    for r in range(repeats):
-                        losses = {}
-                        for key in (
-                            ("before", "after") if r % 2 == 0 else ("after", "before")
-                        ):
-                            seconds, losses[key], page_faults = ask(
-                                key, "step", 1000 + r
-                            )
-                            times[key].append(seconds)
-                            faults[key].append(page_faults)
-                        worst = max(
-                            worst,
-                            abs(losses["after"] - losses["before"])
-                            / abs(losses["before"]),
-                        )
-                    ops = ask("after", "breakdown", 7) if breakdown else None
-                finally:
-                    for proc, conn in workers.values():
-                        try:
-                            conn.send(("stop", 0))
-                        except (BrokenPipeError, OSError):
-                            pass
-                        proc.join(timeout=30)
-                        if proc.is_alive():
-                            proc.kill()
-                after_info = info["after"]
-                config = SelfAttentionConfig(**after_info["config"])
-                implementation = config.attention_implementation
-                flops = (
-                    3
-                    * 2
-                    * analytic_macs(config, implementation=implementation).total
-                    * batch_size
-                )
-                before, after = (
-                    statistics.median(times["before"]),
-                    statistics.median(times["after"]),
-                )
-                row = {
-                    "profile": profile,
-                    "model": label,
-                    "model_name": model,
-                    "num_heads": config.num_heads,
-                    "implementation": implementation,
-                    "threads": n_threads,
-                    "before_s": before,
-                    "after_s": after,
-                    "speedup": before / after,
-                    "before_times_s": times["before"],
-                    "after_times_s": times["after"],
-                    "train_gflops_per_step": flops / 1e9,
-                    "achieved_gflop_per_s": flops / after / 1e9,
-                    "max_relative_loss_difference": worst,
-                    "before_page_faults_per_step": statistics.median(faults["before"]),
-                    "after_page_faults_per_step": statistics.median(faults["after"]),
-                    "after_retains_freed_memory": after_info["retains_freed_memory"],
-                }
-                if ops is not None:
-                    row["breakdown"] = ops
                 rows.append(row)
                 rates.append(matmul_rate(cpu, seconds=1.0))
+                before, after = row["before_s"], row["after_s"]
                 progress(
-                    f"  {n_threads} thr {profile:5s} {label:22s} before {before:.3f} s  after {after:.3f} s  "
-                    f"x{before / after:.2f}  {row['achieved_gflop_per_s']:.1f} GFLOP/s  losses agree to {worst:.1e}"
+                    f"  {n_threads} thr {row['profile']:5s} {row['model']:22s} before {before:.3f} s  after {after:.3f} s  "
+                    f"x{before / after:.2f}  {row['achieved_gflop_per_s']:.1f} GFLOP/s  "
+                    f"losses agree to {row['max_relative_loss_difference']:.1e}"
                 )
             rate = max(rates)
-            for row in rows:
-                row["matmul_gflop_per_s"] = rate
-                row["fraction_of_matmul_rate"] = row["achieved_gflop_per_s"] / rate
-                row["fraction_needed_for_2x"] = (
-                    row["train_gflops_per_step"] / (row["before_s"] / 2) / rate
-                )
+            _add_rate_fractions(rows, rate)
             result["rows"] += rows
             with warnings.catch_warnings():
                 warnings.simplefilter(
@@ -1281,7 +1355,8 @@ def merge_heads_comparison(
     return out
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def _bench_parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m attnconv.bench``."""
     parser = argparse.ArgumentParser(
         prog="python -m attnconv.bench", description=__doc__.split("\n\n")[0]
     )
@@ -1319,40 +1394,52 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         help="instead: one layer's merge of the heads at paper size, the old per-head sum "
         "against the one-GEMM merge (forward + backward), side by side",
     )
-    args = parser.parse_args(argv)
-    if args.merge_heads:
-        result = merge_heads_comparison(repeats=args.repeats or 5)
-        for name in ("per-head sum (before)", "one GEMM"):
-            r = result[name]
-            print(
-                f"{name:<22} {r['ms']:8.1f} ms forward+backward, "
-                f"~{r['estimated_mb']:,.0f} MB moved"
-            )
+    return parser
+
+
+def _save_json(result: dict, path: Optional[str], say: bool = True) -> None:
+    """Write ``result`` as JSON to ``path`` (if given), saying so when ``say``."""
+    if path:
+        with open(path, "w") as f:
+            json.dump(result, f, indent=1)
+        if say:
+            print(f"saved {path}")
+
+
+def _main_merge_heads(args) -> int:
+    """``--merge-heads``: the per-head sum against the one-GEMM merge."""
+    result = merge_heads_comparison(repeats=args.repeats or 5)
+    for name in ("per-head sum (before)", "one GEMM"):
+        r = result[name]
         print(
-            f"largest relative difference (outputs and gradients): "
-            f"{result['max_relative_difference']:.1e}; {result['shape']}, "
-            f"{result['dtype']}, {result['threads']} threads"
+            f"{name:<22} {r['ms']:8.1f} ms forward+backward, "
+            f"~{r['estimated_mb']:,.0f} MB moved"
         )
-        if args.out:
-            with open(args.out, "w") as f:
-                json.dump(result, f, indent=1)
-        return 0
-    if args.compare_with:
-        try:
-            load_reference(args.compare_with)
-        except FileNotFoundError as err:
-            parser.exit(2, f"error: {err}\n")
-        result = compare_with_reference(
-            args.compare_with, threads=args.threads, repeats=args.repeats or 7
-        )
-        print(
-            "\n".join(_text_table(COMPARISON_COLUMNS, comparison_table(result), left=2))
-        )
-        if args.out:
-            with open(args.out, "w") as f:
-                json.dump(result, f, indent=1)
-            print(f"saved {args.out}")
-        return 0
+    print(
+        f"largest relative difference (outputs and gradients): "
+        f"{result['max_relative_difference']:.1e}; {result['shape']}, "
+        f"{result['dtype']}, {result['threads']} threads"
+    )
+    _save_json(result, args.out, say=False)
+    return 0
+
+
+def _main_compare(args, parser) -> int:
+    """``--compare-with``: this code against another checkout's, as a table."""
+    try:
+        load_reference(args.compare_with)
+    except FileNotFoundError as err:
+        parser.exit(2, f"error: {err}\n")
+    result = compare_with_reference(
+        args.compare_with, threads=args.threads, repeats=args.repeats or 7
+    )
+    print("\n".join(_text_table(COMPARISON_COLUMNS, comparison_table(result), left=2)))
+    _save_json(result, args.out)
+    return 0
+
+
+def _main_benchmark(args) -> int:
+    """The benchmark of a preset, with the settings the arguments change."""
     settings = PRESETS[args.preset]
     changes = {
         k: v
@@ -1368,11 +1455,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     settings = replace(settings, **changes)
     result = run_benchmark(settings, torch.device(args.device) if args.device else None)
     print(format_table(result))
-    if args.out:
-        with open(args.out, "w") as f:
-            json.dump(result, f, indent=1)
-        print(f"saved {args.out}")
+    _save_json(result, args.out)
     return 0
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = _bench_parser()
+    args = parser.parse_args(argv)
+    if args.merge_heads:
+        return _main_merge_heads(args)
+    if args.compare_with:
+        return _main_compare(args, parser)
+    return _main_benchmark(args)
 
 
 if __name__ == "__main__":
