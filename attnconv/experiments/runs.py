@@ -220,6 +220,38 @@ def replay_first_epoch(run: Run) -> dict:
         return train(config, tmp, progress=False, stop_after=1, verbose=False)
 
 
+_EPOCH_KEYS = ("train_loss", "test_loss", "train_acc", "test_acc")
+
+
+def _not_checked(reason: str, saved: Mapping) -> dict:
+    """The answer of :func:`verify_first_epoch` for a run re-checked only on request."""
+    return {
+        "match": None,
+        "checked": False,
+        "reason": reason,
+        "checks": {},
+        "saved": {k: saved[k] for k in _EPOCH_KEYS},
+        "retrained": None,
+    }
+
+
+def _first_steps_match(run: Run, again_history: Mapping, tol, step_tolerance):
+    """Whether the first recorded step losses agree within ``step_tolerance`` (None: none saved)."""
+    counts = [n for n in (tol.steps, CHECKED_STEPS.get(run.config.model)) if n]
+    n = min(counts) if counts else None
+    steps, fresh = (
+        run.history.get("first_step_losses"),
+        again_history["first_step_losses"],
+    )
+    if steps:
+        steps, fresh = steps[:n], fresh[:n]
+    if not steps:
+        return None
+    return len(steps) == len(fresh) and all(
+        abs(a - b) <= step_tolerance * abs(a) for a, b in zip(steps, fresh)
+    )
+
+
 def verify_first_epoch(
     run: Run,
     loss_tolerance: Optional[float] = None,
@@ -258,21 +290,13 @@ def verify_first_epoch(
     :data:`MEASURED_SPREAD`). A run of another
     seed, another learning rate or edited numbers fails. ``replayed``: a history from
     :func:`replay_first_epoch` to reuse."""
-    keys = ("train_loss", "test_loss", "train_acc", "test_acc")
     saved = run.epochs[0]
     if replayed is None and not on_request:
         reason = recheck_only_on_request(run)
         if reason is not None:
             if verbose:
                 print(reason)
-            return {
-                "match": None,
-                "checked": False,
-                "reason": reason,
-                "checks": {},
-                "saved": {k: saved[k] for k in keys},
-                "retrained": None,
-            }
+            return _not_checked(reason, saved)
     again_history = replayed if replayed is not None else replay_first_epoch(run)
     key = tolerance_key(run.history, again_history)
     tol = TOLERANCES[key]
@@ -283,22 +307,10 @@ def verify_first_epoch(
     )
     initial_tolerance = tol.initial if initial_tolerance is None else initial_tolerance
     again = again_history["epochs"][0]
-    counts = [n for n in (tol.steps, CHECKED_STEPS.get(run.config.model)) if n]
-    n = min(counts) if counts else None
-    steps, fresh = (
-        run.history.get("first_step_losses"),
-        again_history["first_step_losses"],
-    )
-    if steps:
-        steps, fresh = steps[:n], fresh[:n]
+    first_steps = _first_steps_match(run, again_history, tol, step_tolerance)
     checks = {
         "initial_heads": _initial_heads_match(run, initial_tolerance),
-        "first_steps": None
-        if not steps
-        else (
-            len(steps) == len(fresh)
-            and all(abs(a - b) <= step_tolerance * abs(a) for a, b in zip(steps, fresh))
-        ),
+        "first_steps": first_steps,
         "epoch_1": abs(saved["train_loss"] - again["train_loss"])
         <= loss_tolerance * abs(saved["train_loss"])
         and abs(saved["train_acc"] - again["train_acc"]) <= accuracy_tolerance,
@@ -309,8 +321,8 @@ def verify_first_epoch(
         "checked": True,
         "tolerances": key,
         "checks": checks,
-        "saved": {k: saved[k] for k in keys},
-        "retrained": {k: again[k] for k in keys},
+        "saved": {k: saved[k] for k in _EPOCH_KEYS},
+        "retrained": {k: again[k] for k in _EPOCH_KEYS},
     }
 
 
