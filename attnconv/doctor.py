@@ -210,32 +210,34 @@ def _arch_supported(capability: Tuple[int, int], arch_list: Sequence[str]) -> bo
     return False
 
 
-def diagnose(m: Machine) -> List[Check]:
-    """The report's items for the machine ``m``."""
-    checks = [
-        Check(
-            "python",
-            ".".join(map(str, m.python)),
-            m.python[:2] >= (3, 11),
-            "attnconv needs Python 3.11 or newer (torch 2.15 has no wheel for older ones): "
-            "make setup PYTHON=python3.11",
-        )
-    ]
-    cuda_major = int(m.torch_cuda.split(".")[0]) if m.torch_cuda else None
-    checks.append(
-        Check(
-            "torch",
-            f"{m.torch_version}, "
-            + (
-                f"built for CUDA {m.torch_cuda}"
-                if m.torch_cuda
-                else "a CPU-only build (no CUDA)"
-            ),
-            None if not m.smi_gpus and not m.torch_cuda else bool(m.torch_cuda),
-            f"this build cannot use the GPU: {TORCH_INDEX_HINT}",
-        )
+def _python_check(m: Machine) -> Check:
+    """The Python version (3.11 or newer)."""
+    return Check(
+        "python",
+        ".".join(map(str, m.python)),
+        m.python[:2] >= (3, 11),
+        "attnconv needs Python 3.11 or newer (torch 2.15 has no wheel for older ones): "
+        "make setup PYTHON=python3.11",
     )
-    checks.append(_torch_range_check(m.torch_version))
+
+
+def _torch_build_check(m: Machine) -> Check:
+    """The torch build and the CUDA version it was built for."""
+    return Check(
+        "torch",
+        f"{m.torch_version}, "
+        + (
+            f"built for CUDA {m.torch_cuda}"
+            if m.torch_cuda
+            else "a CPU-only build (no CUDA)"
+        ),
+        None if not m.smi_gpus and not m.torch_cuda else bool(m.torch_cuda),
+        f"this build cannot use the GPU: {TORCH_INDEX_HINT}",
+    )
+
+
+def _cuda_check(m: Machine) -> Check:
+    """Whether CUDA works (not applicable without any card)."""
     gpu = m.smi_gpus or m.cuda_available
     if m.cuda_available:
         found = f"works: {m.device_name}"
@@ -245,84 +247,88 @@ def diagnose(m: Machine) -> List[Check]:
         found = (
             f"does not work: nvidia-smi lists {m.smi_gpus[0][0]}, torch cannot use it"
         )
-    checks.append(
-        Check(
-            "CUDA",
-            found,
-            True if m.cuda_available else (None if not gpu else False),
-            "see the driver and architecture lines below",
-        )
+    return Check(
+        "CUDA",
+        found,
+        True if m.cuda_available else (None if not gpu else False),
+        "see the driver and architecture lines below",
     )
+
+
+def _driver_check(m: Machine, cuda_major: Optional[int]) -> Check:
+    """The NVIDIA driver against the oldest one the build's CUDA major version runs with."""
     if m.driver is None:
-        checks.append(
-            Check(
-                "driver",
-                "none (nvidia-smi absent or failing)",
-                None if not m.cuda_available else True,
-                "install the NVIDIA driver",
-            )
+        return Check(
+            "driver",
+            "none (nvidia-smi absent or failing)",
+            None if not m.cuda_available else True,
+            "install the NVIDIA driver",
         )
-    else:
-        need = MIN_DRIVER.get(cuda_major) if cuda_major else None
-        ok = need is None or _version_tuple(m.driver) >= _version_tuple(need)
-        checks.append(
-            Check(
-                "driver",
-                m.driver
-                + (f" (CUDA {m.torch_cuda} needs {need} or newer)" if need else ""),
-                ok,
-                f"update the NVIDIA driver to {need} or newer, or install a torch build for "
-                f"an older CUDA that this driver runs: {TORCH_INDEX_HINT}",
-            )
-        )
-    if m.capability is None:
-        checks.append(Check("architecture", "no card", None))
-    else:
-        cap = f"{m.capability[0]}.{m.capability[1]}"
-        ok = _arch_supported(m.capability, m.arch_list) if m.torch_cuda else False
-        checks.append(
-            Check(
-                "architecture",
-                f"compute capability {cap}; the build has kernels for "
-                f"{' '.join(m.arch_list) or 'none'}",
-                ok,
-                f"this torch build has no kernels for sm_{cap.replace('.', '')}: install a "
-                f"build that has them: {TORCH_INDEX_HINT}",
-            )
-        )
-    if m.bf16 is None:
-        checks.append(Check("bf16", "no CUDA card to ask", None))
-    else:
-        found = "supported natively: training uses bf16 autocast"
-        if not m.bf16:
-            found = (
-                "emulated only" if m.bf16_emulated else "not supported by this card"
-            ) + ": training uses fp16 autocast with a gradient scaler instead"
-        checks.append(
-            Check(
-                "bf16",
-                found,
-                m.bf16,
-                "the gpu and paper profiles are meant for bf16 autocast, which needs compute "
-                "capability 8.0 or newer (A100, RTX 30xx, H100 and later); on this card "
-                "they run in fp16 with loss scaling (attnconv.experiments.device)",
-            )
-        )
-    checks.append(
-        Check(
-            "data",
-            f"{m.data_root}: "
-            + (
-                "the full CIFAR-10 is there"
-                if m.cifar10_present
-                else "no full CIFAR-10 (runs of the gpu and paper profiles would "
-                "download it, or fall back to the 5,085-image sample)"
-            ),
-            True if m.cifar10_present else (None if m.profile == "cpu" else False),
-            "python -m attnconv.doctor --download fetches it (170 MB), or copy the folder "
-            "cifar-10-batches-py there, or set ATTNCONV_DATA_ROOT to where it is",
-        )
+    need = MIN_DRIVER.get(cuda_major) if cuda_major else None
+    ok = need is None or _version_tuple(m.driver) >= _version_tuple(need)
+    return Check(
+        "driver",
+        m.driver + (f" (CUDA {m.torch_cuda} needs {need} or newer)" if need else ""),
+        ok,
+        f"update the NVIDIA driver to {need} or newer, or install a torch build for "
+        f"an older CUDA that this driver runs: {TORCH_INDEX_HINT}",
     )
+
+
+def _architecture_check(m: Machine) -> Check:
+    """The card's compute capability against the architectures the build has kernels for."""
+    if m.capability is None:
+        return Check("architecture", "no card", None)
+    cap = f"{m.capability[0]}.{m.capability[1]}"
+    ok = _arch_supported(m.capability, m.arch_list) if m.torch_cuda else False
+    return Check(
+        "architecture",
+        f"compute capability {cap}; the build has kernels for "
+        f"{' '.join(m.arch_list) or 'none'}",
+        ok,
+        f"this torch build has no kernels for sm_{cap.replace('.', '')}: install a "
+        f"build that has them: {TORCH_INDEX_HINT}",
+    )
+
+
+def _bf16_check(m: Machine) -> Check:
+    """Native bf16 support (emulation does not count)."""
+    if m.bf16 is None:
+        return Check("bf16", "no CUDA card to ask", None)
+    found = "supported natively: training uses bf16 autocast"
+    if not m.bf16:
+        found = (
+            "emulated only" if m.bf16_emulated else "not supported by this card"
+        ) + ": training uses fp16 autocast with a gradient scaler instead"
+    return Check(
+        "bf16",
+        found,
+        m.bf16,
+        "the gpu and paper profiles are meant for bf16 autocast, which needs compute "
+        "capability 8.0 or newer (A100, RTX 30xx, H100 and later); on this card "
+        "they run in fp16 with loss scaling (attnconv.experiments.device)",
+    )
+
+
+def _data_check(m: Machine) -> Check:
+    """The data root and whether the full CIFAR-10 is there."""
+    return Check(
+        "data",
+        f"{m.data_root}: "
+        + (
+            "the full CIFAR-10 is there"
+            if m.cifar10_present
+            else "no full CIFAR-10 (runs of the gpu and paper profiles would "
+            "download it, or fall back to the 5,085-image sample)"
+        ),
+        True if m.cifar10_present else (None if m.profile == "cpu" else False),
+        "python -m attnconv.doctor --download fetches it (170 MB), or copy the folder "
+        "cifar-10-batches-py there, or set ATTNCONV_DATA_ROOT to where it is",
+    )
+
+
+def _profile_check(m: Machine) -> Check:
+    """The profile the chapters will use and how many of its runs are saved."""
     saved, registered = m.profile_runs
     why = (
         "ATTNCONV_PROFILE"
@@ -331,17 +337,30 @@ def diagnose(m: Machine) -> List[Check]:
     )
     command = f"python -m attnconv.regenerate --only '{m.profile}/*'"
     # runs not trained yet are work to do, not a fault of the machine
-    checks.append(
-        Check(
-            "profile",
-            f"the chapters use {m.profile} ({why}); {saved} of its {registered} runs saved"
-            + ("" if saved == registered else f" (to make them: {command})"),
-            True if saved == registered else None,
-            f"make them with: {command} (or read the book's committed runs: "
-            "ATTNCONV_PROFILE=cpu)",
-        )
+    return Check(
+        "profile",
+        f"the chapters use {m.profile} ({why}); {saved} of its {registered} runs saved"
+        + ("" if saved == registered else f" (to make them: {command})"),
+        True if saved == registered else None,
+        f"make them with: {command} (or read the book's committed runs: "
+        "ATTNCONV_PROFILE=cpu)",
     )
-    return checks
+
+
+def diagnose(m: Machine) -> List[Check]:
+    """The report's items for the machine ``m``."""
+    cuda_major = int(m.torch_cuda.split(".")[0]) if m.torch_cuda else None
+    return [
+        _python_check(m),
+        _torch_build_check(m),
+        _torch_range_check(m.torch_version),
+        _cuda_check(m),
+        _driver_check(m, cuda_major),
+        _architecture_check(m),
+        _bf16_check(m),
+        _data_check(m),
+        _profile_check(m),
+    ]
 
 
 def verdict(m: Machine, checks: Sequence[Check]) -> str:
