@@ -115,6 +115,20 @@ def head_state_figure(state: HeadState):
     return fig
 
 
+def _float_slider(desc, value, lo, hi, step, style, layout) -> widgets.FloatSlider:
+    """A float slider of the explorer, updating when released."""
+    return widgets.FloatSlider(
+        value=value,
+        min=lo,
+        max=hi,
+        step=step,
+        description=desc,
+        style=style,
+        layout=layout,
+        continuous_update=False,
+    )
+
+
 class HeadExplorer(widgets.HBox):
     """The widget of :func:`head_explorer` (an ipywidgets ``HBox``): sliders that define a
     :class:`HeadState` and an output area redrawn with :func:`head_state_figure` on every change.
@@ -134,21 +148,27 @@ class HeadExplorer(widgets.HBox):
                 f"the explorer offers kernel sizes 3 and 5, got {state.kernel_size}"
             )
         self._draw, self._suspended, self.redraws = draw, False, 0
+        self.sliders = self._make_sliders(state)
+        self._grid = state.grid
+        self.output = widgets.Output()
+        super().__init__([self._controls(), self.output])
+        for name, control in self.sliders.items():
+            control.observe(self._on_change, names="value")
+        self._sync_enabled()
+        self.state = self._read_state()
+        self.redraw()
+
+    def _make_sliders(self, state: HeadState) -> dict:
+        """The controls, by name, set to ``state`` (clamped to their ranges)."""
         h, w = state.grid
         style, layout = {"description_width": "90px"}, widgets.Layout(width="330px")
-        fs = lambda desc, v, lo, hi, step: widgets.FloatSlider(  # noqa: E731
-            value=v,
-            min=lo,
-            max=hi,
-            step=step,
-            description=desc,
-            style=style,
-            layout=layout,
-            continuous_update=False,
-        )
+
+        def fs(desc, v, lo, hi, step):
+            return _float_slider(desc, v, lo, hi, step, style, layout)
+
         m = state.inv_sqrt_sigma or ((1.0, 0.0), (0.0, 1.0))
         lim = max(h, w)
-        self.sliders = {
+        return {
             "delta1": fs("Δ₁ (row)", state.delta[0], -lim, lim, 0.1),
             "delta2": fs("Δ₂ (column)", state.delta[1], -lim, lim, 0.1),
             "alpha": widgets.FloatLogSlider(
@@ -196,10 +216,11 @@ class HeadExplorer(widgets.HBox):
                 style={"button_width": "48px"},
             ),
         }
-        self._grid = state.grid
-        self.output = widgets.Output()
+
+    def _controls(self) -> widgets.VBox:
+        """The column of controls: the head's, then the query's and the window's."""
         s = self.sliders
-        controls = widgets.VBox(
+        return widgets.VBox(
             [
                 widgets.HTML("<b>head</b>"),
                 s["delta1"],
@@ -216,12 +237,6 @@ class HeadExplorer(widgets.HBox):
                 s["kernel_size"],
             ]
         )
-        super().__init__([controls, self.output])
-        for name, control in s.items():
-            control.observe(self._on_change, names="value")
-        self._sync_enabled()
-        self.state = self._read_state()
-        self.redraw()
 
     # -- state ------------------------------------------------------------------------------
     def _read_state(self) -> HeadState:

@@ -133,6 +133,36 @@ def uniform_attention_distance(grid: int) -> float:
     return float(mean_attention_distance(m, (grid // 2, grid // 2))[0])
 
 
+def _overlapping_pairs(shared: torch.Tensor, loc: torch.Tensor):
+    """Pairs of heads sharing more than :data:`OVERLAP_SHARED_MASS`: all, and both localized."""
+    n = shared.shape[0]
+    pairs = int(
+        sum(
+            bool(shared[a, b] > OVERLAP_SHARED_MASS)
+            for a in range(n)
+            for b in range(a + 1, n)
+        )
+    )
+    loc_pairs = int(
+        sum(
+            bool(shared[a, b] > OVERLAP_SHARED_MASS and loc[a] and loc[b])
+            for a in range(n)
+            for b in range(a + 1, n)
+        )
+    )
+    return pairs, loc_pairs
+
+
+def _non_isotropic(run, rec) -> Optional[int]:
+    """Generalized heads whose Σ⁻¹ has a condition number above the threshold (else None)."""
+    if run.config.model == "generalized" and "inverse_covariance" in rec:
+        ev = torch.linalg.eigvalsh(
+            torch.as_tensor(rec["inverse_covariance"], dtype=torch.float64)
+        )
+        return int((ev[:, 1] > NON_ISOTROPIC_CONDITION * ev[:, 0]).sum())
+    return None
+
+
 def depth_rows(
     run, label: str, kernel_size: int = 3, radius: float = 0.5
 ) -> List[dict]:
@@ -163,30 +193,11 @@ def depth_rows(
             continue
         m = torch.as_tensor(m, dtype=torch.float64)
         centers = torch.as_tensor(rec["centers"], dtype=torch.float64).reshape(-1, 2)
-        shared = shared_mass(m)
         n = m.shape[0]
-        pairs = int(
-            sum(
-                bool(shared[a, b] > OVERLAP_SHARED_MASS)
-                for a in range(n)
-                for b in range(a + 1, n)
-            )
-        )
         loc = peak_probability(m) > LOCALIZED_PEAK
-        loc_pairs = int(
-            sum(
-                bool(shared[a, b] > OVERLAP_SHARED_MASS and loc[a] and loc[b])
-                for a in range(n)
-                for b in range(a + 1, n)
-            )
-        )
+        pairs, loc_pairs = _overlapping_pairs(shared_mass(m), loc)
         gaps = torch.cdist(centers, centers) + torch.eye(n, dtype=torch.float64) * 1e9
-        non_iso = None
-        if run.config.model == "generalized" and "inverse_covariance" in rec:
-            ev = torch.linalg.eigvalsh(
-                torch.as_tensor(rec["inverse_covariance"], dtype=torch.float64)
-            )
-            non_iso = int((ev[:, 1] > NON_ISOTROPIC_CONDITION * ev[:, 0]).sum())
+        non_iso = _non_isotropic(run, rec)
         uniform = distance_to_uniform(m) < NEAR_UNIFORM_TV
         lr = mirror_symmetry(m, query, "left-right") >= SYMMETRIC_SCORE
         ud = mirror_symmetry(m, query, "up-down") >= SYMMETRIC_SCORE

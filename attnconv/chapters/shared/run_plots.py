@@ -110,6 +110,130 @@ def plot_trajectories_per_layer(
     return fig
 
 
+def _contour_axes(records, ncols: int, panel_size: float):
+    """The figure and its grid of panels, with room below for the legend's rows."""
+    import matplotlib.pyplot as plt
+
+    nrows = math.ceil(len(records) / ncols)
+    legend_rows = math.ceil((max(len(r.get("centers", [])) for r in records) + 2) / 6)
+    panel_size = min(panel_size, (COLUMN_INCHES - 0.4) / ncols)
+    return plt.subplots(
+        nrows,
+        ncols,
+        figsize=(COLUMN_INCHES - 0.4, panel_size * nrows + 0.3 * legend_rows + 0.5),
+        squeeze=False,
+        layout="constrained",
+    )
+
+
+def _draw_heads(
+    ax, centers, inverse, query, masses, degenerate, hide_uniform, extent, clip_size
+) -> int:
+    """Each head's mass ellipses and centre on ``ax``; returns how many wide heads were hidden."""
+    hidden = 0
+    for k, c in enumerate(_head_colors(len(centers))):
+        if k in degenerate:
+            styles = ("dotted",) * len(masses)
+            draw_mass_ellipses(
+                ax,
+                centers[k],
+                inverse[k],
+                query,
+                masses,
+                "black",
+                styles,
+                clip_size=clip_size,
+            )
+            x, y = query[1] + centers[k, 1], query[0] + centers[k, 0]
+            ax.plot(x, y, "x", color="black", ms=5, mew=1.5)
+            continue
+        width, height, _ = mass_ellipse(inverse[k], masses[0])
+        if hide_uniform and not max(width, height) <= extent:
+            hidden += 1
+            continue
+        draw_mass_ellipses(ax, centers[k], inverse[k], query, masses, color=c)
+        ax.plot(
+            query[1] + centers[k, 1],
+            query[0] + centers[k, 0],
+            "x",
+            color=c,
+            ms=5,
+            mew=1.5,
+        )
+    return hidden
+
+
+def _contour_panel(
+    ax, i: int, rec, grid, query, masses, hide_uniform, extent, degenerate
+) -> int:
+    """Panel of layer i: its heads' ellipses, the query token; returns its number of heads."""
+    from matplotlib.patches import Rectangle
+
+    h, w = grid
+    ax.set_xlim(-0.5, w - 0.5)
+    ax.set_ylim(h - 0.5, -0.5)
+    ax.set_aspect("equal")
+    ax.set_title(f"layer {i + 1}", fontsize=8.5)
+    if "centers" not in rec:
+        return 0
+    centers = np.asarray(rec["centers"], dtype=np.float64).reshape(-1, 2)
+    inverse = np.asarray(rec["inverse_covariance"], dtype=np.float64).reshape(-1, 2, 2)
+    hidden = _draw_heads(
+        ax,
+        centers,
+        inverse,
+        query,
+        masses,
+        degenerate.get(i, ()),
+        hide_uniform,
+        extent,
+        4.0 * max(h, w),
+    )
+    if hidden:
+        ax.set_title(
+            f"layer {i + 1}: {hidden} wide head{'s' if hidden > 1 else ''} not drawn",
+            fontsize=8.5,
+        )
+    ax.add_patch(
+        Rectangle(
+            (query[1] - 0.5, query[0] - 0.5),
+            1,
+            1,
+            fill=True,
+            fc="red",
+            alpha=0.35,
+            ec="red",
+        )
+    )
+    return len(centers)
+
+
+def _contour_legend(fig, num_heads: int, masses, degenerate) -> None:
+    """One legend below the panels: the heads (from 1), the masses, degenerate heads."""
+    from matplotlib.lines import Line2D
+
+    handles = [
+        Line2D([], [], color=c, marker="x", lw=1.2, label=f"head {k + 1}")
+        for k, c in enumerate(_head_colors(num_heads))
+    ]
+    styles = ("-", "--")
+    handles += [
+        Line2D([], [], color="gray", ls=ls, label=f"{m:.0%} mass")
+        for m, ls in zip(masses, styles)
+    ]
+    if any(degenerate.values()):
+        handles.append(Line2D([], [], color="black", ls=":", label="degenerate"))
+    fig.legend(
+        handles=handles,
+        loc="outside lower center",
+        ncol=min(6, len(handles)),
+        fontsize=8.5,
+        frameon=False,
+        columnspacing=1.0,
+        handlelength=1.6,
+    )
+
+
 def plot_layer_contours(
     history: dict,
     grid: Sequence[int],
@@ -132,10 +256,6 @@ def plot_layer_contours(
     drawn; the panel title counts them. Heads in ``degenerate`` ({layer: [heads]}, 0-based) are
     drawn black and dotted whatever their size, clipped to the panel (a head attending along a line
     shows as a thin stripe), with a legend entry of their own. The legend sits below the panels."""
-    import matplotlib.pyplot as plt
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Rectangle
-
     records = layer_records(history, epoch)
     h, w = (int(s) for s in grid)
     query = (h // 2, w // 2) if query is None else tuple(query)
@@ -143,100 +263,18 @@ def plot_layer_contours(
     degenerate = {int(k): [int(x) for x in v] for k, v in (degenerate or {}).items()}
     n = len(records)
     ncols = min(n, ncols)
-    nrows = math.ceil(n / ncols)
-    legend_rows = math.ceil((max(len(r.get("centers", [])) for r in records) + 2) / 6)
-    panel_size = min(panel_size, (COLUMN_INCHES - 0.4) / ncols)
-    fig, axes = plt.subplots(
-        nrows,
-        ncols,
-        figsize=(COLUMN_INCHES - 0.4, panel_size * nrows + 0.3 * legend_rows + 0.5),
-        squeeze=False,
-        layout="constrained",
-    )
+    fig, axes = _contour_axes(records, ncols, panel_size)
     num_heads = 0
     for i, ax in enumerate(axes.flat):
         ax.set_xticks([]), ax.set_yticks([])
         if i >= n:
             ax.axis("off")
             continue
-        rec = records[i]
-        ax.set_xlim(-0.5, w - 0.5)
-        ax.set_ylim(h - 0.5, -0.5)
-        ax.set_aspect("equal")
-        ax.set_title(f"layer {i + 1}", fontsize=8.5)
-        if "centers" not in rec:
-            continue
-        centers = np.asarray(rec["centers"], dtype=np.float64).reshape(-1, 2)
-        inverse = np.asarray(rec["inverse_covariance"], dtype=np.float64).reshape(
-            -1, 2, 2
+        heads = _contour_panel(
+            ax, i, records[i], (h, w), query, masses, hide_uniform, extent, degenerate
         )
-        num_heads = max(num_heads, len(centers))
-        hidden = 0
-        for k, c in enumerate(_head_colors(len(centers))):
-            if k in degenerate.get(i, ()):
-                styles = ("dotted",) * len(masses)
-                draw_mass_ellipses(
-                    ax,
-                    centers[k],
-                    inverse[k],
-                    query,
-                    masses,
-                    "black",
-                    styles,
-                    clip_size=4.0 * max(h, w),
-                )
-                x, y = query[1] + centers[k, 1], query[0] + centers[k, 0]
-                ax.plot(x, y, "x", color="black", ms=5, mew=1.5)
-                continue
-            width, height, _ = mass_ellipse(inverse[k], masses[0])
-            if hide_uniform and not max(width, height) <= extent:
-                hidden += 1
-                continue
-            draw_mass_ellipses(ax, centers[k], inverse[k], query, masses, color=c)
-            ax.plot(
-                query[1] + centers[k, 1],
-                query[0] + centers[k, 0],
-                "x",
-                color=c,
-                ms=5,
-                mew=1.5,
-            )
-        if hidden:
-            ax.set_title(
-                f"layer {i + 1}: {hidden} wide head{'s' if hidden > 1 else ''} not drawn",
-                fontsize=8.5,
-            )
-        ax.add_patch(
-            Rectangle(
-                (query[1] - 0.5, query[0] - 0.5),
-                1,
-                1,
-                fill=True,
-                fc="red",
-                alpha=0.35,
-                ec="red",
-            )
-        )
-    handles = [
-        Line2D([], [], color=c, marker="x", lw=1.2, label=f"head {k + 1}")
-        for k, c in enumerate(_head_colors(num_heads))
-    ]
-    styles = ("-", "--")
-    handles += [
-        Line2D([], [], color="gray", ls=ls, label=f"{m:.0%} mass")
-        for m, ls in zip(masses, styles)
-    ]
-    if any(degenerate.values()):
-        handles.append(Line2D([], [], color="black", ls=":", label="degenerate"))
-    fig.legend(
-        handles=handles,
-        loc="outside lower center",
-        ncol=min(6, len(handles)),
-        fontsize=8.5,
-        frameon=False,
-        columnspacing=1.0,
-        handlelength=1.6,
-    )
+        num_heads = max(num_heads, heads)
+    _contour_legend(fig, num_heads, masses, degenerate)
     if suptitle:
         fig.suptitle(suptitle, fontsize=9)
     return fig
