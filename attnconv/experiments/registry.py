@@ -208,24 +208,24 @@ _DEEP = {
 LONG_SERIES_EPOCHS = 40
 
 
-def _register_book_runs() -> None:
+def _heads_extra(model: str, tag: Optional[str], profile: str) -> dict:
+    """The extra settings of a run tagged ``16heads`` (its model overrides); else none."""
+    return (
+        {"model_overrides": _sixteen_heads(model, profile)} if tag == "16heads" else {}
+    )
+
+
+def _register_cpu_and_deep_runs() -> None:
+    """The committed runs of the cpu and deep profiles."""
     for name, (changes, what, chapters) in _CPU.items():
         model, _, tag = name.partition("-")
-        extra = (
-            {"model_overrides": _sixteen_heads(model, "cpu")}
-            if tag == "16heads"
-            else {}
-        )
+        extra = _heads_extra(model, tag, "cpu")
         register_run(
             f"cpu/{name}", model, "cpu", what, chapters=chapters, **changes, **extra
         )
     for name, (what, chapters) in _DEEP.items():
         model, _, tag = name.partition("-")
-        extra = (
-            {"model_overrides": _sixteen_heads(model, "deep")}
-            if tag == "16heads"
-            else {}
-        )
+        extra = _heads_extra(model, tag, "deep")
         register_run(
             f"deep/{name}",
             model,
@@ -235,15 +235,15 @@ def _register_book_runs() -> None:
             epochs=PROFILES["deep"].epochs[model],
             **extra,
         )
+
+
+def _register_gpu_runs() -> None:
+    """The runs a reader with a GPU trains (not committed): gpu, paper and gpu-sample."""
     # gpu and paper: the same models at the profile's settings, trained by a reader with a GPU (not committed)
     for profile in ("gpu", "paper"):
         for name in _CPU:
             model, _, tag = name.partition("-")
-            extra = (
-                {"model_overrides": _sixteen_heads(model, profile)}
-                if tag == "16heads"
-                else {}
-            )
+            extra = _heads_extra(model, tag, profile)
             register_run(
                 f"{profile}/{name}",
                 model,
@@ -264,6 +264,42 @@ def _register_book_runs() -> None:
             committed=False,
             epochs=PROFILES["gpu-sample"].epochs[model],
         )
+
+
+def _register_series(profile, model, tag, seeds, seed0) -> None:
+    """One seed series: seed 0 is the registered run ``seed0`` (if given), the others new runs."""
+    label = model if tag is None else f"{model}-{tag}"
+    series_name = f"{profile}/{label}"
+    extra = _heads_extra(model, tag, profile)
+    epochs = (
+        LONG_SERIES_EPOCHS if tag == "40epochs" else PROFILES[profile].epochs[model]
+    )
+    for k in seeds:
+        if k == 0 and seed0 is not None:
+            entry = RUNS[seed0]
+            if entry.config != make_config(
+                model, profile, seed=0, epochs=epochs, **extra
+            ):
+                raise ValueError(f"{seed0} is not seed 0 of the series {series_name}")
+            object.__setattr__(entry, "series", series_name)
+            SERIES.setdefault(series_name, []).insert(0, seed0)
+            continue
+        register_run(
+            f"seeds/{profile}/{label}/seed{k}",
+            model,
+            profile,
+            f"seed {k} of {series_name}",
+            series=series_name,
+            epochs=epochs,
+            seed=k,
+            **extra,
+        )
+
+
+def _register_book_runs() -> None:
+    """Register every run of the book: the profiles' runs, then the seed series."""
+    _register_cpu_and_deep_runs()
+    _register_gpu_runs()
     # seeds: spreads over seeds, at the profile's default epochs (cpu 16, deep 40), the 2-layer
     # quadratic and learned models at 40 epochs (equal, sufficient training for Sec. 3's comparison),
     # and the convolutional baseline at the same 40 epochs (every comparison with it over seeds)
@@ -277,38 +313,7 @@ def _register_book_runs() -> None:
         ("cpu", "learned", "40epochs", range(5), None),
         ("cpu", "resnet18", "40epochs", range(5), "cpu/resnet18"),
     ):
-        label = model if tag is None else f"{model}-{tag}"
-        series_name = f"{profile}/{label}"
-        extra = (
-            {"model_overrides": _sixteen_heads(model, profile)}
-            if tag == "16heads"
-            else {}
-        )
-        epochs = (
-            LONG_SERIES_EPOCHS if tag == "40epochs" else PROFILES[profile].epochs[model]
-        )
-        for k in seeds:
-            if k == 0 and seed0 is not None:
-                entry = RUNS[seed0]
-                if entry.config != make_config(
-                    model, profile, seed=0, epochs=epochs, **extra
-                ):
-                    raise ValueError(
-                        f"{seed0} is not seed 0 of the series {series_name}"
-                    )
-                object.__setattr__(entry, "series", series_name)
-                SERIES.setdefault(series_name, []).insert(0, seed0)
-                continue
-            register_run(
-                f"seeds/{profile}/{label}/seed{k}",
-                model,
-                profile,
-                f"seed {k} of {series_name}",
-                series=series_name,
-                epochs=epochs,
-                seed=k,
-                **extra,
-            )
+        _register_series(profile, model, tag, seeds, seed0)
 
 
 _register_book_runs()

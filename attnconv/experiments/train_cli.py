@@ -54,6 +54,13 @@ def _parser() -> argparse.ArgumentParser:
         "Under torchrun (torchrun --nproc_per_node=N -m attnconv.train ...) N processes share each "
         "global batch of the profile (the paper's 100): N must divide it.",
     )
+    _add_run_arguments(parser)
+    _add_machine_arguments(parser)
+    return parser
+
+
+def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments that say what to train: model, profile or config, run folder, data, seed."""
     parser.add_argument(
         "--model",
         choices=MODEL_NAMES,
@@ -97,6 +104,10 @@ def _parser() -> argparse.ArgumentParser:
         "--data-root", default=None, help="folder of torchvision's CIFAR-10"
     )
     parser.add_argument("--seed", type=int, default=None)
+
+
+def _add_machine_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments that say how to train: device, precision, threads, processes, logs."""
     parser.add_argument(
         "--device",
         default=None,
@@ -140,7 +151,6 @@ def _parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="log the losses to TensorBoard in DIR (needs the tensorboard package)",
     )
-    return parser
 
 
 def _config(args, parser) -> TrainConfig:
