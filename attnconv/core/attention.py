@@ -163,6 +163,37 @@ class MultiHeadSelfAttention(nn.Module):
         local_tolerance: float = 1e-6,
     ):
         super().__init__()
+        head_dim, out_channels = self._checked_sizes(
+            in_channels,
+            num_heads,
+            head_dim,
+            out_channels,
+            key_padding,
+            value_projection,
+        )
+        terms = self._checked_terms(encoding, terms, num_heads, key_padding)
+        self.in_channels, self.num_heads, self.head_dim = (
+            in_channels,
+            num_heads,
+            head_dim,
+        )
+        self.out_channels, self.key_padding, self.terms = (
+            out_channels,
+            key_padding,
+            terms,
+        )
+        self.scale = head_dim**-0.5 if scale is None else scale
+        self.encoding = encoding
+        self._build_weights(qkv_bias, out_bias, value_projection)
+        self.attention_dropout = nn.Dropout(attention_dropout)
+        self.local_tolerance = local_tolerance
+        self.implementation = implementation
+
+    @staticmethod
+    def _checked_sizes(
+        in_channels, num_heads, head_dim, out_channels, key_padding, value_projection
+    ):
+        """``(head_dim, out_channels)`` with their defaults, after checking the sizes."""
         if in_channels < 1 or num_heads < 1:
             raise ValueError("in_channels and num_heads must be >= 1")
         if head_dim is None:
@@ -178,6 +209,10 @@ class MultiHeadSelfAttention(nn.Module):
         out_channels = in_channels if out_channels is None else out_channels
         if key_padding < 0:
             raise ValueError("key_padding must be >= 0")
+        return head_dim, out_channels
+
+    def _checked_terms(self, encoding, terms, num_heads: int, key_padding: int):
+        """The score terms (default from the encoding), after checking they fit the encoding."""
         relative = isinstance(encoding, RelativeEncoding)
         if (
             encoding is not None
@@ -208,19 +243,16 @@ class MultiHeadSelfAttention(nn.Module):
             raise ValueError(
                 "an AbsoluteEncoding is defined on the image grid only; use key_padding=0"
             )
+        return terms
 
-        self.in_channels, self.num_heads, self.head_dim = (
-            in_channels,
-            num_heads,
-            head_dim,
+    def _build_weights(self, qkv_bias: bool, out_bias: bool, value_projection: bool):
+        """W_qry, W_key, W_val, W_out, u and Ŵ_key as the terms need them (in this order)."""
+        in_channels, num_heads, head_dim = (
+            self.in_channels,
+            self.num_heads,
+            self.head_dim,
         )
-        self.out_channels, self.key_padding, self.terms = (
-            out_channels,
-            key_padding,
-            terms,
-        )
-        self.scale = head_dim**-0.5 if scale is None else scale
-        self.encoding = encoding
+        terms, encoding = self.terms, self.encoding
         inner = num_heads * head_dim
         needs_query = terms.content_content or terms.content_position
         needs_key = terms.content_content or terms.key_bias
@@ -231,7 +263,7 @@ class MultiHeadSelfAttention(nn.Module):
         self.value = (
             nn.Linear(in_channels, inner, bias=qkv_bias) if value_projection else None
         )
-        self.out = nn.Linear(inner, out_channels, bias=out_bias)
+        self.out = nn.Linear(inner, self.out_channels, bias=out_bias)
         self.key_bias_query = (
             nn.Parameter(torch.randn(num_heads, head_dim) * 0.02)
             if terms.key_bias
@@ -244,9 +276,6 @@ class MultiHeadSelfAttention(nn.Module):
             if terms.content_position
             else None
         )
-        self.attention_dropout = nn.Dropout(attention_dropout)
-        self.local_tolerance = local_tolerance
-        self.implementation = implementation
 
     @property
     def implementation(self) -> str:
@@ -471,39 +500,22 @@ class MultiHeadSelfAttention(nn.Module):
         return y
 
     def _forward_local(self, tokens: torch.Tensor, shape, return_attention: bool):
-
+        """Eq. (4) with each Gaussian head reading only its window of keys (:mod:`.local`)."""
         enc = self.encoding
         keys = self._pad_tokens(tokens, shape)
         t_k, b, _ = keys.shape
-        nh, d = self.num_heads, self.head_dim
-        if self.value is not None:
-            values = (
-                self.value(keys)
-                .view(t_k, b, nh, d)
-                .permute(2, 0, 1, 3)
-                .reshape(nh, t_k, -1)
-            )
-        else:
-            values = keys.reshape(1, t_k, -1)  # shared by all heads
+        nh = self.num_heads
+        values = self._local_values(keys)
         with autocast_off(keys.device.type):  # the probabilities in fp32, as dense ones
             precision = enc.precision()
         drop = self.training and self.attention_dropout.p > 0
         if is_axis_aligned(precision):
-            with autocast_off(keys.device.type):
-                rows, cols, _ = separable_local_factors(
-                    enc.centers,
-                    precision,
-                    shape,
-                    self.key_padding,
-                    self.local_tolerance,
-                )
-            if drop:  # structured dropout: on the row and on the column factor (expectation unchanged)
-                rows, cols = self.attention_dropout(rows), self.attention_dropout(cols)
-            h_k, w_k = rows.shape[2], cols.shape[2]
+            rows, cols = self._separable_factors(precision, shape, drop, keys.device)
             if (
                 self.value is None and not return_attention
             ):  # one head at a time, merged as it goes
                 bias = None if self.out.bias is None else self.out.bias.to(keys.dtype)
+                h_k, w_k = rows.shape[2], cols.shape[2]
                 y = separable_heads(
                     keys.view(h_k, w_k, b, -1),
                     rows.to(keys.dtype),
@@ -512,64 +524,109 @@ class MultiHeadSelfAttention(nn.Module):
                     bias,
                 )
                 return y.view(tokens.shape[0], b, self.out_channels)
-            # rows: (N_h, H, H_k) @ (·, H_k, W_k·B·D) → (N_h, H, W_k·B·D)
-            u = (
-                (rows.to(values.dtype) @ values.reshape(values.shape[0], h_k, -1))
-                if values.shape[0] > 1
-                else (
-                    rows.to(values.dtype).reshape(-1, h_k) @ values.reshape(h_k, -1)
-                ).view(nh, rows.shape[1], -1)
-            )
-            u = u.view(nh, rows.shape[1], w_k, -1)  # (N_h, H, W_k, B·D)
-            heads = (cols.to(values.dtype).unsqueeze(1) @ u).view(
-                nh, -1, d
-            )  # (N_h, H·W·B, D)
-            probs = (
-                (rows[:, :, None, :, None] * cols[:, None, :, None, :])
-                if return_attention
-                else None
-            )
+            heads, probs = self._separable_product(values, rows, cols, return_attention)
         else:
-            with autocast_off(keys.device.type):
-                matrix, _ = local_attention_matrix(
-                    enc.centers,
-                    precision,
-                    shape,
-                    self.key_padding,
-                    self.local_tolerance,
-                    stack_heads_in_columns=self.value is not None,
-                )
-            if drop:
-                matrix = sparse_rows(
-                    matrix.crow_indices(),
-                    matrix.col_indices(),
-                    self.attention_dropout(matrix.values()),
-                    matrix.shape,
-                )
-            # the sparse product in the matrix's precision (fp32) when the values are bf16/fp16:
-            # sparse kernels have no bf16 on the CPU, and the windows' sums stay fp32
-            wide = values.dtype in (torch.float32, torch.float64)
-            flat = values.reshape(-1, values.shape[-1])
-            with autocast_off(values.device.type):
-                heads = (
-                    matrix.to(values.dtype) @ flat
-                    if wide
-                    else (matrix @ flat.to(matrix.dtype)).to(values.dtype)
-                ).view(nh, -1, d)
-            probs = None
-            if return_attention:
-                dense = matrix.detach().to_dense().view(nh, tokens.shape[0], -1)
-                if self.value is not None:  # keep each head's own block of columns
-                    dense = torch.stack(
-                        [dense[h, :, h * t_k : (h + 1) * t_k] for h in range(nh)]
-                    )
-                probs = dense
+            heads, probs = self._sparse_product(
+                values, precision, shape, drop, return_attention, tokens.shape[0], t_k
+            )
         y = self._merge_heads(heads).view(
             tokens.shape[0], tokens.shape[1], self.out_channels
         )
         if not return_attention:
             return y
         return y, probs.reshape(nh, tokens.shape[0], t_k).unsqueeze(0)
+
+    def _local_values(self, keys: torch.Tensor) -> torch.Tensor:
+        """The values ``(N_h, T_k, B·D_h)`` of the keys ``(T_k, B, C)``; ``(1, T_k, B·C)`` without W_val."""
+        t_k, b, _ = keys.shape
+        if self.value is not None:
+            return (
+                self.value(keys)
+                .view(t_k, b, self.num_heads, self.head_dim)
+                .permute(2, 0, 1, 3)
+                .reshape(self.num_heads, t_k, -1)
+            )
+        return keys.reshape(1, t_k, -1)  # shared by all heads
+
+    def _separable_factors(self, precision, shape, drop: bool, device):
+        """The row and column factors of axis-aligned heads (with their dropout when training)."""
+        with autocast_off(device.type):
+            rows, cols, _ = separable_local_factors(
+                self.encoding.centers,
+                precision,
+                shape,
+                self.key_padding,
+                self.local_tolerance,
+            )
+        if drop:  # structured dropout: on the row and on the column factor (expectation unchanged)
+            rows, cols = self.attention_dropout(rows), self.attention_dropout(cols)
+        return rows, cols
+
+    def _separable_product(self, values, rows, cols, return_attention: bool):
+        """Every head's output ``(N_h, H·W·B, D)`` from its row and column factors, and the
+        probabilities when asked (else None)."""
+        nh, d = self.num_heads, self.head_dim
+        h_k, w_k = rows.shape[2], cols.shape[2]
+        # rows: (N_h, H, H_k) @ (·, H_k, W_k·B·D) → (N_h, H, W_k·B·D)
+        u = (
+            (rows.to(values.dtype) @ values.reshape(values.shape[0], h_k, -1))
+            if values.shape[0] > 1
+            else (
+                rows.to(values.dtype).reshape(-1, h_k) @ values.reshape(h_k, -1)
+            ).view(nh, rows.shape[1], -1)
+        )
+        u = u.view(nh, rows.shape[1], w_k, -1)  # (N_h, H, W_k, B·D)
+        heads = (cols.to(values.dtype).unsqueeze(1) @ u).view(
+            nh, -1, d
+        )  # (N_h, H·W·B, D)
+        probs = (
+            (rows[:, :, None, :, None] * cols[:, None, :, None, :])
+            if return_attention
+            else None
+        )
+        return heads, probs
+
+    def _sparse_product(
+        self, values, precision, shape, drop: bool, return_attention: bool, t_q, t_k
+    ):
+        """Every head's output ``(N_h, T_q·B, D)`` through the sparse matrix of its windows, and
+        the probabilities when asked (else None)."""
+        nh, d = self.num_heads, self.head_dim
+        with autocast_off(values.device.type):
+            matrix, _ = local_attention_matrix(
+                self.encoding.centers,
+                precision,
+                shape,
+                self.key_padding,
+                self.local_tolerance,
+                stack_heads_in_columns=self.value is not None,
+            )
+        if drop:
+            matrix = sparse_rows(
+                matrix.crow_indices(),
+                matrix.col_indices(),
+                self.attention_dropout(matrix.values()),
+                matrix.shape,
+            )
+        # the sparse product in the matrix's precision (fp32) when the values are bf16/fp16:
+        # sparse kernels have no bf16 on the CPU, and the windows' sums stay fp32
+        wide = values.dtype in (torch.float32, torch.float64)
+        flat = values.reshape(-1, values.shape[-1])
+        with autocast_off(values.device.type):
+            heads = (
+                matrix.to(values.dtype) @ flat
+                if wide
+                else (matrix @ flat.to(matrix.dtype)).to(values.dtype)
+            ).view(nh, -1, d)
+        probs = None
+        if return_attention:
+            dense = matrix.detach().to_dense().view(nh, t_q, -1)
+            if self.value is not None:  # keep each head's own block of columns
+                dense = torch.stack(
+                    [dense[h, :, h * t_k : (h + 1) * t_k] for h in range(nh)]
+                )
+            probs = dense
+        return heads, probs
 
     def forward(self, x: torch.Tensor, return_attention: bool = False):
         """Apply eq. (4) to ``(B, C, H, W)`` (``(B, C, L)`` in 1D). With ``return_attention`` also

@@ -243,6 +243,32 @@ def local_attention_matrix(
         indexing="ij",
     )
     queries = torch.stack([qi.reshape(-1), qj.reshape(-1)], -1).to(dtype)  # (T_q, 2)
+    centre, radii = _window_centres_and_radii(
+        centers, precision, queries, low, high, tolerance, max(h_q, w_q) - 1 + 2 * p
+    )
+    values, columns, counts = [], [], []
+    for h in range(nh):
+        probs, flat, valid = _head_window(
+            radii[h], centre[h], queries, centers[h], precision[h], low, high, w_k
+        )
+        values.append(probs[valid])
+        columns.append(flat[valid] + (h * t_k if stack_heads_in_columns else 0))
+        counts.append(valid.sum(1))
+    counts = torch.cat(counts)
+    crow = torch.zeros(nh * h_q * w_q + 1, dtype=torch.long, device=device)
+    crow[1:] = counts.cumsum(0)
+    n_cols = nh * t_k if stack_heads_in_columns else t_k
+    matrix = sparse_rows(
+        crow, torch.cat(columns), torch.cat(values), (nh * h_q * w_q, n_cols)
+    )
+    return matrix, radii
+
+
+def _window_centres_and_radii(
+    centers, precision, queries, low, high, tolerance: float, max_radius: int
+):
+    """Each head's window centre per query (the rounded best key in the box) and its radius."""
+    nh = centers.shape[0]
     with torch.no_grad():
         a = precision.detach()
         target = queries[None] + centers.detach()[:, None]  # (N_h, T_q, 2)
@@ -257,41 +283,33 @@ def local_attention_matrix(
 
         gaps = (quad(centre) - quad(zstar)).amax(1).clamp_min(0)
         lam = torch.linalg.eigvalsh(a)[:, 0]
-    max_radius = max(h_q, w_q) - 1 + 2 * p
     radii = [
         window_radius(float(lam[h]), float(gaps[h]), tolerance, max_radius)
         for h in range(nh)
     ]
+    return centre, radii
 
-    values, columns, counts = [], [], []
-    for h in range(nh):
-        r = radii[h]
-        o = torch.arange(-r, r + 1, device=device)
-        oi, oj = torch.meshgrid(o, o, indexing="ij")
-        offsets = torch.stack([oi.reshape(-1), oj.reshape(-1)], -1).to(dtype)  # (K, 2)
-        keys = centre[h][:, None, :] + offsets[None]  # (T_q, K, 2) key coordinates
-        valid = (
-            (keys[..., 0] >= low[0])
-            & (keys[..., 0] <= high[0])
-            & (keys[..., 1] >= low[1])
-            & (keys[..., 1] <= high[1])
-        )
-        diff = keys - queries[:, None, :] - centers[h]  # δ − Δ_h, differentiable in Δ_h
-        scores = -0.5 * torch.einsum("tki,ij,tkj->tk", diff, precision[h], diff)
-        scores = scores.masked_fill(~valid, -math.inf)
-        probs = softmax_without_denormals(scores)
-        flat = ((keys[..., 0] - low[0]) * w_k + (keys[..., 1] - low[1])).long()
-        values.append(probs[valid])
-        columns.append(flat[valid] + (h * t_k if stack_heads_in_columns else 0))
-        counts.append(valid.sum(1))
-    counts = torch.cat(counts)
-    crow = torch.zeros(nh * h_q * w_q + 1, dtype=torch.long, device=device)
-    crow[1:] = counts.cumsum(0)
-    n_cols = nh * t_k if stack_heads_in_columns else t_k
-    matrix = sparse_rows(
-        crow, torch.cat(columns), torch.cat(values), (nh * h_q * w_q, n_cols)
+
+def _head_window(r: int, centre, queries, center, precision, low, high, w_k: int):
+    """One head's probabilities over its (2r + 1)² window per query, the keys' flat indices and
+    which keys are on the grid."""
+    dtype, device = center.dtype, center.device
+    o = torch.arange(-r, r + 1, device=device)
+    oi, oj = torch.meshgrid(o, o, indexing="ij")
+    offsets = torch.stack([oi.reshape(-1), oj.reshape(-1)], -1).to(dtype)  # (K, 2)
+    keys = centre[:, None, :] + offsets[None]  # (T_q, K, 2) key coordinates
+    valid = (
+        (keys[..., 0] >= low[0])
+        & (keys[..., 0] <= high[0])
+        & (keys[..., 1] >= low[1])
+        & (keys[..., 1] <= high[1])
     )
-    return matrix, radii
+    diff = keys - queries[:, None, :] - center  # δ − Δ_h, differentiable in Δ_h
+    scores = -0.5 * torch.einsum("tki,ij,tkj->tk", diff, precision, diff)
+    scores = scores.masked_fill(~valid, -math.inf)
+    probs = softmax_without_denormals(scores)
+    flat = ((keys[..., 0] - low[0]) * w_k + (keys[..., 1] - low[1])).long()
+    return probs, flat, valid
 
 
 class _SeparableHeads(torch.autograd.Function):
