@@ -22,12 +22,14 @@ import numpy as np
 
 from ..experiments import verdicts as v
 from ..experiments.claims import CLAIMS, ONE_HOT, ONE_KEY, ClaimRecord
+from ..experiments.studies_removal import removal_interval
 from ..experiments.verdicts import (
     INCONCLUSIVE,
     NOT_REPRODUCED,
     REPRODUCED,
     Claim,
     Evidence,
+    Interval,
     Observation,
     Setting,
     Side,
@@ -399,34 +401,21 @@ def redundant_claim(removal: Mapping[str, dict], n_test: Optional[int] = None) -
     learned run's removal study: a head of layers 5-6 whose removal costs at most
     :data:`~attnconv.experiments.claims.HARMLESS_DROP` — the lower end of the same-model interval
     of (without − full) above −margin. Paired (exact McNemar) where the study kept per-image
-    predictions, else the conservative unpaired interval."""
+    predictions, else the conservative unpaired interval
+    (:func:`~attnconv.experiments.studies_removal.removal_interval`; ``n_test`` forces the
+    unpaired one on that many images)."""
     r = CLAIMS["redundant"]
     ev, shown, best = [], [], None
     for model, rem in removal.items():
-        n = n_test or rem.get("test_images") or 1017
         at = model.startswith("learned")
-        heads = rem["without_head"]
-        last = [
-            (i, h, a)
-            for i in range(len(heads) - 2, len(heads))
-            for h, a in enumerate(heads[i])
-        ]
-        for i, h, acc in last:
-            verdict, _, iv = _redundant_head(r, acc, rem["full"], n)
+        ivs = _last_two_layers(rem, n_test)
+        for (i, h), iv in ivs.items():
+            verdict, _ = v.decide(v.NON_INFERIORITY, iv, r.margin)
             if at and verdict == REPRODUCED:
-                shown.append(f"layer {i + 1}, head {h + 1}")
+                shown.append(f"layer {i + 1}, head {h + 1}: {iv.format()}")
             if at and (best is None or iv.lo > best.lo):
                 best = iv
-        drops = sorted(100 * (rem["full"] - a) for _, _, a in last)
-        ev.append(
-            Evidence(
-                _deep(model),
-                f"layers 5-6: drops when one head is removed {drops[0]:.1f} to {drops[-1]:.1f} "
-                f"points; {sum(d <= 100 * r.margin + 1e-9 for d in drops)} of {len(drops)} at "
-                f"most {100 * r.margin:g} points"
-                + ("" if at else " (not the claim's setting: listed, not counted)"),
-            )
-        )
+        ev.append(Evidence(_deep(model), _removal_evidence(r, ivs, at)))
     if best is None:
         return make_claim(
             "redundant",
@@ -435,10 +424,11 @@ def redundant_claim(removal: Mapping[str, dict], n_test: Optional[int] = None) -
             "no run at the claim's setting",
         )
     if shown:
-        verdict, reason = (
-            REPRODUCED,
-            f"{len(shown)} head(s) ({', '.join(shown)}) cost less than the margin",
-        )
+        verdict = REPRODUCED
+        reason = (
+            f"{len(shown)} head(s) of layers 5-6 cost less than the "
+            f"{100 * r.margin:g}-point margin; " + "; ".join(shown[:2])
+        ) + (f"; and {len(shown) - 2} more" if len(shown) > 2 else "")
     else:
         verdict = INCONCLUSIVE
         reason = (
@@ -452,10 +442,35 @@ def redundant_claim(removal: Mapping[str, dict], n_test: Optional[int] = None) -
     return make_claim("redundant", ev, verdict, reason, best.format())
 
 
-def _redundant_head(r: ClaimRecord, without: float, full: float, n: int):
-    iv = v.same_model_unpaired(without, full, n)
-    verdict, reason = v.decide(v.NON_INFERIORITY, iv, r.margin)
-    return verdict, reason, iv
+def _last_two_layers(
+    rem: dict, n_test: Optional[int]
+) -> Dict[Tuple[int, int], Interval]:
+    """(layer, head) → the interval of (without the head − full) for every head of the last two
+    layers of one removal study."""
+    heads = rem["without_head"]
+    out = {}
+    for i in range(len(heads) - 2, len(heads)):
+        for h, acc in enumerate(heads[i]):
+            out[i, h] = (
+                removal_interval(rem, i, h)
+                if n_test is None
+                else v.same_model_unpaired(acc, rem["full"], n_test)
+            )
+    return out
+
+
+def _removal_evidence(r: ClaimRecord, ivs: Mapping, at: bool) -> str:
+    """One run's line of evidence: the drops when one head of layers 5-6 is removed, and how many
+    of them the rule calls harmless (their interval's lower end above −margin)."""
+    drops = sorted(-100 * iv.estimate for iv in ivs.values())
+    ok = sum(iv.lo > -r.margin for iv in ivs.values())
+    method = next(iter(ivs.values())).method
+    return (
+        f"layers 5-6: drops when one head is removed {drops[0]:.1f} to {drops[-1]:.1f} "
+        f"points; {ok} of {len(drops)} with the lower end of their interval above "
+        f"−{100 * r.margin:g} points ({method})"
+        + ("" if at else " (not the claim's setting: listed, not counted)")
+    )
 
 
 def generalized_claims(
@@ -518,9 +533,20 @@ def learned_lemma_claim(runs: Mapping[str, Mapping], kernel_size: int = 3) -> Cl
     )
 
 
-def _same_model(key: str, label: str, a: float, b: float, n: int, at: bool):
+def _same_model(key: str, label: str, acc: Mapping, sides: Tuple[str, str], at: bool):
+    """One run's same-model comparison for a pruning claim: ``sides`` (a, b) names in ``acc``
+    (:func:`~attnconv.chapters.shared.depth_measures.pruning_accuracies`), paired (exact McNemar)
+    where ``acc`` holds both sides' ``<name>_predictions`` and the ``labels``, else unpaired on
+    ``acc['n_test']`` images."""
     r = CLAIMS[key]
-    iv = v.same_model_unpaired(a, b, n)
+    a, b = acc[sides[0]], acc[sides[1]]
+    labels = acc.get("labels") or acc.get("n_test", 1017)
+    iv = v.same_model_difference(
+        acc.get(f"{sides[0]}_predictions"),
+        acc.get(f"{sides[1]}_predictions"),
+        labels,
+        (a, b),
+    )
     verdict, reason = v.decide(r.kind, iv, r.margin)
     note = "" if at else " (not the claim's setting: listed, not counted)"
     ev = Evidence(
@@ -565,7 +591,8 @@ def pruning_claims(
         ev, decided = [], (INCONCLUSIVE, "no run at the claim's setting", "")
         for label, a in accuracies.items():
             at = label.startswith(setting_label)
-            vd, rs, iv, e = _same_model(key, label, a[side[0]], a[side[1]], n_test, at)
+            a = {"n_test": n_test, **a}
+            vd, rs, iv, e = _same_model(key, label, a, side, at)
             ev.append(e)
             if key == "pruning_recovers" and "retrain_epochs" in a:
                 ev.append(
@@ -583,7 +610,8 @@ def pruning_claims(
                     )
                 )
             if at:
-                decided = (vd, rs + _NO_PREDICTIONS, iv.format())
+                unpaired = iv.method.startswith(v.UNPAIRED)
+                decided = (vd, rs + (_NO_PREDICTIONS if unpaired else ""), iv.format())
         out.append(make_claim(key, ev, *decided))
     return out
 

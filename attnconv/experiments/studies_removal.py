@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Sequence
 
 from . import data as data_module
 from .device import resolve_precision
@@ -20,7 +20,12 @@ from .pruning import prune_heads
 from .store import REMOVAL_FILE, read_keyed, run_result_name
 from .train_step import decode_predictions, encode_predictions, evaluate
 
-__all__ = ["removal_accuracies", "load_removal", "removal_predictions"]
+__all__ = [
+    "removal_accuracies",
+    "load_removal",
+    "removal_predictions",
+    "removal_interval",
+]
 
 
 def _ablations(model):
@@ -120,3 +125,33 @@ def removal_predictions(
         saved = removal.get("without_head_predictions")
         text = None if saved is None else saved[layer][head]
     return None if text is None else decode_predictions(text)
+
+
+def removal_interval(
+    removal: dict,
+    layer: int,
+    head: Optional[int] = None,
+    labels: Optional[Sequence[int]] = None,
+):
+    """The 95 % interval of (without − full) test accuracy for removing ``head`` of ``layer``, or
+    all of the layer's heads (numbered from 0): one model against itself on the same images,
+    paired with the exact McNemar p-value where the study kept per-image predictions
+    (:func:`~attnconv.experiments.verdicts.same_model_difference`), else the conservative unpaired
+    interval. ``labels``: the test images' classes (default: the bundled sample's)."""
+    from .verdicts import same_model_difference, test_labels
+
+    if head is None:
+        without = removal["without_layer"][layer]
+    else:
+        without = removal["without_head"][layer][head]
+    full_pred = removal_predictions(removal)
+    if labels is None:
+        labels = test_labels("sample") if full_pred is not None else None
+    if labels is None:
+        labels = int(removal.get("test_images") or 1017)
+    return same_model_difference(
+        removal_predictions(removal, layer, head),
+        full_pred,
+        labels,
+        (without, removal["full"]),
+    )

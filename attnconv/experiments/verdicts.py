@@ -90,6 +90,7 @@ __all__ = [
     "same_model_unpaired",
     "decide",
     "judge",
+    "same_model_difference",
     "judge_same_model",
     "judge_existence",
     "test_labels",
@@ -978,18 +979,32 @@ def same_model_unpaired(acc_a: float, acc_b: float, n_images: int) -> Interval:
     return _interval(acc_a - acc_b, parts, UNPAIRED + ", one model", (1, 1), True)
 
 
+def same_model_difference(
+    pred_a, pred_b, labels, accuracies: Optional[Tuple[float, float]] = None
+) -> Interval:
+    """The interval of a − b for one model against itself on the same test images: paired
+    (:func:`same_model_interval`, exact McNemar) when both prediction vectors and the labels are
+    there and agree in length; else the conservative :func:`same_model_unpaired` from
+    ``accuracies`` and the number of images (``labels``, or ``labels`` given as that number)."""
+    n = labels if isinstance(labels, int) else len(labels)
+    if (
+        pred_a is not None
+        and pred_b is not None
+        and not isinstance(labels, int)
+        and len(pred_a) == len(pred_b) == n
+    ):
+        return same_model_interval(pred_a, pred_b, labels)
+    if accuracies is None:
+        raise ValueError("without predictions a same-model comparison needs accuracies")
+    return same_model_unpaired(accuracies[0], accuracies[1], n)
+
+
 def judge_same_model(
     claim, pred_a, pred_b, labels, accuracies: Optional[Tuple[float, float]] = None
 ) -> Tuple[str, str, Interval]:
     """The one rule for a same-model ablation (two prediction vectors on the same test images):
-    :func:`same_model_interval` and :func:`decide`; without predictions (``pred_a`` or
-    ``pred_b`` None), :func:`same_model_unpaired` from ``accuracies`` and ``len(labels)`` (or
-    ``labels`` given as the number of test images)."""
-    if pred_a is not None and pred_b is not None:
-        iv = same_model_interval(pred_a, pred_b, labels)
-    else:
-        n = labels if isinstance(labels, int) else len(labels)
-        iv = same_model_unpaired(accuracies[0], accuracies[1], n)
+    :func:`same_model_difference` and :func:`decide` with the claim's kind and margin."""
+    iv = same_model_difference(pred_a, pred_b, labels, accuracies)
     verdict, reason = decide(
         getattr(claim, "kind", claim), iv, getattr(claim, "margin", None)
     )

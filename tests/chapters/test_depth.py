@@ -14,6 +14,7 @@ from attnconv.chapters.shared import depth_measures
 from attnconv.chapters.shared.gaussian_maps import gaussian_head_maps
 from attnconv.chapters.shared.trained_heads import head_summary, layer_records
 from attnconv.core.lattice import lattice_coverage
+from attnconv.experiments import verdicts as v
 from attnconv.experiments.train import load_run
 from attnconv.experiments.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 
@@ -371,3 +372,83 @@ def test_paper_map_names_the_rules_verdicts():
         assert len(row) == 1, key
         status = row[0].strip().strip("|").split(" | ")[-1].strip()
         assert status.startswith(verdicts[key]), (key, status[:60])
+
+
+def _removal_with_predictions():
+    """A six-layer removal study on the sample's 1,017 test images whose full model is right on
+    617 of them; layer 5's head 1 changes nothing, its head 2 loses 30 images."""
+    from attnconv.experiments.train_step import encode_predictions
+    from attnconv.experiments.verdicts import test_labels
+
+    labels = test_labels("sample")
+    wrong = lambda y: (y + 1) % 10  # noqa: E731
+    full = [y if i >= 400 else wrong(y) for i, y in enumerate(labels)]
+    worse = [
+        wrong(y) if 400 <= i < 430 else p for i, (p, y) in enumerate(zip(full, labels))
+    ]
+    acc = lambda p: sum(a == y for a, y in zip(p, labels)) / len(labels)  # noqa: E731
+    heads = [[full, worse] for _ in range(6)]
+    return labels, {
+        "full": acc(full),
+        "without_layer": [acc(worse)] * 6,
+        "without_head": [[acc(p) for p in layer] for layer in heads],
+        "full_predictions": encode_predictions(full),
+        "without_layer_predictions": [encode_predictions(worse)] * 6,
+        "without_head_predictions": [
+            [encode_predictions(p) for p in layer] for layer in heads
+        ],
+    }
+
+
+def test_removal_is_judged_paired_where_the_study_kept_predictions():
+    from attnconv.experiments.studies_removal import removal_interval
+
+    labels, rem = _removal_with_predictions()
+    same = removal_interval(rem, 4, 0)
+    assert (
+        same.method == v.MCNEMAR and same.lo == same.hi == 0.0 and same.p_value == 1.0
+    )
+    worse = removal_interval(rem, 4, 1)
+    # plain count: 30 images right only with the full model, none the other way
+    assert worse.estimate == pytest.approx(-30 / 1017) and worse.p_value == v.mcnemar_p(
+        0, 30
+    )
+    c = pv.redundant_claim({"learned": rem})
+    assert c.verdict == REPRODUCED and "layer 5, head 1" in c.reason
+    assert "layer 5, head 2" not in c.reason and v.MCNEMAR in c.evidence[0].measured
+    rows = depth.removal_rows({"learned": rem})
+    assert rows[0]["paired"] and rows[0]["layer_cost_lo"] > 0  # 30 images lost, paired
+    # the same numbers without the predictions: the unpaired interval cannot tell
+    bare = {k: x for k, x in rem.items() if not k.endswith("predictions")}
+    assert removal_interval(bare, 4, 0).method.startswith(v.UNPAIRED)
+    assert pv.redundant_claim({"learned": bare}).verdict == INCONCLUSIVE
+
+
+def test_pruning_claims_are_paired_where_the_study_kept_predictions():
+    from attnconv.experiments.train_step import encode_predictions
+
+    labels, rem = _removal_with_predictions()
+    full = rem["full_predictions"]
+    worse = rem["without_layer_predictions"][0]
+    study = {
+        "base_config": {"data": "sample"},
+        "curve": {
+            "degenerate_first": [rem["full"], rem["full"], rem["without_layer"][0]],
+            "degenerate_first_predictions": [full, full, worse],
+        },
+        "retrained": [
+            {"k": 2, "test_acc": [rem["full"]], "test_predictions": full},
+        ],
+        "retrain_epochs": 14,
+        "base_epochs": 40,
+    }
+    acc = depth.pruning_accuracies(study, 2)
+    assert acc["labels"] == labels and acc["pruned_predictions"][400] != labels[400]
+    counts, hurts, recovers = pv.pruning_claims(
+        [2, 4, 1, 2, 6, 0], {"6 layers (deep)": [0] * 6}, {"6 layers (deep)": acc}
+    )
+    # 30 of 1,017 images lost by pruning: the paired interval and McNemar show it
+    assert hurts.verdict == REPRODUCED and "conservative unpaired" not in hurts.reason
+    # retraining gives back the same predictions: inside ±1 point
+    assert recovers.verdict == REPRODUCED
+    assert encode_predictions([1, 2]) == "12"

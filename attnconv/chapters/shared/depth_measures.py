@@ -41,15 +41,19 @@ from ...core.map_measures import (
 )
 from ...experiments.claims import HARMLESS_DROP, ONE_KEY
 from ...experiments.store import REMOVAL_FILE
+from ...experiments.studies_pruning import study_predictions
 from ...experiments.studies_removal import (
     load_removal,
     removal_accuracies,
+    removal_interval,
     removal_predictions,
 )
 from ...experiments.verdicts import (
+    UNPAIRED,
     final_test_accuracies,
     same_model_unpaired,
     seed_series,
+    test_labels,
 )
 from .attention_maps import layer_attention_maps
 from .saved_runs import load_saved_runs, tokens_per_side
@@ -284,12 +288,14 @@ def lemma_shifts_covered(history: Mapping, kernel_size: int = 3) -> List[int]:
     return out
 
 
-def pruning_accuracies(study: Mapping, k: int) -> Dict[str, float]:
+def pruning_accuracies(study: Mapping, k: int) -> Dict[str, object]:
     """From a saved pruning study (``pruning.json``) whose rule selected ``k`` heads: test accuracy
     ``full`` (unpruned), ``pruned`` (the ``k`` degenerate heads removed, no retraining),
     ``retrained`` (after the study's retraining), ``random`` (mean over the ``random_draws`` saved
-    draws of ``k`` random heads removed, when saved) and the study's ``retrain_epochs`` and ``base_epochs``, as
-    :func:`pruning_claims` takes them."""
+    draws of ``k`` random heads removed, when saved) and the study's ``retrain_epochs`` and
+    ``base_epochs``, as :func:`pruning_claims` takes them; where the study kept per-image
+    predictions, ``full_predictions``, ``pruned_predictions``, ``retrained_predictions`` and the
+    test images' ``labels`` too (for the paired test)."""
     curve = study["curve"]["degenerate_first"]
     ret = next(r for r in study["retrained"] if r["k"] == k)
     out = {
@@ -304,6 +310,16 @@ def pruning_accuracies(study: Mapping, k: int) -> Dict[str, float]:
     for key in ("retrain_epochs", "base_epochs"):
         if key in study:
             out[key] = int(study[key])
+    preds = {
+        "full_predictions": study_predictions(study, 0),
+        "pruned_predictions": study_predictions(study, k),
+        "retrained_predictions": study_predictions(study, k, "retrained"),
+    }
+    if all(p is not None for p in preds.values()):
+        data = (study.get("base_config") or {}).get("data", "sample")
+        labels = test_labels(data, (study.get("base_config") or {}).get("test_subset"))
+        if labels is not None:
+            out.update(preds, labels=labels)
     return out
 
 
@@ -344,7 +360,9 @@ CONVERGED_SHARE = 0.95
 
 
 def removal_rows(removal: Mapping[str, dict]) -> List[dict]:
-    """Per model and layer: accuracy of the full model, without the layer's heads, and the
+    """Per model and layer: accuracy of the full model, without the layer's heads, the 95 %
+    interval of the layer's cost (full − without, points; ``paired`` when the study kept per-image
+    predictions, :func:`~attnconv.experiments.studies_removal.removal_interval`), and the
     smallest / median / largest drop when one head is removed (accuracy points)."""
     rows = []
     for model, rem in removal.items():
@@ -352,12 +370,16 @@ def removal_rows(removal: Mapping[str, dict]) -> List[dict]:
             zip(rem["without_layer"], rem["without_head"])
         ):
             drops = np.array([rem["full"] - a for a in heads]) * 100
+            iv = removal_interval(rem, i)
             rows.append(
                 {
                     "model": model,
                     "layer": i,
                     "full": rem["full"],
                     "without_layer": without_layer,
+                    "layer_cost_lo": -100 * iv.hi,
+                    "layer_cost_hi": -100 * iv.lo,
+                    "paired": not iv.method.startswith(UNPAIRED),
                     "head_drop_min": float(drops.min()),
                     "head_drop_median": float(np.median(drops)),
                     "head_drop_max": float(drops.max()),
@@ -507,11 +529,13 @@ def plot_depth_measures(
 
 def plot_removal(removal: Mapping[str, dict], n_test: int = 1017):
     """Per layer (from 1) and run: the test accuracy lost when the layer's heads are removed
-    (left) and the heads whose removal alone costs at most :data:`HARMLESS_DROP` (right), with
-    the test set's noise (±, 95 % binomial) as a band on the left. Returns the figure."""
+    (left), with its paired 95 % interval as an error bar where the study kept per-image
+    predictions (else the unpaired interval as a grey band), and the heads whose removal alone
+    costs at most :data:`HARMLESS_DROP` (right), each run in its model's colour. Returns the
+    figure."""
     import matplotlib.pyplot as plt
 
-    from .plotting import COLUMN_INCHES
+    from .plotting import COLUMN_INCHES, label_colour
 
     fig, axes = plt.subplots(
         1, 2, figsize=(COLUMN_INCHES, 2.6), constrained_layout=True
@@ -525,22 +549,34 @@ def plot_removal(removal: Mapping[str, dict], n_test: int = 1017):
             np.array([r["layer"] + 1 for r in mine])
             + (i - (len(models) - 1) / 2) * width
         )
-        axes[0].bar(
-            x,
-            [100 * (r["full"] - r["without_layer"]) for r in mine],
-            width,
-            label=model,
+        cost = np.array([100 * (r["full"] - r["without_layer"]) for r in mine])
+        paired = all(r["paired"] for r in mine)
+        err = (
+            [
+                cost - [r["layer_cost_lo"] for r in mine],
+                [r["layer_cost_hi"] for r in mine] - cost,
+            ]
+            if paired
+            else None
         )
-        axes[1].bar(x, [r["harmless_heads"] for r in mine], width)
-    full = np.mean([rem["full"] for rem in removal.values()])
-    noise = 100 * same_model_unpaired(float(full), float(full), n_test).hi
-    axes[0].axhspan(
-        0,
-        noise,
-        color="0.85",
-        zorder=0,
-        label=f"95 % interval, unpaired (±{noise:.1f})",
-    )
+        colour = label_colour(model)
+        axes[0].bar(x, cost, width, yerr=err, capsize=2, label=model, color=colour)
+        axes[1].bar(x, [r["harmless_heads"] for r in mine], width, color=colour)
+    unpaired = [rem["full"] for m, rem in removal.items() if not _paired(rows, m)]
+    if unpaired:
+        noise = (
+            100
+            * same_model_unpaired(
+                float(np.mean(unpaired)), float(np.mean(unpaired)), n_test
+            ).hi
+        )
+        axes[0].axhspan(
+            0,
+            noise,
+            color="0.85",
+            zorder=0,
+            label=f"95 % interval, unpaired (±{noise:.1f})",
+        )
     axes[0].set_title("accuracy lost without the layer (points)")
     axes[1].set_title(f"heads costing ≤ {100 * HARMLESS_DROP:.1f} points alone")
     for ax in axes:
@@ -548,6 +584,10 @@ def plot_removal(removal: Mapping[str, dict], n_test: int = 1017):
         ax.set_xticks(range(1, 7))
     fig.legend(loc="lower center", ncol=4, bbox_to_anchor=(0.5, -0.14), frameon=False)
     return fig
+
+
+def _paired(rows: Sequence[dict], model: str) -> bool:
+    return all(r["paired"] for r in rows if r["model"] == model)
 
 
 def plot_pruned_counts(counts: Mapping[str, Sequence[int]]):
