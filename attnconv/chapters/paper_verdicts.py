@@ -437,7 +437,9 @@ def redundant_claim(removal: Mapping[str, dict], n_test: Optional[int] = None) -
             "interval is the conservative unpaired one, and these runs could detect a "
             f"difference of about {100 * best.detectable:.1f} points"
             if best.method.startswith(v.UNPAIRED)
-            else f"no head's interval lies above −{100 * r.margin:g} points; the best: {best.format()}"
+            else f"no head's interval lies above −{100 * r.margin:g} points; the best: "
+            f"{best.format()}; even paired, these runs could detect a difference of about "
+            f"{100 * best.detectable:.1f} points"
         )
     return make_claim("redundant", ev, verdict, reason, best.format())
 
@@ -462,7 +464,7 @@ def _last_two_layers(
 def _removal_evidence(r: ClaimRecord, ivs: Mapping, at: bool) -> str:
     """One run's line of evidence: the drops when one head of layers 5-6 is removed, and how many
     of them the rule calls harmless (their interval's lower end above −margin)."""
-    drops = sorted(-100 * iv.estimate for iv in ivs.values())
+    drops = sorted(-100 * iv.estimate + 0.0 for iv in ivs.values())
     ok = sum(iv.lo > -r.margin for iv in ivs.values())
     method = next(iter(ivs.values())).method
     return (

@@ -248,18 +248,6 @@ DEEP_MEASURED_SECONDS_PER_STEP: Dict[str, float] = {
 }
 
 
-#: Minutes per epoch of the committed ``deep`` runs (book/runs/deep/*/history.json: mean of the 40 epochs'
-#: recorded seconds, training + evaluation), one torch thread per run on the 2-core development machine
-#: while a second run (and at times notebook work) shared its cores: read them as upper bounds for an
-#: idle machine. The 16-head model costs 16/9 of the 9-head one per attention layer.
-DEEP_MEASURED_MINUTES_PER_EPOCH: Dict[str, float] = {
-    "quadratic (local)": 0.55,
-    "generalized (dense)": 1.34,
-    "learned (dense)": 1.16,
-    "quadratic, 16 heads (local)": 1.59,
-}
-
-
 def get_profile(name: str) -> Profile:
     if name not in PROFILES:
         raise ValueError(f"unknown profile {name!r}; choose one of {sorted(PROFILES)}")

@@ -205,28 +205,6 @@ def test_verify_first_epoch_passes_under_another_kernel_path(honest_run):
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-def test_deep_minutes_per_epoch_are_those_of_the_committed_runs():
-    import json
-    from pathlib import Path
-
-    from attnconv.experiments.profiles import DEEP_MEASURED_MINUTES_PER_EPOCH
-
-    root = Path(__file__).resolve().parents[2] / "book" / "runs" / "deep"
-    folders = {
-        "quadratic (local)": "quadratic",
-        "generalized (dense)": "generalized",
-        "learned (dense)": "learned",
-        "quadratic, 16 heads (local)": "quadratic-16heads",
-    }
-    for key, folder in folders.items():
-        history = json.loads((root / folder / "history.json").read_text())
-        seconds = [e["seconds"] for e in history["epochs"]]
-        assert len(seconds) == 40
-        assert DEEP_MEASURED_MINUTES_PER_EPOCH[key] == round(
-            sum(seconds) / len(seconds) / 60, 2
-        )
-
-
 def test_compare_with_reference_times_two_checkouts_side_by_side(tmp_path):
     """This checkout against itself, imported a second time under another name: the same model
     from the same seed, so the losses agree exactly and every figure is filled in."""
