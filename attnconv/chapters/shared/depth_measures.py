@@ -550,7 +550,7 @@ def plot_removal(removal: Mapping[str, dict], n_test: int = 1017):
             + (i - (len(models) - 1) / 2) * width
         )
         cost = np.array([100 * (r["full"] - r["without_layer"]) for r in mine])
-        paired = all(r["paired"] for r in mine)
+        paired = _paired(rows, model)
         err = (
             [
                 cost - [r["layer_cost_lo"] for r in mine],
