@@ -37,6 +37,7 @@ import sys
 import time
 from typing import List, Optional, Sequence
 
+from .experiments.device import fp32_everywhere
 from .experiments.registry import RUNS, RunEntry, load_run, run_state, train_entry
 from .experiments.store import (
     HISTORY,
@@ -206,11 +207,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         "made again (one re-made already is skipped: the same command resumes a queue)",
     )
     parser.add_argument(
+        "--fp32",
+        action="store_true",
+        help="train in fp32 on a GPU too (TF32 off), the CPU's arithmetic, instead of bf16 "
+        "autocast: how a GPU makes a run of the cpu and deep profiles",
+    )
+    parser.add_argument(
         "--all",
         action="store_true",
         help="include the runs of the gpu and paper profiles and the studies made from them",
     )
     args = parser.parse_args(argv)
+    if args.fp32:
+        fp32_everywhere()
     chosen = entries(args.only, args.all)
     if args.lacking_predictions:
         chosen = [e for e in chosen if _lacks_predictions(e)]

@@ -1180,7 +1180,8 @@ def book_run_hours(result: dict, runs_root, threads: int = 1) -> List[dict]:
     seed series included) whose
     history matches a measured case (profile, model, heads), epochs × steps per epoch × s/step
     before and after (training steps only, at ``threads``), beside the hours its history recorded
-    (training and evaluation, on whatever the machine was doing then)."""
+    (training and evaluation, on whatever the machine was doing then) and where it was made
+    (``made_on``: ``cpu``, or ``gpu`` for a run its history says trained on CUDA)."""
     from pathlib import Path
 
     measured = {
@@ -1215,6 +1216,9 @@ def book_run_hours(result: dict, runs_root, threads: int = 1) -> List[dict]:
                 "before_hours": epochs * steps * row["before_s"] / 3600,
                 "after_hours": epochs * steps * row["after_s"] / 3600,
                 "recorded_hours": recorded / 3600 if recorded else float("nan"),
+                "made_on": "gpu"
+                if str(history.get("device") or "cpu").startswith("cuda")
+                else "cpu",
             }
         )
     return out

@@ -37,6 +37,7 @@ __all__ = [
     "sync_warnings",
     "bf16_supported",
     "Precision",
+    "fp32_everywhere",
     "resolve_precision",
     "rng_state",
     "set_rng_state",
@@ -144,17 +145,35 @@ class Precision:
         return f"{text} ({self.fallback})" if self.fallback else text
 
 
+#: Set by :func:`fp32_everywhere`: runs whose config leaves the precision to the device compute in
+#: fp32 on CUDA too (TF32 off), the CPU's arithmetic, so a GPU can make a CPU-profile run of the
+#: same settings (``python -m attnconv.regenerate --fp32``).
+_FP32_EVERYWHERE = False
+
+
+def fp32_everywhere(on: bool = True) -> None:
+    """Make the device's default precision fp32 on every device (TF32 matmuls and convolutions
+    off) for the rest of the process, or restore bf16 autocast as CUDA's default."""
+    global _FP32_EVERYWHERE
+    _FP32_EVERYWHERE = bool(on)
+    if on:  # torch's defaults otherwise: TF32 off for matmuls, on for cuDNN convolutions
+        torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = not on
+
+
 def resolve_precision(
     device: torch.device, bf16: bool = True, precision: Optional[str] = None
 ) -> Precision:
     """The precision a run computes in on ``device``.
 
-    ``precision`` ``None`` (every saved run): bf16 autocast on CUDA when ``bf16``, fp32 elsewhere —
-    the CPU's numbers never change. ``"bf16"`` asks for bf16 autocast on any device (the CPU runs
-    the CUDA code path); on a card without bf16 it falls back to fp16 with a gradient scaler.
+    ``precision`` ``None`` (every saved run): bf16 autocast on CUDA when ``bf16`` (fp32 after
+    :func:`fp32_everywhere`), fp32 elsewhere — the CPU's numbers never change. ``"bf16"`` asks for
+    bf16 autocast on any device (the CPU runs the CUDA code path); on a card without bf16 it falls
+    back to fp16 with a gradient scaler.
     """
     if precision is None:
-        precision = "bf16" if device.type == "cuda" and bf16 else "fp32"
+        cuda_bf16 = device.type == "cuda" and bf16 and not _FP32_EVERYWHERE
+        precision = "bf16" if cuda_bf16 else "fp32"
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
     if precision == "bf16" and not bf16_supported(device):

@@ -284,7 +284,11 @@ def test_compare_with_reference_times_two_checkouts_side_by_side(tmp_path):
     assert (
         hours["after_hours"] == 15 * row["after_s"] / 3600
         and hours["recorded_hours"] == 0.03
+        and hours["made_on"] == "cpu"
     )
+    # a run its history says trained on CUDA is marked as made on a GPU
+    (run / "history.json").write_text(json.dumps(dict(history, device="cuda:0")))
+    assert book_run_hours(result, tmp_path)[0]["made_on"] == "gpu"
 
 
 def test_sparse_dropout_correction_times_the_dropped_entries_against_the_dense_product():

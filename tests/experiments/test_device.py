@@ -37,6 +37,26 @@ def test_precision_on_cuda_bf16_or_fp16_with_loss_scaling(monkeypatch):
         dev.resolve_precision(CUDA0, precision="fp8")
 
 
+def test_fp32_everywhere_makes_cuda_compute_as_the_cpu(monkeypatch):
+    """``regenerate --fp32``: a GPU run of a config that leaves the precision to the device
+    computes in fp32 with TF32 off; an explicit precision still wins; switching back restores
+    bf16 autocast as CUDA's default (and cuDNN's TF32 default)."""
+    import attnconv.regenerate as regen
+
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda **kw: True)
+    try:
+        with mock.patch.object(regen, "entries", return_value=[]):
+            assert regen.main(["--fp32", "--only", "nothing/*"]) == 2
+        assert dev.resolve_precision(CUDA0).name == "fp32"
+        assert dev.resolve_precision(CUDA0, precision="bf16").name == "bf16"
+        assert not torch.backends.cudnn.allow_tf32
+        assert not torch.backends.cuda.matmul.allow_tf32
+    finally:
+        dev.fp32_everywhere(False)
+    assert dev.resolve_precision(CUDA0).name == "bf16"
+    assert torch.backends.cudnn.allow_tf32
+
+
 def test_start_lines(monkeypatch):
     assert (
         dev.start_line(dev.resolve_precision(torch.device("cpu"))) == "device cpu, fp32"
