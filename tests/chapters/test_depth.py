@@ -374,6 +374,24 @@ def test_paper_map_names_the_rules_verdicts():
         assert status.startswith(verdicts[key]), (key, status[:60])
 
 
+def test_intro_tally_counts_the_rules_verdicts():
+    """The intro's "N claims: a reproduced at CPU scale; b not reproduced at CPU scale; c
+    inconclusive" is the count of the rule's verdicts over the committed runs."""
+    import json
+
+    verdicts = [c.verdict for g in pv.GROUPS for c in pv.book_claims().get(g, [])]
+    intro = json.loads((PAPER_MAP.parent / "intro.ipynb").read_text())
+    text = " ".join(
+        "".join(c["source"]) for c in intro["cells"] if c["cell_type"] == "markdown"
+    )
+    tally = (
+        f"{len(verdicts)} claims: {verdicts.count(REPRODUCED)} reproduced at CPU scale; "
+        f"{verdicts.count(NOT_REPRODUCED)} not reproduced at CPU scale; "
+        f"{verdicts.count(INCONCLUSIVE)} inconclusive"
+    )
+    assert tally in " ".join(text.replace("*", "").split())
+
+
 def _removal_with_predictions():
     """A six-layer removal study on the sample's 1,017 test images whose full model is right on
     617 of them; layer 5's head 1 changes nothing, its head 2 loses 30 images."""
