@@ -156,7 +156,8 @@ def fp32_everywhere(on: bool = True) -> None:
     off) for the rest of the process, or restore bf16 autocast as CUDA's default."""
     global _FP32_EVERYWHERE
     _FP32_EVERYWHERE = bool(on)
-    if on:  # torch's defaults otherwise: TF32 off for matmuls, on for cuDNN convolutions
+    # torch's defaults otherwise: TF32 off for matrix products, on for cuDNN convolutions
+    if on:
         torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = not on
 

@@ -376,7 +376,7 @@ def test_paper_map_names_the_rules_verdicts():
 
 def test_intro_tally_counts_the_rules_verdicts():
     """The intro's "N claims: a reproduced at CPU scale; b not reproduced at CPU scale; c
-    inconclusive" is the count of the rule's verdicts over the committed runs."""
+    inconclusive", and chapter 17's box, count the rule's verdicts over the committed runs."""
     import json
 
     verdicts = [c.verdict for g in pv.GROUPS for c in pv.book_claims().get(g, [])]
@@ -390,6 +390,13 @@ def test_intro_tally_counts_the_rules_verdicts():
         f"{verdicts.count(INCONCLUSIVE)} inconclusive"
     )
     assert tally in " ".join(text.replace("*", "").split())
+    what_holds = json.loads((PAPER_MAP.parent / "17_what_holds.ipynb").read_text())
+    box = " ".join("".join(what_holds["cells"][0]["source"]).split())
+    assert (
+        f"of {len(verdicts)} experimental claims, CPU-scale runs reproduce "
+        f"{verdicts.count(REPRODUCED)}, do not reproduce {verdicts.count(NOT_REPRODUCED)} "
+        f"and cannot settle {verdicts.count(INCONCLUSIVE)}"
+    ) in box
 
 
 def _removal_with_predictions():
