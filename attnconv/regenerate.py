@@ -176,7 +176,8 @@ def _check(entry) -> bool:
     return ok
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def _parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m attnconv.regenerate``."""
     parser = argparse.ArgumentParser(
         prog="python -m attnconv.regenerate", description=__doc__.split("\n")[0]
     )
@@ -217,7 +218,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         action="store_true",
         help="include the runs of the gpu and paper profiles and the studies made from them",
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = _parser().parse_args(argv)
     if args.fp32:
         fp32_everywhere()
     chosen = entries(args.only, args.all)
