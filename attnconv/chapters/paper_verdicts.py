@@ -464,6 +464,7 @@ def _last_two_layers(
 def _removal_evidence(r: ClaimRecord, ivs: Mapping, at: bool) -> str:
     """One run's line of evidence: the drops when one head of layers 5-6 is removed, and how many
     of them the rule calls harmless (their interval's lower end above −margin)."""
+    # + 0.0: a head that changes nothing prints as 0.0, not -0.0
     drops = sorted(-100 * iv.estimate + 0.0 for iv in ivs.values())
     ok = sum(iv.lo > -r.margin for iv in ivs.values())
     method = next(iter(ivs.values())).method

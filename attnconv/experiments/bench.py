@@ -1184,6 +1184,8 @@ def book_run_hours(result: dict, runs_root, threads: int = 1) -> List[dict]:
     (``made_on``: ``cpu``, or ``gpu`` for a run its history says trained on CUDA)."""
     from pathlib import Path
 
+    from .runs import device_kind
+
     measured = {
         (r["profile"], r["model_name"], r["num_heads"]): r
         for r in result["rows"]
@@ -1216,9 +1218,7 @@ def book_run_hours(result: dict, runs_root, threads: int = 1) -> List[dict]:
                 "before_hours": epochs * steps * row["before_s"] / 3600,
                 "after_hours": epochs * steps * row["after_s"] / 3600,
                 "recorded_hours": recorded / 3600 if recorded else float("nan"),
-                "made_on": "gpu"
-                if str(history.get("device") or "cpu").startswith("cuda")
-                else "cpu",
+                "made_on": "cpu" if device_kind(history) == "cpu" else "gpu",
             }
         )
     return out

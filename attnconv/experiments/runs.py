@@ -23,6 +23,7 @@ __all__ = [
     "TOLERANCES",
     "run_precision",
     "tolerance_key",
+    "device_kind",
     "recheck_only_on_request",
     "verify_first_epoch",
     "recheck_line",
@@ -152,14 +153,19 @@ CHAPTER_RECHECK_MAX_PARAMETERS = 1_000_000
 CHAPTER_RECHECK_MAX_IMAGES = 10_000
 
 
+def device_kind(history: Mapping) -> str:
+    """Where a history's run computed: the device type of its ``device`` (``cpu``, ``cuda``), ``cpu``
+    when it does not say."""
+    return str(history.get("device") or "cpu").split(":")[0]
+
+
 def run_precision(history: Mapping) -> str:
     """How a history's run computed: its ``precision`` when recorded (``fp32``, ``bf16``, ``fp16``),
     else ``bf16`` for a CUDA run whose config asks for bf16 autocast, else ``fp32``."""
     if history.get("precision"):
         return str(history["precision"])
-    device = str(history.get("device") or "cpu").split(":")[0]
     bf16 = (history.get("config") or {}).get("bf16", True)
-    return "bf16" if device == "cuda" and bf16 else "fp32"
+    return "bf16" if device_kind(history) == "cuda" and bf16 else "fp32"
 
 
 def tolerance_key(*histories: Mapping) -> str:
@@ -167,7 +173,7 @@ def tolerance_key(*histories: Mapping) -> str:
     loosest that applies to any of them."""
     if any(run_precision(h) != "fp32" for h in histories):
         return "mixed precision"
-    kinds = {str(h.get("device") or "cpu").split(":")[0] for h in histories}
+    kinds = {device_kind(h) for h in histories}
     if kinds == {"cpu"}:
         return "fp32 cpu"
     return "fp32 across devices" if "cpu" in kinds else "fp32 cuda"
@@ -231,8 +237,7 @@ def replay_first_epoch(run: Run) -> dict:
     type the run was made on (a CPU run is replayed on the CPU, not on a GPU in bf16), and return
     that history."""
     config = run.config
-    saved_device = str(run.history.get("device", "cpu")).split(":")[0]
-    if saved_device == "cpu" and config.device is None:
+    if device_kind(run.history) == "cpu" and config.device is None:
         config = replace(config, device="cpu")
     with tempfile.TemporaryDirectory() as tmp:
         return train(config, tmp, progress=False, stop_after=1, verbose=False)
