@@ -129,6 +129,36 @@ class CifarData:
             self.note,
         )
 
+    def split_validation(self, n: int) -> Tuple["CifarData", "CifarData"]:
+        """``(rest, validation)``: the last ``n`` training images as a validation set (returned
+        as the *test* images of a second :class:`CifarData`, so that everything that evaluates on
+        a test set evaluates on it), and the data without them."""
+        if not 0 < n < len(self.x_train):
+            raise ValueError(
+                f"validation must hold 1 to {len(self.x_train) - 1} of the "
+                f"{len(self.x_train):,} training images, got {n}"
+            )
+        cut = len(self.x_train) - n
+        rest = CifarData(
+            self.x_train[:cut],
+            self.y_train[:cut],
+            self.x_test,
+            self.y_test,
+            self.classes,
+            self.source,
+            self.note,
+        )
+        held = CifarData(
+            self.x_train[:0],
+            self.y_train[:0],
+            self.x_train[cut:],
+            self.y_train[cut:],
+            self.classes,
+            self.source,
+            f"validation: training images {cut:,}-{len(self.x_train) - 1:,}",
+        )
+        return rest, held
+
     def to(self, device) -> "CifarData":
         """The same data on ``device`` (still ``uint8``)."""
         return CifarData(

@@ -271,6 +271,8 @@ class EpochRecord(_Record):
     train_acc: Optional[float] = None
     test_loss: Optional[float] = None
     test_acc: Optional[float] = None
+    val_loss: Optional[float] = None
+    val_acc: Optional[float] = None
     lr: Optional[float] = None
     seconds: Optional[float] = None
     attention: Optional[List[HeadRecord]] = None
@@ -297,6 +299,7 @@ class History(_Record):
     train_size: Optional[int] = None
     test_size: Optional[int] = None
     steps_per_epoch: Optional[int] = None
+    validation_size: Optional[int] = None
     initial_attention: Optional[List[HeadRecord]] = None
     epochs: List[EpochRecord] = field(default_factory=list)
     status: Optional[str] = None

@@ -310,8 +310,10 @@ def _load_data(
     return data
 
 
-def _prepare_data(config, data, ctx, verbose, device) -> CifarData:
-    """The run's data (loaded unless given), cut to the config's subsets, on ``device``."""
+def _prepare_data(config, data, ctx, verbose, device):
+    """The run's data (loaded unless given), cut to the config's subsets, on ``device``, and its
+    validation set (the last ``config.validation`` training images, on ``device``; ``None``
+    without one)."""
     if data is None:
         data = _load_data(config, ctx, verbose)
     elif verbose:
@@ -320,6 +322,10 @@ def _prepare_data(config, data, ctx, verbose, device) -> CifarData:
             or f"Data: {data.source} ({len(data.x_train):,} training / "
             f"{len(data.x_test):,} test images)."
         )
+    validation = None
+    if config.validation:
+        data, validation = data.split_validation(config.validation)
+        validation = validation.to(device)
     data = data.subset(config.train_subset, config.test_subset).to(device)
     n = len(data.x_train)
     if ctx is not None and 0 < n % config.batch_size < ctx.world_size:
@@ -327,7 +333,7 @@ def _prepare_data(config, data, ctx, verbose, device) -> CifarData:
             f"the last batch of each epoch holds {n % config.batch_size} images, fewer than "
             f"the {ctx.world_size} processes; use fewer processes or another training-set size."
         )
-    return data
+    return data, validation
 
 
 def _format_duration(seconds: float) -> str:
@@ -354,10 +360,19 @@ class _Session:
     resumed), and the steps of its loop (an epoch, its record, its checkpoints)."""
 
     def __init__(
-        self, config, run_dir, ctx, data, precision, sync_batchnorm, state, start=None
+        self,
+        config,
+        run_dir,
+        ctx,
+        data,
+        precision,
+        sync_batchnorm,
+        state,
+        start=None,
+        validation=None,
     ):
         self.config, self.run_dir, self.ctx, self.data = config, run_dir, ctx, data
-        self.start = start
+        self.start, self.validation = start, validation
         self.precision, self.device = precision, precision.device
         self.writer = ctx is None or ctx.is_writer
         self.n_train = len(data.x_train)
@@ -422,6 +437,11 @@ class _Session:
             "train_size": self.n_train,
             "test_size": len(data.x_test),
             "steps_per_epoch": self.steps_per_epoch,
+            **(
+                {"validation_size": len(self.validation.x_test)}
+                if self.validation is not None
+                else {}
+            ),
             "initial_attention": attention_record(self.net),
             "epochs": [],
             "status": "running",
@@ -431,12 +451,14 @@ class _Session:
         if self.ctx is not None:  # dropout masks: per rank
             torch.manual_seed(stream_seed(config.seed, self.ctx.rank, 2))
 
-    def _evaluate(self, predictions: Optional[list] = None):
-        """Test loss and accuracy of the weights now, in the session's precision."""
+    def _evaluate(self, predictions: Optional[list] = None, held=None):
+        """Test loss and accuracy of the weights now, in the session's precision (those on the
+        ``x_test`` images of ``held``, e.g. the validation set, when given)."""
+        held = self.data if held is None else held
         return evaluate(
             self.net,
-            self.data.x_test,
-            self.data.y_test,
+            held.x_test,
+            held.y_test,
             self.config.eval_batch_size,
             self.device,
             self.config.bf16,
@@ -552,9 +574,13 @@ class _Session:
         config = self.config
         last = epoch == config.epochs
         classes = [] if last else None  # the last epoch's per-image predictions
-        test_loss = test_acc = None  # not evaluated this epoch (config.evaluate_every)
-        if config.evaluates(epoch):
+        test_loss = test_acc = None  # not read this epoch (evaluate_every, validation)
+        if config.reads_test(epoch):
             test_loss, test_acc = self._evaluate(classes)
+        held = {}
+        if self.validation is not None and config.evaluates(epoch):
+            val_loss, val_acc = self._evaluate(None, self.validation)
+            held = {"val_loss": val_loss, "val_acc": val_acc}
         last_step = epoch * self.steps_per_epoch - 1
         record = {
             "epoch": epoch,
@@ -562,6 +588,7 @@ class _Session:
             "train_acc": train_result[1],
             "test_loss": test_loss,
             "test_acc": test_acc,
+            **held,
             "lr": config.lr * lr_factor(last_step, config, self.steps_per_epoch),
             "seconds": seconds_before + time.perf_counter() - t0,
             "attention": attention_record(self.net),
@@ -596,6 +623,8 @@ def _epoch_line(config, record, train_seconds, images, eta_seconds) -> str:
         if r["test_acc"] is None
         else f"loss {r['test_loss']:.4f} acc {r['test_acc']:.4f}"
     )
+    if r.get("val_acc") is not None:
+        test = f"{test} | val loss {r['val_loss']:.4f} acc {r['val_acc']:.4f}"
     return (
         f"epoch {r['epoch']}/{config.epochs}: train loss {r['train_loss']:.4f} "
         f"acc {r['train_acc']:.4f} | test {test} "
@@ -724,9 +753,17 @@ def train(
     device = ctx.device if ctx is not None else select_device(config.device)
     precision = resolve_precision(device, config.bf16, config.precision)
     _seed_everything(config.seed)
-    data = _prepare_data(config, data, ctx, verbose, device)
+    data, validation = _prepare_data(config, data, ctx, verbose, device)
     session = _Session(
-        config, run_dir, ctx, data, precision, sync_batchnorm, state, start
+        config,
+        run_dir,
+        ctx,
+        data,
+        precision,
+        sync_batchnorm,
+        state,
+        start,
+        validation,
     )
     if verbose:
         print(start_line(precision))

@@ -35,6 +35,7 @@ RECIPE_DEFAULTS = {
     "betas": [0.9, 0.999],
     "label_smoothing": 0.0,
     "evaluate_every": 1,
+    "validation": 0,
 }
 #: Parameter names (last component) AdamW never decays: GPSA's gates and positional weights, the
 #: absolute position embedding (ConViT/DeiT's ``no_weight_decay`` set). Biases and norm weights
@@ -88,6 +89,10 @@ class TrainConfig:
     evaluate_every: int = (
         1  # test evaluation every k-th epoch (and always after the last)
     )
+    # The last n images of the training set held out as the validation set: every evaluated
+    # epoch is then measured on them, and the test set is read once, after the last epoch.
+    # train_subset takes the first images of what is left.
+    validation: int = 0
 
     def __post_init__(self):
         self.milestones = tuple(int(m) for m in self.milestones)
@@ -121,6 +126,8 @@ class TrainConfig:
             )
         if not 0 <= self.label_smoothing < 1 or self.evaluate_every < 1:
             raise ValueError("label_smoothing must be in [0, 1), evaluate_every >= 1")
+        if self.validation < 0:
+            raise ValueError(f"validation must be >= 0 images, got {self.validation}")
         self.model_config()  # validates the overrides
 
     def model_config(self):
@@ -140,8 +147,14 @@ class TrainConfig:
         return d
 
     def evaluates(self, epoch: int) -> bool:
-        """Whether the test set is evaluated after ``epoch`` (1-based)."""
+        """Whether the held-out set (the validation set when there is one, else the test set) is
+        evaluated after ``epoch`` (1-based)."""
         return epoch % self.evaluate_every == 0 or epoch == self.epochs
+
+    def reads_test(self, epoch: int) -> bool:
+        """Whether the test set is evaluated after ``epoch``: with a validation set only after
+        the last epoch (the test set is read once), else whenever :meth:`evaluates`."""
+        return epoch == self.epochs if self.validation else self.evaluates(epoch)
 
     @classmethod
     def from_dict(cls, d: dict) -> "TrainConfig":

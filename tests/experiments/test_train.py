@@ -436,3 +436,27 @@ def test_cpu_and_gpu_profiles():
         get_profile("tpu")
     with pytest.raises(ValueError):
         get_profile("cpu").config("vit")
+
+
+def test_validation_split_reads_the_test_set_once(tmp_path, tiny_data):
+    """With ``validation``: the last n training images are held out, every epoch is measured on
+    them, the test set only after the last epoch; the validation accuracy is that of a plain
+    evaluation of the saved model on those images (the oracle: ``evaluate`` on the slice)."""
+    cfg = tiny_config(validation=8, epochs=2)
+    history = train(
+        cfg, tmp_path / "run", progress=False, verbose=False, data=tiny_data
+    )
+    assert history["train_size"] == 22 and history["validation_size"] == 8
+    first, last = history["epochs"]
+    assert first["test_acc"] is None and first["val_acc"] is not None
+    assert last["test_acc"] is not None and len(last["test_predictions"]) == 12
+    run = load_run(tmp_path / "run", load_model=True)
+    loss, acc = evaluate(run.model, tiny_data.x_train[22:], tiny_data.y_train[22:], 16)
+    assert abs(acc - last["val_acc"]) < 1e-12 and abs(loss - last["val_loss"]) < 1e-5
+
+
+def test_validation_split_refuses_bad_sizes(tiny_data):
+    with pytest.raises(ValueError, match="validation must be >= 0"):
+        TrainConfig(validation=-1)
+    with pytest.raises(ValueError, match="validation must hold 1 to 29"):
+        tiny_data.split_validation(30)
