@@ -1,5 +1,6 @@
-"""The package's layers: core (the paper's mathematics) <- experiments (CIFAR-10) <- chapters.shared
-(the floor the chapters share) <- chapters (one module per chapter, none importing another).
+"""The package's layers: core (the paper's mathematics) <- experiments (CIFAR-10: the training
+engine) <- evidence (the frozen protocol and the rule that judges it) <- chapters.shared (the floor
+the chapters share) <- chapters (one module per chapter, none importing another).
 
 Every import inside ``attnconv`` (module level or inside a function) is read with ``ast`` and
 checked: imports point down the layers, there is no import loop, and no private name
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "attnconv"
-LAYERS = {"core": 0, "experiments": 1, "chapters": 2}
+LAYERS = {"core": 0, "experiments": 1, "evidence": 2, "chapters": 3}
 FLOOR = "attnconv.chapters.shared"
 
 
@@ -54,22 +55,23 @@ def graph():
 
 
 def layer(module: str):
-    """0 core, 1 experiments, 2 the chapters' shared floor, 3 the chapter modules; None for the top."""
+    """0 core, 1 experiments, 2 evidence, 3 the chapters' shared floor, 4 the chapter modules;
+    None for the top."""
     parts = module.split(".")
     if len(parts) <= 2:
         return None
     if module == FLOOR or module.startswith(FLOOR + "."):
-        return 2
-    return {0: 0, 1: 1, 2: 3}[LAYERS[parts[1]]] if parts[1] in LAYERS else None
+        return 3
+    return {0: 0, 1: 1, 2: 2, 3: 4}[LAYERS[parts[1]]] if parts[1] in LAYERS else None
 
 
 def is_chapter_module(module: str) -> bool:
-    return layer(module) == 3 and module != "attnconv.chapters"
+    return layer(module) == 4 and module != "attnconv.chapters"
 
 
 def test_layers_exist_and_hold_the_modules():
     mods, _ = graph()
-    for name in ("core", "experiments", "chapters"):
+    for name in ("core", "experiments", "evidence", "chapters"):
         assert f"attnconv.{name}" in mods
     flat = [m for m in mods if m.count(".") == 1 and m.split(".")[1] not in LAYERS]
     # only the facade and the command-line entry points sit at the top (regenerate: the book's runs

@@ -1,0 +1,26 @@
+"""The freeze record of the confirmatory protocol (:mod:`attnconv.evidence.protocol`).
+
+:data:`FROZEN_DIGEST` is the SHA-256 of the protocol's content when it was frozen; the commit that
+froze it is :data:`FREEZE_COMMIT` (written in the commit after it: a commit cannot name itself).
+``tests/evidence/test_freeze.py`` fails when the content differs from the frozen one, and when a
+confirmatory run or result (:data:`GUARDED_PATHS`) entered git in or before the freeze commit.
+"""
+
+__all__ = ["FROZEN_DIGEST", "FREEZE_COMMIT", "FREEZE_DATE", "GUARDED_PATHS"]
+
+#: SHA-256 of :func:`attnconv.evidence.protocol.content` at the freeze.
+FROZEN_DIGEST = "ad154cde14d30d8aa423311e33e47a7375aacd985bcd15b8e41384a445d50105"
+#: The commit that froze the protocol (None until the commit after it names it).
+FREEZE_COMMIT = None
+#: Its date (UTC), as git records it.
+FREEZE_DATE = None
+#: Where the confirmatory runs and results live (under book/): none of it may be in git at or
+#: before the freeze commit.
+GUARDED_PATHS = (
+    "runs/confirm",
+    "runs/confirm-tuning",
+    "runs/beyond3",
+    "runs/beyond3-tuning",
+    "results/confirm",
+    "results/beyond3",
+)
