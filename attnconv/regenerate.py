@@ -37,6 +37,7 @@ import sys
 import time
 from typing import List, Optional, Sequence
 
+from .evidence import runs as _protocol_runs  # noqa: F401 (registers the protocol's runs)
 from .experiments.device import fp32_everywhere
 from .experiments.registry import RUNS, RunEntry, load_run, run_state, train_entry
 from .experiments.store import (
@@ -214,6 +215,13 @@ def _parser() -> argparse.ArgumentParser:
         "autocast: how a GPU makes a run of the cpu and deep profiles",
     )
     parser.add_argument(
+        "--protocol",
+        choices=("confirm", "beyond"),
+        help="make the frozen protocol's runs and studies in their order (the six-layer "
+        "arms, or chapter 18's): tuning, each choice, then the fresh seeds; several "
+        "processes may share one queue (each takes the next entry nobody holds)",
+    )
+    parser.add_argument(
         "--all",
         action="store_true",
         help="include the runs of the gpu and paper profiles and the studies made from them",
@@ -221,10 +229,68 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _held(name: str):
+    """A lock on the entry ``name`` for this process (a folder made atomically under
+    ``book/runs/.locks``), or ``None`` when another live process holds it."""
+    import os
+
+    from .experiments.store import runs_dir
+
+    lock = runs_dir() / ".locks" / name.replace("/", "__")
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        lock.mkdir()
+    except FileExistsError:
+        try:
+            pid = int((lock / "pid").read_text())
+            os.kill(pid, 0)
+            return None  # alive
+        except (OSError, ValueError):
+            pass  # a stale lock of a process that is gone
+    (lock / "pid").write_text(str(os.getpid()))
+    return lock
+
+
+def _run_protocol(part: str) -> int:
+    """Make the protocol queue ``part`` entry by entry; an entry another process holds is left
+    to it (and what depends on it waits until it is done)."""
+    import shutil
+
+    from .evidence.runs import queue
+
+    for name in queue(part):
+        entry = RUNS.get(name) or STUDIES.get(name)
+        if entry is None:
+            print(
+                f"error: {name} is not registered (its tuning is not saved)",
+                file=sys.stderr,
+            )
+            return 2
+        if isinstance(
+            entry, StudyEntry
+        ):  # made from runs another process may still make
+            while any(run_state(RUNS[r]) != "present" for r in entry.runs):
+                time.sleep(30)
+        lock = _held(name)
+        if lock is None:
+            print(f"{name}: made by another process; next", flush=True)
+            while isinstance(entry, StudyEntry) and study_state(entry) != "present":
+                time.sleep(30)  # what follows a study (the tuned runs) needs it
+            continue
+        try:
+            if isinstance(entry, StudyEntry) or run_state(entry) != "present":
+                _make(entry, False)
+        finally:
+            shutil.rmtree(lock, ignore_errors=True)
+    return 0
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = _parser().parse_args(argv)
     if args.fp32:
         fp32_everywhere()
+    if args.protocol:
+        return _run_protocol(args.protocol)
     chosen = entries(args.only, args.all)
     if args.lacking_predictions:
         chosen = [e for e in chosen if _lacks_predictions(e)]

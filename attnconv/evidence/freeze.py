@@ -11,9 +11,9 @@ __all__ = ["FROZEN_DIGEST", "FREEZE_COMMIT", "FREEZE_DATE", "GUARDED_PATHS"]
 #: SHA-256 of :func:`attnconv.evidence.protocol.content` at the freeze.
 FROZEN_DIGEST = "ad154cde14d30d8aa423311e33e47a7375aacd985bcd15b8e41384a445d50105"
 #: The commit that froze the protocol (None until the commit after it names it).
-FREEZE_COMMIT = None
+FREEZE_COMMIT = "c73a7a66bf4db5abffb23a0dc14cff2036c2ad06"
 #: Its date (UTC), as git records it.
-FREEZE_DATE = None
+FREEZE_DATE = "2026-11-27T08:44:41+00:00"
 #: Where the confirmatory runs and results live (under book/): none of it may be in git at or
 #: before the freeze commit.
 GUARDED_PATHS = (

@@ -51,6 +51,9 @@ __all__ = [
     "PRUNING_STUDIES",
     "REMOVAL_RUNS",
     "BENCHMARK_REFERENCE_COMMIT",
+    "attention_maps_study",
+    "removal_study",
+    "pruning_entry",
 ]
 
 
@@ -179,7 +182,7 @@ ATTENTION_MAP_RUNS = ("cpu/learned", "cpu/learned_content", "deep/learned") + tu
 )
 
 
-def _attention_maps(name: str) -> StudyEntry:
+def attention_maps_study(name: str) -> StudyEntry:
     from .studies_maps import run_attention_maps, save_attention_maps
 
     return StudyEntry(
@@ -204,12 +207,12 @@ PRUNING_STUDIES = {
 }
 
 
-def _pruning_make(name: str) -> None:
+def _pruning_make(name: str, settings=None) -> None:
     from .paper_numbers import PAPER_MAX_EIGENVALUE_THRESHOLD
     from .pruning import AUTHORS_CODE_CONDITION_THRESHOLD
     from .studies_pruning import STUDY_FILE, head_table, pruned_folder, pruning_study
 
-    random_orders, counts, _ = PRUNING_STUDIES[name]
+    random_orders, counts, _ = settings or PRUNING_STUDIES[name]
     trained = _trained(name)
     retrain_counts = None
     if counts == "code":
@@ -262,7 +265,9 @@ def _pruning_check(name: str) -> Optional[bool]:
     )
 
 
-def _pruning(name: str) -> StudyEntry:
+def pruning_entry(name: str, settings=None) -> StudyEntry:
+    """The pruning study of the run ``name``; ``settings`` as a :data:`PRUNING_STUDIES` value
+    (default: the run's own there)."""
     from .studies_pruning import load_pruned_run, load_pruning_study
 
     def read():
@@ -279,10 +284,10 @@ def _pruning(name: str) -> StudyEntry:
         f"{name}/pruning",
         f"runs/{name}/pruning.json",
         (name,),
-        lambda: _pruning_make(name),
+        lambda: _pruning_make(name, settings),
         read,
         check=lambda: _pruning_check(name),
-        minutes=PRUNING_STUDIES[name][2],
+        minutes=(settings or PRUNING_STUDIES[name])[2],
         description=f"App. A.1 pruning study (+ runs/{name}-pruned, retrained by the "
         "training loop, resumable)",
         predictions=predictions,
@@ -298,7 +303,7 @@ REMOVAL_RUNS = tuple(
 )
 
 
-def _removal(name: str) -> StudyEntry:
+def removal_study(name: str) -> StudyEntry:
     from .studies_removal import load_removal, removal_accuracies
 
     def make():
@@ -477,9 +482,9 @@ def _benchmarks() -> List[StudyEntry]:
 
 def _register_book_studies() -> None:
     for entry in (
-        [_attention_maps(n) for n in ATTENTION_MAP_RUNS]
-        + [_pruning(n) for n in PRUNING_STUDIES]
-        + [_removal(n) for n in REMOVAL_RUNS]
+        [attention_maps_study(n) for n in ATTENTION_MAP_RUNS]
+        + [pruning_entry(n) for n in PRUNING_STUDIES]
+        + [removal_study(n) for n in REMOVAL_RUNS]
         + [_sweep(9), _sweep(16), _kernel_spread()]
         + _benchmarks()
     ):

@@ -1,0 +1,413 @@
+"""The protocol's runs and studies, registered like every run of the book (:mod:`attnconv.
+experiments.registry`, :mod:`attnconv.experiments.studies`) and made by ``python -m
+attnconv.regenerate`` (importing this module registers them):
+
+* ``confirm-tuning/<arm>/<values>/seed900`` — the tuning runs (:data:`~attnconv.evidence.protocol.
+  TUNING`), and ``results/confirm-tuning`` — the choice per arm (``book/results/confirm-tuning.json``);
+* ``confirm/<arm>/seed<k>`` — the confirmatory runs at the fresh seeds, registered once their
+  arm's tuning is saved, with their studies (removal and attention maps of the learned arm,
+  pruning of the generalized arm), made while the weights are on disk;
+* ``beyond3-tuning/<arm>/n<size>/lr<rate>/seed<k>``, ``results/beyond3-tuning`` and
+  ``beyond3/<arm>/n<size>/seed<k>`` — chapter 18's runs (:data:`~attnconv.evidence.protocol.BEYOND`).
+
+Every value of a run comes from the protocol; nothing here chooses one.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import fields
+from typing import Dict, Iterator, List, Optional, Tuple
+
+from ..experiments import beyond as beyond_exp
+from ..experiments.profiles import make_config
+from ..experiments.registry import RUNS, load_run, register_run
+from ..experiments.store import MissingResultError, read_history, results_dir
+from ..experiments.studies import (
+    StudyEntry,
+    attention_maps_study,
+    pruning_entry,
+    register_study,
+    removal_study,
+)
+from ..experiments.train_config import TrainConfig
+from .protocol import (
+    ARMS,
+    BEYOND,
+    CONFIRMATORY_SEEDS,
+    EPOCHS,
+    SPLIT,
+    TUNING_SEEDS,
+    Arm,
+)
+
+__all__ = [
+    "TUNING_FILE",
+    "BEYOND_TUNING_FILE",
+    "BEYOND_STEPS",
+    "BEYOND_LRS",
+    "BEYOND_TUNING_SEEDS",
+    "tuning_runs",
+    "choose",
+    "tuned_values",
+    "confirm_run_name",
+    "register_confirmatory",
+    "beyond_changes",
+    "beyond_tuning_runs",
+    "beyond_run_name",
+    "register_beyond",
+    "queue",
+    "seen_histories",
+]
+
+#: book/results/confirm/tuning-<arm>.json: one arm's tuning runs and its choice.
+TUNING_FILE = "confirm/tuning-{arm}.json"
+#: book/results/beyond3/tuning-n<size>.json: chapter 18's rates at one size.
+BEYOND_TUNING_FILE = "beyond3/tuning-n{size}.json"
+_VALIDATION = SPLIT["validation_images"]
+_TRAIN_FIELDS = {f.name for f in fields(TrainConfig)}
+#: Chapter 18's budget, learning rates and tuning seeds (BEYOND's words, as numbers).
+BEYOND_STEPS = 520
+BEYOND_LRS = (3e-3, 1e-2, 3e-2)
+BEYOND_TUNING_SEEDS = (900, 901)
+#: The order the arms are tuned in: the cheapest first.
+_TUNING_ORDER = ("learned", "resnet18", "quadratic", "quadratic-16heads", "generalized")
+#: A tie in validation accuracy (points / 100) goes to the lower value.
+_TIE = 0.001
+
+
+def _changes(arm: Arm, values: dict) -> dict:
+    """The changes to the deep profile's config of ``arm``'s model: the arm's own, ``values``
+    (tuned), the budget and the validation split; model fields go into ``model_overrides``."""
+    wanted = {**arm.changes, **values}
+    train = {k: v for k, v in wanted.items() if k in _TRAIN_FIELDS}
+    model = {k: v for k, v in wanted.items() if k not in _TRAIN_FIELDS}
+    if model:
+        base = make_config(arm.model, "deep").model_overrides
+        train["model_overrides"] = {**base, **model}
+    return dict(train, epochs=EPOCHS, validation=_VALIDATION)
+
+
+def _tag(values: dict) -> str:
+    """``lr0.1`` or ``lr0.1-w16`` (a ResNet's first width)."""
+    parts = [f"lr{values['lr']:g}"]
+    if "widths" in values:
+        parts.append(f"w{values['widths'][0]}")
+    return "-".join(parts)
+
+
+def _grid(arm: Arm) -> Iterator[dict]:
+    keys = sorted(arm.grid)
+    for combo in itertools.product(*(arm.grid[k] for k in keys)):
+        yield dict(zip(keys, combo))
+
+
+def tuning_runs() -> Dict[str, List[Tuple[str, dict]]]:
+    """Arm → its tuning runs as (registry name, tuned values)."""
+    out = {}
+    for arm in sorted(ARMS.values(), key=lambda a: _TUNING_ORDER.index(a.key)):
+        if arm.grid:
+            out[arm.key] = [
+                (f"confirm-tuning/{arm.key}/{_tag(v)}/seed{seed}", v)
+                for v in _grid(arm)
+                for seed in TUNING_SEEDS
+            ]
+    return out
+
+
+def _last3(history, key: str = "val_acc") -> float:
+    values = [e[key] for e in history.epochs if e.get(key) is not None]
+    return sum(values[-3:]) / len(values[-3:])
+
+
+def choose(scores: List[Tuple[dict, float]]) -> dict:
+    """The protocol's choice among ``(values, validation measure)``: the highest measure; a tie
+    within 0.1 point to the lower learning rate, then the narrower width."""
+    best = max(score for _, score in scores)
+    tied = [v for v, score in scores if score >= best - _TIE]
+    return min(tied, key=lambda v: (v["lr"], v.get("widths", (0,))[0]))
+
+
+def _make_tuning(arm: str) -> None:
+    runs = tuning_runs()[arm]
+    if True:
+        rows = []
+        for name, values in runs:
+            h = load_run(name).history
+            rows.append(
+                {
+                    "run": name,
+                    "values": values,
+                    "val_acc_last3": _last3(h),
+                    "train_acc_last": h.epochs[-1].train_acc,
+                }
+            )
+        scores = [(r["values"], r["val_acc_last3"]) for r in rows]
+        out = {"arm": arm, "runs": rows, "choice": choose(scores)}
+    _write(TUNING_FILE.format(arm=arm), out)
+
+
+def _write(file: str, obj) -> None:
+    path = results_dir() / file
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(obj, indent=1, sort_keys=True) + "\n")
+
+
+def _read_tuning(file: str) -> dict:
+    path = results_dir() / file
+    if not path.is_file():
+        raise MissingResultError(
+            f"book/results/{file} is missing; make it with: python -m "
+            "attnconv.regenerate --only 'results/*-tuning*'"
+        )
+    return json.loads(path.read_text())
+
+
+def tuned_values(arm: str) -> Optional[dict]:
+    """The values chosen for ``arm`` (its ``tuned_as`` arm's for the 16-head arm), or ``None``
+    while its tuning is not saved."""
+    own = ARMS[arm].tuned_as or arm
+    try:
+        chosen = _read_tuning(TUNING_FILE.format(arm=own))["choice"]
+    except MissingResultError:
+        return None
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in chosen.items()}
+
+
+def confirm_run_name(arm: str, seed: int) -> str:
+    return f"confirm/{arm}/seed{seed}"
+
+
+#: The studies each arm's confirmatory runs need while their weights are on disk.
+_STUDIES = {
+    "learned": (removal_study, attention_maps_study),
+    "generalized": (lambda n: pruning_entry(n, (1, "code", None)),),
+}
+
+
+def register_confirmatory() -> List[str]:
+    """Register the confirmatory runs (and their studies) of every arm whose tuning is saved;
+    returns the names newly registered (idempotent)."""
+    new = []
+    for arm in ARMS.values():
+        values = tuned_values(arm.key)
+        if values is None:
+            continue
+        for seed in CONFIRMATORY_SEEDS:
+            name = confirm_run_name(arm.key, seed)
+            if name in RUNS:
+                continue
+            register_run(
+                name,
+                arm.model,
+                "deep",
+                f"confirmatory seed {seed} of {arm.key} (protocol)",
+                series=f"confirm/{arm.key}",
+                chapters=("12b", "17"),
+                seed=seed,
+                **_changes(arm, values),
+            )
+            new.append(name)
+            for study in _STUDIES.get(arm.key, ()):
+                register_study(study(name))
+    return new
+
+
+# --------------------------------------------------------------------------- chapter 18
+def beyond_changes(arm: str, size: int, lr: float, seed: int) -> dict:
+    """The changes to the cpu profile of chapter 18's run of ``arm`` at ``size`` images."""
+    per_epoch = -(-size // beyond_exp.BATCH)
+    if BEYOND_STEPS % per_epoch:
+        raise ValueError(f"{BEYOND_STEPS} steps are not whole epochs of {per_epoch}")
+    epochs = BEYOND_STEPS // per_epoch
+    model = dict(beyond_exp.MODEL, downsample=4)
+    if arm == "vit":
+        model.update(attention="mhsa", init="random")
+    elif arm == "vit_mimetic":
+        model.update(attention="mhsa", init="mimetic")
+    else:
+        model.update(init="random" if arm == "gpsa" else arm)
+    return dict(
+        beyond_exp.RECIPE,
+        lr=lr,
+        epochs=epochs,
+        evaluate_every=max(1, epochs // 10),
+        seed=seed,
+        train_subset=size,
+        validation=_VALIDATION,
+        model_overrides=model,
+    )
+
+
+def beyond_tuning_runs() -> List[Tuple[str, str, int, float, int]]:
+    """(name, arm, size, lr, seed) of every tuning run of chapter 18, seeds outermost."""
+    return [
+        (f"beyond3-tuning/{arm}/n{size}/lr{lr:g}/seed{seed}", arm, size, lr, seed)
+        for seed in BEYOND_TUNING_SEEDS
+        for size in BEYOND["sizes"]
+        for arm in BEYOND["arms"]
+        for lr in BEYOND_LRS
+    ]
+
+
+def beyond_run_name(arm: str, size: int, seed: int) -> str:
+    return f"beyond3/{arm}/n{size}/seed{seed}"
+
+
+def _make_beyond_tuning(size: int) -> None:
+    groups: Dict[Tuple[str, int], Dict[float, List[float]]] = {}
+    for name, arm, n, lr, _ in beyond_tuning_runs():
+        if n != size:
+            continue
+        h = load_run(name).history
+        groups.setdefault((arm, size), {}).setdefault(lr, []).append(_last3(h))
+    out = {}
+    for (arm, size), by_lr in groups.items():
+        scores = [({"lr": lr}, sum(v) / len(v)) for lr, v in by_lr.items()]
+        out[arm] = {
+            "scores": {f"{lr:g}": sum(v) / len(v) for lr, v in by_lr.items()},
+            "choice": choose(scores)["lr"],
+        }
+    _write(BEYOND_TUNING_FILE.format(size=size), out)
+
+
+def register_beyond() -> List[str]:
+    """Register chapter 18's confirmatory runs of every (arm, size) whose tuning is saved."""
+    tuned = {}
+    for size in BEYOND["sizes"]:
+        try:
+            tuned[size] = _read_tuning(BEYOND_TUNING_FILE.format(size=size))
+        except MissingResultError:
+            tuned[size] = {}
+    new = []
+    for seed in BEYOND["seeds"]:
+        for size in BEYOND["sizes"]:
+            for arm in BEYOND["arms"]:
+                lr = tuned[size].get(arm, {}).get("choice")
+                name = beyond_run_name(arm, size, seed)
+                if lr is None or name in RUNS:
+                    continue
+                register_run(
+                    name,
+                    "gpsa",
+                    "cpu",
+                    f"chapter 18: {arm} on {size} images, seed {seed} (protocol)",
+                    series=f"beyond3/{arm}/n{size}",
+                    chapters=("18",),
+                    **beyond_changes(arm, size, lr, seed),
+                )
+                new.append(name)
+    return new
+
+
+def _study(name: str, file: str, runs: tuple, make, description: str) -> StudyEntry:
+    def read():
+        return _read_tuning(file)
+
+    return StudyEntry(
+        name, f"results/{file}", runs, make, read, description=description
+    )
+
+
+def _register() -> None:
+    for arm, runs in tuning_runs().items():
+        for name, values in runs:
+            register_run(
+                name,
+                ARMS[arm].model,
+                "deep",
+                f"tuning run of {arm} (validation only)",
+                chapters=("appendix",),
+                seed=int(name.rsplit("seed", 1)[1]),
+                **_changes(ARMS[arm], values),
+            )
+    for name, arm, size, lr, seed in beyond_tuning_runs():
+        register_run(
+            name,
+            "gpsa",
+            "cpu",
+            f"chapter 18 tuning: {arm}, {size} images, lr {lr:g} (validation only)",
+            chapters=("appendix",),
+            **beyond_changes(arm, size, lr, seed),
+        )
+    for arm, runs in tuning_runs().items():
+        register_study(
+            _study(
+                f"results/confirm-tuning-{arm}",
+                TUNING_FILE.format(arm=arm),
+                tuple(n for n, _ in runs),
+                lambda arm=arm: _make_tuning(arm),
+                f"{arm}'s tuned values, chosen on validation (protocol TUNING)",
+            )
+        )
+    for size in BEYOND["sizes"]:
+        register_study(
+            _study(
+                f"results/beyond3-tuning-n{size}",
+                BEYOND_TUNING_FILE.format(size=size),
+                tuple(r[0] for r in beyond_tuning_runs() if r[2] == size),
+                lambda size=size: _make_beyond_tuning(size),
+                f"chapter 18's learning rate per arm at {size:,} images, on validation",
+            )
+        )
+    register_confirmatory()
+    register_beyond()
+
+
+_register()
+
+
+def seen_histories(prefix: str) -> List[str]:
+    """The registered runs under ``prefix`` whose history is complete (for progress reports)."""
+    out = []
+    for name, entry in RUNS.items():
+        if name.startswith(prefix) and (entry.path / "history.json").is_file():
+            if read_history(entry.path).complete:
+                out.append(name)
+    return out
+
+
+# --------------------------------------------------------------------------- the queues
+#: The order the six-layer arms are made in: an arm's tuning, its choice, then (for the learned
+#: arm at once, whose five share claims need no other arm) its interim seeds; then the other
+#: arms' tuning, every arm's interim seeds, and the remaining seeds.
+_CONFIRM_ORDER = ("learned", "resnet18", "quadratic", "generalized")
+
+
+def _seed_steps(arms, seeds) -> List[str]:
+    out = []
+    for seed in seeds:
+        for arm in arms:
+            name = confirm_run_name(arm, seed)
+            out.append(name)
+            out += [f(name).name for f in _STUDIES.get(arm, ())]
+    return out
+
+
+def queue(part: str) -> Iterator[str]:
+    """The names of the entries of ``part`` (``confirm`` or ``beyond``) in the order they are
+    made; lazily, so that the runs registered once a tuning is saved follow it."""
+    interim = CONFIRMATORY_SEEDS[:5]
+    rest = CONFIRMATORY_SEEDS[5:]
+    if part == "confirm":
+        runs = tuning_runs()
+        for arm in _CONFIRM_ORDER:
+            yield from (n for n, _ in runs[arm])
+            yield f"results/confirm-tuning-{arm}"
+            register_confirmatory()
+            if arm == "learned":
+                yield from _seed_steps(("learned",), interim)
+        arms = [a for a in ARMS if a != "learned"]
+        yield from _seed_steps(arms, interim)
+        yield from _seed_steps(list(ARMS), rest)
+    elif part == "beyond":
+        for size in BEYOND["sizes"]:
+            yield from (r[0] for r in beyond_tuning_runs() if r[2] == size)
+            yield f"results/beyond3-tuning-n{size}"
+        register_beyond()
+        for seed in BEYOND["seeds"]:
+            for size in BEYOND["sizes"]:
+                yield from (beyond_run_name(a, size, seed) for a in BEYOND["arms"])
+    else:
+        raise ValueError(f"part must be 'confirm' or 'beyond', got {part!r}")
