@@ -1,0 +1,320 @@
+"""The confirmatory verdicts: the frozen protocol (:mod:`~attnconv.evidence.protocol`) applied to
+the fresh seeds' saved runs and studies, by its rule (:mod:`~attnconv.evidence.rule`, and the one
+rule's interval of :mod:`attnconv.experiments.verdicts`). Nothing here chooses a setting: every
+threshold, margin, arm and seed comes from the protocol.
+
+:func:`confirmatory_verdicts` returns one :class:`ConfirmatoryVerdict` per claim: *pending* while
+its arms lack seeds, else its verdict with the numbers behind it, its verdict under each
+alternative of the robustness table, and whether it is *fragile*.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from ..experiments.registry import RUNS, load_run, run_state
+from ..experiments.store import MissingResultError, StaleResultError
+from ..experiments.verdicts import (
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    REPRODUCED,
+    accuracy_side,
+    decide,
+    exact_side,
+    judge,
+    paired_seed_interval,
+)
+from . import measures as M
+from .protocol import CLAIMS, CONFIRMATORY_SEEDS, INTERIM_SEEDS, ProtocolClaim
+from .rule import COMPARISON_ALPHA, SHARE_ALPHA, holm, one_sided_p, share_verdict
+from .runs import confirm_run_name
+
+__all__ = [
+    "PENDING",
+    "ConfirmatoryVerdict",
+    "arm_runs",
+    "confirmatory_verdicts",
+    "tally",
+]
+
+#: The state of a claim whose arms do not have their seeds yet (not a verdict).
+PENDING = "pending"
+
+
+@dataclass
+class ConfirmatoryVerdict:
+    """A claim's confirmatory verdict: ``verdict`` (one of the three, or :data:`PENDING`),
+    ``detail`` (the numbers, in words), ``seeds`` judged, ``p`` (the one-sided p-value of the
+    test that reproduces it, for Holm), ``alpha`` (its level), ``alternatives`` (alternative →
+    verdict) and ``fragile``."""
+
+    key: str
+    verdict: str
+    detail: str
+    seeds: Tuple[int, ...] = ()
+    p: Optional[float] = None
+    alpha: float = SHARE_ALPHA
+    alternatives: Dict[str, str] = field(default_factory=dict)
+
+    @property
+    def fragile(self) -> bool:
+        return any(v != self.verdict for v in self.alternatives.values())
+
+
+def arm_runs(arm: str, seeds: Sequence[int]) -> Optional[list]:
+    """The saved confirmatory runs of ``arm`` at ``seeds``, or ``None`` while one is missing."""
+    runs = []
+    for seed in seeds:
+        name = confirm_run_name(arm, seed)
+        if name not in RUNS or run_state(RUNS[name]) != "present":
+            return None
+        runs.append(load_run(name))
+    return runs
+
+
+def _made(arm: str, seeds: Sequence[int]) -> int:
+    return sum(
+        confirm_run_name(arm, s) in RUNS
+        and run_state(RUNS[confirm_run_name(arm, s)]) == "present"
+        for s in seeds
+    )
+
+
+# --------------------------------------------------------------------------- share claims
+def _share(claim: ProtocolClaim, runs, threshold=None, alt=False, arm_runs_=None):
+    prop = M.PROPERTIES[claim.key]
+    kw = {"alt": True} if alt else {}
+    if threshold is not None:
+        kw = {"threshold": threshold}
+    runs = arm_runs_ or runs
+    shown = sum(prop(M.layers(r.history), **kw) for r in runs)
+    if claim.key in M.CHANCE:
+        chances = [M.CHANCE[claim.key](M.layers(r.history), **kw) for r in runs]
+        chance, null = sum(chances) / len(chances), "random placement"
+    else:
+        chance = sum(prop(M.layers(r.history, True), **kw) for r in runs) / len(runs)
+        null = "untrained models"
+    return share_verdict(shown, len(runs), chance), null
+
+
+def _share_words(sv, null: str) -> str:
+    lo, hi = sv.interval
+    return (
+        f"{sv.shown} of {sv.seeds} seeds (95 % CI of the share {lo:.2f}-{hi:.2f}); "
+        f"null ({null}): {sv.chance:.2f}; one-sided p = {sv.p_above:.3g} against "
+        f"{sv.bar:.2f}"
+    )
+
+
+def _vertical(run, score: float = M.SYMMETRIC_SCORE) -> bool:
+    maps = M.learned_maps(run)
+    lr = ud = 0
+    for layer in maps[3:6]:
+        ok = M.not_nearly_uniform(layer)
+        lr += int((M.symmetry(layer, "left-right")[ok] >= score).sum())
+        ud += int((M.symmetry(layer, "up-down")[ok] >= score).sum())
+    return lr > ud
+
+
+def _redundant(run, margin: float) -> bool:
+    from ..experiments.studies_removal import load_removal, removal_interval
+
+    removal = load_removal(run)
+    if removal is None:
+        raise MissingResultError(f"{run.run_dir}: no removal study")
+    n = sum(len(layer) for layer in removal["without_head"])
+    return any(
+        M.removal_upper_bound(removal_interval(removal, layer, head), n) < margin
+        for layer, heads in enumerate(removal["without_head"])
+        for head in range(len(heads))
+    )
+
+
+def _pruning_finds(run, condition: float = 1e5) -> bool:
+    from ..experiments.studies_pruning import load_pruning_study
+
+    study = load_pruning_study(run, verbose=False)
+    key = "selected_paper_thresholds" if condition == 1e5 else "selected"
+    return sum(len(v) for v in study[key].values()) > 0
+
+
+_STUDY_SHARES = {
+    "vertical_rare": (_vertical, {"symmetry score 0.8 instead of 0.9": 0.8}),
+    "redundant": (_redundant, {"margin halved": 0.005, "margin doubled": 0.02}),
+    "pruning_finds_heads": (
+        _pruning_finds,
+        {"the authors' code's condition threshold 1e3": 1e3},
+    ),
+}
+
+
+def _study_share(claim, runs) -> ConfirmatoryVerdict:
+    test, alternatives = _STUDY_SHARES[claim.key]
+    arg = claim.margin if claim.key == "redundant" else None
+
+    def verdict_at(value):
+        shown = sum(test(r, value) if value is not None else test(r) for r in runs)
+        return share_verdict(
+            shown, len(runs), 0.5 if claim.key == "vertical_rare" else 0.0
+        )
+
+    sv = verdict_at(arg)
+    null = "the rule's floor" if claim.key == "vertical_rare" else "untrained models"
+    alts = {name: verdict_at(v).verdict for name, v in alternatives.items()}
+    return ConfirmatoryVerdict(
+        claim.key, sv.verdict, _share_words(sv, null), (), sv.p_above, SHARE_ALPHA, alts
+    )
+
+
+def _share_claim(claim, runs, other_runs=None) -> ConfirmatoryVerdict:
+    if claim.key in _STUDY_SHARES:
+        return _study_share(claim, runs)
+    sv, null = _share(claim, runs)
+    alts = {}
+    for alt in claim.alternatives:
+        if alt.startswith("threshold"):
+            value = float(alt.split()[1])
+            alts[alt] = _share(claim, runs, threshold=value)[0].verdict
+        elif alt.startswith("centre distance"):
+            alts[alt] = _share(claim, runs, alt=True)[0].verdict
+        elif alt.startswith("the 9-head arm") and other_runs is not None:
+            alts[alt] = _share(claim, other_runs)[0].verdict
+    return ConfirmatoryVerdict(
+        claim.key, sv.verdict, _share_words(sv, null), (), sv.p_above, SHARE_ALPHA, alts
+    )
+
+
+# --------------------------------------------------------------------------- comparisons
+def _p(claim, iv, margin) -> Optional[float]:
+    if iv.se <= 0:
+        return None
+    return one_sided_p(claim.kind, iv.estimate, iv.se, iv.df, margin)
+
+
+def _margin_alts(claim, iv) -> Dict[str, str]:
+    if claim.margin is None:
+        return {}
+    return {
+        name: decide(claim.kind, iv, claim.margin * f)[0]
+        for name, f in (("margin halved", 0.5), ("margin doubled", 2.0))
+    }
+
+
+def _accuracy_claim(claim, a_runs, b_runs) -> ConfirmatoryVerdict:
+    verdict, reason, iv = judge(
+        claim.kind, accuracy_side(a_runs), accuracy_side(b_runs), claim.margin
+    )
+    return ConfirmatoryVerdict(
+        claim.key, verdict, reason, (), _p(claim, iv, claim.margin),
+        COMPARISON_ALPHA, _margin_alts(claim, iv),
+    )  # fmt: skip
+
+
+def _converged(history, share: float) -> int:
+    # the validation curve (a run without one, made before the protocol: its test curve)
+    key = "val_acc" if history.epochs[-1].val_acc is not None else "test_acc"
+    val = [e[key] for e in history.epochs]
+    final = val[-1]
+    return next(i + 1 for i, v in enumerate(val) if v >= share * final)
+
+
+def _faster(claim, a_runs, b_runs) -> ConfirmatoryVerdict:
+    def at(share):
+        a = [_converged(r.history, share) for r in a_runs]
+        b = [_converged(r.history, share) for r in b_runs]
+        return judge(claim.kind, exact_side(a), exact_side(b))
+
+    verdict, reason, iv = at(0.95)
+    alts = {"90 % of the final validation accuracy instead of 95 %": at(0.90)[0]}
+    return ConfirmatoryVerdict(
+        claim.key, verdict, reason, (), _p(claim, iv, None), COMPARISON_ALPHA, alts
+    )
+
+
+def _last(values):
+    """The last value of a per-epoch series (or the value itself)."""
+    return values[-1] if isinstance(values, list) else values
+
+
+def _pruning_pair(run) -> Tuple[float, float, float]:
+    """(unpruned, pruned without retraining, retrained) test accuracy of one seed at the
+    paper's thresholds."""
+    from ..experiments.studies_pruning import load_pruning_study
+
+    study = load_pruning_study(run, verbose=False)
+    k = sum(len(v) for v in study["selected_paper_thresholds"].values())
+    curve = study["curve"]["degenerate_first"]
+    retrained = {r["k"]: _last(r["test_acc"]) for r in study["retrained"]}
+    return curve[0], curve[k], retrained.get(k, curve[0])
+
+
+def _pruning_claim(claim, runs) -> ConfirmatoryVerdict:
+    rows = [_pruning_pair(r) for r in runs]
+    if claim.key == "pruning_hurts":
+        a, b = [r[0] for r in rows], [r[1] for r in rows]
+    else:
+        a, b = [r[2] for r in rows], [r[0] for r in rows]
+    iv = paired_seed_interval(a, b)
+    verdict, reason = decide(claim.kind, iv, claim.margin)
+    return ConfirmatoryVerdict(
+        claim.key, verdict, reason, (), _p(claim, iv, claim.margin),
+        COMPARISON_ALPHA, _margin_alts(claim, iv),
+    )  # fmt: skip
+
+
+# --------------------------------------------------------------------------- all claims
+def _judge(claim: ProtocolClaim, seeds: Sequence[int]) -> ConfirmatoryVerdict:
+    runs = {arm: arm_runs(arm, seeds) for arm in claim.arms}
+    if any(r is None for r in runs.values()):
+        made = ", ".join(
+            f"{arm} {_made(arm, seeds)} of {len(seeds)}" for arm in claim.arms
+        )
+        return ConfirmatoryVerdict(claim.key, PENDING, f"runs made: {made}")
+    first = runs[claim.arms[0]]
+    try:
+        if claim.kind == "share":
+            other = arm_runs("quadratic", seeds) if "16heads" in claim.arms[0] else None
+            v = _share_claim(claim, first, other)
+        elif claim.key.startswith("pruning_"):
+            v = _pruning_claim(claim, first)
+        elif claim.key == "resnet_faster":
+            v = _faster(claim, first, runs[claim.arms[1]])
+        else:
+            v = _accuracy_claim(claim, first, runs[claim.arms[1]])
+    except (MissingResultError, StaleResultError, FileNotFoundError) as e:
+        return ConfirmatoryVerdict(claim.key, PENDING, f"a study is missing: {e}")
+    v.seeds = tuple(seeds)
+    return v
+
+
+def confirmatory_verdicts(
+    seeds: Optional[Sequence[int]] = None,
+) -> Dict[str, ConfirmatoryVerdict]:
+    """Every claim's confirmatory verdict at ``seeds`` (default: all eight fresh seeds when every
+    arm has them, else the interim five), with Holm's adjustment as every judged claim's
+    alternative."""
+    if seeds is None:
+        full = all(arm_runs(a, CONFIRMATORY_SEEDS) is not None for a in _arms())
+        seeds = CONFIRMATORY_SEEDS if full else INTERIM_SEEDS
+    out = {key: _judge(claim, seeds) for key, claim in CLAIMS.items()}
+    judged = {k: v for k, v in out.items() if v.verdict != PENDING and v.p is not None}
+    adjusted = holm(
+        {k: v.p for k, v in judged.items()}, {k: v.alpha for k, v in judged.items()}
+    )
+    for key, v in judged.items():
+        held = adjusted[key] < SHARE_ALPHA
+        v.alternatives["Holm's adjustment over the family"] = (
+            v.verdict if (v.verdict != REPRODUCED or held) else INCONCLUSIVE
+        )
+    return out
+
+
+def _arms() -> List[str]:
+    return sorted({a for c in CLAIMS.values() for a in c.arms})
+
+
+def tally(verdicts: Dict[str, ConfirmatoryVerdict]) -> Dict[str, int]:
+    """How many claims have each verdict (and how many are pending)."""
+    states = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, PENDING)
+    return {s: sum(v.verdict == s for v in verdicts.values()) for s in states}
