@@ -1,0 +1,173 @@
+"""The protocol page: the frozen confirmatory protocol as the reader sees it (its claims, rule,
+arms, tuning and chapter 18's contrasts), the freeze record checked, and the confirmatory
+verdicts beside the exploratory ones. Reads only (:mod:`attnconv.evidence`)."""
+
+from __future__ import annotations
+
+from typing import Dict, List
+
+from ..evidence import freeze, protocol
+from ..evidence.judge import PENDING, ConfirmatoryVerdict, tally
+from ..evidence.runs import beyond_tuning_runs, tuning_runs
+from ..experiments.registry import RUNS, run_state
+from .shared.tables import markdown_table
+
+__all__ = [
+    "freeze_table",
+    "claims_table",
+    "arms_table",
+    "contrasts_table",
+    "progress_table",
+    "verdicts_table",
+    "tally_words",
+]
+
+
+def _table(rows: List[dict]):
+    """Rows of dicts (same keys) as a left-aligned Markdown table."""
+    columns = list(rows[0])
+    return markdown_table(
+        columns, [[r[c] for c in columns] for r in rows], "l" * len(columns)
+    )
+
+
+def _short(text: str, limit: int = 90) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def freeze_table():
+    """The freeze record, checked: the digest now against the frozen one (asserted)."""
+    now = protocol.digest()
+    assert now == freeze.FROZEN_DIGEST, "the protocol changed after its freeze"
+    return _table(
+        [
+            {"item": "freeze commit", "value": f"`{freeze.FREEZE_COMMIT[:10]}`"},
+            {"item": "frozen on (UTC, git's commit date)", "value": freeze.FREEZE_DATE},
+            {"item": "digest of the content (SHA-256)", "value": f"`{now[:16]}…`"},
+            {"item": "digest now", "value": "the same (checked)"},
+            {"item": "amendments since", "value": str(len(protocol.AMENDMENTS))},
+        ]
+    )
+
+
+def claims_table():
+    """One row per claim of the family: type, arms, the per-seed property or compared quantity,
+    threshold or margin, null model."""
+    rows = []
+    for c in protocol.CLAIMS.values():
+        bound = (
+            f"margin {100 * c.margin:g} pt"
+            if c.margin is not None
+            else (f"> {c.threshold:g}" if c.threshold is not None else "—")
+        )
+        rows.append(
+            {
+                "claim": f"“{_short(c.quote, 70)}” ({c.source.split(',')[0]})",
+                "type": c.kind,
+                "arms": ", ".join(c.arms),
+                "measure": _short(c.prop, 110),
+                "bound": bound,
+                "null": _short(c.null, 40) or "—",
+            }
+        )
+    return _table(rows)
+
+
+def arms_table():
+    """The six-layer arms, what each tunes on validation and with which values."""
+    rows = []
+    for a in protocol.ARMS.values():
+        grid = "; ".join(f"{k} ∈ {list(v)}" for k, v in a.grid.items())
+        rows.append(
+            {
+                "arm": a.key,
+                "model": a.description,
+                "tuned on validation": grid or f"as {a.tuned_as}",
+            }
+        )
+    return _table(rows)
+
+
+def contrasts_table():
+    """Chapter 18's contrasts."""
+    rows = [
+        {
+            "contrast": c["key"],
+            "a − b": f"{c['a']} − {c['b']}",
+            "type": c["kind"]
+            + (f", margin {100 * c['margin']:g} pt" if c["margin"] else ""),
+            "sizes": ", ".join(f"{n:,}" for n in c["sizes"]),
+            "claim of": c["source"].split(",")[0] or "the book",
+        }
+        for c in protocol.BEYOND["contrasts"]
+    ]
+    return _table(rows)
+
+
+def _present(names) -> int:
+    return sum(n in RUNS and run_state(RUNS[n]) == "present" for n in names)
+
+
+def progress_table():
+    """How many of the protocol's runs are made, by kind."""
+    tuning = [n for runs in tuning_runs().values() for n, _ in runs]
+    beyond_tuning = [r[0] for r in beyond_tuning_runs()]
+    confirm = [n for n in RUNS if n.startswith("confirm/")]
+    beyond = [n for n in RUNS if n.startswith("beyond3/")]
+    seeds = len(protocol.CONFIRMATORY_SEEDS) * len(protocol.ARMS)
+    n_beyond = (
+        len(protocol.BEYOND["seeds"])
+        * len(protocol.BEYOND["sizes"])
+        * len(protocol.BEYOND["arms"])
+    )
+    return _table(
+        [
+            {
+                "runs": "six-layer tuning (validation)",
+                "made": f"{_present(tuning)} of {len(tuning)}",
+            },
+            {
+                "runs": "six-layer fresh seeds",
+                "made": f"{_present(confirm)} of {seeds}",
+            },
+            {
+                "runs": "chapter 18 tuning (validation)",
+                "made": f"{_present(beyond_tuning)} of {len(beyond_tuning)}",
+            },
+            {
+                "runs": "chapter 18 fresh seeds",
+                "made": f"{_present(beyond)} of {n_beyond}",
+            },
+        ]
+    )
+
+
+def verdicts_table(
+    confirmatory: Dict[str, ConfirmatoryVerdict], exploratory: Dict[str, str]
+):
+    """Two columns per claim: the exploratory verdict (runs made before the freeze, never
+    counted) and the confirmatory one (fresh seeds, frozen protocol); fragile marked."""
+    rows = []
+    for key, v in confirmatory.items():
+        mark = " (fragile)" if v.verdict != PENDING and v.fragile else ""
+        rows.append(
+            {
+                "claim": key.replace("_", " "),
+                "exploratory (not counted)": exploratory.get(key, "—"),
+                "confirmatory": v.verdict + mark,
+            }
+        )
+    return _table(rows)
+
+
+def tally_words(confirmatory: Dict[str, ConfirmatoryVerdict]) -> str:
+    """The confirmatory tally in words."""
+    t = tally(confirmatory)
+    n = len(confirmatory)
+    if t[PENDING] == n:
+        return f"all {n} claims pending: their fresh seeds are being made"
+    return (
+        f"of {n} claims: {t['reproduced at CPU scale']} reproduced at CPU scale, "
+        f"{t['not reproduced at CPU scale']} not reproduced, {t['inconclusive']} "
+        f"inconclusive, {t[PENDING]} pending"
+    )
