@@ -243,7 +243,7 @@ def fake_book(tmp_path_factory):
             entry.path, entry.config, registry.load_run(name).history, models[name]
         )
 
-    patch.setattr(studies, "_trained", trained)
+    patch.setattr(studies, "trained_run", trained)
     made = []
     for result in regenerate.RESULTS:
         if result.runs and all(r.split("/")[0] in FULL_SCALE for r in result.runs):

@@ -59,6 +59,9 @@ __all__ = [
     "register_beyond",
     "queue",
     "seen_histories",
+    "HELD_OUT",
+    "HELD_OUT_FILE",
+    "held_out_study",
 ]
 
 #: book/results/confirm/tuning-<arm>.json: one arm's tuning runs and its choice.
@@ -157,9 +160,10 @@ def _write(file: str, obj) -> None:
 def _read_tuning(file: str) -> dict:
     path = results_dir() / file
     if not path.is_file():
+        name = "results/" + file.removesuffix(".json").replace("/tuning-", "-tuning-")
         raise MissingResultError(
             f"book/results/{file} is missing; make it with: python -m "
-            "attnconv.regenerate --only 'results/*-tuning*'"
+            f"attnconv.regenerate --only {name}"
         )
     return json.loads(path.read_text())
 
@@ -298,7 +302,62 @@ def register_beyond() -> List[str]:
                     **beyond_changes(arm, size, lr, seed),
                 )
                 new.append(name)
+                if size < HELD_OUT[1]:
+                    register_study(held_out_study(name))
     return new
+
+
+#: The training images a 1,000-image run leaves out, on which it is also measured (BEYOND's
+#: split): images 1,000-3,999 of the sample.
+HELD_OUT = (1000, 4000)
+HELD_OUT_FILE = "held-out.json"
+
+
+def _make_held_out(name: str) -> None:
+    from ..experiments.data import load_cifar10
+    from ..experiments.studies import trained_run
+    from ..experiments.train_step import encode_predictions, evaluate
+
+    run = trained_run(name)
+    data = load_cifar10(run.config.data, verbose=False)
+    x, y = (
+        data.x_train[HELD_OUT[0] : HELD_OUT[1]],
+        data.y_train[HELD_OUT[0] : HELD_OUT[1]],
+    )
+    classes: list = []
+    loss, acc = evaluate(run.model, x, y, 500, precision="fp32", predictions=classes)
+    out = {
+        "images": list(HELD_OUT),
+        "epoch": len(run.history.epochs),
+        "accuracy": acc,
+        "loss": loss,
+        "predictions": encode_predictions(classes),
+    }
+    (run.run_dir / HELD_OUT_FILE).write_text(json.dumps(out, indent=1) + "\n")
+
+
+def held_out_study(name: str) -> StudyEntry:
+    """A 1,000-image run of chapter 18 measured on training images 1,000-3,999 (it never saw
+    them): made from its weights when the run is made."""
+
+    def read():
+        path = RUNS[name].path / HELD_OUT_FILE
+        if not path.is_file():
+            raise MissingResultError(
+                f"book/runs/{name}/{HELD_OUT_FILE} is missing; make it with: python -m "
+                f"attnconv.regenerate --only {name}/held-out"
+            )
+        return json.loads(path.read_text())
+
+    return StudyEntry(
+        f"{name}/held-out",
+        f"runs/{name}/{HELD_OUT_FILE}",
+        (name,),
+        lambda: _make_held_out(name),
+        read,
+        description="accuracy on the 3,000 training images the run left out",
+        predictions=lambda: "predictions" in read(),
+    )
 
 
 def _study(name: str, file: str, runs: tuple, make, description: str) -> StudyEntry:
@@ -408,6 +467,10 @@ def queue(part: str) -> Iterator[str]:
         register_beyond()
         for seed in BEYOND["seeds"]:
             for size in BEYOND["sizes"]:
-                yield from (beyond_run_name(a, size, seed) for a in BEYOND["arms"])
+                for arm in BEYOND["arms"]:
+                    name = beyond_run_name(arm, size, seed)
+                    yield name
+                    if size < HELD_OUT[1]:
+                        yield f"{name}/held-out"
     else:
         raise ValueError(f"part must be 'confirm' or 'beyond', got {part!r}")

@@ -53,6 +53,7 @@ __all__ = [
     "BENCHMARK_REFERENCE_COMMIT",
     "attention_maps_study",
     "removal_study",
+    "trained_run",
     "pruning_entry",
 ]
 
@@ -134,7 +135,7 @@ def lacks_predictions(entry: StudyEntry) -> bool:
     )
 
 
-def _trained(name: str):
+def trained_run(name: str):
     """The registered run ``name`` with its trained model on the run's device (a paper-size
     model's studies take days on a CPU): from its checkpoint when there, else trained again."""
     from .train import select_device
@@ -189,7 +190,7 @@ def attention_maps_study(name: str) -> StudyEntry:
         f"{name}/attention_maps",
         f"runs/{name}/attention_maps.json",
         (name,),
-        lambda: save_attention_maps(_trained(name)),
+        lambda: save_attention_maps(trained_run(name)),
         lambda: run_attention_maps(load_run(name)),
         description="attention maps of every head for the centre query, mean of 100 test images",
     )
@@ -213,7 +214,7 @@ def _pruning_make(name: str, settings=None) -> None:
     from .studies_pruning import STUDY_FILE, head_table, pruned_folder, pruning_study
 
     random_orders, counts, _ = settings or PRUNING_STUDIES[name]
-    trained = _trained(name)
+    trained = trained_run(name)
     retrain_counts = None
     if counts == "code":
         rows = head_table(
@@ -250,7 +251,7 @@ def _pruning_check(name: str) -> Optional[bool]:
 
     if not _weights_on_disk(name):
         return None
-    trained = _trained(name)
+    trained = trained_run(name)
     study = load_pruning_study(trained, verbose=False)
     data = data_module.load_cifar10(
         trained.config.data, root=trained.config.data_root, verbose=False
@@ -307,7 +308,7 @@ def removal_study(name: str) -> StudyEntry:
     from .studies_removal import load_removal, removal_accuracies
 
     def make():
-        trained = _trained(name)
+        trained = trained_run(name)
         _write_json(Path(trained.run_dir) / REMOVAL_FILE, removal_accuracies(trained))
 
     def read():
@@ -321,7 +322,7 @@ def removal_study(name: str) -> StudyEntry:
             return None
         from .train_step import evaluate
 
-        trained, saved = _trained(name), read()
+        trained, saved = trained_run(name), read()
         data = data_module.load_cifar10(
             trained.config.data, root=trained.config.data_root, verbose=False
         ).subset(trained.config.train_subset, trained.config.test_subset)
