@@ -238,7 +238,7 @@ def test_pruning_claims_by_the_same_model_interval():
         },
         acc,
     )
-    assert counts.verdict == NOT_REPRODUCED and "none of the 1 run(s)" in counts.reason
+    assert counts.verdict == NOT_REPRODUCED and "the one run at the claim's setting" in counts.reason
     # a 0.1-point drop at 6 layers cannot be told; the 2-layer 7.8 points is listed, not counted
     assert hurts.verdict == INCONCLUSIVE and "+7.8 points" in hurts.evidence[1].measured
     assert "not the claim's setting" in hurts.evidence[1].measured
