@@ -746,7 +746,9 @@ class Interval:
             a, b = self.seeds
             seeds = f", {a} v {runs(b, 'seed') if a == 1 else f'{b} seeds'}"
         p = f", McNemar p = {self.p_value:.2g}" if self.p_value is not None else ""
-        if not self.seed_term_known:  # one run on a side: its spread over seeds is unknown
+        if (
+            not self.seed_term_known
+        ):  # one run on a side: its spread over seeds is unknown
             one = "one run" if self.method == SEEDS_PAIRED else "one run on a side"
             return f"{f(self.estimate)}{unit} ({seeds[2:]}; {one}: no interval)"
         return (

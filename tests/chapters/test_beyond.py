@@ -109,7 +109,9 @@ def test_later_claims_quote_no_citation_as_an_elision_and_name_what_is_not_teste
     """ConViT's abstract has a citation key after "DeiT", not words: the quote is the part the
     chapter tests, its subject named outside the quote; Li et al.'s trained-CNN conversion is
     named as not tested."""
-    claims = {c.source.split(" ")[0]: c for c in beyond.later_claims(beyond.Experiment())}
+    claims = {
+        c.source.split(" ")[0]: c for c in beyond.later_claims(beyond.Experiment())
+    }
     convit = claims["d'Ascoli"]
     assert convit.quote == "while offering a much improved sample efficiency"
     assert "ConViT" in convit.source and "DeiT" in convit.source

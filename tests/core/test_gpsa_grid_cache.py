@@ -16,7 +16,9 @@ def _layer(seed=0):
 
 
 def test_a_2x8_grid_then_a_4x4_grid_equal_fresh_computations():
-    x = torch.randn(2, 16, 12, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    x = torch.randn(
+        2, 16, 12, generator=torch.Generator().manual_seed(1), dtype=torch.float64
+    )
     reused = _layer()
     with torch.no_grad():
         wide = reused(x, (2, 8))

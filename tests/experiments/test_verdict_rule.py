@@ -266,13 +266,13 @@ def test_one_run_on_a_side_prints_no_interval():
     text = one.format(1.0, " heads", 2)
     assert text == "+3.00 heads (1 v 1 seed; one run on a side: no interval)"
     assert "CI" not in v.paired_seed_interval([4.0], [0.0]).format(1.0, "", 2)
-    assert "(1 seed; one run: no interval)" in v.paired_seed_interval([4.0], [0.0]).format(
-        1.0, "", 2
-    )
+    assert "(1 seed; one run: no interval)" in v.paired_seed_interval(
+        [4.0], [0.0]
+    ).format(1.0, "", 2)
     three = v.difference_interval(v.exact_side([3.0, 4.0, 5.0]), v.exact_side([0.0]))
-    assert three.format(1.0, "")[-len("(3 v 1 seeds; one run on a side: no interval)") :] == (
-        "(3 v 1 seeds; one run on a side: no interval)"
-    )
+    assert three.format(1.0, "")[
+        -len("(3 v 1 seeds; one run on a side: no interval)") :
+    ] == ("(3 v 1 seeds; one run on a side: no interval)")
     two = v.difference_interval(v.exact_side([3.0, 4.0]), v.exact_side([0.0, 1.0]))
     assert "95 % CI [" in two.format(1.0, "") and "2 v 2 seeds" in two.format(1.0, "")
 
