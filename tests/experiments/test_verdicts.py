@@ -146,9 +146,7 @@ def test_seed_series_reads_complete_runs_and_names_what_is_missing(tmp_path):
         "seed 3" in s.missing[1]
         and "no seeds/cpu/learned/seed3/history.json" in s.missing[1]
     )
-    assert s.message().startswith(
-        "cpu learned: 2 complete seed runs; missing: seed 2"
-    )
+    assert s.message().startswith("cpu learned: 2 complete seed runs; missing: seed 2")
     acc = final_test_accuracies(s)
     assert acc.values == (0.46, 0.48) and acc.seeds == (0, 1)
     with pytest.raises(KeyError):
