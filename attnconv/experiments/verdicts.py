@@ -275,7 +275,7 @@ class SeedSeries:
 
     def message(self) -> str:
         """One line: which seeds are there and what is missing."""
-        have = f"{self.profile} {self.name}: {runs(len(self.histories), 'complete seed run')}"
+        have = f"{self.profile} {self.name}: {plural(len(self.histories), 'complete seed run')}"
         return have + (f"; missing: {'; '.join(self.missing)}" if self.missing else "")
 
 
@@ -466,14 +466,14 @@ def _names(items) -> str:
     return "; ".join(items)
 
 
-def runs(n: int, noun: str = "run") -> str:
+def plural(n: int, noun: str = "run") -> str:
     """``1 run``, ``3 runs`` (``noun`` in the singular)."""
     return f"{n} {noun}{'s' * (n != 1)}"
 
 
 def _k_of(k: int, n: int) -> str:
     """``2 of 3 runs``; ``the one run`` when there is one."""
-    return "the one run" if n == 1 else f"{k} of {runs(n)}"
+    return "the one run" if n == 1 else f"{k} of {plural(n)}"
 
 
 def existence_verdict(
@@ -741,14 +741,13 @@ class Interval:
         if "one model" in self.method:
             seeds = ""
         elif self.method == SEEDS_PAIRED:
-            seeds = f", {runs(self.seeds[0], 'seed')}"
+            seeds = f", {plural(self.seeds[0], 'seed')}"
         else:
             a, b = self.seeds
-            seeds = f", {a} v {runs(b, 'seed') if a == 1 else f'{b} seeds'}"
+            seeds = f", {a} v {plural(b, 'seed') if a == 1 else f'{b} seeds'}"
         p = f", McNemar p = {self.p_value:.2g}" if self.p_value is not None else ""
-        if (
-            not self.seed_term_known
-        ):  # one run on a side: its spread over seeds is unknown
+        # one run on a side: its spread over seeds is unknown, so no interval is printed
+        if not self.seed_term_known:
             one = "one run" if self.method == SEEDS_PAIRED else "one run on a side"
             return f"{f(self.estimate)}{unit} ({seeds[2:]}; {one}: no interval)"
         return (
@@ -1088,7 +1087,7 @@ def _above(k: int, n: int) -> str:
     """``2 of 3 runs above it``; for one run, whether it is above."""
     if n == 1:
         return "its one run is above it" if k else "its one run is not above it"
-    return f"{k} of {runs(n)} above it"
+    return f"{k} of {plural(n)} above it"
 
 
 _LABELS: Dict[Tuple[str, Optional[int]], Optional[List[int]]] = {}

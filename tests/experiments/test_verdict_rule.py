@@ -289,4 +289,4 @@ def test_existence_reasons_count_runs_in_words():
     assert "(0 of 3 runs above it)" in some
     for reason in (one, none, some):
         assert "(s)" not in reason
-    assert v.runs(1) == "1 run" and v.runs(2, "seed") == "2 seeds"
+    assert v.plural(1) == "1 run" and v.plural(2, "seed") == "2 seeds"
