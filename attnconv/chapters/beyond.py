@@ -483,9 +483,9 @@ class _Spec:
 #: The later papers' claims, quoted from their abstracts, and how each is tested here.
 _SPECS = (
     _Spec(
-        "The resulting convolutional-like ViT architecture, ConViT, outperforms the DeiT "
-        "[...] on ImageNet, while offering a much improved sample efficiency.",
-        "d'Ascoli et al. 2021, abstract",
+        # the abstract's sentence names ConViT and DeiT (with a citation key) before this part
+        "while offering a much improved sample efficiency",
+        "d'Ascoli et al. 2021, abstract, of ConViT against DeiT",
         "the sample-efficiency part: GPSA at ConViT's local start above the plain ViT "
         "(DeiT-style: MHSA, learned position embedding, same width, depth and heads) at "
         "the two small sizes, 510 and 1,700 images.",
@@ -499,7 +499,9 @@ _SPECS = (
         "ViT in low data regimes.",
         "Li et al. 2021, abstract",
         "the paper's construction (every shift of the 3×3 window a head's centre, at Lemma "
-        "2's near one-hot width) above the plain ViT at 510 and 1,700 images.",
+        "2's near one-hot width) above the plain ViT at 510 and 1,700 images. Not tested: "
+        "Li et al.'s method converts a trained CNN into the ViT through the construction; "
+        "no CNN is trained and converted here, the construction carries impulse kernels.",
         "impulse",
         "vit",
         (510, 1700),

@@ -89,22 +89,24 @@ class GatedPositionalSelfAttention(nn.Module):
         self.gating_param = nn.Parameter(torch.ones(num_heads))
         self.attention_dropout = nn.Dropout(attention_dropout)
         self._features: Optional[torch.Tensor] = None
+        self._features_grid: Optional[Tuple[int, int]] = None
         self._distance_sum: Optional[torch.Tensor] = None
         self._distance_count = 0
 
     # ------------------------------------------------------------------ the two attentions
     def features(self, grid: Tuple[int, int], like: torch.Tensor) -> torch.Tensor:
-        """r_δ of the grid (cached), in the dtype and device of ``like``."""
+        """r_δ of the grid (cached by the grid's shape, not its token count: a 2×8 and a 4×4 grid
+        have the same 16 tokens and different shifts), in the dtype and device of ``like``."""
+        grid = (int(grid[0]), int(grid[1]))
         f = self._features
-        n = grid[0] * grid[1]
         if (
             f is None
-            or f.shape[0] != n
+            or self._features_grid != grid
             or f.dtype != like.dtype
             or f.device != like.device
         ):
             f = quadratic_features(grid, like.dtype, like.device)
-            self._features = f
+            self._features, self._features_grid = f, grid
         return f
 
     def gate(self) -> torch.Tensor:

@@ -38,7 +38,10 @@ RECIPE_DEFAULTS = {
     "validation": 0,
 }
 #: Parameter names (last component) AdamW never decays: GPSA's gates and positional weights, the
-#: absolute position embedding (ConViT/DeiT's ``no_weight_decay`` set). Biases and norm weights
+#: absolute position embedding. Only the position embedding is in ConViT/DeiT's
+#: ``no_weight_decay`` set (timm's ConViT leaves the 1-D gates undecayed as every 1-D parameter,
+#: and decays ``pos_proj.weight``): exempting GPSA's positional weights (:data:`NO_DECAY_MODULES`)
+#: is the book's choice, kept because the saved runs were made with it. Biases and norm weights
 #: (every 1-D parameter) are not decayed either.
 NO_DECAY_NAMES = ("gating_param", "pos_embed")
 NO_DECAY_MODULES = ("pos_proj",)
@@ -82,7 +85,8 @@ class TrainConfig:
     precision: Optional[str] = None
     # The later papers' recipe (chapter 18), all off by default so earlier runs train as before:
     # "sgd" (momentum, weight decay on every parameter but the Gaussian ones) | "adamw" (decoupled
-    # weight decay, none on biases, norms, gates and position parameters: see parameter_groups).
+    # weight decay, none on biases, norms, gates and position parameters: see parameter_groups;
+    # sparing GPSA's pos_proj is the book's choice, timm's ConViT decays it).
     optimizer: str = "sgd"
     betas: Tuple[float, float] = (0.9, 0.999)  # adamw only
     label_smoothing: float = 0.0  # of the training loss

@@ -275,7 +275,7 @@ class SeedSeries:
 
     def message(self) -> str:
         """One line: which seeds are there and what is missing."""
-        have = f"{self.profile} {self.name}: {len(self.histories)} complete seed run(s)"
+        have = f"{self.profile} {self.name}: {plural(len(self.histories), 'complete seed run')}"
         return have + (f"; missing: {'; '.join(self.missing)}" if self.missing else "")
 
 
@@ -466,6 +466,16 @@ def _names(items) -> str:
     return "; ".join(items)
 
 
+def plural(n: int, noun: str = "run") -> str:
+    """``1 run``, ``3 runs`` (``noun`` in the singular)."""
+    return f"{n} {noun}{'s' * (n != 1)}"
+
+
+def _k_of(k: int, n: int) -> str:
+    """``2 of 3 runs``; ``the one run`` when there is one."""
+    return "the one run" if n == 1 else f"{k} of {plural(n)}"
+
+
 def existence_verdict(
     observations: Sequence[Observation], setting: Optional[Setting] = None
 ) -> Tuple[str, str]:
@@ -499,8 +509,8 @@ def existence_verdict(
             else "beyond the test set's noise"
         )
         return REPRODUCED, (
-            f"shown at the claim's setting{where} by {len(strong)} of {len(at)} "
-            f"run(s) ({_names(strong)}), {how}"
+            f"shown at the claim's setting{where} by {_k_of(len(strong), len(at))} "
+            f"({_names(strong)}), {how}"
         )
     weak = [o for o in at if o.shows]
     if weak:
@@ -512,10 +522,12 @@ def existence_verdict(
             f"shown at the claim's setting{where} only within the test set's noise "
             f"({sizes}), so the runs cannot tell" + elsewhere
         )
-    return NOT_REPRODUCED, (
-        f"none of the {len(at)} run(s) at the claim's setting{where} shows it"
-        + elsewhere
+    nobody = (
+        f"the one run at the claim's setting{where} does not show it"
+        if len(at) == 1
+        else f"none of the {len(at)} runs at the claim's setting{where} shows it"
     )
+    return NOT_REPRODUCED, nobody + elsewhere
 
 
 def claim_block(claim: Claim, heading: Optional[str] = None, link: str = "") -> str:
@@ -722,15 +734,22 @@ class Interval:
     def format(
         self, scale: float = 100.0, unit: str = " points", digits: int = 1
     ) -> str:
-        """``+4.7 points, 95 % CI [+3.1, +6.3] (paired, 5 v 5 seeds)``."""
+        """``+4.7 points, 95 % CI [+3.1, +6.3] (paired, 5 v 5 seeds)``; with one run on a side
+        (the spread over seeds unknown) no interval: ``+3 heads (1 v 1 seed; one run on a side:
+        no interval)``."""
         f = lambda v: f"{round(scale * v, digits) + 0.0:+.{digits}f}"
         if "one model" in self.method:
             seeds = ""
         elif self.method == SEEDS_PAIRED:
-            seeds = f", {self.seeds[0]} seed{'s' * (self.seeds[0] != 1)}"
+            seeds = f", {plural(self.seeds[0], 'seed')}"
         else:
-            seeds = f", {self.seeds[0]} v {self.seeds[1]} seeds"
+            a, b = self.seeds
+            seeds = f", {a} v {plural(b, 'seed') if a == 1 else f'{b} seeds'}"
         p = f", McNemar p = {self.p_value:.2g}" if self.p_value is not None else ""
+        # one run on a side: its spread over seeds is unknown, so no interval is printed
+        if not self.seed_term_known:
+            one = "one run" if self.method == SEEDS_PAIRED else "one run on a side"
+            return f"{f(self.estimate)}{unit} ({seeds[2:]}; {one}: no interval)"
         return (
             f"{f(self.estimate)}{unit}, 95 % CI [{f(self.lo)}, {f(self.hi)}] "
             f"({self.method}{seeds}{p})"
@@ -1036,16 +1055,19 @@ def judge_existence(
     if not values:
         reason = "no run at the claim's setting"
     elif shown:
+        have = "has" if len(shown) == 1 else "have"
         reason = (
-            f"{len(shown)} of {len(values)} run(s) at the claim's setting have a {what} "
+            f"{_k_of(len(shown), len(values))} at the claim's setting {have} a {what} "
             f"above {threshold:g} ({_names(shown)})"
         )
     else:
         top = max(values.values())
-        reason = (
-            f"none of the {len(values)} run(s) at the claim's setting has a {what} above "
-            f"{threshold:g} (largest {top:.2f})"
+        nobody = (
+            "the one run at the claim's setting does not have"
+            if len(values) == 1
+            else f"none of the {len(values)} runs at the claim's setting has"
         )
+        reason = f"{nobody} a {what} above {threshold:g} (largest {top:.2f})"
     for th in thresholds:
         if th == threshold:
             continue
@@ -1053,12 +1075,19 @@ def judge_existence(
         if other != verdict:
             reason += (
                 f"; the verdict changes at the book's other threshold {th:g}: "
-                f"{other} ({len(shown_th)} of {len(values)} run(s) above it)"
+                f"{other} ({_above(len(shown_th), len(values))})"
             )
     off = [k for k, v in (off_setting or {}).items() if v > threshold]
     if off:
         reason += f"; at other settings (not counted) shown by {_names(off)}"
     return verdict, reason
+
+
+def _above(k: int, n: int) -> str:
+    """``2 of 3 runs above it``; for one run, whether it is above."""
+    if n == 1:
+        return "its one run is above it" if k else "its one run is not above it"
+    return f"{k} of {plural(n)} above it"
 
 
 _LABELS: Dict[Tuple[str, Optional[int]], Optional[List[int]]] = {}

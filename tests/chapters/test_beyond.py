@@ -103,3 +103,17 @@ def test_claims_are_judged_from_the_runs_with_their_intervals():
     assert beyond.paired_difference(exp, "convit", "nothing", 510) is None
     empty = beyond.later_claims(beyond.Experiment())
     assert all(c.verdict == INCONCLUSIVE for c in empty)  # nothing saved
+
+
+def test_later_claims_quote_no_citation_as_an_elision_and_name_what_is_not_tested():
+    """ConViT's abstract has a citation key after "DeiT", not words: the quote is the part the
+    chapter tests, its subject named outside the quote; Li et al.'s trained-CNN conversion is
+    named as not tested."""
+    claims = {
+        c.source.split(" ")[0]: c for c in beyond.later_claims(beyond.Experiment())
+    }
+    convit = claims["d'Ascoli"]
+    assert convit.quote == "while offering a much improved sample efficiency"
+    assert "ConViT" in convit.source and "DeiT" in convit.source
+    assert all("[...]" not in c.quote for c in claims.values())
+    assert "Not tested" in claims["Li"].test and "trained CNN" in claims["Li"].test

@@ -5,6 +5,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+from dataclasses import replace
+
 import pytest
 
 from attnconv.chapters import paper_verdicts as pv
@@ -73,3 +75,43 @@ def test_scorecard_counts_every_verdict():
     assert "{bdg-danger}`errata`" in table
     fig = pv.plot_scorecard(claims)
     assert len(fig.axes) == 1
+
+
+def test_exact_checks_and_descriptions_are_shown_apart_not_tallied():
+    """The FLOP count (exact) and the heads pruned per layer (one run of the paper) are not
+    experimental verdicts: the tally, the box and the scorecard's experimental rows leave them
+    out, and they get a row and a block of their own."""
+    flops = replace(_claim(REPRODUCED), key="local_fewer_flops", where="ch-performance")
+    pruned = replace(_claim(NOT_REPRODUCED), key="pruned_counts")
+    grid = _claim(NOT_REPRODUCED)
+    claims = [_claim(REPRODUCED), grid, flops, pruned]
+    assert pv.counted(claims) == claims[:2]
+    assert [c.key for c in pv.not_counted(claims)] == [
+        "local_fewer_flops",
+        "pruned_counts",
+    ]
+    assert pv.tally_words(claims) == (
+        "2 claims: 1 reproduced at CPU scale; 1 not reproduced at CPU scale; 0 inconclusive"
+    )
+    box = " ".join(pv.what_holds_box(claims).split())
+    assert (
+        "of 2 experimental claims, CPU-scale runs reproduce 1, do not reproduce 1 and "
+        "cannot settle 0" in box
+    )
+    assert box.startswith("```{admonition} In short") and "result-box" in box
+    table = pv.scorecard_table(claims)
+    assert "{bdg-light}`not counted`" in table and "(an exact count)" in table
+    assert "| Experimental claims reproduced at CPU scale | 1 |" in table
+    text = pv.not_counted_markdown(claims)
+    assert (
+        "An exact check, not an experiment" in text
+        and "A description, not a verdict" in text
+    )
+    assert REPRODUCED not in text and NOT_REPRODUCED not in text
+
+
+def test_redundancy_note_says_when_only_a_helpful_removal_can_pass():
+    note = pv.redundancy_margin_note(0.009, 0.005)
+    assert "can pass only when removing a head helps" in note
+    assert "at least 0.9 points" in note and "more than 0.4 points" in note
+    assert pv.redundancy_margin_note(0.004, 0.005) == ""

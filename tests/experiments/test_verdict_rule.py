@@ -258,3 +258,35 @@ def test_accuracy_interval_covers_the_true_accuracy_about_95_percent():
         iv = v.accuracy_interval(v.Side(tuple(c.mean(1)), c, 300))
         hits += iv.lo < 0.6 < iv.hi
     assert 0.92 <= hits / reps <= 0.98, hits / reps
+
+
+def test_one_run_on_a_side_prints_no_interval():
+    """A degenerate interval ([+3.00, +3.00]) is not printed: one run on a side says so."""
+    one = v.difference_interval(v.exact_side([3.0]), v.exact_side([0.0]))
+    text = one.format(1.0, " heads", 2)
+    assert text == "+3.00 heads (1 v 1 seed; one run on a side: no interval)"
+    assert "CI" not in v.paired_seed_interval([4.0], [0.0]).format(1.0, "", 2)
+    assert "(1 seed; one run: no interval)" in v.paired_seed_interval(
+        [4.0], [0.0]
+    ).format(1.0, "", 2)
+    three = v.difference_interval(v.exact_side([3.0, 4.0, 5.0]), v.exact_side([0.0]))
+    assert three.format(1.0, "")[
+        -len("(3 v 1 seeds; one run on a side: no interval)") :
+    ] == ("(3 v 1 seeds; one run on a side: no interval)")
+    two = v.difference_interval(v.exact_side([3.0, 4.0]), v.exact_side([0.0, 1.0]))
+    assert "95 % CI [" in two.format(1.0, "") and "2 v 2 seeds" in two.format(1.0, "")
+
+
+def test_existence_reasons_count_runs_in_words():
+    """No "run(s)" template: one run is "the one run", several are "k of n runs"."""
+    _, one = v.judge_existence({"a": 0.8}, 0.5, (0.9,))
+    assert one.startswith("the one run at the claim's setting has")
+    assert "its one run is not above it" in one
+    _, none = v.judge_existence({"a": 0.2}, 0.5)
+    assert none.startswith("the one run at the claim's setting does not have")
+    _, some = v.judge_existence({"a": 0.8, "b": 0.2, "c": 0.1}, 0.5, (0.9,))
+    assert some.startswith("1 of 3 runs at the claim's setting has")
+    assert "(0 of 3 runs above it)" in some
+    for reason in (one, none, some):
+        assert "(s)" not in reason
+    assert v.plural(1) == "1 run" and v.plural(2, "seed") == "2 seeds"

@@ -146,9 +146,7 @@ def test_seed_series_reads_complete_runs_and_names_what_is_missing(tmp_path):
         "seed 3" in s.missing[1]
         and "no seeds/cpu/learned/seed3/history.json" in s.missing[1]
     )
-    assert s.message().startswith(
-        "cpu learned: 2 complete seed run(s); missing: seed 2"
-    )
+    assert s.message().startswith("cpu learned: 2 complete seed runs; missing: seed 2")
     acc = final_test_accuracies(s)
     assert acc.values == (0.46, 0.48) and acc.seeds == (0, 1)
     with pytest.raises(KeyError):
@@ -250,7 +248,7 @@ def test_existence_not_shown_at_the_setting_is_not_reproduced():
     obs = [Observation(f"seed {k}", "0 of 9 sharp heads", False) for k in range(3)]
     verdict, reason = existence_verdict(obs, Setting("quadratic", 6, (4,)))
     assert verdict == NOT_REPRODUCED
-    assert "none of the 3 run(s)" in reason and "layer 4" in reason
+    assert "none of the 3 runs" in reason and "layer 4" in reason
 
 
 def test_claim_block_carries_quote_test_evidence_verdict_confounds():
