@@ -13,6 +13,7 @@ from unittest import mock
 
 import pytest
 import torch
+from cuda_standin import cuda_autocast_rules
 
 from attnconv.core.attention import MultiHeadSelfAttention2d, ScoreTerms, merge_heads
 from attnconv.core.encodings import (
@@ -291,6 +292,49 @@ def _fake_forward(model, cfg):
         assert all(s.dtype == torch.float32 and s.device.type == "cuda" for s in scores)
 
 
+def _layer_norm_dtypes(model, run):
+    """The dtypes of every LayerNorm's input and output while ``run()`` runs."""
+    seen = []
+
+    def hook(module, args, out):
+        seen.append((args[0].dtype, out.dtype))
+
+    norms = [m for m in model.modules() if isinstance(m, torch.nn.LayerNorm)]
+    handles = [m.register_forward_hook(hook) for m in norms]
+    try:
+        run()
+    finally:
+        for h in handles:
+            h.remove()
+    return seen
+
+
+def test_the_cuda_stand_in_runs_layer_norm_as_cuda_autocast_does():
+    """CUDA autocast runs ``native_layer_norm`` in fp32 (fp32 out, so the hidden state between
+    layers is fp32); CPU autocast runs it in bf16. Fake CUDA tensors under CUDA autocast give the
+    rule, and the CPU stand-in (:mod:`cuda_standin`) must give the same dtypes."""
+    from attnconv.experiments.models import build_model, paper_model_config
+
+    cfg = paper_model_config("quadratic", num_layers=2, hidden_size=18)
+    model = build_model(cfg).requires_grad_(False).eval()
+    x = torch.randn(2, 3, 32, 32)
+    with cpu_bf16():
+        plain = _layer_norm_dtypes(model, lambda: model(x))
+    with cpu_bf16(), cuda_autocast_rules():
+        stand_in = _layer_norm_dtypes(model, lambda: model(x))
+    _relative_shifts_cpu.cache_clear()
+    try:
+        fake = _layer_norm_dtypes(model, lambda: _fake_forward(model, cfg))
+    finally:
+        _relative_shifts_cpu.cache_clear()
+    assert plain and all(out == BF16 for _, out in plain)  # CPU autocast's own rule
+    assert (
+        [out for _, out in fake]
+        == [torch.float32] * len(fake)
+        == [out for _, out in stand_in]
+    )
+
+
 def test_content_plus_learned_position_scores_are_summed_in_fp32():
     """learned + content under bf16 autocast: the content scores come out of a bf16 product, the
     position term is fp32; their sum must be fp32 (the bug: the position term was added in place
@@ -336,10 +380,10 @@ def test_training_forward_and_backward_under_autocast(name):
     model = build_model(cfg).train()
     x = torch.randn(2, 3, 32, 32)
     y = torch.tensor([0, 1])
-    with cpu_bf16():
+    with cpu_bf16(), cuda_autocast_rules():  # the backward runs under CUDA's dtypes too
         loss, logits = compute_loss(model, x, y)
+        loss.backward()
     assert logits.dtype == BF16 and torch.isfinite(loss)
-    loss.backward()
     for pname, p in model.named_parameters():
         if not p.requires_grad:
             continue
