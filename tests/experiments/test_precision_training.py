@@ -202,3 +202,48 @@ def test_no_host_sync_inside_a_training_step(name, precision):
     long = count_epoch_syncs(name, 90, precision)
     assert long == short, f"per-step syncs: {sorted(set(long) - set(short)) or long}"
     assert len(short) <= 12, short
+
+
+def test_step_losses_reach_on_step_one_step_late(monkeypatch):
+    """``--csv``/``--tensorboard`` log every step's loss: it is read when the next step has been
+    queued (so a CUDA device never drains to hand it over), the last one at the end of the
+    epoch, and the values are the steps' losses."""
+    from attnconv.experiments import train_step
+
+    events = []
+    real = train_step._single_step
+
+    def spy(model, batches, step, *rest):
+        out = real(model, batches, step, *rest)
+        events.append(("queued", step))
+        return out
+
+    monkeypatch.setattr(train_step, "_single_step", spy)
+    cfg = config("quadratic")
+    data = synthetic_cifar(3 * cfg.batch_size, 4)
+    torch.manual_seed(0)
+    model = build_model(cfg.model_config())
+    opt = make_optimizer(model, cfg)
+    recorded = []
+    train_epoch(
+        model,
+        data,
+        cfg,
+        opt,
+        make_scheduler(opt, cfg, 3),
+        1,
+        torch.device("cpu"),
+        step_losses=recorded,
+        on_step=lambda step, loss: events.append(("read", step, loss)),
+    )
+    order = [e[:2] for e in events]
+    assert order == [
+        ("queued", 0),
+        ("queued", 1),
+        ("read", 0),
+        ("queued", 2),
+        ("read", 1),
+        ("read", 2),
+    ]
+    reads = [e[2] for e in events if e[0] == "read"]
+    assert all(isinstance(v, float) for v in reads) and reads == recorded[:3]
