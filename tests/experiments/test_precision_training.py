@@ -247,3 +247,33 @@ def test_step_losses_reach_on_step_one_step_late(monkeypatch):
     ]
     reads = [e[2] for e in events if e[0] == "read"]
     assert all(isinstance(v, float) for v in reads) and reads == recorded[:3]
+
+
+def test_fp16_with_the_grad_scaler_trains_and_skips_an_overflowing_step():
+    """The path of a card without bf16 (fp16 autocast and a gradient scaler), run on the CPU:
+    the scaler's scaled backward, step and update train the model; a step whose gradients
+    overflow (an infinite loss) is skipped and the scale halved, the parameters unchanged."""
+    from attnconv.experiments import train_step
+    from attnconv.experiments.device import resolve_precision
+
+    cpu = torch.device("cpu")
+    precision = resolve_precision(cpu, precision="fp16")
+    scaler = precision.grad_scaler()
+    assert precision.dtype == torch.float16 and scaler is not None
+    cfg = config("quadratic", precision="fp16")
+    data = synthetic_cifar(2 * cfg.batch_size, 4)
+    torch.manual_seed(0)
+    model = build_model(cfg.model_config())
+    opt = make_optimizer(model, cfg)
+    sched = make_scheduler(opt, cfg, 2)
+    before = [p.detach().clone() for p in model.parameters()]
+    loss, _ = train_epoch(model, data, cfg, opt, sched, 1, cpu, scaler=scaler)
+    assert math.isfinite(loss) and scaler.get_scale() == 2.0**16
+    after = [p.detach().clone() for p in model.parameters()]
+    assert any(not torch.equal(a, b) for a, b in zip(before, after))
+    x = torch.zeros(2, 3, 32, 32)
+    with precision.autocast():
+        bad, _ = train_step.compute_loss(model, x, torch.tensor([0, 1]))
+    train_step._backward_and_step(bad * float("inf"), opt, sched, scaler)
+    assert scaler.get_scale() == 2.0**15
+    assert all(torch.equal(a, p) for a, p in zip(after, model.parameters()))
