@@ -27,6 +27,12 @@ dense matrix products, row factor then column factor, costing T·(H + W) per cha
 T² — this factorisation, not the window, is where the time goes. Rotated heads (eq. 16 with
 Σ⁻¹_12 ≠ 0) do not factorise; they use a sparse matrix of the windows
 (:func:`local_attention_matrix`).
+
+**One host read per layer and step.** The radii are Python integers chosen from the heads'
+current values, so they are read on the host: :func:`plan_windows` computes on the device
+whether the heads are axis-aligned and every head's (smallest eigenvalue, gap) for both ways,
+and reads them all at once (on CUDA, one synchronisation per layer and step). The sparse matrix
+of rotated heads still sizes its rows with boolean masks (a synchronisation per head on CUDA).
 """
 
 from __future__ import annotations

@@ -197,7 +197,8 @@ def test_no_host_sync_inside_a_training_step(name, precision):
     """The calls that would make a CUDA host wait are the same for an epoch of 3 and of 9 steps:
     none of them is inside a step (the epoch's draws are copied once, the non-finite check and
     the recorded losses are read once, at the end of the epoch). Local attention is left out: it
-    sizes its windows on the host from the encodings' values."""
+    sizes its windows on the host from the encodings' values, one read per layer and step
+    (counted by tests/core/test_local_host_reads.py)."""
     short = count_epoch_syncs(name, 30, precision)
     long = count_epoch_syncs(name, 90, precision)
     assert long == short, f"per-step syncs: {sorted(set(long) - set(short)) or long}"
