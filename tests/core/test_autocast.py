@@ -399,3 +399,37 @@ def test_training_forward_and_backward_under_autocast(name):
         _fake_forward(model, cfg)  # training mode this time (batch norm aside)
     finally:
         _relative_shifts_cpu.cache_clear()
+
+
+def test_local_attention_trains_under_cudas_dtype_rules():
+    """The deep profile's local quadratic attention at paper width under bf16 autocast with
+    CUDA's rules (the CPU stand-in): the layer after a LayerNorm gets fp32 tokens (CUDA's fp32
+    LayerNorm), and forward and backward run with finite fp32 gradients — local attention's fp32
+    path on CUDA, never run on a card. (Generalized heads' sparse product has no bf16 backward
+    on the CPU — MKL's sparse addmm — and no profile trains them local.)"""
+    from attnconv.experiments.models import build_model, paper_model_config
+    from attnconv.experiments.train_step import compute_loss
+
+    cfg = paper_model_config(
+        "quadratic", num_layers=2, attention_implementation="local"
+    )
+    torch.manual_seed(0)
+    model = build_model(cfg).train()
+    seen = []
+    kind = type(model.layers[0].attention)
+    real = kind._forward_local
+
+    def spy(self, tokens, *args):
+        seen.append(tokens.dtype)
+        return real(self, tokens, *args)
+
+    x, y = torch.randn(2, 3, 32, 32), torch.tensor([0, 1])
+    with mock.patch.object(kind, "_forward_local", spy):
+        with cpu_bf16(), cuda_autocast_rules():
+            loss, _ = compute_loss(model, x, y)
+            loss.backward()
+    assert len(seen) == 2
+    assert torch.isfinite(loss) and seen[-1] == torch.float32
+    grads = [p.grad for p in model.parameters() if p.requires_grad]
+    assert all(g is not None and g.dtype == torch.float32 for g in grads)
+    assert all(torch.isfinite(g).all() for g in grads)
