@@ -24,7 +24,8 @@ its own share and whatever the phases before it left unused, and the last one al
 ``--out`` gets at most 8 files, each under 16 MiB, no folders: ``summary.json`` (the phases:
 state, seconds, limit), ``gpu-smoke.json``, ``paper-epoch.json``, ``runs.tar.gz`` (the protocol's
 histories, configs and results: ``runs/confirm*``, ``runs/beyond3*``, ``results/confirm``,
-``results/beyond3``; no checkpoints) and ``window.log`` (the tail of every phase's output).
+``results/beyond3``; no checkpoints; then ``runs-2.tar.gz`` … should one pass 12 MiB) and
+``window.log`` (the tail of every phase's output).
 A second call with the same ``--out`` skips the phases that finished. Scratch (logs, the smoke
 test's and the paper epochs' folders) goes to ``--work`` (default ``gpu-work``, git-ignored).
 
@@ -93,6 +94,9 @@ TINY = {
     "other": dict(hidden_size=16, intermediate_size=16, num_layers=2, downsample=4),
 }
 LOG_TAIL_BYTES = 64 * 2**10
+#: The archives: a new one once one holds this much (compressed), at most this many.
+ARCHIVE_PART_BYTES = 12 * 2**20
+ARCHIVE_PARTS = 4
 _SELF = "attnconv.gpu_window"
 
 
@@ -327,18 +331,31 @@ def _book(ctx: _Context) -> Path:
 
 
 def _archive(book: Path, target: Path) -> None:
-    """The protocol's histories, configs and results under ``book`` in one ``.tar.gz``."""
+    """The protocol's histories, configs and results under ``book`` in ``.tar.gz`` archives:
+    ``target``, then ``runs-2.tar.gz`` … once one holds :data:`ARCHIVE_PART_BYTES` (at most
+    :data:`ARCHIVE_PARTS`; what does not fit is left out and said so)."""
     files = sorted(
         {f for pattern in ARCHIVED for f in book.glob(pattern) if f.is_file()}
     )
     files = [f for f in files if ".locks" not in f.parts]
-    if not files:
-        return
-    partial = target.with_name(target.name + ".partial")
-    with tarfile.open(partial, "w:gz") as tar:
-        for f in files:
-            tar.add(f, arcname=str(f.relative_to(book)))
-    partial.replace(target)
+    for old in target.parent.glob("runs*.tar.gz"):
+        old.unlink()
+    part, tar, left_out = 0, None, 0
+    for f in files:
+        if tar is None or tar.fileobj.fileobj.tell() >= ARCHIVE_PART_BYTES:
+            if tar is not None:
+                tar.close()
+            if part == ARCHIVE_PARTS:
+                left_out, tar = len(files) - files.index(f), None
+                break
+            part += 1
+            name = target.name if part == 1 else f"runs-{part}.tar.gz"
+            tar = tarfile.open(target.with_name(name), "w:gz")
+        tar.add(f, arcname=str(f.relative_to(book)))
+    if tar is not None:
+        tar.close()
+    if left_out:
+        print(f"{left_out} files left out of the archives (all full)", flush=True)
 
 
 def _log_tail(work: Path, target: Path) -> None:
@@ -360,22 +377,22 @@ def _read_json(path: Path) -> Optional[dict]:
 
 # ----------------------------------------------------------------------------- what comes back
 def unpack(folder: Path, book: Optional[Path] = None) -> List[str]:
-    """Put a window's ``folder`` into the book: the archive into ``runs/`` and ``results/``,
+    """Put a window's ``folder`` into the book: the archives into ``runs/`` and ``results/``,
     ``gpu-smoke.json`` and ``paper-epoch.json`` into ``results/``. Returns the paths written,
     relative to the book."""
     from .experiments.store import book_dir
 
     book = book or book_dir()
     written = []
-    if (folder / ARCHIVE).is_file():
-        with tarfile.open(folder / ARCHIVE) as tar:
+    for archive in sorted(folder.glob("runs*.tar.gz")):
+        with tarfile.open(archive) as tar:
             members = tar.getmembers()
             bad = [
                 m.name for m in members if not m.name.startswith(("runs/", "results/"))
             ]
             if bad:
                 raise ValueError(
-                    f"{folder / ARCHIVE} holds {bad[0]}, outside runs/ and results/"
+                    f"{archive} holds {bad[0]}, outside runs/ and results/"
                 )
             tar.extractall(book, filter="data")
             written += [m.name for m in members if m.isfile()]

@@ -118,3 +118,19 @@ def test_unpack_refuses_an_archive_outside_runs_and_results(tmp_path):
         tar.add(tmp_path / "evil.json", arcname="chapters/evil.json")
     with pytest.raises(ValueError, match="outside runs/ and results/"):
         gpu_window.unpack(tmp_path, tmp_path / "book")
+
+
+def test_histories_past_one_archive_go_into_more_and_all_unpack(tmp_path, monkeypatch):
+    monkeypatch.setattr(gpu_window, "ARCHIVE_PART_BYTES", 1)  # one file each
+    monkeypatch.setattr(gpu_window, "ARCHIVE_PARTS", 2)
+    book, out = tmp_path / "book", tmp_path / "out"
+    for i in range(3):
+        run = book / "runs" / "confirm" / f"seed{i}"
+        run.mkdir(parents=True)
+        (run / "history.json").write_text(json.dumps({"seed": i}))
+        (run / "checkpoint.pt").write_bytes(b"weights")
+    out.mkdir()
+    gpu_window._archive(book, out / "runs.tar.gz")
+    assert sorted(f.name for f in out.iterdir()) == ["runs-2.tar.gz", "runs.tar.gz"]
+    written = gpu_window.unpack(out, tmp_path / "other")
+    assert sorted(written) == [f"runs/confirm/seed{i}/history.json" for i in range(2)]
