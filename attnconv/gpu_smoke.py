@@ -13,8 +13,11 @@ after each model), so a time limit keeps what finished:
    must equal the uninterrupted run step for step (every step's loss, from ``steps.csv``) and in
    its epochs' numbers, under deterministic algorithms.
 3. **per_model** — every paper model (and the 16-head quadratic): bf16 against fp32 (TF32 off
-   for the fp32 reference) over :data:`STEPS` steps of the real
-   :func:`~attnconv.experiments.train_step.train_epoch`, judged at step 1 for every model
+   for the fp32 reference) over the first :data:`STEPS` steps of the paper's schedule
+   (:data:`PAPER_EPOCHS` epochs of :data:`PAPER_STEPS_PER_EPOCH` steps, so the learning rate
+   ramps up as the paper's warm-up does: 30 steps of a 30-step run would warm up for one step
+   and then train at lr 0.1, chaotic enough that bf16 and fp32 part by 3.5 by step 15) in the
+   real :func:`~attnconv.experiments.train_step.train_epoch`, judged at step 1 for every model
    (:data:`FIRST_STEP_TOLERANCE`) and over all steps for the attention models
    (:data:`LOSS_TOLERANCE`): ResNet18 at lr 0.1 and batch 100 is chaotic (its fp32 run alone
    swings to a loss of 5.6), so any rounding grows to O(1) after a few steps and only its first
@@ -57,6 +60,7 @@ from .experiments.data import load_cifar10_sample
 from .experiments.device import (
     bf16_supported,
     device_name,
+    peak_bf16_flops,
     resolve_precision,
     select_device,
     sync_warnings,
@@ -76,6 +80,9 @@ __all__ = [
     "LOSS_TOLERANCE",
     "FIRST_STEP_TOLERANCE",
     "STEPS",
+    "PAPER_EPOCHS",
+    "PAPER_STEPS_PER_EPOCH",
+    "EVAL_BATCH",
     "SPEED_STEPS",
     "RESULTS_FILE",
     "judge_bf16",
@@ -106,31 +113,31 @@ TINY = {
     "resnet18": dict(widths=(4, 4, 8, 8)),
     "other": dict(hidden_size=16, intermediate_size=16, num_layers=2, downsample=4),
 }
-#: Largest |bf16 step loss − fp32 step loss| over the steps (attention models, paper size).
+#: Largest |bf16 step loss − fp32 step loss| over the steps (attention models, paper size; the
+#: audit's CPU stand-in with CUDA's dtype rules: 4.6e-4 over the first 20 steps).
 LOSS_TOLERANCE = 0.1
 #: Largest |bf16 − fp32| of the first step's loss (same weights and batch: rounding only).
 FIRST_STEP_TOLERANCE = 0.02
 STEPS = 30
+#: The paper's schedule, whose first :data:`STEPS` steps are judged: 300 epochs of 50,000 / 100.
+PAPER_EPOCHS = 300
+PAPER_STEPS_PER_EPOCH = 500
+#: The paper's evaluation batch.
+EVAL_BATCH = 500
 SPEED_STEPS = 50
 BATCHES = (25, 50, 100, 200)
 RESULTS_FILE = "gpu-smoke.json"
-#: Dense bf16 peak FLOP/s by card (NVIDIA's data sheets), for the MFU; others: no MFU.
-PEAK_BF16_FLOPS = {
-    "H100": 989e12,
-    "H200": 989e12,
-    "A100": 312e12,
-    "L40S": 362e12,
-    "L4": 121e12,
-}
 
 
 class _Sizes:
     """Batch, steps and images of each phase: the paper's sizes, or tiny ones (``--dry-run``)."""
 
-    def __init__(self, dry: bool):
+    def __init__(
+        self, dry: bool, batch: Optional[int] = None, steps: Optional[int] = None
+    ):
         self.dry = dry
-        self.batch = 10 if dry else 100
-        self.steps = 3 if dry else STEPS
+        self.batch = batch or (10 if dry else 100)
+        self.steps = steps or (3 if dry else STEPS)
         self.speed_steps = 2 if dry else SPEED_STEPS
         self.loop_images = 20 if dry else 2000
         self.test_images = 20 if dry else 1000
@@ -152,7 +159,7 @@ def _config(
     settings = dict(
         epochs=1,
         batch_size=sizes.batch,
-        eval_batch_size=100,
+        eval_batch_size=EVAL_BATCH,
         train_subset=n_train,
         test_subset=sizes.test_images,
         precision=precision,
@@ -190,16 +197,20 @@ def _tf32(on: bool):
 
 class _Trainer:
     """A fresh model (seed 0), its optimizer, scheduler and scaler on ``device``, and the real
-    :func:`train_epoch` over ``config``'s data."""
+    :func:`train_epoch` over ``config``'s data. ``schedule_steps``: the steps per epoch of the
+    learning-rate schedule (default: this data's), e.g. the paper's, so that the steps run are
+    the first steps of the paper's schedule."""
 
-    def __init__(self, config: TrainConfig, data, device: torch.device):
+    def __init__(self, config: TrainConfig, data, device, schedule_steps=None):
         self.config, self.device = config, device
         self.data = data.subset(config.train_subset, config.test_subset).to(device)
         torch.manual_seed(0)
         self.model = build_model(config.model_config()).to(device)
         self.optimizer = make_optimizer(self.model, config)
         self.steps = -(-len(self.data.x_train) // config.batch_size)
-        self.scheduler = make_scheduler(self.optimizer, config, self.steps)
+        self.scheduler = make_scheduler(
+            self.optimizer, config, schedule_steps or self.steps
+        )
         precision = resolve_precision(device, config.bf16, config.precision)
         self.scaler = precision.grad_scaler()
         self.epoch = 0
@@ -320,9 +331,11 @@ def judge_bf16(label: str, fp32: List[float], bf16: List[float], dry: bool) -> d
 
 
 def _step_losses(config: TrainConfig, data, device) -> List[float]:
-    """Every step's loss of one real epoch of ``config`` (fp32 runs with TF32 off)."""
+    """Every step's loss of the first steps of the paper's schedule (``config``'s data make one
+    real epoch of them; fp32 runs with TF32 off)."""
     losses = []
-    trainer = _Trainer(config, data, device)
+    config = TrainConfig.from_dict({**config.to_dict(), "epochs": PAPER_EPOCHS})
+    trainer = _Trainer(config, data, device, schedule_steps=PAPER_STEPS_PER_EPOCH)
     fp32 = config.precision == "fp32"
     with _tf32(False) if fp32 else contextlib.nullcontext():
         trainer.run(on_step=lambda step, loss: losses.append(loss))
@@ -369,9 +382,7 @@ def _speed(model, overrides, sizes, data, device) -> dict:
     flops = (
         6 * analytic_macs(config.model_config()).total
     )  # forward + backward per image
-    peak_flops = next(
-        (v for k, v in PEAK_BF16_FLOPS.items() if k in device_name(device)), None
-    )
+    peak_flops = peak_bf16_flops(device_name(device))
     return {
         "ms_per_step": 1e3 * best / trainer.steps,
         "images_per_second": images,
@@ -507,7 +518,9 @@ def checkpoints_and_studies(device, sizes, data, folder: Path) -> dict:
     test = data.subset(None, sizes.removal_images).to(device)
 
     def accuracy(m):
-        return evaluate(m, test.x_test, test.y_test, 100, device, precision="bf16")[1]
+        return evaluate(
+            m, test.x_test, test.y_test, EVAL_BATCH, device, precision="bf16"
+        )[1]
 
     t0 = time.perf_counter()
     removal = layer_removal_accuracies(trainer.model, accuracy)

@@ -25,10 +25,10 @@ from typing import Optional
 import torch
 from torch import nn
 
-from .encodings import AbsoluteEncoding, RelativeEncoding
+from .encodings import AbsoluteEncoding, QuadraticEncoding, RelativeEncoding
 from .local import (
-    is_axis_aligned,
     local_attention_matrix,
+    plan_windows,
     separable_heads,
     separable_local_factors,
     sparse_rows,
@@ -509,8 +509,17 @@ class MultiHeadSelfAttention(nn.Module):
         with autocast_off(keys.device.type):  # the probabilities in fp32, as dense ones
             precision = enc.precision()
         drop = self.training and self.attention_dropout.p > 0
-        if is_axis_aligned(precision):
-            rows, cols = self._separable_factors(precision, shape, drop, keys.device)
+        with autocast_off(keys.device.type):
+            plan = plan_windows(
+                enc.centers,
+                precision,
+                shape,
+                self.key_padding,
+                self.local_tolerance,
+                aligned=True if isinstance(enc, QuadraticEncoding) else None,
+            )
+        if plan.aligned:
+            rows, cols = self._separable_factors(precision, shape, drop, plan)
             if (
                 self.value is None and not return_attention
             ):  # one head at a time, merged as it goes
@@ -527,7 +536,7 @@ class MultiHeadSelfAttention(nn.Module):
             heads, probs = self._separable_product(values, rows, cols, return_attention)
         else:
             heads, probs = self._sparse_product(
-                values, precision, shape, drop, return_attention, tokens.shape[0], t_k
+                values, precision, shape, drop, return_attention, plan, t_k
             )
         y = self._merge_heads(heads).view(
             tokens.shape[0], tokens.shape[1], self.out_channels
@@ -548,15 +557,16 @@ class MultiHeadSelfAttention(nn.Module):
             )
         return keys.reshape(1, t_k, -1)  # shared by all heads
 
-    def _separable_factors(self, precision, shape, drop: bool, device):
+    def _separable_factors(self, precision, shape, drop: bool, plan):
         """The row and column factors of axis-aligned heads (with their dropout when training)."""
-        with autocast_off(device.type):
+        with autocast_off(precision.device.type):
             rows, cols, _ = separable_local_factors(
                 self.encoding.centers,
                 precision,
                 shape,
                 self.key_padding,
                 self.local_tolerance,
+                radii=plan.radii,
             )
         if drop:  # structured dropout: on the row and on the column factor (expectation unchanged)
             rows, cols = self.attention_dropout(rows), self.attention_dropout(cols)
@@ -587,11 +597,12 @@ class MultiHeadSelfAttention(nn.Module):
         return heads, probs
 
     def _sparse_product(
-        self, values, precision, shape, drop: bool, return_attention: bool, t_q, t_k
+        self, values, precision, shape, drop: bool, return_attention: bool, plan, t_k
     ):
         """Every head's output ``(N_h, T_q·B, D)`` through the sparse matrix of its windows, and
         the probabilities when asked (else None)."""
         nh, d = self.num_heads, self.head_dim
+        t_q = shape[0] * shape[1]
         with autocast_off(values.device.type):
             matrix, _ = local_attention_matrix(
                 self.encoding.centers,
@@ -600,6 +611,7 @@ class MultiHeadSelfAttention(nn.Module):
                 self.key_padding,
                 self.local_tolerance,
                 stack_heads_in_columns=self.value is not None,
+                plan=plan,
             )
         if drop:
             matrix = sparse_rows(

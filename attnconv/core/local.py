@@ -27,6 +27,12 @@ dense matrix products, row factor then column factor, costing T·(H + W) per cha
 T² — this factorisation, not the window, is where the time goes. Rotated heads (eq. 16 with
 Σ⁻¹_12 ≠ 0) do not factorise; they use a sparse matrix of the windows
 (:func:`local_attention_matrix`).
+
+**One host read per layer and step.** The radii are Python integers chosen from the heads'
+current values, so they are read on the host: :func:`plan_windows` computes on the device
+whether the heads are axis-aligned and every head's (smallest eigenvalue, gap) for both ways,
+and reads them all at once (on CUDA, one synchronisation per layer and step). The sparse matrix
+of rotated heads still sizes its rows with boolean masks (a synchronisation per head on CUDA).
 """
 
 from __future__ import annotations
@@ -44,6 +50,10 @@ __all__ = [
     "separable_local_factors",
     "separable_heads",
     "is_axis_aligned",
+    "axis_aligned_flag",
+    "plan_windows",
+    "separable_window_statistics",
+    "window_radii",
     "sparse_rows",
     "window_mass_bound",
     "window_radius",
@@ -139,9 +149,20 @@ def project_onto_box(
     return torch.gather(z, 0, best[None, ..., None].expand(1, *t.shape)).squeeze(0)
 
 
+def axis_aligned_flag(precision: torch.Tensor) -> torch.Tensor:
+    """On the device, without a host read: 1 when every head's Σ⁻¹ is diagonal, else 0."""
+    return ((precision[:, 0, 1] == 0) & (precision[:, 1, 0] == 0)).all()
+
+
 def is_axis_aligned(precision: torch.Tensor) -> bool:
-    """True when every head's Σ⁻¹ is diagonal, so that its Gaussian factorises over rows and columns."""
-    return bool((precision[:, 0, 1] == 0).all() and (precision[:, 1, 0] == 0).all())
+    """True when every head's Σ⁻¹ is diagonal, so that its Gaussian factorises over rows and
+    columns (one host read)."""
+    return bool(axis_aligned_flag(precision))
+
+
+def window_radii(stats, tolerance: float, max_radius: int) -> list:
+    """Each head's :func:`window_radius` from its (smallest eigenvalue, gap) pair, read."""
+    return [window_radius(lam, gap, tolerance, max_radius) for lam, gap in stats]
 
 
 def _axis_window_softmax(
@@ -168,45 +189,97 @@ def separable_local_factors(
     shape: Tuple[int, int],
     key_padding: int,
     tolerance: float,
+    radii=None,
 ):
     """Row and column factors of local attention for axis-aligned Gaussian heads (module docstring).
 
     Returns ``(rows, cols, radii)``: ``rows`` is ``(N_h, H, H + 2p)``, ``cols`` is
     ``(N_h, W, W + 2p)``, and head h's attention of query (i, j) on key (k, l) is
     ``rows[h, i, k] · cols[h, j, l]``. Differentiable in ``centers`` and ``precision``.
+    ``radii``: the windows' radii when the caller has read them already (:func:`plan_windows`);
+    else Σ⁻¹ is checked and the radii read here (two host reads).
     """
-    if not is_axis_aligned(precision):
-        raise ValueError(
-            "separable local attention needs diagonal Σ⁻¹ (axis-aligned heads)"
-        )
     h_q, w_q = shape
     p = key_padding
     low, high = (-p, -p), (h_q - 1 + p, w_q - 1 + p)
+    if radii is None:
+        if not is_axis_aligned(precision):
+            raise ValueError(
+                "separable local attention needs diagonal Σ⁻¹ (axis-aligned heads)"
+            )
+        stats = separable_window_statistics(centers, precision, shape, p).tolist()
+        radii = window_radii(stats, tolerance, max(h_q, w_q) - 1 + 2 * p)
     lam = torch.stack([precision[:, 0, 0], precision[:, 1, 1]], -1)  # (N_h, 2)
-    with torch.no_grad():
-        gaps = []
-        for a, n in ((0, h_q), (1, w_q)):
-            t = (
-                torch.arange(n, dtype=centers.dtype, device=centers.device)[None]
-                + centers.detach()[:, a : a + 1]
-            )
-            zstar = t.clamp(low[a], high[a])
-            c = zstar.round()
-            gaps.append(
-                (
-                    0.5 * lam[:, a : a + 1].detach() * ((c - t) ** 2 - (zstar - t) ** 2)
-                ).amax(1)
-            )
-        gap = (gaps[0] + gaps[1]).clamp_min(0)
-        lam_min = lam.detach().amin(1)
-    max_radius = max(h_q, w_q) - 1 + 2 * p
-    radii = [
-        window_radius(float(lam_min[h]), float(gap[h]), tolerance, max_radius)
-        for h in range(centers.shape[0])
-    ]
     rows = _axis_window_softmax(centers[:, 0], lam[:, 0], h_q, low[0], high[0], radii)
     cols = _axis_window_softmax(centers[:, 1], lam[:, 1], w_q, low[1], high[1], radii)
     return rows, cols, radii
+
+
+@torch.no_grad()
+def separable_window_statistics(
+    centers: torch.Tensor,
+    precision: torch.Tensor,
+    shape: Tuple[int, int],
+    key_padding: int,
+) -> torch.Tensor:
+    """Per axis-aligned head, ``(N_h, 2)`` on the device: the smallest eigenvalue of Σ⁻¹ and the
+    largest gap over the queries (module docstring), the two numbers its radius depends on."""
+    h_q, w_q = shape
+    p = key_padding
+    low, high = (-p, -p), (h_q - 1 + p, w_q - 1 + p)
+    lam = torch.stack([precision[:, 0, 0], precision[:, 1, 1]], -1).detach()
+    gaps = []
+    for a, n in ((0, h_q), (1, w_q)):
+        t = (
+            torch.arange(n, dtype=centers.dtype, device=centers.device)[None]
+            + centers.detach()[:, a : a + 1]
+        )
+        zstar = t.clamp(low[a], high[a])
+        c = zstar.round()
+        gaps.append(
+            (0.5 * lam[:, a : a + 1] * ((c - t) ** 2 - (zstar - t) ** 2)).amax(1)
+        )
+    gap = (gaps[0] + gaps[1]).clamp_min(0)
+    return torch.stack([lam.amin(1), gap], -1)
+
+
+class WindowPlan:
+    """How a local layer applies its heads this step, from one host read
+    (:func:`plan_windows`): ``aligned`` (separable factors, else the sparse matrix), each
+    head's ``radii``, and for the sparse path each head's window ``centre`` per query."""
+
+    def __init__(self, aligned: bool, radii: list, centre=None):
+        self.aligned, self.radii, self.centre = aligned, radii, centre
+
+
+def plan_windows(
+    centers, precision, shape, key_padding: int, tolerance: float, aligned=None
+) -> WindowPlan:
+    """Whether the heads are axis-aligned and every head's window radius, with one host read:
+    the flag and the statistics of both paths are computed on the device and read together.
+    ``aligned=True``: Σ⁻¹ is diagonal by construction (the quadratic encoding), so neither the
+    flag nor the sparse path's statistics are computed."""
+    h_q, w_q = shape
+    p = key_padding
+    max_radius = max(h_q, w_q) - 1 + 2 * p
+    with torch.no_grad():
+        parts = [separable_window_statistics(centers, precision, shape, p).flatten()]
+        centre = None
+        if aligned is None:
+            parts.insert(0, axis_aligned_flag(precision).to(parts[0].dtype)[None])
+            low, high = (-p, -p), (h_q - 1 + p, w_q - 1 + p)
+            queries = _query_grid(shape, centers.dtype, centers.device)
+            centre, general = _window_centres_and_statistics(
+                centers, precision, queries, low, high
+            )
+            parts.append(general.flatten())
+        values = torch.cat(parts).tolist()  # the one host read
+    if aligned is None:
+        aligned, values = bool(values[0]), values[1:]
+    nh = centers.shape[0]
+    pairs = [values[2 * h : 2 * h + 2] for h in range(2 * nh)]
+    stats = pairs[:nh] if aligned else pairs[nh:]
+    return WindowPlan(aligned, window_radii(stats, tolerance, max_radius), centre)
 
 
 def local_attention_matrix(
@@ -216,6 +289,7 @@ def local_attention_matrix(
     key_padding: int,
     tolerance: float,
     stack_heads_in_columns: bool = False,
+    plan=None,
 ) -> Tuple[torch.Tensor, list]:
     """The sparse attention matrix of N_h Gaussian heads, restricted to windows (module docstring).
 
@@ -228,7 +302,8 @@ def local_attention_matrix(
     Returns the ``(N_h·T_q, T_k)`` sparse CSR matrix of probabilities (row h·T_q + q is head h's
     attention of query q) and the window radius chosen for each head. With
     ``stack_heads_in_columns`` the matrix is ``(N_h·T_q, N_h·T_k)`` and head h reads columns
-    h·T_k … (h+1)·T_k − 1, for values that differ per head.
+    h·T_k … (h+1)·T_k − 1, for values that differ per head. ``plan``: the windows when the
+    caller has read them (:func:`plan_windows`), else they are read here.
     """
     h_q, w_q = shape
     p = key_padding
@@ -237,15 +312,14 @@ def local_attention_matrix(
     low, high = (-p, -p), (h_q - 1 + p, w_q - 1 + p)
     w_k = w_q + 2 * p
     t_k = (h_q + 2 * p) * w_k
-    qi, qj = torch.meshgrid(
-        torch.arange(h_q, device=device),
-        torch.arange(w_q, device=device),
-        indexing="ij",
-    )
-    queries = torch.stack([qi.reshape(-1), qj.reshape(-1)], -1).to(dtype)  # (T_q, 2)
-    centre, radii = _window_centres_and_radii(
-        centers, precision, queries, low, high, tolerance, max(h_q, w_q) - 1 + 2 * p
-    )
+    queries = _query_grid(shape, dtype, device)  # (T_q, 2)
+    if plan is None:
+        centre, stats = _window_centres_and_statistics(
+            centers, precision, queries, low, high
+        )
+        radii = window_radii(stats.tolist(), tolerance, max(h_q, w_q) - 1 + 2 * p)
+    else:
+        centre, radii = plan.centre, plan.radii
     values, columns, counts = [], [], []
     for h in range(nh):
         probs, flat, valid = _head_window(
@@ -264,30 +338,34 @@ def local_attention_matrix(
     return matrix, radii
 
 
-def _window_centres_and_radii(
-    centers, precision, queries, low, high, tolerance: float, max_radius: int
-):
-    """Each head's window centre per query (the rounded best key in the box) and its radius."""
-    nh = centers.shape[0]
-    with torch.no_grad():
-        a = precision.detach()
-        target = queries[None] + centers.detach()[:, None]  # (N_h, T_q, 2)
-        zstar = project_onto_box(target, a, low, high)
-        centre = zstar.round()
+def _query_grid(shape, dtype, device) -> torch.Tensor:
+    """The queries' (row, column) coordinates ``(T_q, 2)``, row-major."""
+    qi, qj = torch.meshgrid(
+        torch.arange(shape[0], device=device),
+        torch.arange(shape[1], device=device),
+        indexing="ij",
+    )
+    return torch.stack([qi.reshape(-1), qj.reshape(-1)], -1).to(dtype)
 
-        def quad(z):
-            d = z - target
-            return 0.5 * torch.einsum(
-                "htij,htj,hti->ht", a[:, None].expand(-1, d.shape[1], -1, -1), d, d
-            )
 
-        gaps = (quad(centre) - quad(zstar)).amax(1).clamp_min(0)
-        lam = torch.linalg.eigvalsh(a)[:, 0]
-    radii = [
-        window_radius(float(lam[h]), float(gaps[h]), tolerance, max_radius)
-        for h in range(nh)
-    ]
-    return centre, radii
+@torch.no_grad()
+def _window_centres_and_statistics(centers, precision, queries, low, high):
+    """Each head's window centre per query (the rounded best key in the box) and, ``(N_h, 2)``
+    on the device, the smallest eigenvalue of its Σ⁻¹ and its largest gap."""
+    a = precision.detach()
+    target = queries[None] + centers.detach()[:, None]  # (N_h, T_q, 2)
+    zstar = project_onto_box(target, a, low, high)
+    centre = zstar.round()
+
+    def quad(z):
+        d = z - target
+        return 0.5 * torch.einsum(
+            "htij,htj,hti->ht", a[:, None].expand(-1, d.shape[1], -1, -1), d, d
+        )
+
+    gaps = (quad(centre) - quad(zstar)).amax(1).clamp_min(0)
+    lam = torch.linalg.eigvalsh(a)[:, 0]
+    return centre, torch.stack([lam, gaps], -1)
 
 
 def _head_window(r: int, centre, queries, center, precision, low, high, w_k: int):

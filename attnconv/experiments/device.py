@@ -46,6 +46,8 @@ __all__ = [
     "start_line",
     "check_profile_device",
     "HostValue",
+    "PEAK_BF16_FLOPS",
+    "peak_bf16_flops",
 ]
 
 #: Precisions a run can ask for (``TrainConfig.precision``); ``None`` means the default: bf16
@@ -149,17 +151,25 @@ class Precision:
 #: fp32 on CUDA too (TF32 off), the CPU's arithmetic, so a GPU can make a CPU-profile run of the
 #: same settings (``python -m attnconv.regenerate --fp32``).
 _FP32_EVERYWHERE = False
+#: The TF32 flags (matmul, cuDNN) before :func:`fp32_everywhere` switched them off, restored by
+#: ``fp32_everywhere(False)``; None while fp32 is not forced.
+_TF32_BEFORE: Optional[Tuple[bool, bool]] = None
 
 
 def fp32_everywhere(on: bool = True) -> None:
     """Make the device's default precision fp32 on every device (TF32 matmuls and convolutions
-    off) for the rest of the process, or restore bf16 autocast as CUDA's default."""
-    global _FP32_EVERYWHERE
-    _FP32_EVERYWHERE = bool(on)
-    # torch's defaults otherwise: TF32 off for matrix products, on for cuDNN convolutions
+    off) for the rest of the process, or restore bf16 autocast as CUDA's default and the TF32
+    flags as they were before the first ``fp32_everywhere(True)``."""
+    global _FP32_EVERYWHERE, _TF32_BEFORE
+    flags = torch.backends.cuda.matmul, torch.backends.cudnn
+    if on and _TF32_BEFORE is None:
+        _TF32_BEFORE = (flags[0].allow_tf32, flags[1].allow_tf32)
     if on:
-        torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = not on
+        flags[0].allow_tf32 = flags[1].allow_tf32 = False
+    elif _TF32_BEFORE is not None:
+        flags[0].allow_tf32, flags[1].allow_tf32 = _TF32_BEFORE
+        _TF32_BEFORE = None
+    _FP32_EVERYWHERE = bool(on)
 
 
 def resolve_precision(
@@ -236,6 +246,33 @@ def device_name(device: torch.device) -> str:
         return str(device)
     index = _cuda_index(device)
     return f"cuda:{index} ({torch.cuda.get_device_name(index)})"
+
+
+#: Dense bf16 peak FLOP/s by exact card name (``torch.cuda.get_device_name``; NVIDIA's data
+#: sheets), for the MFU. An H100 PCIe or NVL is not an SXM card, and an L40 is not an L4: a name
+#: not in the table has no MFU.
+PEAK_BF16_FLOPS = {
+    "NVIDIA H100 80GB HBM3": 989e12,  # SXM
+    "NVIDIA H100 PCIe": 756e12,
+    "NVIDIA H100 NVL": 835e12,
+    "NVIDIA H200": 989e12,  # SXM
+    "NVIDIA H200 NVL": 835e12,
+    "NVIDIA A100-SXM4-80GB": 312e12,
+    "NVIDIA A100-SXM4-40GB": 312e12,
+    "NVIDIA A100-PCIE-40GB": 312e12,
+    "NVIDIA A100 80GB PCIe": 312e12,
+    "NVIDIA L40S": 362e12,
+    "NVIDIA L40": 181e12,
+    "NVIDIA L4": 121e12,
+}
+
+
+def peak_bf16_flops(name: str) -> Optional[float]:
+    """The dense bf16 peak of the card called ``name`` (a card's name, or :func:`device_name`'s
+    ``cuda:0 (<card>)``), matched exactly; None for a card not in :data:`PEAK_BF16_FLOPS`."""
+    if name.endswith(")") and " (" in name:
+        name = name[name.index(" (") + 2 : -1]
+    return PEAK_BF16_FLOPS.get(name.strip())
 
 
 def start_line(precision: Precision) -> str:

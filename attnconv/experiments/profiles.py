@@ -5,7 +5,7 @@
   paper gives no ResNet18 schedule; its steps at epochs 80/150/250 come from the authors' run
   scripts. Hours per model on one GPU. Chapter 14 compares every profile with Table 2.
 * ``gpu`` — the same models and optimiser on full CIFAR-10, fewer epochs, so that each model
-  trains in about 15 minutes on one modern GPU (see :data:`GPU_ESTIMATE` for the arithmetic).
+  trains in about 15 minutes on one modern GPU (see :data:`GPU_ESTIMATE` for the roofline).
 * ``gpu-sample`` — the paper's models at paper size on the bundled sample (5,085 / 1,017 images),
   for a lent GPU without network (``make gpu-window``); its runs are GPU runs of sample data,
   shown as such beside the CPU-scale ones.
@@ -109,21 +109,29 @@ class Profile:
         return TrainConfig(**base)
 
 
-#: GPU budget arithmetic (no GPU was available to measure it): per image, the paper-size
-#: position-only models need 9.0 GFLOPs forward (6.2 dense + 2.8 attention, attnconv.experiments.flops),
-#: ≈ 27 GFLOPs per training step, so 1.35 PFLOPs per epoch of 50,000 images; learned+content 20.7
-#: GFLOPs forward, 3.1 PFLOPs per epoch; ResNet18 1.1 GFLOPs forward, 0.17 PFLOPs per epoch. At an
-#: assumed sustained 100 TFLOP/s in bf16 (H100, ~10-20% of peak for these small matrices) that is
-#: ≈ 14 s, 31 s and ≈ 5 s (then bound by kernel launches) per epoch, plus ~1 s of evaluation.
+#: GPU time until a card measures it (``book/results/gpu-smoke.json``): the GPU audit's roofline
+#: of one H100 in bf16 (a dispatch-mode log of every op of a paper-size training step, each op
+#: costed at the larger of its FLOPs at the tensor cores' rate and its bytes at HBM's, plus a
+#: kernel launch): 12-16 ms a step of 100 images for the position-only models (quadratic,
+#: generalized, learned), 45-55 ms for learned + content, so 500 steps and the evaluation of
+#: 10,000 images make about 8 s and 26 s an epoch; ResNet18 about 5 s. The six paper runs of
+#: 300 epochs (the five models and the 16-head quadratic) take 4.6-6 h on one card.
 GPU_ESTIMATE = {
-    "assumed_tflops": 100.0,
-    "seconds_per_epoch": {
-        "quadratic": 15.0,
-        "generalized": 15.0,
-        "learned": 15.0,
-        "learned_content": 33.0,
-        "resnet18": 8.0,
+    "source": "roofline of the GPU audit (H100, bf16), not measured",
+    "ms_per_step": {
+        "quadratic": (12.0, 16.0),
+        "generalized": (12.0, 16.0),
+        "learned": (12.0, 16.0),
+        "learned_content": (45.0, 55.0),
     },
+    "seconds_per_epoch": {
+        "quadratic": 8.0,
+        "generalized": 8.0,
+        "learned": 8.0,
+        "learned_content": 26.0,
+        "resnet18": 5.0,
+    },
+    "hours_for_the_six_paper_runs": (4.6, 6.0),
 }
 
 

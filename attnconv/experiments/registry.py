@@ -254,7 +254,7 @@ def _register_gpu_runs() -> None:
                 **extra,
             )
     # gpu-sample: the paper's models on the bundled sample, trained on a lent GPU by
-    # `make gpu-window` (attnconv.experiments.gpu_window; not committed)
+    # `make gpu-window` (attnconv.gpu_window, its last phase; not committed)
     for model in GPU_SAMPLE_MODELS:
         register_run(
             f"gpu-sample/{model}",

@@ -300,8 +300,10 @@ def train_epoch(
     :class:`~attnconv.experiments.distributed.StopRequest`; when it is raised (on any rank), the
     current step (multi-process: the next one, on every rank alike) is finished and the epoch's
     state so far is raised (:class:`StopRequested`), unless it was the epoch's last step.
-    ``on_step(step, loss)``: called after every step with the step's 0-based index in the epoch
-    and its loss (a host read per step). ``scaler``: the fp16 gradient scaler, if any.
+    ``on_step(step, loss)``: called with every step's 0-based index in the epoch and its loss
+    (a float), one step late: a step's loss is copied to the host behind the step and read
+    once the next step is queued (the last one at the end of the epoch, or before a stop), so
+    the device never waits for the host. ``scaler``: the fp16 gradient scaler, if any.
 
     Precision: :func:`~attnconv.experiments.device.resolve_precision` of the device and the
     config. A NaN/inf loss raises :class:`NonFiniteStep` (its step) at the end of the epoch."""
@@ -316,19 +318,42 @@ def train_epoch(
     desc = f"{config.model} epoch {epoch}/{config.epochs}"
     bar = _Progress(steps_per_epoch, start_step, desc, progress)
     step_fn = _Stepper(model, batches, config, optimizer, scheduler, precision, scaler)
+    late = _LateSteps(on_step)
     for step in range(start_step, steps_per_epoch):
         loss, right, stopping = step_fn(step, distributed, stop)
         tally.add(step, loss, right, batches.sizes[step])
-        if on_step is not None:
-            on_step(step, float(loss))
+        late.add(step, loss)
         bar.update(step, loss)
         if stopping and step + 1 < steps_per_epoch:
             bar.close()
+            late.flush()
             tally.finish(step_losses)
             raise StopRequested(tally.partial_state(epoch, step, batches, step_losses))
     bar.close()
+    late.flush()
     tally.finish(step_losses)
     return float(tally.loss_sum) / n_train, int(tally.correct) / n_train
+
+
+class _LateSteps:
+    """``on_step(step, loss)`` one step late: a step's loss is copied to the host behind the
+    step (:class:`~attnconv.experiments.device.HostValue`) and handed over when the next step
+    has been queued (:meth:`add`) or the epoch ends (:meth:`flush`)."""
+
+    def __init__(self, on_step):
+        self.on_step, self.pending = on_step, None
+
+    def add(self, step: int, loss: torch.Tensor) -> None:
+        if self.on_step is None:
+            return
+        self.flush()
+        self.pending = (step, HostValue(loss))
+
+    def flush(self) -> None:
+        if self.pending is not None:
+            step, value = self.pending
+            self.pending = None
+            self.on_step(step, float(value.get()))
 
 
 class _Stepper:

@@ -13,6 +13,7 @@ from unittest import mock
 
 import pytest
 import torch
+from cuda_standin import cuda_autocast_rules
 
 from attnconv.core.attention import MultiHeadSelfAttention2d, ScoreTerms, merge_heads
 from attnconv.core.encodings import (
@@ -291,6 +292,49 @@ def _fake_forward(model, cfg):
         assert all(s.dtype == torch.float32 and s.device.type == "cuda" for s in scores)
 
 
+def _layer_norm_dtypes(model, run):
+    """The dtypes of every LayerNorm's input and output while ``run()`` runs."""
+    seen = []
+
+    def hook(module, args, out):
+        seen.append((args[0].dtype, out.dtype))
+
+    norms = [m for m in model.modules() if isinstance(m, torch.nn.LayerNorm)]
+    handles = [m.register_forward_hook(hook) for m in norms]
+    try:
+        run()
+    finally:
+        for h in handles:
+            h.remove()
+    return seen
+
+
+def test_the_cuda_stand_in_runs_layer_norm_as_cuda_autocast_does():
+    """CUDA autocast runs ``native_layer_norm`` in fp32 (fp32 out, so the hidden state between
+    layers is fp32); CPU autocast runs it in bf16. Fake CUDA tensors under CUDA autocast give the
+    rule, and the CPU stand-in (:mod:`cuda_standin`) must give the same dtypes."""
+    from attnconv.experiments.models import build_model, paper_model_config
+
+    cfg = paper_model_config("quadratic", num_layers=2, hidden_size=18)
+    model = build_model(cfg).requires_grad_(False).eval()
+    x = torch.randn(2, 3, 32, 32)
+    with cpu_bf16():
+        plain = _layer_norm_dtypes(model, lambda: model(x))
+    with cpu_bf16(), cuda_autocast_rules():
+        stand_in = _layer_norm_dtypes(model, lambda: model(x))
+    _relative_shifts_cpu.cache_clear()
+    try:
+        fake = _layer_norm_dtypes(model, lambda: _fake_forward(model, cfg))
+    finally:
+        _relative_shifts_cpu.cache_clear()
+    assert plain and all(out == BF16 for _, out in plain)  # CPU autocast's own rule
+    assert (
+        [out for _, out in fake]
+        == [torch.float32] * len(fake)
+        == [out for _, out in stand_in]
+    )
+
+
 def test_content_plus_learned_position_scores_are_summed_in_fp32():
     """learned + content under bf16 autocast: the content scores come out of a bf16 product, the
     position term is fp32; their sum must be fp32 (the bug: the position term was added in place
@@ -336,10 +380,10 @@ def test_training_forward_and_backward_under_autocast(name):
     model = build_model(cfg).train()
     x = torch.randn(2, 3, 32, 32)
     y = torch.tensor([0, 1])
-    with cpu_bf16():
+    with cpu_bf16(), cuda_autocast_rules():  # the backward runs under CUDA's dtypes too
         loss, logits = compute_loss(model, x, y)
+        loss.backward()
     assert logits.dtype == BF16 and torch.isfinite(loss)
-    loss.backward()
     for pname, p in model.named_parameters():
         if not p.requires_grad:
             continue
@@ -355,3 +399,37 @@ def test_training_forward_and_backward_under_autocast(name):
         _fake_forward(model, cfg)  # training mode this time (batch norm aside)
     finally:
         _relative_shifts_cpu.cache_clear()
+
+
+def test_local_attention_trains_under_cudas_dtype_rules():
+    """The deep profile's local quadratic attention at paper width under bf16 autocast with
+    CUDA's rules (the CPU stand-in): the layer after a LayerNorm gets fp32 tokens (CUDA's fp32
+    LayerNorm), and forward and backward run with finite fp32 gradients — local attention's fp32
+    path on CUDA, never run on a card. (Generalized heads' sparse product has no bf16 backward
+    on the CPU — MKL's sparse addmm — and no profile trains them local.)"""
+    from attnconv.experiments.models import build_model, paper_model_config
+    from attnconv.experiments.train_step import compute_loss
+
+    cfg = paper_model_config(
+        "quadratic", num_layers=2, attention_implementation="local"
+    )
+    torch.manual_seed(0)
+    model = build_model(cfg).train()
+    seen = []
+    kind = type(model.layers[0].attention)
+    real = kind._forward_local
+
+    def spy(self, tokens, *args):
+        seen.append(tokens.dtype)
+        return real(self, tokens, *args)
+
+    x, y = torch.randn(2, 3, 32, 32), torch.tensor([0, 1])
+    with mock.patch.object(kind, "_forward_local", spy):
+        with cpu_bf16(), cuda_autocast_rules():
+            loss, _ = compute_loss(model, x, y)
+            loss.backward()
+    assert len(seen) == 2
+    assert torch.isfinite(loss) and seen[-1] == torch.float32
+    grads = [p.grad for p in model.parameters() if p.requires_grad]
+    assert all(g is not None and g.dtype == torch.float32 for g in grads)
+    assert all(torch.isfinite(g).all() for g in grads)

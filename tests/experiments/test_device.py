@@ -248,3 +248,47 @@ def test_precision_flag_reaches_the_config(tmp_path, fake_train):
     assert (
         "precision" not in fake_train[-1].to_dict()
     )  # saved configs stay as they were
+
+
+def test_fp32_everywhere_off_restores_tf32_as_it_was():
+    """``fp32_everywhere(False)`` puts back the TF32 flags found by the first
+    ``fp32_everywhere(True)`` (matmul TF32 on stays on), not torch's defaults."""
+    flags = torch.backends.cuda.matmul, torch.backends.cudnn
+    before = (flags[0].allow_tf32, flags[1].allow_tf32)
+    try:
+        for was in [(True, False), (False, True), (True, True)]:
+            flags[0].allow_tf32, flags[1].allow_tf32 = was
+            dev.fp32_everywhere(True)
+            dev.fp32_everywhere(True)  # twice: still the flags from before the first
+            assert (flags[0].allow_tf32, flags[1].allow_tf32) == (False, False)
+            dev.fp32_everywhere(False)
+            assert (flags[0].allow_tf32, flags[1].allow_tf32) == was
+    finally:
+        dev.fp32_everywhere(False)
+        flags[0].allow_tf32, flags[1].allow_tf32 = before
+
+
+def test_peak_flops_by_exact_card_name():
+    """An H100 PCIe or NVL does not get the SXM card's peak, nor an L40 the L4's (the bug: the
+    table was matched by substring); an unknown card has no peak (no MFU)."""
+    peak = dev.peak_bf16_flops
+    assert peak("cuda:0 (NVIDIA H100 80GB HBM3)") == 989e12
+    assert peak("NVIDIA H100 PCIe") == 756e12 and peak("NVIDIA H100 NVL") == 835e12
+    assert peak("cuda:1 (NVIDIA L40)") == 181e12 and peak("NVIDIA L4") == 121e12
+    assert peak("NVIDIA L40S") == 362e12
+    assert peak("cuda:0 (NVIDIA H100 80GB HBM3 prototype)") is None
+    assert peak("cpu") is None
+
+
+def test_gpu_estimate_is_the_audits_roofline():
+    """Until a card measures them: 12-16 ms a step (position-only), 45-55 ms (learned +
+    content), 500 steps and the evaluation an epoch, 4.6-6 h for the six paper runs."""
+    from attnconv.experiments.profiles import GPU_ESTIMATE
+
+    seconds = GPU_ESTIMATE["seconds_per_epoch"]
+    for model, (lo, hi) in GPU_ESTIMATE["ms_per_step"].items():
+        assert 500 * lo / 1e3 <= seconds[model] <= 500 * hi / 1e3 + 2
+    six = [seconds[m] for m in seconds] + [seconds["quadratic"]]  # + 16-head quadratic
+    hours = 300 * sum(six) / 3600
+    lo, hi = GPU_ESTIMATE["hours_for_the_six_paper_runs"]
+    assert lo <= hours <= hi, hours

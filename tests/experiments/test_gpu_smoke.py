@@ -173,3 +173,52 @@ def test_smoke_wants_a_gpu_unless_dry_run(monkeypatch, capsys):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert gpu_smoke.main([]) == 2
     assert "no CUDA device here" in capsys.readouterr().err
+
+
+def test_the_judged_steps_are_the_first_steps_of_the_papers_schedule():
+    """Finding 1 of issue 41: the judged steps' learning rate ramps up as the paper's warm-up
+    (5 % of 300 epochs of 500 steps), not the warm-up of a 30-step run (one step, then 0.1)."""
+    from attnconv.experiments.data import load_cifar10_sample
+
+    sizes = gpu_smoke._Sizes(True)
+    config = gpu_smoke._config("quadratic", {}, sizes, "fp32", 20)
+    seen = []
+    real = gpu_smoke._Trainer
+
+    def spy(config, data, device, schedule_steps=None):
+        trainer = real(config, data, device, schedule_steps)
+        seen.append(trainer)
+        return trainer
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(gpu_smoke, "_Trainer", spy)
+        gpu_smoke._step_losses(config, load_cifar10_sample(), torch.device("cpu"))
+    (trainer,) = seen
+    warm = int(0.05 * gpu_smoke.PAPER_EPOCHS * gpu_smoke.PAPER_STEPS_PER_EPOCH)
+    factor = trainer.scheduler.lr_lambdas[0]
+    assert [factor(s) for s in (0, 1, 29)] == [0.0, 1 / warm, 29 / warm]
+    assert config.eval_batch_size == gpu_smoke.EVAL_BATCH == 500
+
+
+def test_bf16_judgement_passes_on_the_cpu_stand_in_with_cudas_rules():
+    """A healthy card's bf16 must pass the smoke test: a two-layer paper-width quadratic model,
+    bf16 autocast with CUDA's dtype rules (:mod:`cuda_standin`) against fp32, over the first
+    steps of the paper's schedule, judged at every step (batch 10 here for the CPU's sake)."""
+    from cuda_standin import cuda_autocast_rules
+
+    from attnconv.experiments.data import load_cifar10_sample
+
+    sizes = gpu_smoke._Sizes(False, batch=10, steps=10)
+    with cuda_autocast_rules():
+        judged = gpu_smoke._bf16_against_fp32(
+            "quadratic",
+            "quadratic",
+            {"num_layers": 2},
+            sizes,
+            load_cifar10_sample(),
+            torch.device("cpu"),
+        )
+    assert judged["judged"] == "every step" and len(judged["bf16_losses"]) == 10
+    assert judged["ok"], judged["max_loss_difference"]
+    assert judged["max_loss_difference"] < 0.01
+    assert judged["fp32_losses"] != judged["bf16_losses"]

@@ -197,8 +197,84 @@ def test_no_host_sync_inside_a_training_step(name, precision):
     """The calls that would make a CUDA host wait are the same for an epoch of 3 and of 9 steps:
     none of them is inside a step (the epoch's draws are copied once, the non-finite check and
     the recorded losses are read once, at the end of the epoch). Local attention is left out: it
-    sizes its windows on the host from the encodings' values."""
+    sizes its windows on the host from the encodings' values, one read per layer and step
+    (counted by tests/core/test_local_host_reads.py)."""
     short = count_epoch_syncs(name, 30, precision)
     long = count_epoch_syncs(name, 90, precision)
     assert long == short, f"per-step syncs: {sorted(set(long) - set(short)) or long}"
     assert len(short) <= 12, short
+
+
+def test_step_losses_reach_on_step_one_step_late(monkeypatch):
+    """``--csv``/``--tensorboard`` log every step's loss: it is read when the next step has been
+    queued (so a CUDA device never drains to hand it over), the last one at the end of the
+    epoch, and the values are the steps' losses."""
+    from attnconv.experiments import train_step
+
+    events = []
+    real = train_step._single_step
+
+    def spy(model, batches, step, *rest):
+        out = real(model, batches, step, *rest)
+        events.append(("queued", step))
+        return out
+
+    monkeypatch.setattr(train_step, "_single_step", spy)
+    cfg = config("quadratic")
+    data = synthetic_cifar(3 * cfg.batch_size, 4)
+    torch.manual_seed(0)
+    model = build_model(cfg.model_config())
+    opt = make_optimizer(model, cfg)
+    recorded = []
+    train_epoch(
+        model,
+        data,
+        cfg,
+        opt,
+        make_scheduler(opt, cfg, 3),
+        1,
+        torch.device("cpu"),
+        step_losses=recorded,
+        on_step=lambda step, loss: events.append(("read", step, loss)),
+    )
+    order = [e[:2] for e in events]
+    assert order == [
+        ("queued", 0),
+        ("queued", 1),
+        ("read", 0),
+        ("queued", 2),
+        ("read", 1),
+        ("read", 2),
+    ]
+    reads = [e[2] for e in events if e[0] == "read"]
+    assert all(isinstance(v, float) for v in reads) and reads == recorded[:3]
+
+
+def test_fp16_with_the_grad_scaler_trains_and_skips_an_overflowing_step():
+    """The path of a card without bf16 (fp16 autocast and a gradient scaler), run on the CPU:
+    the scaler's scaled backward, step and update train the model; a step whose gradients
+    overflow (an infinite loss) is skipped and the scale halved, the parameters unchanged."""
+    from attnconv.experiments import train_step
+    from attnconv.experiments.device import resolve_precision
+
+    cpu = torch.device("cpu")
+    precision = resolve_precision(cpu, precision="fp16")
+    scaler = precision.grad_scaler()
+    assert precision.dtype == torch.float16 and scaler is not None
+    cfg = config("quadratic", precision="fp16")
+    data = synthetic_cifar(2 * cfg.batch_size, 4)
+    torch.manual_seed(0)
+    model = build_model(cfg.model_config())
+    opt = make_optimizer(model, cfg)
+    sched = make_scheduler(opt, cfg, 2)
+    before = [p.detach().clone() for p in model.parameters()]
+    loss, _ = train_epoch(model, data, cfg, opt, sched, 1, cpu, scaler=scaler)
+    assert math.isfinite(loss) and scaler.get_scale() == 2.0**16
+    after = [p.detach().clone() for p in model.parameters()]
+    assert any(not torch.equal(a, b) for a, b in zip(before, after))
+    x = torch.zeros(2, 3, 32, 32)
+    with precision.autocast():
+        bad, _ = train_step.compute_loss(model, x, torch.tensor([0, 1]))
+    train_step._backward_and_step(bad * float("inf"), opt, sched, scaler)
+    assert scaler.get_scale() == 2.0**15
+    assert all(torch.equal(a, p) for a, p in zip(after, model.parameters()))
