@@ -461,6 +461,7 @@ def queue(part: str) -> Iterator[str]:
         yield from _seed_steps(arms, interim)
         yield from _seed_steps(list(ARMS), rest)
     elif part == "beyond":
+        yield "results/beyond3-linear-pixels"
         for size in BEYOND["sizes"]:
             yield from (r[0] for r in beyond_tuning_runs() if r[2] == size)
             yield f"results/beyond3-tuning-n{size}"
