@@ -1083,7 +1083,10 @@ def claim_dropdowns(claims: Sequence[Claim], open_: bool = False) -> str:
         body = [f"> “{_one_line(c.quote)}” ({c.source})", ""]
         if c.kind:
             margin = f", margin {c.margin}" if c.margin not in ("", "—") else ""
-            body += [f"*Kind.* {c.kind}{margin} (set before the result)", ""]
+            body += [
+                f"*Kind.* {c.kind}{margin} (exploratory rule, written after some of these runs existed)",
+                "",
+            ]
         body += [f"*Test.* {_one_line(c.test)}", ""]
         if at:
             body += ["*At the claim's setting.*", ""]

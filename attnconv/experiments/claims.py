@@ -1,5 +1,7 @@
-"""The paper's experimental claims that the book judges, one record per claim, written as data
-before any result is computed.
+"""The paper's experimental claims as the book's *exploratory* verdicts judge them, one record per
+claim. These records were first committed after many of the runs they judge existed (git shows the
+order); the confirmatory verdicts come from the protocol frozen before its runs,
+:mod:`attnconv.evidence.protocol`.
 
 Each :class:`ClaimRecord` holds the claim's ``key``, its ``kind`` (:data:`~attnconv.experiments.
 verdicts.KINDS`: *superiority* — "better", "faster", "more"; *non-inferiority* — "not much below",
@@ -10,8 +12,7 @@ series that hold them), for non-inferiority and equivalence a ``margin`` with th
 it was chosen for, for a superiority claim with a stated size the ``margin`` it must exceed, for an
 existence claim its ``threshold`` (and the book's other ``thresholds`` for the same concept), and
 the ``confounds`` a verdict on it must name. The margins are held to these values by a test
-(``tests/experiments/test_claims.py``): change one only with a reason written here, never after
-looking at a result.
+(``tests/experiments/test_claims.py``).
 
 The verdicts come from one rule, :mod:`attnconv.experiments.verdicts` (:func:`~attnconv.
 experiments.verdicts.judge`, :func:`~attnconv.experiments.verdicts.judge_same_model`,

@@ -540,7 +540,9 @@ def claim_block(claim: Claim, heading: Optional[str] = None, link: str = "") -> 
     lines.append(f"> “{_squash(claim.quote)}” ({claim.source})\n")
     if claim.kind:
         margin = f", margin {claim.margin}" if claim.margin not in ("", "—") else ""
-        lines.append(f"*Kind.* {claim.kind}{margin} (set before the result)\n")
+        lines.append(
+            f"*Kind.* {claim.kind}{margin} (exploratory rule, written after some of these runs existed)\n"
+        )
     lines.append(f"*Test.* {_squash(claim.test)}\n")
     lines.append("*Evidence.*\n")
     lines += [f"- {_squash(e.run)}: {_squash(e.measured)}" for e in claim.evidence]
