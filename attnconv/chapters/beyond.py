@@ -617,3 +617,98 @@ def sweep_table():
         "",
     ]
     return markdown_table(columns, rows)
+
+
+# --------------------------------------------------------------------------- the fair test
+#: How the fair test (8×8 tokens, protocol) names each arm.
+FAIR_LABELS = {
+    "vit": "plain ViT",
+    "vit_mimetic": "plain ViT, mimetic start",
+    "gpsa": "GPSA, default start",
+    "convit": "GPSA, ConViT start",
+    "impulse": "GPSA, impulse start (Thm. 1)",
+}
+
+
+def fair_table():
+    """Each arm at each size: final test accuracy, mean [95 % interval over seeds and test
+    images], and mean final training accuracy (a Markdown table; pending rows say so)."""
+    from ..evidence import beyond as fair
+
+    rows = []
+    for arm in fair.ARMS:
+        cells = [FAIR_LABELS[arm]]
+        for size in fair.SIZES:
+            s = fair.arm_summary(arm, size)
+            if s is None:
+                cells += ["pending", "—"]
+                continue
+            t = s.test
+            cells += [
+                f"{100 * t.estimate:.1f} [{100 * t.lo:.1f}, {100 * t.hi:.1f}]",
+                f"{100 * s.train:.0f}",
+            ]
+        rows.append(cells)
+    columns = ["arm"] + [
+        h for n in fair.SIZES for h in (f"test, {n:,} images", f"train, {n:,}")
+    ]
+    return markdown_table(columns, rows)
+
+
+def plot_fair(linear: Optional[Mapping] = None):
+    """Figure: test accuracy of every arm at each size (mean, 95 % interval over seeds and test
+    images; training accuracy as a hollow marker), with the linear-on-pixels reference."""
+    import matplotlib.pyplot as plt
+
+    from ..evidence import beyond as fair
+
+    fig, axes = plt.subplots(1, len(fair.SIZES), figsize=(COLUMN_INCHES, 3.0))
+    for ax, size in zip(axes, fair.SIZES):
+        for i, arm in enumerate(fair.ARMS):
+            s = fair.arm_summary(arm, size)
+            if s is None:
+                continue
+            t = s.test
+            ax.errorbar(
+                [i], [100 * t.estimate],
+                yerr=[[100 * (t.estimate - t.lo)], [100 * (t.hi - t.estimate)]],
+                color=model_colour(arm), marker="o", ms=4, capsize=3,
+            )  # fmt: skip
+        if linear is not None:
+            ref = 100 * linear["sizes"][str(size)]["test"]
+            ax.axhline(ref, color="0.4", lw=1, ls="--", label="linear on pixels")
+        ax.set_xticks(range(len(fair.ARMS)))
+        ax.set_xticklabels([FAIR_LABELS[a].replace(", ", ",\n") for a in fair.ARMS],
+                           fontsize=6.5, rotation=30, ha="right")  # fmt: skip
+        ax.set_title(f"{size:,} training images")
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].set_ylabel("final test accuracy (%)")
+    axes[0].legend(frameon=False, fontsize=7, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def fair_contrasts_table(results):
+    """One row per (contrast, size): a − b with its 95 % interval, the per-seed paired t
+    interval beside it, Holm's adjusted p-value, and the verdict (a Markdown table)."""
+    f = lambda iv: f"{100 * iv.estimate:+.1f} [{100 * iv.lo:+.1f}, {100 * iv.hi:+.1f}]"  # noqa: E731
+    rows = [
+        [
+            r.key.replace("_", " "),
+            f"{r.size:,}",
+            f(r.interval),
+            f(r.cross_check),
+            "—" if r.holm_p is None else f"{r.holm_p:.2g}",
+            r.verdict,
+        ]
+        for r in results
+    ]
+    columns = [
+        "contrast",
+        "images",
+        "a − b (points)",
+        "per-seed t",
+        "Holm p",
+        "verdict",
+    ]
+    return markdown_table(columns, rows, "llrrrl")

@@ -66,6 +66,7 @@ MODEL_COLOURS = {
     "mimetic": "#8c564b",  # brown
     "mimetic_qk": "#c49c94",  # light brown: mimetic W_qW_k only
     "mimetic_vo": "#5c3317",  # dark brown: mimetic W_vW_out only
+    "vit_mimetic": "#b8860b",  # dark goldenrod: the plain ViT at the mimetic start
 }
 #: One colour per implementation of attention (ch. 13), disjoint from the models' colours.
 IMPLEMENTATION_COLOURS = {
