@@ -428,9 +428,9 @@ def seen_histories(prefix: str) -> List[str]:
 
 
 # --------------------------------------------------------------------------- the queues
-#: The order the six-layer arms are made in: an arm's tuning, its choice, then (for the learned
-#: arm at once, whose five share claims need no other arm) its interim seeds; then the other
-#: arms' tuning, every arm's interim seeds, and the remaining seeds.
+#: The order the six-layer arms are made in: every arm's tuning runs; then each arm's choice (the
+#: learned arm's interim seeds at once: its five share claims need no other arm); every arm's
+#: interim seeds; the remaining seeds.
 _CONFIRM_ORDER = ("learned", "resnet18", "quadratic", "generalized")
 
 
@@ -451,8 +451,10 @@ def queue(part: str) -> Iterator[str]:
     rest = CONFIRMATORY_SEEDS[5:]
     if part == "confirm":
         runs = tuning_runs()
+        # every tuning run first, so that several processes share them
         for arm in _CONFIRM_ORDER:
             yield from (n for n, _ in runs[arm])
+        for arm in _CONFIRM_ORDER:
             yield f"results/confirm-tuning-{arm}"
             register_confirmatory()
             if arm == "learned":
