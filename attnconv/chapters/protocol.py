@@ -20,6 +20,7 @@ __all__ = [
     "progress_table",
     "verdicts_table",
     "tally_words",
+    "robustness_table",
 ]
 
 
@@ -171,3 +172,28 @@ def tally_words(confirmatory: Dict[str, ConfirmatoryVerdict]) -> str:
         f"{t['not reproduced at CPU scale']} not reproduced, {t['inconclusive']} "
         f"inconclusive, {t[PENDING]} pending"
     )
+
+
+def robustness_table(confirmatory: Dict[str, ConfirmatoryVerdict]):
+    """Each claim × each of its frozen alternatives → the verdict under it (pending while the
+    claim is); a claim whose verdict changes under one is fragile."""
+    rows = []
+    for key, claim in protocol.CLAIMS.items():
+        v = confirmatory[key]
+        for alt in claim.alternatives:
+            got = v.alternatives.get(alt)
+            if v.verdict == PENDING:
+                got = PENDING
+            elif got is None:
+                got = "exploratory runs only (not computed here)"
+            rows.append(
+                {
+                    "claim": key.replace("_", " "),
+                    "alternative": alt,
+                    "verdict under it": got,
+                    "changes?": "—"
+                    if v.verdict == PENDING
+                    else ("yes" if got != v.verdict else "no"),
+                }
+            )
+    return _table(rows)
