@@ -467,8 +467,6 @@ def _learned_summary(
 
 # --------------------------------------------------------------------------- ResNet18
 class BasicBlock(nn.Module):
-    expansion = 1
-
     def __init__(self, in_planes: int, planes: int, stride: int = 1):
         super().__init__()
         self.conv1 = nn.Conv2d(in_planes, planes, 3, stride, 1, bias=False)

@@ -46,7 +46,6 @@ __all__ = [
     "make_config",
 ]
 
-SELF_ATTENTION_MODELS = tuple(m for m in MODEL_NAMES if m != "resnet18")
 GAUSSIAN_MODELS = ("quadratic", "generalized")
 
 

@@ -336,11 +336,6 @@ def _prepare_data(config, data, ctx, verbose, device):
     return data, validation
 
 
-def _format_duration(seconds: float) -> str:
-    seconds = int(round(seconds))
-    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
-
-
 @dataclass(frozen=True)
 class StartFrom:
     """Start a run from given weights instead of ``build_model(config.model_config())``: ``build()``

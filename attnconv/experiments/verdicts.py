@@ -390,19 +390,6 @@ class Setting:
     layers: Optional[Tuple[int, ...]] = None
     epochs: Optional[int] = None
 
-    def covers(self, run: "Setting") -> bool:
-        """Whether a run at ``run`` is at this (the claim's) setting: every field the claim names
-        is the run's (the layers the claim names must all exist in the run)."""
-        if self.model is not None and run.model != self.model:
-            return False
-        if self.depth is not None and run.depth != self.depth:
-            return False
-        if self.epochs is not None and run.epochs != self.epochs:
-            return False
-        if self.layers is not None and run.depth is not None:
-            return max(self.layers) <= run.depth
-        return True
-
     def describe(self) -> str:
         """``quadratic, 6 layers, layer 4, 40 epochs`` (what is named)."""
         parts = []
@@ -431,7 +418,7 @@ class Setting:
 class Observation:
     """What one run shows about an existence claim: ``run`` names it, ``measured`` says what was
     measured (numbers), ``shows`` whether it shows the claimed effect, ``at_setting`` whether the
-    run is at the claim's setting (:meth:`Setting.covers`); ``effect`` and ``noise`` (same unit):
+    run is at the claim's setting (the caller decides); ``effect`` and ``noise`` (same unit):
     the size of the effect the run shows (or the smallest difference its test must resolve) and
     the noise it must exceed; ``noise=None``: an exact property of the trained parameters (a count
     of heads, a distance), with no sampling noise."""

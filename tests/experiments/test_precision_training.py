@@ -154,7 +154,7 @@ class SyncCounter(TorchFunctionMode):
         super().__init__()
         self.calls = []
 
-    def __torch_function__(self, func, types, args=(), kwargs=None):
+    def __torch_function__(self, func, _types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if func in self.READS or (func in self.MOVES and self._moves(args, kwargs)):
             self.calls.append(getattr(func, "__name__", str(func)))
