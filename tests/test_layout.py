@@ -166,7 +166,7 @@ def test_chapter_modules_never_import_one_another():
     mods, edges = graph()
     chapters = sorted(m for m in mods if is_chapter_module(m))
     assert (
-        "attnconv.chapters.depth" in chapters
+        "attnconv.chapters.hyperparameters" in chapters
         and "attnconv.chapters.shared.tables" not in chapters
     )
     bad = [

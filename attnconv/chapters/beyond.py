@@ -30,9 +30,9 @@ from ..experiments.beyond import (
     epochs_for,
     series_name,
 )
+from ..experiments.checkpoints import Run
 from ..experiments.registry import SERIES, load_series
 from ..experiments.store import regenerate_command
-from ..experiments.train import Run
 from ..experiments.verdicts import (
     INCONCLUSIVE,
     NOT_REPRODUCED,

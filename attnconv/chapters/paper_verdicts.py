@@ -22,7 +22,7 @@ import numpy as np
 
 from ..experiments import verdicts as v
 from ..experiments.claims import CLAIMS, ONE_HOT, ONE_KEY, ClaimRecord
-from ..experiments.studies_removal import removal_interval
+from ..experiments.studies_removal import load_removal, removal_interval
 from ..experiments.verdicts import (
     INCONCLUSIVE,
     NOT_REPRODUCED,
@@ -188,7 +188,7 @@ def structure_claims(
 ) -> List[Claim]:
     """Fig. 3's "local first, further away deeper" and App. A.2's "localized heads more frequent
     in the first layers", over every six-layer quadratic seed (``qseeds``: seed label →
-    :func:`~attnconv.chapters.depth.depth_rows`), each a per-seed difference with its t interval."""
+    :func:`~attnconv.chapters.shared.depth_measures.depth_rows`), each a per-seed difference with its t interval."""
     out = []
     near = [_mean(r, "attention_distance", {0, 1}) for r in qseeds.values()]
     far = [_mean(r, "attention_distance", set(range(2, 6))) for r in qseeds.values()]
@@ -657,7 +657,7 @@ def _epochs_side(side_runs: Sequence, label: str) -> Side:
 
 def _epochs_to(history) -> int:
     """The first epoch (from 1) at which the test accuracy reaches
-    :data:`~attnconv.chapters.depth.CONVERGED_SHARE` of its final value."""
+    :data:`~attnconv.chapters.shared.depth_measures.CONVERGED_SHARE` of its final value."""
     accs = [e["test_acc"] for e in history["epochs"]]
     return next(
         i + 1 for i, a in enumerate(accs) if a >= depth.CONVERGED_SHARE * accs[-1]
@@ -828,7 +828,7 @@ def _depth_group(
             "considered": sum(r["heads"] - r["near_uniform"] for r in high),
         }
     out += learned_claims(peaks, counts, shallow_peaks, symmetry)
-    removal = {k: depth.load_removal(r) for k, r in runs.items()}
+    removal = {k: load_removal(r) for k, r in runs.items()}
     removal = {k: x for k, x in removal.items() if x is not None}
     if removal:
         out.append(redundant_claim(removal))
@@ -896,7 +896,7 @@ def book_claims(deep_profile: Optional[str] = None) -> Dict[str, List]:
     """Every verdict the book gives on the paper's experimental claims, from the committed runs
     (nothing is trained): group → claims (``depth``, ``accuracy``, ``pruning``, ``performance``)
     and ``missing`` (what is not saved). ``deep_profile``: the profile of the six-layer runs,
-    default :data:`~attnconv.chapters.depth.DEEP_PROFILE` (``$ATTNCONV_DEEP_PROFILE``), the same
+    default :data:`~attnconv.chapters.shared.depth_measures.DEEP_PROFILE` (``$ATTNCONV_DEEP_PROFILE``), the same
     profile the chapter's figures read."""
     deep_profile = deep_profile or depth.DEEP_PROFILE
     runs, missing = load_saved_runs(depth.DEEP_RUNS, deep_profile)

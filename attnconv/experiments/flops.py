@@ -32,7 +32,7 @@ from ..core.attention import MultiHeadSelfAttention
 from .models import ResNetConfig, SelfAttentionConfig, build_model, paper_model_config
 from .paper_numbers import PAPER_FLOPS
 
-__all__ = ["MacCount", "count_macs", "analytic_macs", "PAPER_FLOPS", "flops_table"]
+__all__ = ["MacCount", "count_macs", "analytic_macs", "flops_table"]
 
 
 @dataclass

@@ -42,7 +42,6 @@ from .paper_numbers import PAPER_PARAMETERS
 __all__ = [
     "MODEL_NAMES",
     "ENCODINGS",
-    "PAPER_PARAMETERS",
     "SelfAttentionConfig",
     "ResNetConfig",
     "space_to_depth",

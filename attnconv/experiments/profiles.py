@@ -19,7 +19,7 @@
   hidden 32 on the bundled sample, local attention for the Gaussian models: about 30 s per epoch
   on one core (:data:`DEEP_MEASURED_SECONDS_PER_STEP`).
 
-``make_config("quadratic", "cpu", epochs=3)`` returns the :class:`~attnconv.experiments.train.TrainConfig`.
+``make_config("quadratic", "cpu", epochs=3)`` returns the :class:`~attnconv.experiments.train_config.TrainConfig`.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from typing import Any, Dict, Optional, Tuple
 from .device import cuda_available
 from .models import MODEL_NAMES
 from .store import results_dir
-from .train import TrainConfig
+from .train_config import TrainConfig
 
 __all__ = [
     "Profile",

@@ -14,9 +14,10 @@ from typing import Dict, Mapping, Optional
 
 import torch
 
+from .checkpoints import Run, attention_record
 from .models import build_model
 from .store import HISTORY, REGENERATE, runs_dir
-from .train import Run, attention_record, train
+from .train import train
 
 __all__ = [
     "Tolerances",
@@ -369,7 +370,7 @@ def add_first_step_losses(run_dir, note: str) -> dict:
     """Give a saved history made before first-step losses were recorded its ``first_step_losses``:
     replay its first epoch, require the other checks of :func:`verify_first_epoch` to pass, and
     store the replayed step losses with ``first_step_losses_note`` (``note``: when and where)."""
-    from .train import load_run, write_json
+    from .checkpoints import load_run, write_json
 
     run_dir = Path(run_dir)
     run = load_run(run_dir)

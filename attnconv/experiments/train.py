@@ -11,8 +11,7 @@ the paper states no ResNet18 schedule).
 The pieces live in their own modules: the settings and the schedule in
 :mod:`~attnconv.experiments.train_config`, the step and the evaluation in
 :mod:`~attnconv.experiments.train_step`, the run folder in :mod:`~attnconv.experiments.checkpoints`,
-the optional logs in :mod:`~attnconv.experiments.train_logs`; this module is the loop, and every
-public name of those modules that callers used from here is still importable from here.
+the optional logs in :mod:`~attnconv.experiments.train_logs`; this module is the loop.
 
 Everything of a run lives in its folder:
 
@@ -41,7 +40,7 @@ Command line::
     python -m attnconv.train --model resnet18 --profile gpu --run-dir runs/r18 --resume
     torchrun --standalone --nproc_per_node=4 -m attnconv.train --model quadratic --profile paper --run-dir runs/q
 
-Python: ``history = train(config, run_dir)``, ``run = load_run(run_dir)``,
+Python: ``history = train(config, run_dir)``, ``run = load_run(run_dir)`` (:mod:`~attnconv.experiments.checkpoints`),
 ``run = train_or_load(config, run_dir)``.
 """
 
@@ -60,8 +59,6 @@ import torch.distributed as dist
 
 from .allocator import retain_freed_memory
 from .checkpoints import (
-    CorruptCheckpointError,
-    NothingToResumeError,
     ResumeMismatchError,
     Run,
     RunExistsError,
@@ -98,26 +95,20 @@ from .models import build_model, count_parameters, model_config_to_dict
 from .store import (
     CHECKPOINT,
     CONFIG,
-    EPOCHS_CSV,
     HISTORY,
     PARTIAL_CHECKPOINT,
-    STEPS_CSV,
     json_form,
 )
 from .train_config import (
-    GAUSSIAN_PARAMETER_NAMES,
     TrainConfig,
     lr_factor,
     make_optimizer,
     make_scheduler,
-    parameter_groups,
 )
 from .train_logs import RunLogs
 from .train_step import (
-    RECORDED_STEPS,
     NonFiniteStep,
     StopRequested,
-    compute_loss,
     encode_predictions,
     evaluate,
     stream_seed,
@@ -125,39 +116,11 @@ from .train_step import (
 )
 
 __all__ = [
-    "TrainConfig",
     "StartFrom",
-    "attention_record",
-    "RECORDED_STEPS",
-    "train_epoch",
-    "write_json",
     "NonFiniteLossError",
     "PreemptedError",
-    "RunFolderError",
-    "RunExistsError",
-    "NothingToResumeError",
-    "CorruptCheckpointError",
-    "ResumeMismatchError",
-    "Run",
-    "select_device",
-    "parameter_groups",
-    "make_optimizer",
-    "lr_factor",
-    "make_scheduler",
-    "evaluate",
     "train",
-    "load_run",
     "train_or_load",
-    # names that live in the split modules, importable from here as before
-    "CHECKPOINT",
-    "CONFIG",
-    "EPOCHS_CSV",
-    "HISTORY",
-    "PARTIAL_CHECKPOINT",
-    "STEPS_CSV",
-    "GAUSSIAN_PARAMETER_NAMES",
-    "compute_loss",
-    "DistributedSetupError",
 ]
 
 

@@ -20,6 +20,7 @@ from typing import Optional, Sequence
 
 import torch
 
+from .checkpoints import RunFolderError
 from .data import DataUnavailableError
 from .device import check_profile_device, cuda_available
 from .distributed import (
@@ -34,13 +35,8 @@ from .distributed import (
 )
 from .models import MODEL_NAMES
 from .profiles import PROFILES, default_profile_name, make_config
-from .train import (
-    NonFiniteLossError,
-    PreemptedError,
-    RunFolderError,
-    TrainConfig,
-    train,
-)
+from .train import NonFiniteLossError, PreemptedError, train
+from .train_config import TrainConfig
 
 __all__ = ["main"]
 

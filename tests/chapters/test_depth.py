@@ -1,4 +1,4 @@
-"""attnconv.chapters.depth: per-layer depth measures against independent computations, and the
+"""attnconv.chapters.shared.depth_measures: per-layer depth measures against independent computations, and the
 claim checks on hand-made rows where the answer is known."""
 
 import math
@@ -8,14 +8,15 @@ import numpy as np
 import pytest
 import torch
 
-from attnconv.chapters import depth
 from attnconv.chapters import paper_verdicts as pv
 from attnconv.chapters.shared import depth_measures
+from attnconv.chapters.shared import depth_measures as depth
 from attnconv.chapters.shared.gaussian_maps import gaussian_head_maps
 from attnconv.chapters.shared.trained_heads import head_summary, layer_records
 from attnconv.core.lattice import lattice_coverage
+from attnconv.experiments import studies_removal
 from attnconv.experiments import verdicts as v
-from attnconv.experiments.train import load_run
+from attnconv.experiments.checkpoints import load_run
 from attnconv.experiments.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 
 DEEP_QUADRATIC = (
@@ -299,11 +300,13 @@ def test_removal_accuracies_match_pruning_by_hand(tmp_path):
     """removal.json of a tiny trained run against copies pruned and evaluated here, one by one."""
     import copy as _copy
 
+    from attnconv.experiments.checkpoints import write_json
     from attnconv.experiments.data import load_cifar10
     from attnconv.experiments.profiles import make_config
     from attnconv.experiments.pruning import prune_heads
     from attnconv.experiments.store import REMOVAL_FILE, StaleResultError
-    from attnconv.experiments.train import evaluate, train_or_load, write_json
+    from attnconv.experiments.train import train_or_load
+    from attnconv.experiments.train_step import evaluate
 
     tiny = dict(
         hidden_size=16, intermediate_size=16, num_layers=2, num_heads=2, downsample=8
@@ -317,16 +320,16 @@ def test_removal_accuracies_match_pruning_by_hand(tmp_path):
         model_overrides=tiny,
     )
     run = train_or_load(config, tmp_path / "quadratic", load_model=True, verbose=False)
-    assert depth.load_removal(run) is None
-    saved = depth.removal_accuracies(run)
+    assert studies_removal.load_removal(run) is None
+    saved = studies_removal.removal_accuracies(run)
     write_json(run.run_dir / REMOVAL_FILE, saved)
-    assert depth.load_removal(run) == saved
+    assert studies_removal.load_removal(run) == saved
     stale = dict(
         saved, full=saved["full"] + 1 / 50
     )  # removal accuracies of other weights
     write_json(run.run_dir / REMOVAL_FILE, stale)
     with pytest.raises(StaleResultError, match="regenerate --only .*removal"):
-        depth.load_removal(run)
+        studies_removal.load_removal(run)
     write_json(run.run_dir / REMOVAL_FILE, saved)
     data = load_cifar10("sample", verbose=False).subset(100, 50)
     model = run.model.eval()

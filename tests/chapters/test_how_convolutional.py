@@ -30,12 +30,12 @@ from attnconv.core.lattice import (
     neighbourhood_mass,
     peak_shifts,
 )
+from attnconv.experiments.checkpoints import Run
 from attnconv.experiments.models import (
     SelfAttentionConfig,
     build_model,
     model_config_to_dict,
 )
-from attnconv.experiments.train import Run
 
 LATTICE3 = [(i, j) for i in (-1, 0, 1) for j in (-1, 0, 1)]
 

@@ -4,11 +4,11 @@ the numbers of Table 2 typed from arXiv v1 App. A.4 here, and the profiles' own 
 import pytest
 
 from attnconv.chapters.hyperparameters import (
-    PAPER_TABLE2,
     profile_values,
     table2_markdown,
     table2_rows,
 )
+from attnconv.experiments.paper_numbers import PAPER_TABLE2
 from attnconv.experiments.profiles import get_profile
 
 
