@@ -42,6 +42,7 @@ from .paper_numbers import PAPER_PARAMETERS
 __all__ = [
     "MODEL_NAMES",
     "ENCODINGS",
+    "GAUSSIAN_MODELS",
     "SelfAttentionConfig",
     "ResNetConfig",
     "space_to_depth",
@@ -62,6 +63,9 @@ ENCODINGS = ("quadratic", "generalized", "learned")
 MODEL_NAMES = ("quadratic", "generalized", "learned", "learned_content", "resnet18")
 # chapter 18's GPSA classifier (attnconv.experiments.gpsa_models)
 MODEL_NAMES += ("gpsa",)
+#: The models whose heads are Gaussians (quadratic encodings): the ones local attention
+#: (:mod:`attnconv.core.local`) can run.
+GAUSSIAN_MODELS = ("quadratic", "generalized")
 
 
 # --------------------------------------------------------------------------- configs

@@ -421,7 +421,7 @@ class _Session:
             self.device,
             self.config.bf16,
             distributed=self.ctx,
-            precision=self.precision.name,
+            precision=self.precision,
             predictions=predictions,
         )
 
@@ -500,6 +500,7 @@ class _Session:
             stop=stop,
             on_step=self._step_logger(epoch, logs),
             scaler=self.scaler,
+            precision=self.precision,
         )
         if first is not None:
             self.history["first_step_losses"] = first

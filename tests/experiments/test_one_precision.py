@@ -1,0 +1,48 @@
+"""A run resolves its :class:`~attnconv.experiments.device.Precision` once and hands that object to
+the training step and to every evaluation: nothing inside the run works it out again (so the
+grad scaler and the autocast of every step and evaluation come from the same answer)."""
+
+import pytest
+from conftest import synthetic_cifar
+
+from attnconv.experiments import device as dev
+from attnconv.experiments.train import train
+from attnconv.experiments.train_config import TrainConfig
+
+TINY = dict(hidden_size=8, intermediate_size=8, num_layers=1, num_heads=3, downsample=4)
+
+
+@pytest.mark.parametrize("precision", [None, "bf16"])
+def test_a_run_builds_one_precision(tmp_path, monkeypatch, precision):
+    built = []
+    original = dev.Precision.__init__
+
+    def counting(self, *args, **kwargs):
+        built.append((args, kwargs))
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(dev.Precision, "__init__", counting)
+    extra = {} if precision is None else {"precision": precision}
+    config = TrainConfig(
+        model="quadratic",
+        model_overrides=TINY,
+        epochs=2,
+        batch_size=10,
+        eval_batch_size=16,
+        data="sample",
+        device="cpu",
+        seed=3,
+        validation=6,
+        **extra,
+    )
+    history = train(
+        config,
+        tmp_path / "run",
+        progress=False,
+        data=synthetic_cifar(30, 12),
+        verbose=False,
+    )
+    # two epochs, each evaluated on the validation images, the test set read once at the end
+    assert len(history["epochs"]) == 2
+    assert len(built) == 1, built
+    assert history["precision"] == (precision or "fp32")
