@@ -107,9 +107,25 @@ def test_make_setup_installs_another_cuda_build_of_the_pinned_torch(tmp_path):
     assert index < next(
         i for i, line in enumerate(lines) if "-r requirements.txt" in line
     )
-    # the pyproject and the README say the same Python
-    assert 'requires-python = ">=3.11"' in (ROOT / "pyproject.toml").read_text()
-    assert "3.10" not in (ROOT / "README.md").read_text()
+    # the pyproject, the Makefile's check and every Python version the README names agree
+    need = re.search(
+        r'requires-python = ">=3\.(\d+)"', (ROOT / "pyproject.toml").read_text()
+    )
+    minor = int(need.group(1))
+    assert f"sys.version_info < (3, {minor})" in (ROOT / "Makefile").read_text()
+    named = {
+        int(m) for m in re.findall(r"3\.(\d+)", python_mentions(ROOT / "README.md"))
+    }
+    assert named == {minor}, named
+
+
+def python_mentions(path) -> str:
+    """The lines of a text that name a Python version (``Python 3.x``, ``python3.x``)."""
+    return "\n".join(
+        line
+        for line in path.read_text().splitlines()
+        if re.search(r"[Pp]ython\s*(>=|≥)?\s*3\.\d+|python3\.\d+", line)
+    )
 
 
 def test_gpu_targets_need_no_setup_and_no_network(tmp_path):

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..experiments import verdicts as v
 from ..experiments.claims import CLAIMS, ONE_HOT, ONE_KEY, ClaimRecord
+from ..experiments.store import results_dir
 from ..experiments.studies_removal import load_removal, removal_interval
 from ..experiments.verdicts import (
     INCONCLUSIVE,
@@ -887,9 +888,9 @@ def _pruning_group(runs, shallow) -> List[Claim]:
     return pruning_claims(PAPER_PRUNED_PER_LAYER, ours, accuracies) if ours else []
 
 
-BENCHMARK = (
-    Path(__file__).resolve().parents[2] / "book" / "results" / "benchmark-cpu.json"
-)
+#: The CPU benchmark the performance verdict reads, in the book's results folder
+#: (:func:`~attnconv.experiments.store.results_dir`, which follows ``$ATTNCONV_BOOK_DIR``).
+BENCHMARK_FILE = "benchmark-cpu.json"
 
 
 def book_claims(deep_profile: Optional[str] = None) -> Dict[str, List]:
@@ -910,8 +911,9 @@ def book_claims(deep_profile: Optional[str] = None) -> Dict[str, List]:
     msgs += m
     if "generalized" in runs:
         out["pruning"] = _pruning_group(runs, shallow)
-    if BENCHMARK.is_file():
-        out["performance"] = [flops_claim(json.loads(BENCHMARK.read_text()))]
+    benchmark = results_dir() / BENCHMARK_FILE
+    if benchmark.is_file():
+        out["performance"] = [flops_claim(json.loads(benchmark.read_text()))]
     out["missing"] = msgs
     return out
 

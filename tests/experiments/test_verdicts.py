@@ -5,6 +5,7 @@ import statistics
 from pathlib import Path
 
 import pytest
+from conftest import paper_text
 
 from attnconv.experiments.verdicts import (
     INCONCLUSIVE,
@@ -17,13 +18,6 @@ from attnconv.experiments.verdicts import (
     seed_series,
     spread,
     verdict_table,
-)
-
-PAPER = (
-    Path(__file__).resolve().parents[3]
-    / "shared"
-    / "papers"
-    / "002_3c48580c3ebf0097.txt"
 )
 
 
@@ -86,9 +80,8 @@ def test_paper_text_contains_is_verbatim_with_ellipses():
     )  # order matters
 
 
-@pytest.mark.skipif(not PAPER.is_file(), reason="paper text not beside the checkout")
 def test_paper_text_contains_real_quotes():
-    text = PAPER.read_text()
+    text = paper_text()
     assert paper_text_contains(
         "some of the heads in the last two layers seem to be redundant", text
     )
