@@ -20,9 +20,10 @@ Everything of a run lives in its folder:
   states, epoch, history. ``--resume`` continues exactly where it stopped (same losses as an
   uninterrupted run);
 * ``history.json`` — the data set (``data``, ``train_size``, ``test_size``), the device and
-  precision of the last session (``device``, ``precision``), and per epoch: train/test loss and
-  accuracy, learning rate, seconds, and the attention parameters of every head
-  (:meth:`SelfAttentionClassifier.attention_parameters`).
+  precision of the last session (``device``, ``precision``), every session's device, precision
+  and first epoch (``sessions``: a resume in another precision is refused unless allowed), and per
+  epoch: train/test loss and accuracy, learning rate, seconds, and the attention parameters of
+  every head (:meth:`SelfAttentionClassifier.attention_parameters`).
 
 A NaN/inf loss stops the run with :class:`NonFiniteLossError` at the end of its epoch (the step is
 named; steps are never held up to check it); the last good checkpoint is kept.
@@ -245,6 +246,21 @@ def _state_to_resume(run_dir: Path, config: TrainConfig, resume: bool):
     return None
 
 
+def _check_same_precision(history: dict, precision, run_dir: Path) -> None:
+    """A resume computes in the precision of the run's last session (a run's numbers come from
+    one precision), or raises :class:`ResumeMismatchError` in one line; histories from before the
+    field are not checked."""
+    saved = history.get("precision")
+    if saved is not None and saved != precision.name:
+        raise ResumeMismatchError(
+            f"cannot resume {run_dir}: its last session computed in {saved} on "
+            f"{history.get('device')}, this one would compute in {precision.name} on "
+            f"{precision.device}; resume where it computes in {saved}, or allow the change "
+            "(allow_precision_change=True, --allow-precision-change): the history records "
+            "each session."
+        )
+
+
 def _seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
     random.seed(seed)
@@ -442,6 +458,13 @@ class _Session:
         """Where and how this session computes, in the history (the last session's)."""
         self.history["device"] = str(self.device)
         self.history["precision"] = self.precision.name
+        self.history.setdefault("sessions", []).append(
+            {
+                "device": str(self.device),
+                "precision": self.precision.name,
+                "first_epoch": self.start_epoch + 1,
+            }
+        )
         if self.ctx is not None:
             self.history["distributed"] = {
                 **self.ctx.describe(),
@@ -666,12 +689,14 @@ def train(
     csv: bool = False,
     tensorboard=None,
     start: Optional[StartFrom] = None,
+    allow_precision_change: bool = False,
 ) -> dict:
     """Train ``config`` into ``run_dir`` and return the history (the content of ``history.json``).
 
     Args:
         resume: continue the run in ``run_dir`` from its checkpoint (its config must be the same,
             the device aside). Without it, a folder that already holds a checkpoint is an error.
+        allow_precision_change: resume in another precision than the run's last session's.
         progress: tqdm progress bars (on stderr).
         stop_after: return after this epoch as if interrupted (the run stays resumable).
         data: a :class:`~attnconv.experiments.data.CifarData` to use instead of loading ``config.data``.
@@ -711,18 +736,12 @@ def train(
     state = _share(ctx, lambda: _state_to_resume(run_dir, config, resume))
     device = ctx.device if ctx is not None else select_device(config.device)
     precision = resolve_precision(device, config.bf16, config.precision)
+    if state is not None and not allow_precision_change:
+        _check_same_precision(state["history"], precision, run_dir)
     _seed_everything(config.seed)
     data, validation = _prepare_data(config, data, ctx, verbose, device)
     session = _Session(
-        config,
-        run_dir,
-        ctx,
-        data,
-        precision,
-        sync_batchnorm,
-        state,
-        start,
-        validation,
+        config, run_dir, ctx, data, precision, sync_batchnorm, state, start, validation
     )
     if verbose:
         print(start_line(precision))

@@ -91,6 +91,12 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
         "--resume", action="store_true", help="continue the run saved in --run-dir"
     )
     parser.add_argument(
+        "--allow-precision-change",
+        action="store_true",
+        help="with --resume: continue even when this machine computes in another precision "
+        "than the run's last session (each session is recorded in the history)",
+    )
+    parser.add_argument(
         "--data",
         choices=("auto", "full", "sample"),
         default=None,
@@ -267,6 +273,7 @@ def _run(args, config: TrainConfig, ctx, lead: bool) -> int:
             config,
             args.run_dir,
             resume=args.resume,
+            allow_precision_change=args.allow_precision_change,
             progress=not args.no_progress,
             distributed=ctx,
             sync_batchnorm=not args.no_sync_batchnorm,
