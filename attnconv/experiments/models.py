@@ -40,6 +40,7 @@ from .gpsa_models import GPSAClassifier, GPSAConfig
 from .paper_numbers import PAPER_PARAMETERS
 
 __all__ = [
+    "PAPER_MODELS",
     "MODEL_NAMES",
     "ENCODINGS",
     "GAUSSIAN_MODELS",
@@ -60,9 +61,11 @@ __all__ = [
 ]
 
 ENCODINGS = ("quadratic", "generalized", "learned")
-MODEL_NAMES = ("quadratic", "generalized", "learned", "learned_content", "resnet18")
-# chapter 18's GPSA classifier (attnconv.experiments.gpsa_models)
-MODEL_NAMES += ("gpsa",)
+#: The paper's models (Sec. 4, Table 1), in the order the book lists them.
+PAPER_MODELS = ("quadratic", "generalized", "learned", "learned_content", "resnet18")
+#: Every model a run can train: the paper's and chapter 18's GPSA classifier
+#: (:mod:`attnconv.experiments.gpsa_models`).
+MODEL_NAMES = PAPER_MODELS + ("gpsa",)
 #: The models whose heads are Gaussians (quadratic encodings): the ones local attention
 #: (:mod:`attnconv.core.local`) can run.
 GAUSSIAN_MODELS = ("quadratic", "generalized")
