@@ -191,12 +191,8 @@ def test_compare_seed_series_prints_the_interval_of_the_rule(tmp_path):
 
 # --------------------------------------------------------------------------- existence and blocks
 
-from attnconv.experiments.verdicts import (  # noqa: E402
-    Observation,
-    Setting,
-    claim_block,
-    existence_verdict,
-)
+from attnconv.experiments.existence import Observation, Setting, existence_verdict  # noqa: E402
+from attnconv.experiments.verdicts import claim_block  # noqa: E402
 
 
 def test_setting_describes_what_it_names():

@@ -14,6 +14,7 @@ import numpy as np
 
 from ...experiments import verdicts as v
 from ...experiments.claims import CLAIMS, ONE_HOT, ONE_KEY, ClaimRecord
+from ...experiments.existence import Observation, Setting, existence_verdict
 from ...experiments.studies_removal import removal_interval
 from ...experiments.verdicts import (
     INCONCLUSIVE,
@@ -22,10 +23,7 @@ from ...experiments.verdicts import (
     Claim,
     Evidence,
     Interval,
-    Observation,
-    Setting,
     Side,
-    existence_verdict,
 )
 from . import depth_measures as depth
 from .trained_heads import layer_records
