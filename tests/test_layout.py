@@ -208,24 +208,48 @@ def test_module_map_lists_every_module():
     assert listed - mods == set(), "attnconv/README.md lists modules that do not exist"
 
 
+def resolves(dotted: str) -> bool:
+    """Whether ``attnconv.a.b.name`` names a module of the package or a name defined in one."""
+    import importlib
+
+    parts = dotted.split(".")
+    n = len(parts)  # the longest prefix that is a module, then attributes
+    while n > 1:
+        path = PACKAGE.parent / "/".join(parts[:n])
+        if path.with_suffix(".py").is_file() or (path / "__init__.py").is_file():
+            break
+        n -= 1
+    obj = importlib.import_module(".".join(parts[:n]))
+    for attr in parts[n:]:
+        if not hasattr(obj, attr):
+            return False
+        obj = getattr(obj, attr)
+    return True
+
+
 def test_the_top_readme_points_to_the_module_map():
     """The top-level README lists no modules of its own (they went stale): it points to the
-    checked map in attnconv/README.md, and every package path it names exists."""
-    import importlib
+    checked map in attnconv/README.md."""
+    assert "(attnconv/README.md)" in (PACKAGE.parent / "README.md").read_text()
+
+
+def test_every_package_path_the_book_names_resolves():
+    """Every ``attnconv.…`` path named in the READMEs and the book's pages and notebooks is a
+    module or a name of the package (a moved name leaves no stale path behind)."""
     import re
 
-    text = (PACKAGE.parent / "README.md").read_text()
-    assert "(attnconv/README.md)" in text
-    for dotted in set(re.findall(r"`(attnconv(?:\.[A-Za-z0-9_]+)+)`", text)):
-        parts = dotted.split(".")
-        n = len(parts)  # the longest prefix that is a module, then attributes
-        while not (PACKAGE.parent / "/".join(parts[:n])).with_suffix(".py").is_file():
-            if (PACKAGE.parent / "/".join(parts[:n]) / "__init__.py").is_file():
-                break
-            n -= 1
-        obj = importlib.import_module(".".join(parts[:n]))
-        for attr in parts[n:]:
-            obj = getattr(obj, attr)
+    root = PACKAGE.parent
+    files = [root / "README.md", PACKAGE / "README.md"]
+    files += sorted((root / "book").glob("*.md")) + sorted(
+        (root / "book").glob("*.ipynb")
+    )
+    stale = sorted(
+        f"{path.name}: {dotted}"
+        for path in files
+        for dotted in set(re.findall(r"attnconv(?:\.[A-Za-z0-9_]+)+", path.read_text()))
+        if not resolves(dotted)
+    )
+    assert stale == []
 
 
 def test_repository_paths_come_from_the_store():
