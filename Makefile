@@ -62,10 +62,12 @@ define book_unchanged
 	@rm -f .book-state-before; echo "book/ unchanged by the notebooks"
 endef
 
-# Code and notebook cells formatted to the book's column (ruff, line length 88) and linted.
+# Code and notebook cells formatted to the book's column (ruff, line length 88) and linted; no
+# dead code (vulture: paths and allow-list in pyproject.toml [tool.vulture]).
 lint: $(STAMP)
 	$(BIN)/ruff format --check attnconv tests book
 	$(BIN)/ruff check attnconv tests book
+	$(BIN)/vulture
 
 test: $(STAMP) $(FONT_CACHE) lint
 	$(call book_unchanged,$(TEST_ENV) $(BIN)/python -m pytest -n $(JOBS) --dist loadfile --nbval --nbval-current-env tests $(NOTEBOOKS))

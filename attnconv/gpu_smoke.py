@@ -56,6 +56,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 import torch
 
+from .experiments.checkpoints import write_json
 from .experiments.data import load_cifar10_sample
 from .experiments.device import (
     bf16_supported,
@@ -70,7 +71,7 @@ from .experiments.flops import analytic_macs
 from .experiments.models import build_model
 from .experiments.profiles import make_config
 from .experiments.store import STEPS_CSV
-from .experiments.train import train, write_json
+from .experiments.train import train
 from .experiments.train_config import TrainConfig, make_optimizer, make_scheduler
 from .experiments.train_step import evaluate, train_epoch
 

@@ -177,7 +177,9 @@ PHASES = (
 # ----------------------------------------------------------------------------- the phases run
 def _environment(ctx: _Context) -> dict:
     """The children's environment: this checkout on the path, the book chosen."""
-    root = str(Path(__file__).resolve().parents[1])
+    from .experiments.store import repo_root
+
+    root = str(repo_root())
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
     env.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")

@@ -55,12 +55,7 @@ from .experiments.studies import (
     study_state,
 )
 
-__all__ = ["ResultEntry", "RESULTS", "STUDIES", "entries", "main"]
-
-#: The studies' entries (the name this command gave them before they had a registry of their own).
-ResultEntry = StudyEntry
-#: Every registered study, in the order they are made.
-RESULTS: List[StudyEntry] = list(STUDIES.values())
+__all__ = ["entries", "main"]
 
 
 # ---------------------------------------------------------------------------- the command

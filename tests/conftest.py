@@ -1,3 +1,7 @@
+import os
+from pathlib import Path
+
+import pytest
 import torch
 
 torch.set_num_threads(1)
@@ -16,3 +20,23 @@ def synthetic_cifar(n_train: int, n_test: int, seed: int = 0):
         source="synthetic",
         note="Data: synthetic test images.",
     )
+
+
+#: The paper's text beside the checkout (``../shared/papers``): the only guard of every quotation.
+PAPER = (
+    Path(__file__).resolve().parents[2]
+    / "shared"
+    / "papers"
+    / "002_3c48580c3ebf0097.txt"
+)
+
+
+def paper_text(path: Path = PAPER) -> str:
+    """The paper's text; a test that needs it skips where it is absent, except under CI (``$CI``
+    set), where that fails: there the quotation checks must run."""
+    if path.is_file():
+        return path.read_text()
+    message = f"the paper's text is not at {path}"
+    if os.environ.get("CI"):
+        pytest.fail(message + " (CI is set: the quotation checks must run)")
+    pytest.skip(message)

@@ -168,7 +168,7 @@ def test_chapter_modules_never_import_one_another():
     mods, edges = graph()
     chapters = sorted(m for m in mods if is_chapter_module(m))
     assert (
-        "attnconv.chapters.depth" in chapters
+        "attnconv.chapters.hyperparameters" in chapters
         and "attnconv.chapters.shared.tables" not in chapters
     )
     bad = [
@@ -208,6 +208,62 @@ def test_module_map_lists_every_module():
     }
     assert mods - listed == set(), "modules missing from attnconv/README.md"
     assert listed - mods == set(), "attnconv/README.md lists modules that do not exist"
+
+
+def resolves(dotted: str) -> bool:
+    """Whether ``attnconv.a.b.name`` names a module of the package or a name defined in one."""
+    import importlib
+
+    parts = dotted.split(".")
+    n = len(parts)  # the longest prefix that is a module, then attributes
+    while n > 1:
+        path = PACKAGE.parent / "/".join(parts[:n])
+        if path.with_suffix(".py").is_file() or (path / "__init__.py").is_file():
+            break
+        n -= 1
+    obj = importlib.import_module(".".join(parts[:n]))
+    for attr in parts[n:]:
+        if not hasattr(obj, attr):
+            return False
+        obj = getattr(obj, attr)
+    return True
+
+
+def test_the_top_readme_points_to_the_module_map():
+    """The top-level README lists no modules of its own (they went stale): it points to the
+    checked map in attnconv/README.md."""
+    assert "(attnconv/README.md)" in (PACKAGE.parent / "README.md").read_text()
+
+
+def test_every_package_path_the_book_names_resolves():
+    """Every ``attnconv.…`` path named in the READMEs and the book's pages and notebooks is a
+    module or a name of the package (a moved name leaves no stale path behind)."""
+    import re
+
+    root = PACKAGE.parent
+    files = [root / "README.md", PACKAGE / "README.md"]
+    files += sorted((root / "book").glob("*.md")) + sorted(
+        (root / "book").glob("*.ipynb")
+    )
+    stale = sorted(
+        f"{path.name}: {dotted}"
+        for path in files
+        for dotted in set(re.findall(r"attnconv(?:\.[A-Za-z0-9_]+)+", path.read_text()))
+        if not resolves(dotted)
+    )
+    assert stale == []
+
+
+def test_repository_paths_come_from_the_store():
+    """Only attnconv.experiments.store finds the repository from ``__file__`` (the book's folders
+    then follow ``$ATTNCONV_BOOK_DIR``); data.py finds the sample bundled inside the package."""
+    allowed = {"experiments/store.py", "experiments/data.py"}
+    using = {
+        str(p.relative_to(PACKAGE))
+        for p in PACKAGE.rglob("*.py")
+        if "__file__" in p.read_text() and "evidence" not in p.parts
+    }
+    assert using <= allowed, using - allowed
 
 
 def test_import_attnconv_does_not_load_the_book_layer():

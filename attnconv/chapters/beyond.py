@@ -30,9 +30,9 @@ from ..experiments.beyond import (
     epochs_for,
     series_name,
 )
+from ..experiments.checkpoints import Run
 from ..experiments.registry import SERIES, load_series
 from ..experiments.store import regenerate_command
-from ..experiments.train import Run
 from ..experiments.verdicts import (
     INCONCLUSIVE,
     NOT_REPRODUCED,
@@ -94,10 +94,6 @@ LABELS = {
 COLOURS = {start: model_colour(start) for start in LABELS}
 #: Test images of the bundled sample: every accuracy of the experiment is measured on them.
 SAMPLE_TEST_SIZE = 1017
-#: Why a difference proves nothing (the reason :func:`gain_verdict` gives).
-WITHIN_NOISE = "within the seed spread or the test set's noise"
-#: Seeds each side needs before :func:`gain_verdict` states anything but *inconclusive*.
-MIN_SEEDS = 3
 
 
 # --------------------------------------------------------------------------- loading
@@ -579,10 +575,7 @@ def claims_markdown(claims: Sequence[Claim]):
     blocks = []
     for c in claims:
         lines = [f"**“{c.quote}”** ({c.source})", "", f"*Tested as:* {c.test}", ""]
-        lines += [
-            f"* {e.run}: {e.measured.replace('; ' + WITHIN_NOISE, '')}"
-            for e in c.evidence
-        ]
+        lines += [f"* {e.run}: {e.measured}" for e in c.evidence]
         lines += ["", f"**Verdict: {c.verdict}** ({c.reason}).", ""]
         blocks.append("\n".join(lines))
     return Markdown("\n".join(blocks))

@@ -114,7 +114,7 @@ def inv_sqrt_sigma_from_axes(stds: Sequence[float], angle: float = 0.0) -> torch
 
 def _alpha(encoding: QuadraticEncoding) -> torch.Tensor:
     """α per head, whatever the parametrization of the quadratic encoding."""
-    return encoding.width() if hasattr(encoding, "width") else encoding.alpha
+    return encoding.width()
 
 
 def score_constant(encoding: RelativeEncoding) -> torch.Tensor:

@@ -45,53 +45,29 @@ from ..experiments.paper_numbers import (
     PAPER_FIG9,
     PAPER_MAX_EIGENVALUE_THRESHOLD,
     PAPER_PRUNED_HEADS,
-    PAPER_PRUNED_PER_LAYER,
     PAPER_TOTAL_HEADS,
 )
 from ..experiments.pruning import (
     prune_heads,
 )
 from ..experiments.studies_pruning import (
-    STUDY_FILE,
     count_selected,
-    degeneracy_order,
-    head_table,
-    load_pruned_run,
-    load_pruning_study,
-    pruned_folder,
-    pruning_study_name,
-    retrain_epochs,
-    selection_of,
-    study_predictions,
 )
 from .shared.gaussian_maps import draw_mass_contours, head_attention_maps
 from .shared.plotting import COLUMN_INCHES
 
 __all__ = [
-    "STUDY_FILE",
-    "PAPER_PRUNED_PER_LAYER",
     "pruned_per_layer",
     "generalized_run_changes",
-    "retrain_epochs",
     "attention_only_model",
-    "head_table",
-    "degeneracy_order",
-    "selection_of",
-    "count_selected",
     "per_head_outputs",
     "pruning_check",
-    "pruning_study_name",
-    "study_predictions",
-    "load_pruning_study",
-    "pruned_folder",
-    "load_pruned_run",
     "plot_heads_by_layer",
     "plot_eigenvalues",
     "plot_pruning",
     "NOISE_STANDARD_ERRORS",
     "initial_drop",
     "pruning_table",
-    "PAPER_FIG9",
     "paper_pruning_reduction",
 ]
 

@@ -2,7 +2,7 @@
 
 Chapter 14 ("Hyper-parameters"). :data:`PAPER_TABLE2` holds the table as printed in arXiv v1;
 :func:`profile_values` reads the same settings for a profile from the code (the profile's
-:class:`~attnconv.experiments.train.TrainConfig` of the quadratic model, its
+:class:`~attnconv.experiments.train_config.TrainConfig` of the quadratic model, its
 :class:`~attnconv.experiments.models.SelfAttentionConfig` and the optimizer's parameter groups),
 and :func:`table2_markdown` puts them side by side, marking every deviation (✗) and the reason
 for it (:data:`REASONS`).
@@ -18,14 +18,13 @@ import torch
 from ..experiments.models import build_model
 from ..experiments.paper_numbers import PAPER_PARAMETERS, PAPER_TABLE2
 from ..experiments.profiles import get_profile
-from ..experiments.train import parameter_groups
+from ..experiments.train_config import parameter_groups
 
 __all__ = [
     "full_scale_hours",
     "plot_full_scale_hours",
     "profile_scale",
     "plot_profile_scale",
-    "PAPER_TABLE2",
     "EXTRA_ROWS",
     "REASONS",
     "TABLE_PROFILES",

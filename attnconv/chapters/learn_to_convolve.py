@@ -8,18 +8,11 @@ W[:, :, Δ_h]. This module asks whether it is also *found*: it trains one such l
 centres drawn at random) to reproduce a fixed random K×K convolution on real images, and records
 where the centres go.
 
-* :class:`ConvolveSetup` — the experiment (images, convolution, layer, optimiser);
-* :func:`convolution_images`, :func:`target_convolution`, :func:`make_attention_layer`,
-  :func:`set_kernel_values` (Lemma 1's value weights) — its parts;
-* :func:`learn_to_convolve` — the training, returning a :class:`ConvolveResult` (centre and width
-  trajectories, loss curve, the trained layer);
-* :func:`lattice_distances`, :func:`stray_heads` (and :func:`attnconv.core.lattice.lattice_coverage`) — how close the
-  centres are to the K×K lattice of Theorem 1;
-* :func:`head_diagnostics` — per head: the gradient of the loss with respect to its centre, the
-  norm of its value path W_out^h W_val^h and its nearest lattice point (to explain failures);
-* :func:`run_summary`, :func:`seed_sweep` — where the heads end, over several seeds;
-  the computation lives in :mod:`attnconv.experiments.studies_convolve` (the seed sweeps are
-  studies made by ``python -m attnconv.regenerate``), re-exported here;
+The experiment lives in :mod:`attnconv.experiments.studies_convolve` (the seed sweeps are studies
+made by ``python -m attnconv.regenerate``): its setup, its parts, the training, how close the
+centres come to the K×K lattice of Theorem 1, per-head diagnostics and the seed sweep. This module
+draws it:
+
 * :func:`plot_convolve_run` — trajectories, α over time and the loss; :func:`plot_seed_sweep` —
   the lattice points covered per seed.
 
@@ -32,43 +25,10 @@ from __future__ import annotations
 from ..core.encodings import kernel_shifts
 from ..experiments.studies_convolve import (
     ConvolveResult,
-    ConvolveSetup,
-    convolution_images,
-    head_diagnostics,
-    lattice_distances,
-    learn_to_convolve,
-    make_attention_layer,
-    output_error,
-    relative_error,
-    run_summary,
-    saved_examples,
-    saved_seed_sweep,
-    seed_sweep,
-    set_kernel_values,
-    stray_heads,
-    sweep_key,
-    target_convolution,
 )
 from .shared.plotting import COLUMN_INCHES
 
 __all__ = [
-    "ConvolveSetup",
-    "ConvolveResult",
-    "convolution_images",
-    "target_convolution",
-    "make_attention_layer",
-    "relative_error",
-    "output_error",
-    "set_kernel_values",
-    "learn_to_convolve",
-    "lattice_distances",
-    "stray_heads",
-    "head_diagnostics",
-    "run_summary",
-    "seed_sweep",
-    "sweep_key",
-    "saved_seed_sweep",
-    "saved_examples",
     "plot_convolve_run",
     "plot_seed_sweep",
 ]

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import List, Mapping, Sequence
 
+from ..experiments.checkpoints import Run
 from ..experiments.flops import flops_table
 from ..experiments.paper_numbers import PAPER_TABLE1
-from ..experiments.train import Run
 from .shared.parameter_counts import paper_size_parameters
 
 __all__ = ["table1_rows", "format_table1"]

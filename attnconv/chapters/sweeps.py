@@ -34,7 +34,6 @@ __all__ = [
     "STANDARD_CASES",
     "random_conv",
     "reference_conv",
-    "relative_frobenius_error",
     "conversion_error",
     "conversion_errors",
     "unpadded_mhsa",

@@ -12,7 +12,8 @@ The output is Σ_h A^h X W_val^h W_out^h + b_out (eq. 4): one value and one outp
 by the heads' slices, as in multi-head self-attention.
 
 :class:`MultiHeadSelfAttention` is the plain vision transformer's layer (content attention only,
-A^h = softmax_k(q_q·k_k/√D_h)), the same parameters less the positional ones: the baseline.
+A^h = softmax_k(q_q·k_k/√D_h)), the same parameters less the positional ones: the baseline. The two
+are siblings over :class:`GridSelfAttention`, what they share (as timm keeps ``GPSA`` and ``MHSA``).
 
 Shifts δ = k − q are in (row, column) order as in :func:`attnconv.core.grid.relative_shifts`.
 """
@@ -30,6 +31,7 @@ __all__ = [
     "quadratic_features",
     "quadratic_weights",
     "head_centres",
+    "GridSelfAttention",
     "GatedPositionalSelfAttention",
     "MultiHeadSelfAttention",
 ]
@@ -60,15 +62,13 @@ def head_centres(weights: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
     return torch.where(alpha[:, None] != 0, centres, torch.zeros_like(centres)), alpha
 
 
-class GatedPositionalSelfAttention(nn.Module):
-    """GPSA over the tokens of an H×W grid: ``(B, H·W, D)`` in and out.
-
-    Parameters (names and shapes as ConViT's): ``qk`` Linear(D → 2D) (queries then keys, D_h = D /
-    N_h per head), ``v`` Linear(D → D) (values), ``proj`` Linear(D → D) (output), ``pos_proj``
-    Linear(3 → N_h) (v_pos^h as rows, on the paper's r_δ = (‖δ‖², δ₁, δ₂)), ``gating_param`` λ
-    (N_h,). At construction λ = 1 (σ(λ) ≈ 0.73 on position) and the weights are PyTorch's default;
-    :mod:`attnconv.experiments.initialisations` sets the initialisations.
-    """
+class GridSelfAttention(nn.Module):
+    """What GPSA and plain multi-head self-attention share over the tokens of an H×W grid
+    (``(B, H·W, D)`` in and out): ``qk`` Linear(D → 2D) (queries then keys, D_h = D / N_h per
+    head), ``v`` Linear(D → D) (values), ``proj`` Linear(D → D) (output), the content attention
+    softmax_k(q_q·k_k/√D_h), the output Σ_h A^h X W_val^h W_out^h + b_out (eq. 4) and the heads'
+    attention distance. A subclass says what its attention A^h is (:meth:`attention`) and what a
+    history records of its heads (:meth:`head_record`)."""
 
     def __init__(
         self,
@@ -85,15 +85,12 @@ class GatedPositionalSelfAttention(nn.Module):
         self.qk = nn.Linear(dim, 2 * dim, bias=qkv_bias)
         self.v = nn.Linear(dim, dim, bias=qkv_bias)
         self.proj = nn.Linear(dim, dim)
-        self.pos_proj = nn.Linear(3, num_heads)
-        self.gating_param = nn.Parameter(torch.ones(num_heads))
         self.attention_dropout = nn.Dropout(attention_dropout)
         self._features: Optional[torch.Tensor] = None
         self._features_grid: Optional[Tuple[int, int]] = None
         self._distance_sum: Optional[torch.Tensor] = None
         self._distance_count = 0
 
-    # ------------------------------------------------------------------ the two attentions
     def features(self, grid: Tuple[int, int], like: torch.Tensor) -> torch.Tensor:
         """r_δ of the grid (cached by the grid's shape, not its token count: a 2×8 and a 4×4 grid
         have the same 16 tokens and different shifts), in the dtype and device of ``like``."""
@@ -109,15 +106,6 @@ class GatedPositionalSelfAttention(nn.Module):
             self._features, self._features_grid = f, grid
         return f
 
-    def gate(self) -> torch.Tensor:
-        """σ(λ_h): each head's weight on positional attention."""
-        return torch.sigmoid(self.gating_param)
-
-    def positional_attention(self, grid: Tuple[int, int]) -> torch.Tensor:
-        """softmax_k(v_pos^h · r_{k−q} + b_h): ``(N_h, T, T)``, the same for every image."""
-        scores = self.pos_proj(self.features(grid, self.pos_proj.weight))
-        return scores.permute(2, 0, 1).softmax(dim=-1)
-
     def content_attention(self, x: torch.Tensor) -> torch.Tensor:
         """softmax_k(q_q·k_k/√D_h): ``(B, N_h, T, T)``."""
         b, t, _ = x.shape
@@ -126,11 +114,12 @@ class GatedPositionalSelfAttention(nn.Module):
         return (q @ k.transpose(-2, -1) * self.head_dim**-0.5).softmax(dim=-1)
 
     def attention(self, x: torch.Tensor, grid: Tuple[int, int]) -> torch.Tensor:
-        """The gated blend A^h: ``(B, N_h, T, T)``. A convex blend of two distributions already sums
-        to 1, so ConViT's renormalisation over the keys changes it by rounding only and is left
-        out (the timm test bounds the difference)."""
-        g = self.gate().view(1, -1, 1, 1)
-        return (1 - g) * self.content_attention(x) + g * self.positional_attention(grid)
+        """A^h: ``(B, N_h, T, T)``."""
+        raise NotImplementedError
+
+    def head_record(self, grid: Tuple[int, int]) -> dict:
+        """The layer's heads as a history saves them."""
+        raise NotImplementedError
 
     def forward(self, x: torch.Tensor, grid: Tuple[int, int]) -> torch.Tensor:
         b, t, d = x.shape
@@ -167,6 +156,42 @@ class GatedPositionalSelfAttention(nn.Module):
             self._distance_sum, self._distance_count = None, 0
         return out
 
+    def _with_distance(self, record: dict) -> dict:
+        seen = self.evaluated_distance()
+        if seen is not None:
+            record["distance"] = seen.tolist()
+        return record
+
+
+class GatedPositionalSelfAttention(GridSelfAttention):
+    """GPSA (ConViT's layer, names and shapes as ConViT's): the parameters of
+    :class:`GridSelfAttention` and ``pos_proj`` Linear(3 → N_h) (v_pos^h as rows, on the paper's
+    r_δ = (‖δ‖², δ₁, δ₂)), ``gating_param`` λ (N_h,). At construction λ = 1 (σ(λ) ≈ 0.73 on
+    position) and the weights are PyTorch's default; :mod:`attnconv.experiments.initialisations`
+    sets the initialisations.
+    """
+
+    def __init__(self, dim, num_heads, qkv_bias=False, attention_dropout=0.0):
+        super().__init__(dim, num_heads, qkv_bias, attention_dropout)
+        self.pos_proj = nn.Linear(3, num_heads)
+        self.gating_param = nn.Parameter(torch.ones(num_heads))
+
+    def gate(self) -> torch.Tensor:
+        """σ(λ_h): each head's weight on positional attention."""
+        return torch.sigmoid(self.gating_param)
+
+    def positional_attention(self, grid: Tuple[int, int]) -> torch.Tensor:
+        """softmax_k(v_pos^h · r_{k−q} + b_h): ``(N_h, T, T)``, the same for every image."""
+        scores = self.pos_proj(self.features(grid, self.pos_proj.weight))
+        return scores.permute(2, 0, 1).softmax(dim=-1)
+
+    def attention(self, x: torch.Tensor, grid: Tuple[int, int]) -> torch.Tensor:
+        """The gated blend A^h: ``(B, N_h, T, T)``. A convex blend of two distributions already sums
+        to 1, so ConViT's renormalisation over the keys changes it by rounding only and is left
+        out (the timm test bounds the difference)."""
+        g = self.gate().view(1, -1, 1, 1)
+        return (1 - g) * self.content_attention(x) + g * self.positional_attention(grid)
+
     def head_record(self, grid: Tuple[int, int]) -> dict:
         """The layer's heads as a history saves them: ``centers`` Δ^h and ``alpha`` of the positional
         heads, ``gate`` σ(λ_h), ``position_distance`` (the positional attention's distance) and
@@ -181,21 +206,20 @@ class GatedPositionalSelfAttention(nn.Module):
                 "gate": self.gate().tolist(),
                 "position_distance": self.mean_distance(pos, grid).tolist(),
             }
-        seen = self.evaluated_distance()
-        if seen is not None:
-            record["distance"] = seen.tolist()
-        return record
+        return self._with_distance(record)
 
 
-class MultiHeadSelfAttention(GatedPositionalSelfAttention):
+class MultiHeadSelfAttention(GridSelfAttention):
     """Plain multi-head self-attention (ViT/DeiT): A^h = softmax_k(q_q·k_k/√D_h), output
-    Σ_h A^h X W_val^h W_out^h + b_out (eq. 4). The parameters ``qk``, ``v``, ``proj`` of
-    :class:`GatedPositionalSelfAttention`, without ``pos_proj`` and ``gating_param``: position
-    enters only through the model's absolute position embedding."""
+    Σ_h A^h X W_val^h W_out^h + b_out (eq. 4); the parameters of :class:`GridSelfAttention` only:
+    position enters through the model's absolute position embedding. GPSA's sibling: built from
+    the same random stream as a :class:`GatedPositionalSelfAttention` of the same size (the draws
+    of GPSA's ``pos_proj`` are made and dropped), so that a ViT and a GPSA model of one seed start
+    from the same weights elsewhere."""
 
     def __init__(self, dim, num_heads, qkv_bias=False, attention_dropout=0.0):
         super().__init__(dim, num_heads, qkv_bias, attention_dropout)
-        del self.pos_proj, self.gating_param
+        nn.Linear(3, num_heads)  # GPSA's positional draws, dropped
 
     def attention(self, x: torch.Tensor, grid: Tuple[int, int]) -> torch.Tensor:
         """The content attention: ``(B, N_h, T, T)``."""
@@ -203,8 +227,4 @@ class MultiHeadSelfAttention(GatedPositionalSelfAttention):
 
     def head_record(self, grid: Tuple[int, int]) -> dict:
         """``num_heads`` and, after an evaluation, ``distance``: the heads' attention distance."""
-        record = {"num_heads": self.num_heads}
-        seen = self.evaluated_distance()
-        if seen is not None:
-            record["distance"] = seen.tolist()
-        return record
+        return self._with_distance({"num_heads": self.num_heads})

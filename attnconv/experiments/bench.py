@@ -34,7 +34,12 @@ import torch.nn.functional as F
 from ..core.attention import MultiHeadSelfAttention, merge_heads
 from ..core.precision import autocast_off
 from .flops import analytic_macs
-from .models import SelfAttentionConfig, build_model, paper_model_config
+from .models import (
+    GAUSSIAN_MODELS,
+    SelfAttentionConfig,
+    build_model,
+    paper_model_config,
+)
 
 __all__ = [
     "BenchSettings",
@@ -66,7 +71,6 @@ __all__ = [
 ]
 
 IMPLEMENTATIONS = ("naive", "dense", "local")
-GAUSSIAN_MODELS = ("quadratic", "generalized")
 
 
 @dataclass

@@ -153,7 +153,7 @@ def run_name(start: str, size: int, seed: int) -> str:
 @dataclass(frozen=True)
 class BeyondRun:
     """One run to register: its name, the registry's model name, its series and the changes to
-    the ``cpu`` profile's :class:`~attnconv.experiments.train.TrainConfig`."""
+    the ``cpu`` profile's :class:`~attnconv.experiments.train_config.TrainConfig`."""
 
     name: str
     model: str

@@ -29,10 +29,16 @@ import torch
 from torch import nn
 
 from ..core.attention import MultiHeadSelfAttention
-from .models import ResNetConfig, SelfAttentionConfig, build_model, paper_model_config
+from .models import (
+    PAPER_MODELS,
+    ResNetConfig,
+    SelfAttentionConfig,
+    build_model,
+    paper_model_config,
+)
 from .paper_numbers import PAPER_FLOPS
 
-__all__ = ["MacCount", "count_macs", "analytic_macs", "PAPER_FLOPS", "flops_table"]
+__all__ = ["MacCount", "count_macs", "analytic_macs", "flops_table"]
 
 
 @dataclass
@@ -233,7 +239,7 @@ def flops_table(use_hooks: bool = True) -> List[dict]:
     """Per paper model: the paper's FLOPs, ours counted the paper's way (2 × Linear/conv MACs) and
     ours with the attention included, in GFLOPs per image; plus ``attention_gmacs`` left out."""
     rows = []
-    for name in ("quadratic", "generalized", "learned", "learned_content", "resnet18"):
+    for name in PAPER_MODELS:
         cfg = paper_model_config(name)
         if use_hooks:
             with torch.device("meta"):

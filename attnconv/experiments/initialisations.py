@@ -31,7 +31,11 @@ from torch import nn
 
 from ..core.conv import check_supported_conv, head_weights_from_kernel
 from ..core.encodings import kernel_shifts
-from ..core.gpsa import GatedPositionalSelfAttention, quadratic_weights
+from ..core.gpsa import (
+    GatedPositionalSelfAttention,
+    GridSelfAttention,
+    quadratic_weights,
+)
 
 __all__ = [
     "IMPULSE_ALPHA",
@@ -89,9 +93,7 @@ def vit_default_weights(module: nn.Module, generator=None) -> None:
                 nn.init.trunc_normal_(m.weight, std=0.02, generator=generator)
                 if m.bias is not None:
                     m.bias.zero_()
-            if isinstance(m, GatedPositionalSelfAttention) and hasattr(
-                m, "gating_param"
-            ):
+            if isinstance(m, GatedPositionalSelfAttention):
                 m.gating_param.fill_(1.0)
 
 
@@ -274,7 +276,7 @@ INITIALISATIONS: Dict[str, Callable] = {
 
 def gpsa_layers(model: nn.Module):
     """The GPSA layers of ``model`` (plain MHSA layers included), in order."""
-    return [m for m in model.modules() if isinstance(m, GatedPositionalSelfAttention)]
+    return [m for m in model.modules() if isinstance(m, GridSelfAttention)]
 
 
 def initialise(model: nn.Module, name: str, generator=None, **options) -> nn.Module:

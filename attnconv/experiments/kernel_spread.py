@@ -9,7 +9,7 @@ emulate other CPUs (``ATEN_CPU_CAPABILITY``, ``ONEDNN_MAX_CPU_ISA``, ``MKL_ENABL
     python -m attnconv.experiments.kernel_spread --runs book/runs/cpu --out book/results/kernel-spread.json
 
 The JSON holds, per run and kernel path, the epoch-1 losses and accuracies and the losses of the
-first :data:`~attnconv.experiments.train.RECORDED_STEPS` steps; :func:`summarise` turns it into
+first :data:`~attnconv.experiments.train_step.RECORDED_STEPS` steps; :func:`summarise` turns it into
 the largest deviation from the machine's own path per quantity.
 """
 
@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Dict, List
 
 from .store import HISTORY
-from .train import TrainConfig, train
+from .train import train
+from .train_config import TrainConfig
 
 __all__ = ["KERNEL_PATHS", "measure_run", "summarise", "main"]
 

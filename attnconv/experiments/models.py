@@ -40,9 +40,10 @@ from .gpsa_models import GPSAClassifier, GPSAConfig
 from .paper_numbers import PAPER_PARAMETERS
 
 __all__ = [
+    "PAPER_MODELS",
     "MODEL_NAMES",
     "ENCODINGS",
-    "PAPER_PARAMETERS",
+    "GAUSSIAN_MODELS",
     "SelfAttentionConfig",
     "ResNetConfig",
     "space_to_depth",
@@ -60,9 +61,14 @@ __all__ = [
 ]
 
 ENCODINGS = ("quadratic", "generalized", "learned")
-MODEL_NAMES = ("quadratic", "generalized", "learned", "learned_content", "resnet18")
-# chapter 18's GPSA classifier (attnconv.experiments.gpsa_models)
-MODEL_NAMES += ("gpsa",)
+#: The paper's models (Sec. 4, Table 1), in the order the book lists them.
+PAPER_MODELS = ("quadratic", "generalized", "learned", "learned_content", "resnet18")
+#: Every model a run can train: the paper's and chapter 18's GPSA classifier
+#: (:mod:`attnconv.experiments.gpsa_models`).
+MODEL_NAMES = PAPER_MODELS + ("gpsa",)
+#: The models whose heads are Gaussians (quadratic encodings): the ones local attention
+#: (:mod:`attnconv.core.local`) can run.
+GAUSSIAN_MODELS = ("quadratic", "generalized")
 
 
 # --------------------------------------------------------------------------- configs
@@ -467,8 +473,6 @@ def _learned_summary(
 
 # --------------------------------------------------------------------------- ResNet18
 class BasicBlock(nn.Module):
-    expansion = 1
-
     def __init__(self, in_planes: int, planes: int, stride: int = 1):
         super().__init__()
         self.conv1 = nn.Conv2d(in_planes, planes, 3, stride, 1, bias=False)

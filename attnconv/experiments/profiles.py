@@ -19,7 +19,7 @@
   hidden 32 on the bundled sample, local attention for the Gaussian models: about 30 s per epoch
   on one core (:data:`DEEP_MEASURED_SECONDS_PER_STEP`).
 
-``make_config("quadratic", "cpu", epochs=3)`` returns the :class:`~attnconv.experiments.train.TrainConfig`.
+``make_config("quadratic", "cpu", epochs=3)`` returns the :class:`~attnconv.experiments.train_config.TrainConfig`.
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import Any, Dict, Optional, Tuple
 
 from .device import cuda_available
-from .models import MODEL_NAMES
+from .models import GAUSSIAN_MODELS, MODEL_NAMES
 from .store import results_dir
-from .train import TrainConfig
+from .train_config import TrainConfig
 
 __all__ = [
     "Profile",
@@ -45,9 +45,6 @@ __all__ = [
     "default_profile_name",
     "make_config",
 ]
-
-SELF_ATTENTION_MODELS = tuple(m for m in MODEL_NAMES if m != "resnet18")
-GAUSSIAN_MODELS = ("quadratic", "generalized")
 
 
 @dataclass(frozen=True)
@@ -64,15 +61,17 @@ class Profile:
     attention_lr_multiplier: float = 1.0
     self_attention_overrides: Dict[str, Any] = field(default_factory=dict)
     resnet_overrides: Dict[str, Any] = field(default_factory=dict)
-    paper_epochs: int = (
-        300  # ResNet18 milestones 80/150/250 are scaled by epochs/paper_epochs
-    )
+    #: ResNet18's milestones (TrainConfig's, for the paper's 300 epochs) are scaled by
+    #: epochs/paper_epochs
+    paper_epochs: int = 300
     #: models trained with local attention (attnconv.core.local); only the Gaussian-encoding models can be
     local_attention: Tuple[str, ...] = ()
 
     def config(self, model: str, **changes) -> TrainConfig:
         """The :class:`TrainConfig` of ``model`` under this profile, with ``changes`` applied
-        (``epochs`` among them rescales the ResNet18 milestones)."""
+        (``epochs`` among them rescales the ResNet18 milestones). Only what differs from
+        :class:`TrainConfig`'s defaults is stated (the self-attention models' schedule is the
+        default one)."""
         if model not in MODEL_NAMES:
             raise ValueError(f"model must be one of {MODEL_NAMES}, got {model!r}")
         epochs = int(changes.pop("epochs", self.epochs.get(model, self.paper_epochs)))
@@ -92,7 +91,7 @@ class Profile:
                 model_overrides=dict(self.resnet_overrides),
                 milestones=tuple(
                     max(1, round(m * epochs / self.paper_epochs))
-                    for m in (80, 150, 250)
+                    for m in TrainConfig.milestones
                 ),
             )
         else:
@@ -100,8 +99,6 @@ class Profile:
             if model in self.local_attention and model in GAUSSIAN_MODELS:
                 overrides["attention_implementation"] = "local"
             base.update(
-                schedule="warmup_cosine",
-                warmup_fraction=0.05,
                 model_overrides=overrides,
                 attention_lr_multiplier=self.attention_lr_multiplier,
             )

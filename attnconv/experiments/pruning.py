@@ -24,15 +24,11 @@ from torch import nn
 
 from ..core.encodings import GeneralizedQuadraticEncoding, QuadraticEncoding
 from .paper_numbers import (
-    AUTHORS_CODE_CONDITION_THRESHOLD,
     PAPER_CONDITION_THRESHOLD,
     PAPER_MAX_EIGENVALUE_THRESHOLD,
 )
 
 __all__ = [
-    "PAPER_MAX_EIGENVALUE_THRESHOLD",
-    "PAPER_CONDITION_THRESHOLD",
-    "AUTHORS_CODE_CONDITION_THRESHOLD",
     "inverse_covariance_spectrum",
     "check_thresholds",
     "is_degenerate",

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
+from .checkpoints import Run
+from .checkpoints import load_run as load_run_folder
 from .data import DATA_SOURCES
 from .profiles import PROFILES, default_profile_name, make_config
 from .store import (
@@ -42,8 +44,8 @@ from .store import (
     relative_to_book,
     runs_dir,
 )
-from .train import Run, TrainConfig, train
-from .train import load_run as load_run_folder
+from .train import train
+from .train_config import TrainConfig
 
 __all__ = [
     "RunEntry",
@@ -76,7 +78,7 @@ _IGNORED = ("device", "data_root", "data")
 @dataclass(frozen=True)
 class RunEntry:
     """One saved training run of the book: its ``name`` (= its folder under ``book/runs``), its
-    complete :class:`~attnconv.experiments.train.TrainConfig`, the ``series`` it belongs to (one
+    complete :class:`~attnconv.experiments.train_config.TrainConfig`, the ``series`` it belongs to (one
     model over seeds), whether it is ``committed`` to the repository, and what it is for."""
 
     name: str

@@ -14,9 +14,10 @@ from typing import Dict, Mapping, Optional
 
 import torch
 
+from .checkpoints import Run, attention_record
 from .models import build_model
 from .store import HISTORY, REGENERATE, runs_dir
-from .train import Run, attention_record, train
+from .train import train
 
 __all__ = [
     "Tolerances",
@@ -33,7 +34,7 @@ __all__ = [
 
 
 #: Tolerances of :func:`verify_first_epoch`: the measured spread between CPU kernel
-#: paths (:data:`MEASURED_SPREAD`) with a margin, and far below what another seed or
+#: paths (the table below) with a margin, and far below what another seed or
 #: edited numbers do.
 #: Relative, each checked first-step loss (kernel paths: <= 3e-6; seeds: >= 5e-4).
 STEP_LOSS_TOLERANCE = 1e-4
@@ -47,32 +48,31 @@ ACCURACY_TOLERANCE = 0.06
 #: encoding's centres pass through a float32 softmax: 1.4e-6 seen here).
 INITIAL_TOLERANCE = 1e-4
 
-#: What the tolerances rest on (``python -m attnconv.experiments.kernel_spread``,
-#: 2026-11-23, Xeon with AVX-512 and AMX; result in book/results/kernel-spread.json).
-#: Epoch 1 of each committed cpu run was re-trained under six kernel paths: native
-#: (AVX-512) with 2 and 1 threads, ATen avx2, an AVX2 machine (ATen avx2 +
-#: ONEDNN_MAX_CPU_ISA=AVX2 + MKL_ENABLE_INSTRUCTIONS=AVX2), ATen default (generic,
-#: non-vectorised) with 2 and 1 threads; and once with seed + 1. Largest relative
-#: deviation from the native 2-thread path:
-#:
-#: ===================  =======  =======  =======  ==========  ===============
-#: run                  step 1   steps    epoch-1  epoch-1     seed+1, steps
-#:                               1-20     loss     accuracy
-#: ===================  =======  =======  =======  ==========  ===============
-#: quadratic            0        1.0e-7   0        0           3.3e-2 (step 1)
-#: generalized          0        2.2e-7   0        0           1.7e-2
-#: learned              1.0e-7   1.2e-7   8.9e-8   0           9.8e-3
-#: learned + content    1.0e-7   2.2e-7   1.8e-7   0           2.8e-2
-#: quadratic, 16 heads  0        2.1e-7   0        0           4.6e-4
-#: ResNet18             9.8e-8   8.1e-2   9.8e-3   2.2 points  4.9e-2
-#: ===================  =======  =======  =======  ==========  ===============
-#:
-#: ResNet18 (BatchNorm, learning rate 0.1 from the first step) is chaotic: its step
-#: losses agree to 3e-6 for two steps, 6e-4 at step 3 and 2e-2 at step 4, so only its
-#: first two are compared; its test accuracy after epoch 1 moved by 8.9 points between
-#: kernel paths. The attention models (warm-up) agree to 2.2e-7 on all 20 recorded
-#: steps.
-MEASURED_SPREAD = "see the table above"
+# What the tolerances rest on (``python -m attnconv.experiments.kernel_spread``,
+# 2026-11-23, Xeon with AVX-512 and AMX; result in book/results/kernel-spread.json).
+# Epoch 1 of each committed cpu run was re-trained under six kernel paths: native
+# (AVX-512) with 2 and 1 threads, ATen avx2, an AVX2 machine (ATen avx2 +
+# ONEDNN_MAX_CPU_ISA=AVX2 + MKL_ENABLE_INSTRUCTIONS=AVX2), ATen default (generic,
+# non-vectorised) with 2 and 1 threads; and once with seed + 1. Largest relative
+# deviation from the native 2-thread path:
+#
+# ===================  =======  =======  =======  ==========  ===============
+# run                  step 1   steps    epoch-1  epoch-1     seed+1, steps
+#                               1-20     loss     accuracy
+# ===================  =======  =======  =======  ==========  ===============
+# quadratic            0        1.0e-7   0        0           3.3e-2 (step 1)
+# generalized          0        2.2e-7   0        0           1.7e-2
+# learned              1.0e-7   1.2e-7   8.9e-8   0           9.8e-3
+# learned + content    1.0e-7   2.2e-7   1.8e-7   0           2.8e-2
+# quadratic, 16 heads  0        2.1e-7   0        0           4.6e-4
+# ResNet18             9.8e-8   8.1e-2   9.8e-3   2.2 points  4.9e-2
+# ===================  =======  =======  =======  ==========  ===============
+#
+# ResNet18 (BatchNorm, learning rate 0.1 from the first step) is chaotic: its step
+# losses agree to 3e-6 for two steps, 6e-4 at step 3 and 2e-2 at step 4, so only its
+# first two are compared; its test accuracy after epoch 1 moved by 8.9 points between
+# kernel paths. The attention models (warm-up) agree to 2.2e-7 on all 20 recorded
+# steps.
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ class Tolerances:
 
 #: The tolerances by how the saved run and its replay computed (:func:`tolerance_key`).
 TOLERANCES: Dict[str, Tolerances] = {
-    # fp32 on CPUs: measured (MEASURED_SPREAD above).
+    # fp32 on CPUs: measured (the table above).
     "fp32 cpu": Tolerances(
         STEP_LOSS_TOLERANCE,
         None,
@@ -311,7 +311,7 @@ def verify_first_epoch(
 
     The test loss and accuracy after epoch 1 are returned but not checked: for ResNet18 they
     swing by several points between CPUs (17.7 % to 26.5 % test accuracy over the kernel paths of
-    :data:`MEASURED_SPREAD`). A run of another
+    the measured spread written above :data:`TOLERANCES`). A run of another
     seed, another learning rate or edited numbers fails. ``replayed``: a history from
     :func:`replay_first_epoch` to reuse."""
     saved = run.epochs[0]
@@ -370,7 +370,7 @@ def add_first_step_losses(run_dir, note: str) -> dict:
     """Give a saved history made before first-step losses were recorded its ``first_step_losses``:
     replay its first epoch, require the other checks of :func:`verify_first_epoch` to pass, and
     store the replayed step losses with ``first_step_losses_note`` (``note``: when and where)."""
-    from .train import load_run, write_json
+    from .checkpoints import load_run, write_json
 
     run_dir = Path(run_dir)
     run = load_run(run_dir)

@@ -253,11 +253,6 @@ class HeadRecord(_Record):
     num_heads: Optional[int] = None
     extra: Dict[str, Any] = field(default_factory=dict)
 
-    @property
-    def has_heads(self) -> bool:
-        """Whether the layer has heads with centres."""
-        return self.centers is not None
-
 
 @dataclass(eq=False)
 class EpochRecord(_Record):

@@ -138,7 +138,7 @@ def lacks_predictions(entry: StudyEntry) -> bool:
 def trained_run(name: str):
     """The registered run ``name`` with its trained model on the run's device (a paper-size
     model's studies take days on a CPU): from its checkpoint when there, else trained again."""
-    from .train import select_device
+    from .device import select_device
 
     entry = run_entry(name)
     if (entry.path / CHECKPOINT).is_file() and run_state(entry) == "present":
@@ -209,9 +209,12 @@ PRUNING_STUDIES = {
 
 
 def _pruning_make(name: str, settings=None) -> None:
-    from .paper_numbers import PAPER_MAX_EIGENVALUE_THRESHOLD
-    from .pruning import AUTHORS_CODE_CONDITION_THRESHOLD
-    from .studies_pruning import STUDY_FILE, head_table, pruned_folder, pruning_study
+    from .paper_numbers import (
+        AUTHORS_CODE_CONDITION_THRESHOLD,
+        PAPER_MAX_EIGENVALUE_THRESHOLD,
+    )
+    from .store import PRUNING_FILE
+    from .studies_pruning import head_table, pruned_folder, pruning_study
 
     random_orders, counts, _ = settings or PRUNING_STUDIES[name]
     trained = trained_run(name)
@@ -236,7 +239,7 @@ def _pruning_make(name: str, settings=None) -> None:
         work_dir=pruned_folder(trained),  # the retrainings' run folders (resumable)
     )
     study.pop("pruned_history")  # written by the training loop into <run>-pruned
-    _write_json(Path(trained.run_dir) / STUDY_FILE, study)
+    _write_json(Path(trained.run_dir) / PRUNING_FILE, study)
 
 
 def _pruning_check(name: str) -> Optional[bool]:

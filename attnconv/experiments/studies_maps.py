@@ -22,7 +22,6 @@ from .data import load_cifar10, normalize
 from .store import ATTENTION_MAPS_FILE, read_keyed, run_result_name
 
 __all__ = [
-    "ATTENTION_MAPS",
     "attention_map_statistics",
     "average_attention_maps",
     "save_attention_maps",
@@ -30,10 +29,6 @@ __all__ = [
     "attention_maps_name",
     "run_attention_maps",
 ]
-
-
-#: File of the attention maps derived from a run's trained weights, next to ``history.json``.
-ATTENTION_MAPS = ATTENTION_MAPS_FILE
 
 
 def _default_query(model) -> Tuple[int, int]:
@@ -161,7 +156,7 @@ def save_attention_maps(
             for v in stats["variation"]
         ],
     }
-    path = Path(run.run_dir) / ATTENTION_MAPS
+    path = Path(run.run_dir) / ATTENTION_MAPS_FILE
     with open(path, "w") as f:
         json.dump(payload, f)
     return path
@@ -171,7 +166,7 @@ def load_attention_maps(run_dir) -> Optional[dict]:
     """The content of ``run_dir/attention_maps.json`` with ``layers`` as float64 tensors
     ``(N_h, H', W')`` and ``variation`` as ``(N_h,)`` tensors (``None`` for layers without heads),
     or ``None`` when the file is absent."""
-    path = Path(run_dir) / ATTENTION_MAPS
+    path = Path(run_dir) / ATTENTION_MAPS_FILE
     if not path.is_file():
         return None
     with open(path) as f:
@@ -199,7 +194,7 @@ def run_attention_maps(run: Run, num_images: int = 100) -> dict:
     """The saved attention maps of ``run`` (:func:`load_attention_maps`), made from its last epoch
     over ``num_images`` test images. Reads only: missing or made from another epoch, the error names
     the command that makes them (they need the run's weights)."""
-    path = Path(run.run_dir) / ATTENTION_MAPS
+    path = Path(run.run_dir) / ATTENTION_MAPS_FILE
     read_keyed(
         path,
         {"epoch": len(run.epochs), "num_images": num_images},

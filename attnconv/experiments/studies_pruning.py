@@ -58,7 +58,6 @@ from .train_config import TrainConfig
 from .train_step import decode_predictions, encode_predictions, evaluate
 
 __all__ = [
-    "STUDY_FILE",
     "Head",
     "head_table",
     "degeneracy_order",
@@ -79,8 +78,6 @@ __all__ = [
     "study_predictions",
 ]
 
-#: The study's file, next to the run's history.
-STUDY_FILE = PRUNING_FILE
 Head = Tuple[int, int]
 
 
@@ -452,7 +449,7 @@ def load_pruning_study(
     unpruned accuracy is the run's last test accuracy). Reads only: missing or
     made otherwise, the error names the command that makes it (it needs the trained weights).
     ``verbose``: say which file was read (relative to the book's folder)."""
-    path = Path(run.run_dir) / STUDY_FILE
+    path = Path(run.run_dir) / PRUNING_FILE
     wanted = {
         "base_config": run.config.to_dict(),
         "thresholds": {

@@ -11,8 +11,7 @@ the paper states no ResNet18 schedule).
 The pieces live in their own modules: the settings and the schedule in
 :mod:`~attnconv.experiments.train_config`, the step and the evaluation in
 :mod:`~attnconv.experiments.train_step`, the run folder in :mod:`~attnconv.experiments.checkpoints`,
-the optional logs in :mod:`~attnconv.experiments.train_logs`; this module is the loop, and every
-public name of those modules that callers used from here is still importable from here.
+the optional logs in :mod:`~attnconv.experiments.train_logs`; this module is the loop.
 
 Everything of a run lives in its folder:
 
@@ -21,9 +20,10 @@ Everything of a run lives in its folder:
   states, epoch, history. ``--resume`` continues exactly where it stopped (same losses as an
   uninterrupted run);
 * ``history.json`` — the data set (``data``, ``train_size``, ``test_size``), the device and
-  precision of the last session (``device``, ``precision``), and per epoch: train/test loss and
-  accuracy, learning rate, seconds, and the attention parameters of every head
-  (:meth:`SelfAttentionClassifier.attention_parameters`).
+  precision of the last session (``device``, ``precision``), every session's device, precision
+  and first epoch (``sessions``: a resume in another precision is refused unless allowed), and per
+  epoch: train/test loss and accuracy, learning rate, seconds, and the attention parameters of
+  every head (:meth:`SelfAttentionClassifier.attention_parameters`).
 
 A NaN/inf loss stops the run with :class:`NonFiniteLossError` at the end of its epoch (the step is
 named; steps are never held up to check it); the last good checkpoint is kept.
@@ -41,7 +41,7 @@ Command line::
     python -m attnconv.train --model resnet18 --profile gpu --run-dir runs/r18 --resume
     torchrun --standalone --nproc_per_node=4 -m attnconv.train --model quadratic --profile paper --run-dir runs/q
 
-Python: ``history = train(config, run_dir)``, ``run = load_run(run_dir)``,
+Python: ``history = train(config, run_dir)``, ``run = load_run(run_dir)`` (:mod:`~attnconv.experiments.checkpoints`),
 ``run = train_or_load(config, run_dir)``.
 """
 
@@ -60,8 +60,6 @@ import torch.distributed as dist
 
 from .allocator import retain_freed_memory
 from .checkpoints import (
-    CorruptCheckpointError,
-    NothingToResumeError,
     ResumeMismatchError,
     Run,
     RunExistsError,
@@ -98,26 +96,20 @@ from .models import build_model, count_parameters, model_config_to_dict
 from .store import (
     CHECKPOINT,
     CONFIG,
-    EPOCHS_CSV,
     HISTORY,
     PARTIAL_CHECKPOINT,
-    STEPS_CSV,
     json_form,
 )
 from .train_config import (
-    GAUSSIAN_PARAMETER_NAMES,
     TrainConfig,
     lr_factor,
     make_optimizer,
     make_scheduler,
-    parameter_groups,
 )
 from .train_logs import RunLogs
 from .train_step import (
-    RECORDED_STEPS,
     NonFiniteStep,
     StopRequested,
-    compute_loss,
     encode_predictions,
     evaluate,
     stream_seed,
@@ -125,39 +117,11 @@ from .train_step import (
 )
 
 __all__ = [
-    "TrainConfig",
     "StartFrom",
-    "attention_record",
-    "RECORDED_STEPS",
-    "train_epoch",
-    "write_json",
     "NonFiniteLossError",
     "PreemptedError",
-    "RunFolderError",
-    "RunExistsError",
-    "NothingToResumeError",
-    "CorruptCheckpointError",
-    "ResumeMismatchError",
-    "Run",
-    "select_device",
-    "parameter_groups",
-    "make_optimizer",
-    "lr_factor",
-    "make_scheduler",
-    "evaluate",
     "train",
-    "load_run",
     "train_or_load",
-    # names that live in the split modules, importable from here as before
-    "CHECKPOINT",
-    "CONFIG",
-    "EPOCHS_CSV",
-    "HISTORY",
-    "PARTIAL_CHECKPOINT",
-    "STEPS_CSV",
-    "GAUSSIAN_PARAMETER_NAMES",
-    "compute_loss",
-    "DistributedSetupError",
 ]
 
 
@@ -282,6 +246,21 @@ def _state_to_resume(run_dir: Path, config: TrainConfig, resume: bool):
     return None
 
 
+def _check_same_precision(history: dict, precision, run_dir: Path) -> None:
+    """A resume computes in the precision of the run's last session (a run's numbers come from
+    one precision), or raises :class:`ResumeMismatchError` in one line; histories from before the
+    field are not checked."""
+    saved = history.get("precision")
+    if saved is not None and saved != precision.name:
+        raise ResumeMismatchError(
+            f"cannot resume {run_dir}: its last session computed in {saved} on "
+            f"{history.get('device')}, this one would compute in {precision.name} on "
+            f"{precision.device}; resume where it computes in {saved}, or allow the change "
+            "(allow_precision_change=True, --allow-precision-change): the history records "
+            "each session."
+        )
+
+
 def _seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
     random.seed(seed)
@@ -334,11 +313,6 @@ def _prepare_data(config, data, ctx, verbose, device):
             f"the {ctx.world_size} processes; use fewer processes or another training-set size."
         )
     return data, validation
-
-
-def _format_duration(seconds: float) -> str:
-    seconds = int(round(seconds))
-    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
 @dataclass(frozen=True)
@@ -463,7 +437,7 @@ class _Session:
             self.device,
             self.config.bf16,
             distributed=self.ctx,
-            precision=self.precision.name,
+            precision=self.precision,
             predictions=predictions,
         )
 
@@ -484,6 +458,13 @@ class _Session:
         """Where and how this session computes, in the history (the last session's)."""
         self.history["device"] = str(self.device)
         self.history["precision"] = self.precision.name
+        self.history.setdefault("sessions", []).append(
+            {
+                "device": str(self.device),
+                "precision": self.precision.name,
+                "first_epoch": self.start_epoch + 1,
+            }
+        )
         if self.ctx is not None:
             self.history["distributed"] = {
                 **self.ctx.describe(),
@@ -542,6 +523,7 @@ class _Session:
             stop=stop,
             on_step=self._step_logger(epoch, logs),
             scaler=self.scaler,
+            precision=self.precision,
         )
         if first is not None:
             self.history["first_step_losses"] = first
@@ -707,12 +689,14 @@ def train(
     csv: bool = False,
     tensorboard=None,
     start: Optional[StartFrom] = None,
+    allow_precision_change: bool = False,
 ) -> dict:
     """Train ``config`` into ``run_dir`` and return the history (the content of ``history.json``).
 
     Args:
         resume: continue the run in ``run_dir`` from its checkpoint (its config must be the same,
             the device aside). Without it, a folder that already holds a checkpoint is an error.
+        allow_precision_change: resume in another precision than the run's last session's.
         progress: tqdm progress bars (on stderr).
         stop_after: return after this epoch as if interrupted (the run stays resumable).
         data: a :class:`~attnconv.experiments.data.CifarData` to use instead of loading ``config.data``.
@@ -752,18 +736,12 @@ def train(
     state = _share(ctx, lambda: _state_to_resume(run_dir, config, resume))
     device = ctx.device if ctx is not None else select_device(config.device)
     precision = resolve_precision(device, config.bf16, config.precision)
+    if state is not None and not allow_precision_change:
+        _check_same_precision(state["history"], precision, run_dir)
     _seed_everything(config.seed)
     data, validation = _prepare_data(config, data, ctx, verbose, device)
     session = _Session(
-        config,
-        run_dir,
-        ctx,
-        data,
-        precision,
-        sync_batchnorm,
-        state,
-        start,
-        validation,
+        config, run_dir, ctx, data, precision, sync_batchnorm, state, start, validation
     )
     if verbose:
         print(start_line(precision))

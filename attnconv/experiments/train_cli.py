@@ -20,6 +20,7 @@ from typing import Optional, Sequence
 
 import torch
 
+from .checkpoints import RunFolderError
 from .data import DataUnavailableError
 from .device import check_profile_device, cuda_available
 from .distributed import (
@@ -34,13 +35,8 @@ from .distributed import (
 )
 from .models import MODEL_NAMES
 from .profiles import PROFILES, default_profile_name, make_config
-from .train import (
-    NonFiniteLossError,
-    PreemptedError,
-    RunFolderError,
-    TrainConfig,
-    train,
-)
+from .train import NonFiniteLossError, PreemptedError, train
+from .train_config import TrainConfig
 
 __all__ = ["main"]
 
@@ -93,6 +89,12 @@ def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--resume", action="store_true", help="continue the run saved in --run-dir"
+    )
+    parser.add_argument(
+        "--allow-precision-change",
+        action="store_true",
+        help="with --resume: continue even when this machine computes in another precision "
+        "than the run's last session (each session is recorded in the history)",
     )
     parser.add_argument(
         "--data",
@@ -271,6 +273,7 @@ def _run(args, config: TrainConfig, ctx, lead: bool) -> int:
             config,
             args.run_dir,
             resume=args.resume,
+            allow_precision_change=args.allow_precision_change,
             progress=not args.no_progress,
             distributed=ctx,
             sync_batchnorm=not args.no_sync_batchnorm,

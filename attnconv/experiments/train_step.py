@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import List, Optional, Tuple
+from typing import List, Optional, Tuple, Union
 
 import torch
 import torch.nn.functional as F
@@ -285,6 +285,7 @@ def train_epoch(
     stop=None,
     on_step=None,
     scaler=None,
+    precision: Optional[Precision] = None,
 ):
     """One epoch of SGD on ``data.x_train``: batches shuffled and augmented from (seed, epoch), so
     that a resumed run repeats them exactly. Returns (mean training loss, training accuracy).
@@ -305,9 +306,12 @@ def train_epoch(
     once the next step is queued (the last one at the end of the epoch, or before a stop), so
     the device never waits for the host. ``scaler``: the fp16 gradient scaler, if any.
 
-    Precision: :func:`~attnconv.experiments.device.resolve_precision` of the device and the
-    config. A NaN/inf loss raises :class:`NonFiniteStep` (its step) at the end of the epoch."""
-    precision = resolve_precision(device, config.bf16, config.precision)
+    ``precision``: the run's :class:`~attnconv.experiments.device.Precision`, resolved once per
+    run (:func:`~attnconv.experiments.train.train`); ``None`` resolves it from the device and the
+    config (a caller that trains one epoch on its own). A NaN/inf loss raises
+    :class:`NonFiniteStep` (its step) at the end of the epoch."""
+    if precision is None:
+        precision = resolve_precision(device, config.bf16, config.precision)
     n_train = len(data.x_train)
     steps_per_epoch = math.ceil(n_train / config.batch_size)
     model.train()
@@ -421,11 +425,13 @@ def evaluate(
     device: Optional[torch.device] = None,
     bf16: bool = True,
     distributed: Optional[DistContext] = None,
-    precision: Optional[str] = None,
+    precision: Union[Precision, str, None] = None,
     predictions: Optional[list] = None,
 ) -> Tuple[float, float]:
-    """Mean cross-entropy and accuracy of ``model`` (eval mode) on ``uint8`` images ``x``, in the
-    precision of :func:`~attnconv.experiments.device.resolve_precision` (``bf16``, ``precision``).
+    """Mean cross-entropy and accuracy of ``model`` (eval mode) on ``uint8`` images ``x``, in
+    ``precision``: a run's :class:`~attnconv.experiments.device.Precision` (resolved once per
+    run), or else the name (or ``None``) that
+    :func:`~attnconv.experiments.device.resolve_precision` resolves with ``bf16`` on ``device``.
     ``predictions``: a list that receives the predicted class of every image, in order (the
     per-image evidence of paired tests, :func:`encode_predictions`).
 
@@ -435,7 +441,11 @@ def evaluate(
     single-process order: the same result as one process with the same weights. The per-batch
     sums stay on the device until the end (one host read)."""
     device = device or next(model.parameters()).device
-    mode = resolve_precision(device, bf16, precision)
+    mode = (
+        precision
+        if isinstance(precision, Precision)
+        else resolve_precision(device, bf16, precision)
+    )
     was_training = model.training
     model.eval()
     try:

@@ -27,8 +27,8 @@ end is above −margin, equivalence when it lies inside ±margin; *not reproduce
 what is claimed; otherwise *inconclusive*, with the smallest difference the runs could have
 detected (80 % power). A side with one seed leaves the seed term unknown: *inconclusive*, never
 support. An existence claim over exact properties of the parameters names its threshold
-(:func:`judge_existence`, or :func:`existence_verdict` over :class:`Observation` rows at the
-claim's :class:`Setting`) and says when the verdict changes between the book's thresholds.
+(:func:`judge_existence`, or :func:`~attnconv.experiments.existence.existence_verdict` over
+observations of runs at the claim's setting) and says when the verdict changes between the book's thresholds.
 :func:`spread` and :func:`seed_series` read the seed series of the registry.
 """
 
@@ -47,6 +47,8 @@ from .registry import RUNS, SERIES
 from .store import HISTORY, runs_dir
 
 __all__ = [
+    "plural",
+    "k_of",
     "REPRODUCED",
     "NOT_REPRODUCED",
     "INCONCLUSIVE",
@@ -62,9 +64,6 @@ __all__ = [
     "seed_series",
     "final_test_accuracies",
     "compare_seed_series",
-    "Setting",
-    "Observation",
-    "existence_verdict",
     "claim_block",
     "short_quote",
     "claim_summary",
@@ -376,92 +375,6 @@ def compare_seed_series(
     return lines
 
 
-# --------------------------------------------------------------------------- the symmetric rule
-
-
-@dataclass(frozen=True)
-class Setting:
-    """Where a claim, or a run, stands: ``model`` (encoding), ``depth`` (layers of the model),
-    ``layers`` (the layers the claim is about, from 1), ``epochs`` (training length). ``None``: the
-    claim names no such thing (any run matches)."""
-
-    model: Optional[str] = None
-    depth: Optional[int] = None
-    layers: Optional[Tuple[int, ...]] = None
-    epochs: Optional[int] = None
-
-    def covers(self, run: "Setting") -> bool:
-        """Whether a run at ``run`` is at this (the claim's) setting: every field the claim names
-        is the run's (the layers the claim names must all exist in the run)."""
-        if self.model is not None and run.model != self.model:
-            return False
-        if self.depth is not None and run.depth != self.depth:
-            return False
-        if self.epochs is not None and run.epochs != self.epochs:
-            return False
-        if self.layers is not None and run.depth is not None:
-            return max(self.layers) <= run.depth
-        return True
-
-    def describe(self) -> str:
-        """``quadratic, 6 layers, layer 4, 40 epochs`` (what is named)."""
-        parts = []
-        if self.model:
-            parts.append(self.model)
-        if self.depth:
-            parts.append(f"{self.depth} layers")
-        if self.layers:
-            ls = self.layers
-            contiguous = list(ls) == list(range(ls[0], ls[-1] + 1))
-            parts.append(
-                f"layer {ls[0]}"
-                if len(ls) == 1
-                else (
-                    f"layers {ls[0]}-{ls[-1]}"
-                    if contiguous
-                    else "layers " + ", ".join(map(str, ls))
-                )
-            )
-        if self.epochs:
-            parts.append(f"{self.epochs} epochs")
-        return ", ".join(parts) or "any run"
-
-
-@dataclass(frozen=True)
-class Observation:
-    """What one run shows about an existence claim: ``run`` names it, ``measured`` says what was
-    measured (numbers), ``shows`` whether it shows the claimed effect, ``at_setting`` whether the
-    run is at the claim's setting (:meth:`Setting.covers`); ``effect`` and ``noise`` (same unit):
-    the size of the effect the run shows (or the smallest difference its test must resolve) and
-    the noise it must exceed; ``noise=None``: an exact property of the trained parameters (a count
-    of heads, a distance), with no sampling noise."""
-
-    run: str
-    measured: str
-    shows: bool
-    at_setting: bool = True
-    effect: Optional[float] = None
-    noise: Optional[float] = None
-
-    def __post_init__(self):
-        if self.noise is not None and self.effect is None:
-            raise ValueError(
-                f"{self.run}: a noise needs the effect it is compared with"
-            )
-
-    @property
-    def beyond_noise(self) -> bool:
-        """Shows it, and the effect exceeds the noise (always, for an exact property)."""
-        return self.shows and (self.noise is None or abs(self.effect) > self.noise)
-
-    def evidence(self) -> Evidence:
-        """As an :class:`Evidence` row; a run off the claim's setting says so."""
-        note = (
-            "" if self.at_setting else " (not the claim's setting: listed, not counted)"
-        )
-        return Evidence(self.run, self.measured + note)
-
-
 def _names(items) -> str:
     return "; ".join(items)
 
@@ -471,63 +384,9 @@ def plural(n: int, noun: str = "run") -> str:
     return f"{n} {noun}{'s' * (n != 1)}"
 
 
-def _k_of(k: int, n: int) -> str:
+def k_of(k: int, n: int) -> str:
     """``2 of 3 runs``; ``the one run`` when there is one."""
     return "the one run" if n == 1 else f"{k} of {plural(n)}"
-
-
-def existence_verdict(
-    observations: Sequence[Observation], setting: Optional[Setting] = None
-) -> Tuple[str, str]:
-    """The verdict on an existence claim, and why, from one :class:`Observation` per run:
-
-    * *reproduced at CPU scale* — a run at the claim's setting shows it beyond the noise;
-    * *inconclusive* — runs at the setting show it only within the noise, or no run is at the
-      setting (what runs at other settings show is named);
-    * *not reproduced at CPU scale* — runs at the setting exist and none shows it.
-    """
-    if not observations:
-        raise ValueError("a verdict needs the evidence of at least one run")
-    where = f" ({setting.describe()})" if setting is not None else ""
-    at = [o for o in observations if o.at_setting]
-    off = [o for o in observations if not o.at_setting]
-    off_shows = [o.run for o in off if o.beyond_noise]
-    elsewhere = (
-        f"; at other settings it is shown by {_names(off_shows)}" if off_shows else ""
-    )
-    if not at:
-        return INCONCLUSIVE, (
-            f"no run at the claim's setting{where}"
-            + (elsewhere or "; the runs at other settings do not show it either")
-        )
-    strong = [o.run for o in at if o.beyond_noise]
-    if strong:
-        exact = all(o.noise is None for o in at if o.beyond_noise)
-        how = (
-            "an exact property of the trained parameters"
-            if exact
-            else "beyond the test set's noise"
-        )
-        return REPRODUCED, (
-            f"shown at the claim's setting{where} by {_k_of(len(strong), len(at))} "
-            f"({_names(strong)}), {how}"
-        )
-    weak = [o for o in at if o.shows]
-    if weak:
-        sizes = _names(
-            f"{o.run}: {abs(o.effect):.3g} against a noise of {o.noise:.3g}"
-            for o in weak
-        )
-        return INCONCLUSIVE, (
-            f"shown at the claim's setting{where} only within the test set's noise "
-            f"({sizes}), so the runs cannot tell" + elsewhere
-        )
-    nobody = (
-        f"the one run at the claim's setting{where} does not show it"
-        if len(at) == 1
-        else f"none of the {len(at)} runs at the claim's setting{where} shows it"
-    )
-    return NOT_REPRODUCED, nobody + elsewhere
 
 
 def claim_block(claim: Claim, heading: Optional[str] = None, link: str = "") -> str:
@@ -1059,7 +918,7 @@ def judge_existence(
     elif shown:
         have = "has" if len(shown) == 1 else "have"
         reason = (
-            f"{_k_of(len(shown), len(values))} at the claim's setting {have} a {what} "
+            f"{k_of(len(shown), len(values))} at the claim's setting {have} a {what} "
             f"above {threshold:g} ({_names(shown)})"
         )
     else:

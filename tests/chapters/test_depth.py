@@ -1,4 +1,4 @@
-"""attnconv.chapters.depth: per-layer depth measures against independent computations, and the
+"""attnconv.chapters.shared.depth_measures: per-layer depth measures against independent computations, and the
 claim checks on hand-made rows where the answer is known."""
 
 import math
@@ -8,14 +8,16 @@ import numpy as np
 import pytest
 import torch
 
-from attnconv.chapters import depth
 from attnconv.chapters import paper_verdicts as pv
 from attnconv.chapters.shared import depth_measures
+from attnconv.chapters.shared import depth_measures as depth
+from attnconv.chapters.shared import paper_claims as pc
 from attnconv.chapters.shared.gaussian_maps import gaussian_head_maps
 from attnconv.chapters.shared.trained_heads import head_summary, layer_records
 from attnconv.core.lattice import lattice_coverage
+from attnconv.experiments import studies_removal
 from attnconv.experiments import verdicts as v
-from attnconv.experiments.train import load_run
+from attnconv.experiments.checkpoints import load_run
 from attnconv.experiments.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 
 DEEP_QUADRATIC = (
@@ -100,7 +102,7 @@ def test_structure_claims_use_every_seed_with_their_interval():
         "seed 1": _rows([1.2, 1, 3, 3.5, 4, 4], localized=(5, 3, 1, 0, 0, 0)),
         "seed 2": _rows([1.5, 1, 3, 3, 5, 4], localized=(4, 5, 0, 1, 0, 0)),
     }
-    claims = pv.structure_claims(seeds, {})
+    claims = pc.structure_claims(seeds, {})
     local = _key(claims, "local_then_far")
     assert local.verdict == REPRODUCED and local.kind == "superiority"
     assert (
@@ -119,7 +121,7 @@ def test_structure_claims_use_every_seed_with_their_interval():
     # a seed going the other way: the interval no longer excludes 0
     seeds["seed 2"] = _rows([4, 4, 1, 1, 1, 1])
     assert (
-        _key(pv.structure_claims(seeds, {}), "local_then_far").verdict == INCONCLUSIVE
+        _key(pc.structure_claims(seeds, {}), "local_then_far").verdict == INCONCLUSIVE
     )
     first = _key(claims, "localized_first")
     assert first.verdict == REPRODUCED
@@ -130,23 +132,23 @@ def test_grid_at_layer_four_judged_on_the_deep_seeds():
     none = _rows([1] * 6)
     for r in sharp:
         r["sharp_coverage"] = 9 if r["layer"] == 3 else 0
-    c = pv.grid_claim({"seed 0": none, "seed 1": none, "seed 2": none})
+    c = pc.grid_claim({"seed 0": none, "seed 1": none, "seed 2": none})
     assert c.verdict == NOT_REPRODUCED and "layer 4" in c.reason and "0.9" in c.reason
-    assert pv.grid_claim({"seed 0": none, "seed 1": sharp}).verdict == REPRODUCED
-    c = pv.grid_claim({"seed 0": none}, {"2 layers": sharp})
+    assert pc.grid_claim({"seed 0": none, "seed 1": sharp}).verdict == REPRODUCED
+    c = pc.grid_claim({"seed 0": none}, {"2 layers": sharp})
     assert c.verdict == NOT_REPRODUCED and "2 layers" in c.reason
 
 
 def test_no_overlap_is_vacuous_without_two_heads_on_one_key():
     none = _rows([1] * 6)  # no head on one key: nothing to test
     two = _rows([1] * 6, localized=(2, 0, 0, 0, 0, 0))
-    c = pv.no_overlap_claim({"seed 0": none}, {})
+    c = pc.no_overlap_claim({"seed 0": none}, {})
     assert c.verdict == INCONCLUSIVE and "vacuous" in c.evidence[0].measured
     assert (
-        pv.no_overlap_claim({"seed 0": none, "seed 1": two}, {}).verdict == REPRODUCED
+        pc.no_overlap_claim({"seed 0": none, "seed 1": two}, {}).verdict == REPRODUCED
     )
     overlap = _rows([1] * 6, localized=(2, 0, 0, 0, 0, 0), loc_pairs=1)
-    assert pv.no_overlap_claim({"seed 1": overlap}, {}).verdict == NOT_REPRODUCED
+    assert pc.no_overlap_claim({"seed 1": overlap}, {}).verdict == NOT_REPRODUCED
 
 
 def test_learned_pixels_names_the_threshold_where_the_verdict_changes():
@@ -161,13 +163,13 @@ def test_learned_pixels_names_the_threshold_where_the_verdict_changes():
         "seed 2": [1, 1, 0, 0, 0, 0],
     }
     c = _key(
-        pv.learned_claims(peaks, counts, {"learned": [0.99, 0.9]}), "learned_pixels"
+        pc.learned_claims(peaks, counts, {"learned": [0.99, 0.9]}), "learned_pixels"
     )
     assert c.verdict == REPRODUCED and "2 of 3" in c.reason
     assert "changes at the book's other threshold 0.9: not reproduced" in c.reason
     assert "2 layers" in c.reason  # listed, not counted
     c = _key(
-        pv.learned_claims({"seed 0": [0.3] * 6}, {}, {"learned": [0.99]}),
+        pc.learned_claims({"seed 0": [0.3] * 6}, {}, {"learned": [0.99]}),
         "learned_pixels",
     )
     assert c.verdict == NOT_REPRODUCED
@@ -175,7 +177,7 @@ def test_learned_pixels_names_the_threshold_where_the_verdict_changes():
 
 def test_one_seed_gives_no_verdict_on_a_comparison():
     sym = {"left_right": 5, "up_down": 1, "considered": 20}
-    c = _key(pv.learned_claims({}, {}, symmetry=sym), "vertical_rare")
+    c = _key(pc.learned_claims({}, {}, symmetry=sym), "vertical_rare")
     assert c.verdict == INCONCLUSIVE and "spread over seeds is unknown" in c.reason
 
 
@@ -191,7 +193,7 @@ def test_learned_localized_reads_the_saved_peaks():
         ]
     }
     assert depth.learned_localized(history) == [2, 0]
-    assert pv._peaks(history) == [0.9, 0.3]
+    assert pc.layer_peaks(history) == [0.9, 0.3]
 
 
 def test_removal_rows_and_redundancy_by_the_same_model_interval():
@@ -211,12 +213,12 @@ def test_removal_rows_and_redundancy_by_the_same_model_interval():
     assert rows[4]["head_drop_max"] == pytest.approx(0.2)
     assert rows[5]["harmless_heads"] == 2 and rows[0]["harmless_heads"] == 0
     # without per-image predictions the unpaired interval (±4 points) cannot show 0.5 points
-    c = pv.redundant_claim({"learned": rem}, n_test=1017)
+    c = pc.redundant_claim({"learned": rem}, n_test=1017)
     assert c.verdict == INCONCLUSIVE and "conservative unpaired" in c.reason
     # with a test set large enough, a head costing nothing is shown redundant
-    assert pv.redundant_claim({"learned": rem}, n_test=2_000_000).verdict == REPRODUCED
+    assert pc.redundant_claim({"learned": rem}, n_test=2_000_000).verdict == REPRODUCED
     # a quadratic run is not the claim's (learned) setting
-    assert pv.redundant_claim({"quadratic": rem}).verdict == INCONCLUSIVE
+    assert pc.redundant_claim({"quadratic": rem}).verdict == INCONCLUSIVE
 
 
 def test_pruning_claims_by_the_same_model_interval():
@@ -230,7 +232,7 @@ def test_pruning_claims_by_the_same_model_interval():
         },
         "2 layers (cpu)": {"full": 0.507, "pruned": 0.429, "retrained": 0.513},
     }
-    counts, hurts, recovers = pv.pruning_claims(
+    counts, hurts, recovers = pc.pruning_claims(
         [2, 4, 1, 2, 6, 0],
         {
             "6 layers (deep), thresholds": [0, 0, 1, 1, 3, 0],
@@ -249,7 +251,7 @@ def test_pruning_claims_by_the_same_model_interval():
     assert recovers.verdict == INCONCLUSIVE and recovers.margin == "±1 point"
     assert any("retrained for the same epochs" in x for x in recovers.confounds)
     acc["6 layers (deep)"]["pruned"] = 0.50
-    assert pv.pruning_claims([0] * 6, {"6 layers (deep)": [0] * 6}, acc)[1].verdict == (
+    assert pc.pruning_claims([0] * 6, {"6 layers (deep)": [0] * 6}, acc)[1].verdict == (
         REPRODUCED
     )
 
@@ -267,10 +269,10 @@ def test_flops_claim_judged_by_flops():
             "train_images_per_s": 4.0,
         },
     ]
-    c = pv.flops_claim({"models": {"quadratic": rows}})
+    c = pc.flops_claim({"models": {"quadratic": rows}})
     assert c.verdict == REPRODUCED and "27 % fewer" in c.reason
     rows[1]["train_gflops_per_step"] = 95.0
-    assert pv.flops_claim({"models": {"quadratic": rows}}).verdict == NOT_REPRODUCED
+    assert pc.flops_claim({"models": {"quadratic": rows}}).verdict == NOT_REPRODUCED
 
 
 def test_book_claims_from_the_committed_runs():
@@ -302,11 +304,13 @@ def test_removal_accuracies_match_pruning_by_hand(tmp_path):
     """removal.json of a tiny trained run against copies pruned and evaluated here, one by one."""
     import copy as _copy
 
+    from attnconv.experiments.checkpoints import write_json
     from attnconv.experiments.data import load_cifar10
     from attnconv.experiments.profiles import make_config
     from attnconv.experiments.pruning import prune_heads
     from attnconv.experiments.store import REMOVAL_FILE, StaleResultError
-    from attnconv.experiments.train import evaluate, train_or_load, write_json
+    from attnconv.experiments.train import train_or_load
+    from attnconv.experiments.train_step import evaluate
 
     tiny = dict(
         hidden_size=16, intermediate_size=16, num_layers=2, num_heads=2, downsample=8
@@ -320,16 +324,16 @@ def test_removal_accuracies_match_pruning_by_hand(tmp_path):
         model_overrides=tiny,
     )
     run = train_or_load(config, tmp_path / "quadratic", load_model=True, verbose=False)
-    assert depth.load_removal(run) is None
-    saved = depth.removal_accuracies(run)
+    assert studies_removal.load_removal(run) is None
+    saved = studies_removal.removal_accuracies(run)
     write_json(run.run_dir / REMOVAL_FILE, saved)
-    assert depth.load_removal(run) == saved
+    assert studies_removal.load_removal(run) == saved
     stale = dict(
         saved, full=saved["full"] + 1 / 50
     )  # removal accuracies of other weights
     write_json(run.run_dir / REMOVAL_FILE, stale)
     with pytest.raises(StaleResultError, match="regenerate --only .*removal"):
-        depth.load_removal(run)
+        studies_removal.load_removal(run)
     write_json(run.run_dir / REMOVAL_FILE, saved)
     data = load_cifar10("sample", verbose=False).subset(100, 50)
     model = run.model.eval()
@@ -454,7 +458,7 @@ def test_removal_is_judged_paired_where_the_study_kept_predictions():
     assert worse.estimate == pytest.approx(-30 / 1017) and worse.p_value == v.mcnemar_p(
         0, 30
     )
-    c = pv.redundant_claim({"learned": rem})
+    c = pc.redundant_claim({"learned": rem})
     assert c.verdict == REPRODUCED and "layer 5, head 1" in c.reason
     assert "layer 5, head 2" not in c.reason and v.MCNEMAR in c.evidence[0].measured
     rows = depth.removal_rows({"learned": rem})
@@ -462,7 +466,7 @@ def test_removal_is_judged_paired_where_the_study_kept_predictions():
     # the same numbers without the predictions: the unpaired interval cannot tell
     bare = {k: x for k, x in rem.items() if not k.endswith("predictions")}
     assert removal_interval(bare, 4, 0).method.startswith(v.UNPAIRED)
-    assert pv.redundant_claim({"learned": bare}).verdict == INCONCLUSIVE
+    assert pc.redundant_claim({"learned": bare}).verdict == INCONCLUSIVE
 
 
 def test_pruning_claims_are_paired_where_the_study_kept_predictions():
@@ -485,7 +489,7 @@ def test_pruning_claims_are_paired_where_the_study_kept_predictions():
     }
     acc = depth.pruning_accuracies(study, 2)
     assert acc["labels"] == labels and acc["pruned_predictions"][400] != labels[400]
-    counts, hurts, recovers = pv.pruning_claims(
+    counts, hurts, recovers = pc.pruning_claims(
         [2, 4, 1, 2, 6, 0], {"6 layers (deep)": [0] * 6}, {"6 layers (deep)": acc}
     )
     # 30 of 1,017 images lost by pruning: the paired interval and McNemar show it

@@ -14,10 +14,13 @@ import torch
 
 import attnconv.chapters.generalized_pruning as gf
 import attnconv.experiments.studies_pruning as sp
+from attnconv.experiments.checkpoints import Run, attention_record
 from attnconv.experiments.data import load_cifar10_sample
 from attnconv.experiments.models import build_model, model_config_to_dict
 from attnconv.experiments.pruning import degenerate_heads, prune_heads
-from attnconv.experiments.train import Run, TrainConfig, attention_record, evaluate
+from attnconv.experiments.store import PRUNING_FILE
+from attnconv.experiments.train_config import TrainConfig
+from attnconv.experiments.train_step import evaluate
 
 PAPER = (
     Path(__file__).resolve().parents[3]
@@ -93,10 +96,10 @@ def test_settings_per_profile():
         gf.generalized_run_changes("nope")
     gf.generalized_run_changes("cpu")["epochs"] = 1  # a copy
     assert gf.generalized_run_changes("cpu")["epochs"] == 40
-    assert gf.retrain_epochs(TrainConfig(epochs=300)) == 100
+    assert sp.retrain_epochs(TrainConfig(epochs=300)) == 100
     assert (
-        gf.retrain_epochs(TrainConfig(epochs=40)) == 14
-        and gf.retrain_epochs(TrainConfig(epochs=1)) == 1
+        sp.retrain_epochs(TrainConfig(epochs=40)) == 14
+        and sp.retrain_epochs(TrainConfig(epochs=1)) == 1
     )
 
 
@@ -123,7 +126,7 @@ def test_attention_only_model_restores_the_saved_heads():
 
 def test_head_table_against_eigensolver():
     model = shaped_model()
-    rows = gf.head_table(model, 1e-5, 1e3)
+    rows = sp.head_table(model, 1e-5, 1e3)
     assert len(rows) == 8
     for r in rows:
         m = (
@@ -139,18 +142,18 @@ def test_head_table_against_eigensolver():
     assert flagged == {(0, 1), (1, 0), (1, 3)}
     for cond in (1e3, 1e5):
         want = degenerate_heads(model, 1e-5, cond)
-        got = gf.selection_of(
+        got = sp.selection_of(
             [
                 (r["layer"], r["head"])
-                for r in gf.head_table(model, 1e-5, cond)
+                for r in sp.head_table(model, 1e-5, cond)
                 if r["degenerate"]
             ]
         )
         assert got == want
     with pytest.raises(ValueError):
-        gf.head_table(model, condition_threshold=0.5)
+        sp.head_table(model, condition_threshold=0.5)
     with pytest.raises(ValueError):
-        gf.head_table(tiny("quadratic"))
+        sp.head_table(tiny("quadratic"))
 
 
 def test_head_table_keeps_tiny_eigenvalues_exact():
@@ -159,7 +162,7 @@ def test_head_table_keeps_tiny_eigenvalues_exact():
     model = tiny()
     set_m(model, 0, 0, [[1.0, 0.0], [0.0, 1e-9]])
     set_m(model, 0, 1, [[1.0, 2.0], [0.5, 1.0]])  # rank one
-    rows = gf.head_table(model)
+    rows = sp.head_table(model)
     m0 = float(torch.tensor(1e-9, dtype=torch.float32))
     assert rows[0]["lambda_min"] == pytest.approx(m0**2, rel=1e-12) and rows[0][
         "condition"
@@ -174,14 +177,14 @@ def test_head_table_keeps_tiny_eigenvalues_exact():
 
 def test_degeneracy_order_and_prefix_property():
     model = shaped_model()
-    order = gf.degeneracy_order(model)
+    order = sp.degeneracy_order(model)
     assert order[:4] == [(0, 1), (1, 0), (1, 3), (0, 2)]
     assert sorted(order) == [(li, h) for li in range(2) for h in range(4)]
     for cond in (1e1, 50.0, 1e3, 1e5, 1e7):
         sel = degenerate_heads(model, 1e-5, cond)
-        assert gf.selection_of(order[: gf.count_selected(sel)]) == sel
-    assert gf.selection_of([(1, 3), (0, 2), (1, 0)]) == {0: [2], 1: [0, 3]}
-    assert gf.count_selected({0: [1, 2], 3: [0]}) == 3
+        assert sp.selection_of(order[: sp.count_selected(sel)]) == sel
+    assert sp.selection_of([(1, 3), (0, 2), (1, 0)]) == {0: [2], 1: [0, 3]}
+    assert sp.count_selected({0: [1, 2], 3: [0]}) == 3
 
 
 def test_per_head_outputs_against_loops():
@@ -282,17 +285,17 @@ def test_pruning_study_on_a_tiny_model(data):
 
 
 def test_load_pruning_study_reads_only(tmp_path, data):
+    from attnconv.experiments.checkpoints import write_json
     from attnconv.experiments.store import MissingResultError, StaleResultError
-    from attnconv.experiments.train import write_json
 
     cfg = tiny_config()
     run_dir = tmp_path / "cpu" / "generalized"
     run_dir.mkdir(parents=True)
     run = Run(run_dir, cfg, {"epochs": []})
     with pytest.raises(MissingResultError, match="python -m attnconv.regenerate"):
-        gf.load_pruning_study(run, condition_threshold=1e3)
+        sp.load_pruning_study(run, condition_threshold=1e3)
     with pytest.raises(MissingResultError, match="python -m attnconv.regenerate"):
-        gf.load_pruned_run(run)
+        sp.load_pruned_run(run)
     study = sp.pruning_study(
         shaped_model(),
         cfg,
@@ -304,20 +307,20 @@ def test_load_pruning_study_reads_only(tmp_path, data):
         random_orders=1,
     )
     pruned = study.pop("pruned_history")
-    write_json(run_dir / gf.STUDY_FILE, study)
-    gf.pruned_folder(run).mkdir()
-    write_json(gf.pruned_folder(run) / "history.json", pruned)
+    write_json(run_dir / PRUNING_FILE, study)
+    sp.pruned_folder(run).mkdir()
+    write_json(sp.pruned_folder(run) / "history.json", pruned)
     before = {p: p.read_bytes() for p in tmp_path.rglob("*.json")}
-    assert gf.load_pruning_study(run, condition_threshold=1e3) == json.loads(
+    assert sp.load_pruning_study(run, condition_threshold=1e3) == json.loads(
         json.dumps(study)
     )
-    assert gf.load_pruned_run(run).history["heads_per_layer"] == [3, 2]
+    assert sp.load_pruned_run(run).history["heads_per_layer"] == [3, 2]
     with pytest.raises(StaleResultError, match="python -m attnconv.regenerate"):
-        gf.load_pruning_study(
+        sp.load_pruning_study(
             run, condition_threshold=1e5
         )  # other thresholds: not this study
     with pytest.raises(StaleResultError):
-        gf.load_pruning_study(
+        sp.load_pruning_study(
             Run(run_dir, replace(cfg, epochs=cfg.epochs + 1), {"epochs": []}),
             condition_threshold=1e3,
         )

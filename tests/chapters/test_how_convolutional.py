@@ -30,12 +30,12 @@ from attnconv.core.lattice import (
     neighbourhood_mass,
     peak_shifts,
 )
+from attnconv.experiments.checkpoints import Run
 from attnconv.experiments.models import (
     SelfAttentionConfig,
     build_model,
     model_config_to_dict,
 )
-from attnconv.experiments.train import Run
 
 LATTICE3 = [(i, j) for i in (-1, 0, 1) for j in (-1, 0, 1)]
 
@@ -109,7 +109,7 @@ def test_coverage_known_answers():
 
 def test_coverage_matches_loops():
     g = torch.Generator().manual_seed(1)
-    for trial in range(20):
+    for _ in range(20):
         c = (torch.rand(9, 2, generator=g, dtype=torch.float64) * 4 - 2).tolist()
         for radius in (0.3, 0.5, 0.8):
             assert lattice_coverage(c, 3, radius) == loop_coverage(c, 3, radius)
@@ -120,7 +120,7 @@ def test_coverage_matches_loops():
         (-1, -1),
         (1, 0),
     ]
-    for trial in range(10):
+    for _ in range(10):
         c = (torch.rand(5, 2, generator=g, dtype=torch.float64) * 4 - 2).tolist()
         pts = covered_lattice_points(c)
         assert len(pts) == lattice_coverage(c)

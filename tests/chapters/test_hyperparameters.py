@@ -2,33 +2,57 @@
 the numbers of Table 2 typed from arXiv v1 App. A.4 here, and the profiles' own configs."""
 
 import pytest
+import torch
 
+from attnconv.chapters import hyperparameters as hp
 from attnconv.chapters.hyperparameters import (
-    PAPER_TABLE2,
     profile_values,
     table2_markdown,
     table2_rows,
 )
+from attnconv.experiments.models import SelfAttentionConfig, build_model
+from attnconv.experiments.paper_numbers import PAPER_TABLE2
 from attnconv.experiments.profiles import get_profile
+from attnconv.experiments.train_config import TrainConfig
 
 
-def test_table2_as_printed():
-    assert PAPER_TABLE2 == {
-        "number of layers": 6,
-        "number of heads": 9,
-        "hidden dimension": 400,
-        "intermediate dimension": 512,
-        "invertible pooling width": 2,
-        "dropout probability": 0.1,
-        "layer normalization epsilon": 1e-12,
-        "number of epochs": 300,
-        "batch size": 100,
-        "learning rate": 0.1,
-        "weight decay": 0.0001,
-        "momentum": 0.9,
-        "cosine decay": "yes",
-        "linear warm up ratio": 0.05,
+def test_table2_is_what_the_defaults_build():
+    """Table 2 read off the paper-size model and the training defaults themselves (not through
+    :func:`profile_values`): a change to either, or to the typed table, fails here."""
+    mc, tc = SelfAttentionConfig(), TrainConfig()
+    with torch.device("meta"):
+        model = build_model(mc)
+    layers = model.layers
+    built = {
+        "number of layers": len(layers),
+        "number of heads": layers[0].attention.num_heads,
+        "hidden dimension": mc.hidden_size,
+        "intermediate dimension": mc.intermediate_size,
+        "invertible pooling width": mc.downsample,
+        "dropout probability": mc.hidden_dropout,
+        "layer normalization epsilon": mc.layer_norm_eps,
+        "number of epochs": tc.epochs,
+        "batch size": tc.batch_size,
+        "learning rate": tc.lr,
+        "weight decay": tc.weight_decay,
+        "momentum": tc.momentum,
+        "cosine decay": "yes" if tc.schedule == "warmup_cosine" else "no",
+        "linear warm up ratio": tc.warmup_fraction,
     }
+    assert built == PAPER_TABLE2
+
+
+def test_a_profile_off_table2_is_marked(monkeypatch):
+    """A setting a profile does not share with Table 2 is marked ✗ with its reason."""
+    table = {**PAPER_TABLE2, "momentum": 0.5}
+    monkeypatch.setattr(hp, "PAPER_TABLE2", table)
+    rows = {r["name"]: r for r in table2_rows(("paper",))}
+    assert rows["momentum"]["profiles"]["paper"]["matches"] is False
+    assert rows["batch size"]["profiles"]["paper"]["matches"] is True
+    line = next(
+        x for x in table2_markdown(list(rows.values())).splitlines() if "momentum" in x
+    )
+    assert "✗" in line
 
 
 def test_paper_profile_matches_table2_and_cpu_deviations_are_marked():

@@ -1,4 +1,5 @@
-"""Tests of attnconv.chapters.interactive: the kernel-free Plotly figures of chapters 6 and 7b.
+"""Tests of the kernel-free Plotly figures of chapters 6 and 7b (attnconv.chapters.interactive,
+attnconv.chapters.explore_trained_heads, attnconv.chapters.shared.plotly_style).
 
 Each figure is checked against the functions it is drawn from (head_state_probabilities,
 head_state_kernel, center_trajectories, gaussian_head_maps), on the saved quadratic run of the
@@ -14,16 +15,17 @@ import pytest
 import torch
 
 from attnconv import off_target_mass_bound
+from attnconv.chapters.explore_trained_heads import (
+    query_heads_figure,
+    trajectory_figure,
+)
 from attnconv.chapters.interactive import (
     EXPLORER_ALPHAS,
     EXPLORER_DELTAS,
     explorer_figure,
     explorer_frame_name,
-    figure_html,
     linked_sliders_script,
     one_tap_error,
-    query_heads_figure,
-    trajectory_figure,
 )
 from attnconv.chapters.shared.gaussian_maps import gaussian_head_maps
 from attnconv.chapters.shared.head_state import (
@@ -31,6 +33,7 @@ from attnconv.chapters.shared.head_state import (
     head_state_kernel,
     head_state_probabilities,
 )
+from attnconv.chapters.shared.plotly_style import figure_html
 from attnconv.chapters.shared.trained_heads import center_trajectories, layer_records
 
 HISTORY = (

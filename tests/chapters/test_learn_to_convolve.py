@@ -9,7 +9,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attnconv.chapters.learn_to_convolve import (
+from attnconv.chapters.learn_to_convolve import plot_convolve_run
+from attnconv.core.encodings import kernel_shifts
+from attnconv.core.lattice import lattice_coverage
+from attnconv.experiments.studies_convolve import (
     ConvolveResult,
     ConvolveSetup,
     convolution_images,
@@ -18,7 +21,6 @@ from attnconv.chapters.learn_to_convolve import (
     learn_to_convolve,
     make_attention_layer,
     output_error,
-    plot_convolve_run,
     relative_error,
     run_summary,
     seed_sweep,
@@ -26,8 +28,6 @@ from attnconv.chapters.learn_to_convolve import (
     stray_heads,
     target_convolution,
 )
-from attnconv.core.encodings import kernel_shifts
-from attnconv.core.lattice import lattice_coverage
 
 TINY = ConvolveSetup(num_images=200, image_size=8, steps=30, batch_size=100)
 LATTICE = kernel_shifts(3).float()

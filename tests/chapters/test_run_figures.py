@@ -12,15 +12,9 @@ from conftest import synthetic_cifar
 
 from attnconv.chapters.quadratic_training import format_table1, table1_rows
 from attnconv.chapters.shared.attention_maps import (
-    ATTENTION_MAPS,
-    attention_map_statistics,
-    average_attention_maps,
     format_variation,
     layer_attention_maps,
-    load_attention_maps,
     plot_layer_head_maps,
-    run_attention_maps,
-    save_attention_maps,
 )
 from attnconv.chapters.shared.gaussian_maps import (
     gaussian_head_maps,
@@ -50,6 +44,7 @@ from attnconv.chapters.shared.trained_heads import (
     head_table,
 )
 from attnconv.core.encodings import GeneralizedQuadraticEncoding, QuadraticEncoding
+from attnconv.experiments.checkpoints import Run, load_run
 from attnconv.experiments.data import normalize
 from attnconv.experiments.models import (
     SelfAttentionConfig,
@@ -59,8 +54,21 @@ from attnconv.experiments.models import (
 from attnconv.experiments.paper_numbers import PAPER_TABLE1
 from attnconv.experiments.profiles import get_profile, make_config
 from attnconv.experiments.registry import active_profile
-from attnconv.experiments.store import MissingResultError, StaleResultError
-from attnconv.experiments.train import CHECKPOINT, Run, TrainConfig, load_run, train
+from attnconv.experiments.store import (
+    ATTENTION_MAPS_FILE,
+    CHECKPOINT,
+    MissingResultError,
+    StaleResultError,
+)
+from attnconv.experiments.studies_maps import (
+    attention_map_statistics,
+    average_attention_maps,
+    load_attention_maps,
+    run_attention_maps,
+    save_attention_maps,
+)
+from attnconv.experiments.train import train
+from attnconv.experiments.train_config import TrainConfig
 
 TINY = dict(
     hidden_size=8, intermediate_size=8, num_layers=2, num_heads=3, downsample=8
@@ -537,12 +545,12 @@ def test_save_load_and_run_attention_maps(tmp_path, tiny_data):
     assert load_attention_maps(run.run_dir) is None
     with pytest.raises(MissingResultError, match="python -m attnconv.regenerate"):
         run_attention_maps(run, num_images=5)  # reading never computes
-    assert not (run.run_dir / ATTENTION_MAPS).exists()
+    assert not (run.run_dir / ATTENTION_MAPS_FILE).exists()
     save_attention_maps(
         load_run(run.run_dir, load_model=True), num_images=5, data=tiny_data
     )
     got = run_attention_maps(run, num_images=5)
-    path = run.run_dir / ATTENTION_MAPS
+    path = run.run_dir / ATTENTION_MAPS_FILE
     assert (
         path.is_file()
         and got["num_images"] == 5
@@ -580,7 +588,9 @@ def test_layer_attention_maps_of_gaussian_runs(tmp_path, tiny_data):
         maps = layer_attention_maps(run, query)
         for m, r in zip(maps, model.position_attention(query)):
             assert torch.allclose(m, r.double(), atol=1e-5)
-    assert not (run.run_dir / ATTENTION_MAPS).exists()  # Gaussian maps need no artifact
+    assert not (
+        run.run_dir / ATTENTION_MAPS_FILE
+    ).exists()  # Gaussian maps need no artifact
 
 
 def test_format_variation():

@@ -29,12 +29,12 @@ from attnconv.chapters.sweeps import (
     random_conv,
     rank_sweep,
     reference_conv,
-    relative_frobenius_error,
     relative_kernel_error,
     smallest_exact_alpha,
     unpadded_mhsa,
 )
 from attnconv.core.encodings import LearnedRelativeEncoding
+from attnconv.core.metrics import relative_frobenius_error
 
 
 def gen(seed=0):

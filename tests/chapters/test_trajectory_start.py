@@ -5,7 +5,7 @@ import pytest
 
 pytest.importorskip("plotly")
 
-from attnconv.chapters.interactive import trajectory_figure  # noqa: E402
+from attnconv.chapters.explore_trained_heads import trajectory_figure
 from attnconv.chapters.shared.saved_runs import book_run  # noqa: E402
 from attnconv.chapters.shared.trained_heads import center_trajectories  # noqa: E402
 

@@ -10,6 +10,7 @@ from dataclasses import replace
 import pytest
 
 from attnconv.chapters import paper_verdicts as pv
+from attnconv.chapters.shared import paper_claims as pc
 from attnconv.experiments.verdicts import (
     INCONCLUSIVE,
     NOT_REPRODUCED,
@@ -111,7 +112,7 @@ def test_exact_checks_and_descriptions_are_shown_apart_not_tallied():
 
 
 def test_redundancy_note_says_when_only_a_helpful_removal_can_pass():
-    note = pv.redundancy_margin_note(0.009, 0.005)
+    note = pc.redundancy_margin_note(0.009, 0.005)
     assert "can pass only when removing a head helps" in note
     assert "at least 0.9 points" in note and "more than 0.4 points" in note
-    assert pv.redundancy_margin_note(0.004, 0.005) == ""
+    assert pc.redundancy_margin_note(0.004, 0.005) == ""

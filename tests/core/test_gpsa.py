@@ -147,6 +147,25 @@ def test_plain_mhsa_equals_torch_multihead_attention():
     assert not hasattr(layer, "pos_proj") and not hasattr(layer, "gating_param")
 
 
+def test_gpsa_and_mhsa_are_siblings_from_one_random_stream():
+    """Neither layer is made from the other (timm's GPSA and MHSA); the plain layer holds the
+    shared parameters under GPSA's names, drawn from the same random stream, so a ViT and a GPSA
+    model of one seed share every weight but the positional ones."""
+    assert not issubclass(MultiHeadSelfAttention, GatedPositionalSelfAttention)
+    assert not issubclass(GatedPositionalSelfAttention, MultiHeadSelfAttention)
+    torch.manual_seed(3)
+    gated = GatedPositionalSelfAttention(36, 9)
+    after_gated = torch.rand(1)
+    torch.manual_seed(3)
+    plain = MultiHeadSelfAttention(36, 9)
+    assert torch.equal(torch.rand(1), after_gated)
+    shared = plain.state_dict()
+    assert list(shared) == [
+        k for k in gated.state_dict() if not k.startswith(("pos_proj", "gating"))
+    ]
+    assert all(torch.equal(v, gated.state_dict()[k]) for k, v in shared.items())
+
+
 def test_quadratic_encoding_is_a_shifted_gaussian():
     """v_pos·r_δ = −α‖δ − Δ‖² + α‖Δ‖² (Lemma 2), and head_centres inverts quadratic_weights."""
     centres = torch.tensor([[1.0, -2.0], [0.5, 0.0]], dtype=torch.float64)

@@ -14,10 +14,12 @@ from attnconv.experiments.bench import (
     run_benchmark,
     set_attention_implementation,
 )
+from attnconv.experiments.checkpoints import Run
 from attnconv.experiments.models import build_model, paper_model_config
 from attnconv.experiments.profiles import make_config
 from attnconv.experiments.runs import add_first_step_losses, verify_first_epoch
-from attnconv.experiments.train import Run, TrainConfig, train_or_load
+from attnconv.experiments.train import train_or_load
+from attnconv.experiments.train_config import TrainConfig
 
 TINY = dict(hidden_size=8, intermediate_size=8, num_layers=1, downsample=4)
 

@@ -1,8 +1,7 @@
 """The claims registry: every record typed, quoted verbatim, its margin held to its recorded value."""
 
-from pathlib import Path
-
 import pytest
+from conftest import paper_text
 
 from attnconv.experiments import claims as cl
 from attnconv.experiments.verdicts import (
@@ -10,13 +9,6 @@ from attnconv.experiments.verdicts import (
     EXISTENCE,
     NON_INFERIORITY,
     paper_text_contains,
-)
-
-PAPER = (
-    Path(__file__).resolve().parents[3]
-    / "shared"
-    / "papers"
-    / "002_3c48580c3ebf0097.txt"
 )
 
 #: The margins as written before any result was computed: a change must be deliberate.
@@ -57,10 +49,20 @@ def test_records_refuse_a_missing_margin_or_threshold():
         cl.claim("nope")
 
 
-@pytest.mark.skipif(
-    not PAPER.is_file(), reason="the paper's text (../shared) is not here"
-)
 def test_every_quote_is_verbatim():
-    text = PAPER.read_text()
+    text = paper_text()
     for c in cl.CLAIMS.values():
         assert paper_text_contains(c.quote, text), c.key
+
+
+def test_the_quote_check_fails_under_ci_without_the_paper(tmp_path, monkeypatch):
+    """Beside a checkout without ``../shared/papers`` the quote tests skip; under CI they fail."""
+    missing = tmp_path / "paper.txt"
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI is set"):
+        paper_text(missing)
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception):
+        paper_text(missing)
+    missing.write_text("the text")
+    assert paper_text(missing) == "the text"

@@ -10,7 +10,8 @@ from conftest import synthetic_cifar
 
 import attnconv.experiments.train_cli as cli_mod
 from attnconv.experiments import device as dev
-from attnconv.experiments.train import TrainConfig, train
+from attnconv.experiments.train import train
+from attnconv.experiments.train_config import TrainConfig
 
 CUDA0 = torch.device("cuda", 0)
 CUDA1 = torch.device("cuda", 1)

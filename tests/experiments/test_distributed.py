@@ -30,6 +30,7 @@ import pytest
 import torch
 
 import attnconv.experiments.train_cli as cli_mod
+from attnconv.experiments.checkpoints import load_run
 from attnconv.experiments.data import load_cifar10_sample
 from attnconv.experiments.distributed import (
     EXIT_PREEMPTED,
@@ -39,16 +40,15 @@ from attnconv.experiments.distributed import (
     shard_bounds,
 )
 from attnconv.experiments.models import build_model
-from attnconv.experiments.train import (
+from attnconv.experiments.store import (
     CHECKPOINT,
     HISTORY,
     PARTIAL_CHECKPOINT,
     STEPS_CSV,
-    TrainConfig,
-    evaluate,
-    load_run,
-    train,
 )
+from attnconv.experiments.train import train
+from attnconv.experiments.train_config import TrainConfig
+from attnconv.experiments.train_step import evaluate
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable

@@ -19,7 +19,8 @@ from attnconv.experiments.distributed import (
     PeerLostError,
     init_from_environment,
 )
-from attnconv.experiments.train import TrainConfig, train
+from attnconv.experiments.train import train
+from attnconv.experiments.train_config import TrainConfig
 
 TINY = dict(hidden_size=8, intermediate_size=8, num_layers=1, num_heads=3, downsample=4)
 

@@ -9,15 +9,15 @@ import torch
 from conftest import synthetic_cifar
 from torch.overrides import TorchFunctionMode
 
+from attnconv.experiments.checkpoints import load_run
 from attnconv.experiments.models import build_model
-from attnconv.experiments.train import (
+from attnconv.experiments.train import train
+from attnconv.experiments.train_config import (
     TrainConfig,
-    load_run,
     make_optimizer,
     make_scheduler,
-    train,
-    train_epoch,
 )
+from attnconv.experiments.train_step import train_epoch
 
 TINY = dict(hidden_size=8, intermediate_size=8, num_layers=1, num_heads=3, downsample=4)
 MODELS = {
@@ -154,7 +154,7 @@ class SyncCounter(TorchFunctionMode):
         super().__init__()
         self.calls = []
 
-    def __torch_function__(self, func, types, args=(), kwargs=None):
+    def __torch_function__(self, func, _types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if func in self.READS or (func in self.MOVES and self._moves(args, kwargs)):
             self.calls.append(getattr(func, "__name__", str(func)))

@@ -5,10 +5,12 @@ import torch
 import torch.nn.functional as F
 
 from attnconv.experiments.models import build_model, count_parameters
-from attnconv.experiments.pruning import (
+from attnconv.experiments.paper_numbers import (
     AUTHORS_CODE_CONDITION_THRESHOLD,
     PAPER_CONDITION_THRESHOLD,
     PAPER_MAX_EIGENVALUE_THRESHOLD,
+)
+from attnconv.experiments.pruning import (
     degenerate_heads,
     head_statistics,
     prune_degenerate_heads,

@@ -8,13 +8,13 @@ import torch.nn.functional as F
 from conftest import synthetic_cifar
 
 from attnconv.experiments.models import build_model
-from attnconv.experiments.train import (
+from attnconv.experiments.train import train
+from attnconv.experiments.train_config import (
+    RECIPE_DEFAULTS,
     TrainConfig,
     make_optimizer,
     parameter_groups,
-    train,
 )
-from attnconv.experiments.train_config import RECIPE_DEFAULTS
 from attnconv.experiments.train_step import compute_loss
 
 TINY_GPSA = dict(

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+import attnconv.evidence.runs  # noqa: F401 (registers the protocol's runs)
 from attnconv.experiments import registry
 from attnconv.experiments.profiles import make_config
 from attnconv.experiments.store import (
@@ -159,7 +160,8 @@ def test_train_entry_trains_resumes_and_replaces(tmp_path, monkeypatch):
 
 
 def test_regenerate_list_and_bad_pattern(capsys):
-    from attnconv.regenerate import RESULTS, entries, main
+    from attnconv.experiments.studies import STUDIES
+    from attnconv.regenerate import entries, main
 
     assert main(["--list", "--only", "deep"]) == 0
     out = capsys.readouterr().out
@@ -179,14 +181,14 @@ def test_regenerate_list_and_bad_pattern(capsys):
     ]
     from attnconv.evidence.freeze import GUARDED_PATHS
 
-    for r in RESULTS:  # every committed result file is listed with its maker
+    for r in STUDIES.values():  # every committed result file is listed with its maker
         assert (
             r.path.is_file()
             or r.name.startswith("results/benchmark")
             or r.file.startswith(GUARDED_PATHS)  # the protocol's, made over sessions
             or not r.committed
         ), r.name
-    listed = {r.file for r in RESULTS}
+    listed = {r.file for r in STUDIES.values()}
     book = runs_dir().parent
     for p in list((book / "results").glob("*.json")) + [
         p

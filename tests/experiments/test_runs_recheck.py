@@ -6,10 +6,10 @@ import torch
 
 from attnconv import regenerate
 from attnconv.experiments import runs
+from attnconv.experiments.checkpoints import Run, attention_record
 from attnconv.experiments.models import build_model
 from attnconv.experiments.profiles import make_config
 from attnconv.experiments.store import History
-from attnconv.experiments.train import Run, attention_record
 
 TINY = dict(hidden_size=8, intermediate_size=8, num_layers=1, num_heads=2, downsample=8)
 

@@ -17,6 +17,7 @@ from attnconv.experiments.pruning import prune_heads
 from attnconv.experiments.registry import RUNS, load_run
 from attnconv.experiments.store import (
     CHECKPOINT,
+    PRUNING_FILE,
     MissingResultError,
     StaleResultError,
     book_dir,
@@ -26,7 +27,8 @@ from attnconv.experiments.studies_removal import (
     removal_accuracies,
     removal_predictions,
 )
-from attnconv.experiments.train import TrainConfig, train_or_load
+from attnconv.experiments.train import train_or_load
+from attnconv.experiments.train_config import TrainConfig
 from attnconv.experiments.train_step import decode_predictions
 
 TINY = dict(
@@ -279,7 +281,7 @@ def test_a_pruning_study_of_other_weights_is_stale(tmp_path, data):
     model = build_model("generalized", **TINY).eval()
     study = sp.pruning_study(model, cfg, data, retrain_counts=[], random_orders=0)
     study.pop("pruned_history")
-    write_json(tmp_path / sp.STUDY_FILE, study)
+    write_json(tmp_path / PRUNING_FILE, study)
     full = study["curve"]["degenerate_first"][0]
     same = Run(tmp_path, cfg, {"epochs": [{"test_acc": full}]})
     assert sp.load_pruning_study(same, verbose=False) == json.loads(json.dumps(study))

@@ -8,6 +8,11 @@ from conftest import synthetic_cifar
 
 import attnconv.experiments.train as train_mod
 import attnconv.experiments.train_step as train_step_mod
+from attnconv.experiments.checkpoints import (
+    ResumeMismatchError,
+    RunExistsError,
+    load_run,
+)
 from attnconv.experiments.models import build_model
 from attnconv.experiments.profiles import (
     PROFILES,
@@ -15,20 +20,15 @@ from attnconv.experiments.profiles import (
     get_profile,
     make_config,
 )
-from attnconv.experiments.train import (
-    NonFiniteLossError,
-    ResumeMismatchError,
-    RunExistsError,
+from attnconv.experiments.train import NonFiniteLossError, train, train_or_load
+from attnconv.experiments.train_config import (
     TrainConfig,
-    evaluate,
-    load_run,
     lr_factor,
     make_optimizer,
     make_scheduler,
     parameter_groups,
-    train,
-    train_or_load,
 )
+from attnconv.experiments.train_step import evaluate
 
 TINY_MODEL = dict(
     hidden_size=8, intermediate_size=8, num_layers=1, num_heads=3, downsample=4

@@ -9,7 +9,8 @@ from conftest import synthetic_cifar
 import attnconv.experiments.train_cli as cli_mod
 from attnconv.experiments import data as data_mod
 from attnconv.experiments.profiles import make_config
-from attnconv.experiments.train import CHECKPOINT, HISTORY, train
+from attnconv.experiments.store import CHECKPOINT, HISTORY
+from attnconv.experiments.train import train
 
 
 def test_cli(tmp_path, monkeypatch, capsys):

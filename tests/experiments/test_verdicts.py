@@ -5,6 +5,7 @@ import statistics
 from pathlib import Path
 
 import pytest
+from conftest import paper_text
 
 from attnconv.experiments.verdicts import (
     INCONCLUSIVE,
@@ -17,13 +18,6 @@ from attnconv.experiments.verdicts import (
     seed_series,
     spread,
     verdict_table,
-)
-
-PAPER = (
-    Path(__file__).resolve().parents[3]
-    / "shared"
-    / "papers"
-    / "002_3c48580c3ebf0097.txt"
 )
 
 
@@ -86,9 +80,8 @@ def test_paper_text_contains_is_verbatim_with_ellipses():
     )  # order matters
 
 
-@pytest.mark.skipif(not PAPER.is_file(), reason="paper text not beside the checkout")
 def test_paper_text_contains_real_quotes():
-    text = PAPER.read_text()
+    text = paper_text()
     assert paper_text_contains(
         "some of the heads in the last two layers seem to be redundant", text
     )
@@ -196,23 +189,12 @@ def test_compare_seed_series_prints_the_interval_of_the_rule(tmp_path):
 
 # --------------------------------------------------------------------------- existence and blocks
 
-from attnconv.experiments.verdicts import (  # noqa: E402
-    Observation,
-    Setting,
-    claim_block,
-    existence_verdict,
-)
-
-N_TEST = 1017  # the sample's test images
+from attnconv.experiments.existence import Observation, Setting, existence_verdict  # noqa: E402
+from attnconv.experiments.verdicts import claim_block  # noqa: E402
 
 
-def test_setting_decides_which_runs_are_evidence():
+def test_setting_describes_what_it_names():
     claim = Setting(model="learned", depth=6, layers=(1, 2))
-    assert claim.covers(Setting(model="learned", depth=6))
-    assert not claim.covers(Setting(model="learned", depth=2))
-    assert not claim.covers(Setting(model="quadratic", depth=6))
-    assert Setting(layers=(5, 6)).covers(Setting(depth=6))
-    assert not Setting(layers=(4,)).covers(Setting(depth=2))
     assert claim.describe() == "learned, 6 layers, layers 1-2"
 
 

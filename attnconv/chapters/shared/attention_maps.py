@@ -15,16 +15,10 @@ from typing import List, Optional, Sequence
 
 import torch
 
+from ...experiments.checkpoints import Run
 from ...experiments.studies_maps import (
-    ATTENTION_MAPS,
-    attention_map_statistics,
-    attention_maps_name,
-    average_attention_maps,
-    load_attention_maps,
     run_attention_maps,
-    save_attention_maps,
 )
-from ...experiments.train import Run
 from .gaussian_maps import draw_mass_contours, gaussian_head_maps
 from .plotting import COLUMN_INCHES
 from .saved_runs import tokens_per_side
@@ -32,14 +26,7 @@ from .tables import fit_column, pack_items
 from .trained_heads import layer_records
 
 __all__ = [
-    "ATTENTION_MAPS",
-    "attention_map_statistics",
-    "average_attention_maps",
-    "save_attention_maps",
-    "load_attention_maps",
     "format_variation",
-    "attention_maps_name",
-    "run_attention_maps",
     "layer_attention_maps",
     "plot_layer_head_maps",
 ]

@@ -40,13 +40,9 @@ from ...core.map_measures import (
     shared_mass,
 )
 from ...experiments.claims import HARMLESS_DROP, ONE_KEY
-from ...experiments.store import REMOVAL_FILE
 from ...experiments.studies_pruning import study_predictions
 from ...experiments.studies_removal import (
-    load_removal,
-    removal_accuracies,
     removal_interval,
-    removal_predictions,
 )
 from ...experiments.verdicts import (
     UNPAIRED,
@@ -65,10 +61,7 @@ __all__ = [
     "OVERLAP_SHARED_MASS",
     "NEAR_UNIFORM_TV",
     "SYMMETRIC_SCORE",
-    "LOCALIZED_PEAK",
-    "HARMLESS_DROP",
     "NON_ISOTROPIC_CONDITION",
-    "REMOVAL_FILE",
     "deep_runs",
     "shallow_runs",
     "uniform_attention_distance",
@@ -76,9 +69,6 @@ __all__ = [
     "format_depth_table",
     "pruning_accuracies",
     "accuracy_series",
-    "load_removal",
-    "removal_accuracies",
-    "removal_predictions",
     "removal_rows",
     "format_removal_table",
     "ACCURACY_SERIES",
@@ -112,9 +102,6 @@ OVERLAP_SHARED_MASS = 0.5
 NEAR_UNIFORM_TV = 0.25
 #: A head is *symmetric* (left-right or up-down) when :func:`mirror_symmetry` is at least this.
 SYMMETRIC_SCORE = 0.9
-#: A head is *on one key* when one key gets more than this probability (the claims registry's
-#: :data:`~attnconv.experiments.claims.ONE_KEY`, the book's one threshold for the term).
-LOCALIZED_PEAK = ONE_KEY
 #: A generalized head is *non-isotropic* when the condition number of its Σ⁻¹ is above this.
 NON_ISOTROPIC_CONDITION = 2.0
 
@@ -174,7 +161,7 @@ def depth_rows(
     query token: ``heads``; ``centre_distance`` (mean ‖Δ_h‖, tokens: for the Gaussian encodings the
     saved centre, for the learned encoding the mean shift of its map); ``attention_distance`` (mean
     E‖k − q‖ over the heads' maps) and ``spread`` (mean standard deviation of the maps);
-    ``coverage`` of the K×K lattice; ``localized`` (heads with a key above :data:`LOCALIZED_PEAK`);
+    ``coverage`` of the K×K lattice; ``localized`` (heads with a key above :data:`~attnconv.experiments.claims.ONE_KEY`);
     ``sharp_coverage`` (lattice points with a localized head's centre within ``radius``);
     ``near_uniform`` (heads within :data:`NEAR_UNIFORM_TV` of uniform); ``overlapping_pairs``
     (pairs sharing more than :data:`OVERLAP_SHARED_MASS`) out of ``pairs`` (N_h(N_h − 1)/2), and
@@ -198,7 +185,7 @@ def depth_rows(
         m = torch.as_tensor(m, dtype=torch.float64)
         centers = torch.as_tensor(rec["centers"], dtype=torch.float64).reshape(-1, 2)
         n = m.shape[0]
-        loc = peak_probability(m) > LOCALIZED_PEAK
+        loc = peak_probability(m) > ONE_KEY
         pairs, loc_pairs = _overlapping_pairs(shared_mass(m), loc)
         gaps = torch.cdist(centers, centers) + torch.eye(n, dtype=torch.float64) * 1e9
         non_iso = _non_isotropic(run, rec)
@@ -272,7 +259,7 @@ def format_depth_table(
 
 def lemma_shifts_covered(history: Mapping, kernel_size: int = 3) -> List[int]:
     """Per layer of a learned-encoding run, the shifts of the K×K kernel (out of K²) on which some
-    head puts more than :data:`LOCALIZED_PEAK` of its attention (its saved ``peak_shift`` and
+    head puts more than :data:`~attnconv.experiments.claims.ONE_KEY` of its attention (its saved ``peak_shift`` and
     ``peak_probability``, centre query): Lemma 1's condition needs all K² in one layer."""
     half = kernel_size // 2
     out = []
@@ -282,7 +269,7 @@ def lemma_shifts_covered(history: Mapping, kernel_size: int = 3) -> List[int]:
         hit = {
             (int(round(d[0])), int(round(d[1])))
             for d, p in zip(rec["peak_shift"], rec["peak_probability"])
-            if p > LOCALIZED_PEAK and max(abs(d[0]), abs(d[1])) <= half
+            if p > ONE_KEY and max(abs(d[0]), abs(d[1])) <= half
         }
         out.append(len(hit))
     return out
@@ -410,11 +397,11 @@ def format_removal_table(rows: Sequence[dict]) -> str:
 
 
 def learned_localized(history: Mapping) -> List[int]:
-    """Per layer, the heads of a learned-encoding run that give more than :data:`LOCALIZED_PEAK` of
+    """Per layer, the heads of a learned-encoding run that give more than :data:`~attnconv.experiments.claims.ONE_KEY` of
     their attention to one key (the centre query, position only), from the ``peak_probability``
     its history saved after the last epoch (every seed keeps it; no maps are needed)."""
     return [
-        int(sum(p > LOCALIZED_PEAK for p in rec["peak_probability"]))
+        int(sum(p > ONE_KEY for p in rec["peak_probability"]))
         for rec in layer_records(history, -1)
         if "peak_probability" in rec
     ]

@@ -10,7 +10,7 @@ from typing import Mapping, Optional, Sequence
 
 import numpy as np
 
-from ...experiments.train import Run
+from ...experiments.checkpoints import Run
 from .gaussian_maps import draw_mass_ellipses, mass_ellipse
 from .plotting import COLUMN_INCHES, label_colour
 from .trained_heads import center_trajectories, layer_records

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Mapping, Optional
 
+from ...experiments.checkpoints import Run
 from ...experiments.registry import book_run_name, load_run, run_entry
 from ...experiments.store import MissingResultError, StaleResultError
-from ...experiments.train import Run
 
 __all__ = [
     "book_run_changes",
@@ -32,7 +32,7 @@ __all__ = [
 
 def book_run_changes(model: str, profile: str, tag: Optional[str] = None) -> dict:
     """What the book's run of ``model`` (``tag="16heads"``: 16 heads) under ``profile`` changes in
-    the profile's :class:`~attnconv.experiments.train.TrainConfig` (its registry entry's
+    the profile's :class:`~attnconv.experiments.train_config.TrainConfig` (its registry entry's
     :meth:`~attnconv.experiments.registry.RunEntry.changes`, ``epochs`` first)."""
     if tag == "16heads" and model == "resnet18":
         raise ValueError(
@@ -131,7 +131,7 @@ def run_caption(run: Run, epochs: bool = True) -> str:
 def load_saved_runs(specs: Mapping[str, tuple], profile: str):
     """The complete saved runs among ``specs`` (label → (model, tag)) under ``profile``, read from
     the registry without training anything: ``(runs, missing)``, a dict label →
-    :class:`~attnconv.experiments.train.Run` and the labels whose run is not saved (or is of other
+    :class:`~attnconv.experiments.checkpoints.Run` and the labels whose run is not saved (or is of other
     settings)."""
 
     runs, missing = {}, []

@@ -1,0 +1,106 @@
+"""What the book's kernel-free interactive figures (Plotly) share: the column width, the font
+size, the heads' colours, the Plotly module (imported on first use) and number formats, and
+:func:`figure_html`, which writes a figure as a ``<div>`` without plotly.js (served from the book's
+``_static`` folder by ``book/_ext/plotly_offline.py``) and with a fixed id, so a notebook's saved
+output is the same on every run. The figures: :mod:`attnconv.chapters.interactive` (chapter 6)
+and :mod:`attnconv.chapters.explore_trained_heads` (chapter 7b)."""
+
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+import numpy as np
+
+__all__ = [
+    "FIGURE_WIDTH",
+    "FONT_SIZE",
+    "HEAD_COLORS",
+    "IMMEDIATE",
+    "plotly_go",
+    "rounded",
+    "fmt_number",
+    "fmt_small",
+    "square_outline",
+    "figure_html",
+]
+
+FIGURE_WIDTH = 760  # px: the book's content column holds about 790 px
+FONT_SIZE = 13  # px, every text of the figures (at least 12)
+HEAD_COLORS = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+    "#393b79",
+    "#637939",
+    "#8c6d31",
+    "#843c39",
+    "#7b4173",
+    "#3182bd",
+)
+IMMEDIATE = {
+    "mode": "immediate",
+    "frame": {"duration": 0, "redraw": True},
+    "transition": {"duration": 0},
+}
+
+
+def plotly_go():
+    import plotly.graph_objects as go
+
+    return go
+
+
+def rounded(x, digits: int = 4):
+    """Nested lists of ``x`` rounded to ``digits`` decimals (smaller pages, same picture)."""
+    return np.round(np.asarray(x, dtype=np.float64), digits).tolist()
+
+
+def fmt_number(x: float) -> str:
+    """A number for a label: −1.5 with a true minus sign, integers without decimals."""
+    s = f"{x:g}"
+    return s.replace("-", "−")
+
+
+def fmt_small(x: float) -> str:
+    """2 significant digits; scientific notation (1.8e−4) below 0.01, with a true minus sign."""
+    if x != 0 and abs(x) < 0.01:
+        m, e = f"{x:.1e}".split("e")
+        return f"{m}e{int(e)}".replace("-", "−")
+    return f"{x:.2g}"
+
+
+def square_outline(x0: float, y0: float, size: float):
+    """A closed square outline (x, y lists) from the corner (x0, y0)."""
+    return [x0, x0 + size, x0 + size, x0, x0], [y0, y0, y0 + size, y0 + size, y0]
+
+
+def figure_html(fig, div_id: str, post_script: Optional[str] = None):
+    """``fig`` as an :class:`IPython.display.HTML` ``<div id=div_id>`` without plotly.js (the book
+    serves it from ``_static``; a fixed id keeps a notebook's saved output deterministic). Where
+    plotly.js is absent (a notebook in Jupyter), a line says so instead of an empty space; there,
+    ``fig.show()`` draws the figure with Plotly's own renderer."""
+    from IPython.display import HTML
+
+    html = fig.to_html(
+        include_plotlyjs=False,
+        full_html=False,
+        div_id=div_id,
+        post_script=post_script,
+        auto_play=False,
+        config={"displayModeBar": False, "responsive": False},
+    )
+    note = (
+        f'<p id="{div_id}-note" style="font-style:italic">Interactive figure: plotly.js is not loaded here '
+        f"(it is in the built book); in Jupyter, <code>fig.show()</code> draws it.</p>"
+        f"<script>if (window.Plotly) {{ var n = document.getElementById({json.dumps(div_id + '-note')});"
+        f" if (n) n.remove(); }}</script>"
+    )
+    return HTML(note + html)
