@@ -16,7 +16,7 @@ SETUP = """from attnconv.chapters.shared.checks import Checks
 
 checks = Checks()"""
 CHECK = 'checks.below("max error", {measured}, 1e-6, shown_below=1e-9)'
-TABLE = 'checks.table("**Table 1.1 — Checks.**")'
+TABLE = 'checks.table("Table 1.1 — Checks.")'
 
 
 def _notebook(measured: str):

@@ -35,10 +35,10 @@ def test_the_table_shows_rounded_values_and_bounds_never_booleans():
     checks = Checks()
     checks.below("float64 error", 3e-17, 1e-12, shown_below=1e-14)
     checks.above("permutation error", 0.34567, 0.1)
-    md = checks.table("**Table 1.1 — Checks.**").data
+    md = checks.table("Table 1.1 — Checks.", name="tab-checks").data
     lines = md.splitlines()
-    assert lines[0] == "**Table 1.1 — Checks.**"
-    assert lines[2] == "| check | measured | tolerance |"
+    assert lines[:3] == ["```{table} Table 1.1 — Checks.", ":name: tab-checks", ""]
+    assert lines[3] == "| check | measured | tolerance |" and lines[-1] == "```"
     assert "| float64 error | < 1e-14 | < 1e-12 |" in lines
     assert "| permutation error | 0.35 | > 0.1 |" in lines
     assert not any(l.rstrip(" |").endswith(("True", "False")) for l in lines)

@@ -58,9 +58,14 @@ class Check:
         return self
 
 
-def check_table(rows: Iterable[Check], caption: str = ""):
-    """Assert every row, then the rows as a Markdown table (an ``IPython.display.Markdown``),
-    preceded by ``caption`` (e.g. ``"**Table 1.1 — Checks of chapter 1.**"``)."""
+def check_table(rows: Iterable[Check], caption: str = "", name: str = ""):
+    """Assert every row, then the rows as a Markdown table (an ``IPython.display.Markdown``).
+
+    With ``caption`` (e.g. ``"Table 1.1 — The checks of chapter 1."``) the table is a MyST
+    ``{table}`` directive, so the book renders the caption in the table's ``<caption>``;
+    ``name`` is its label for ``{numref}``/``{ref}``."""
+    from IPython.display import Markdown
+
     from .tables import markdown_table
 
     rows = [row.require() for row in rows]
@@ -70,12 +75,11 @@ def check_table(rows: Iterable[Check], caption: str = ""):
         ["check", "measured", "tolerance"],
         [[r.name, r.measured, r.tolerance] for r in rows],
         align="lrr",
-    )
+    ).data
     if not caption:
-        return table
-    from IPython.display import Markdown
-
-    return Markdown(caption + "\n\n" + table.data)
+        return Markdown(table)
+    label = f":name: {name}\n" if name else ""
+    return Markdown(f"```{{table}} {caption}\n{label}\n{table}\n```")
 
 
 class Checks:
@@ -148,6 +152,6 @@ class Checks:
         shows ``measured`` and ``tolerance`` as given."""
         self._add(Check(name, measured, tolerance, bool(condition)))
 
-    def table(self, caption: str = ""):
+    def table(self, caption: str = "", name: str = ""):
         """:func:`check_table` of the recorded checks."""
-        return check_table(self.rows, caption)
+        return check_table(self.rows, caption, name)
