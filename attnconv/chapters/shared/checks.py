@@ -20,13 +20,13 @@ class CheckFailed(AssertionError):
 
 
 def _sci(x: float) -> str:
-    """``1e-12`` style for a power of ten, else two significant digits."""
+    """``1e-12`` style for a power of ten, else the value as written (``1.001``, ``0.5``)."""
     if x == 0:
         return "0"
     exponent = math.floor(math.log10(abs(x)))
     if abs(x) == 10.0**exponent and abs(exponent) >= 3:
         return f"{'-' if x < 0 else ''}1e{exponent}"
-    return f"{x:.2g}"
+    return f"{x:g}"
 
 
 def format_measured(value: float, digits: int = 2) -> str:
@@ -82,6 +82,12 @@ def check_table(rows: Iterable[Check], caption: str = "", name: str = ""):
     return Markdown(f"```{{table}} {caption}\n{label}\n{table}\n```")
 
 
+def _number(value) -> float:
+    """``value`` as a float; a tensor is detached first (no autograd warning)."""
+    detach = getattr(value, "detach", None)
+    return float(detach() if detach is not None else value)
+
+
 class Checks:
     """A chapter's checks, recorded as it runs; each asserts at once. :meth:`table` shows them."""
 
@@ -102,7 +108,7 @@ class Checks:
     ) -> None:
         """``measured < bound``. With ``shown_below`` (for round-off, which differs between
         CPUs) the table shows "< shown_below" and that bound is asserted too."""
-        measured = float(measured)
+        measured = _number(measured)
         passed = measured < bound
         if shown_below is not None:
             if shown_below > bound:
@@ -117,7 +123,7 @@ class Checks:
         self, name: str, measured: float, bound: float, *, digits: int = 2
     ) -> None:
         """``measured > bound``, the measured value rounded to ``digits`` significant digits."""
-        measured = float(measured)
+        measured = _number(measured)
         self._add(
             Check(
                 name,
@@ -131,7 +137,7 @@ class Checks:
         self, name: str, measured: float, low: float, high: float, *, digits: int = 2
     ) -> None:
         """``low < measured < high``."""
-        measured = float(measured)
+        measured = _number(measured)
         self._add(
             Check(
                 name,
@@ -142,10 +148,10 @@ class Checks:
         )
 
     def equal(self, name: str, measured, expected, *, shown: str = "") -> None:
-        """``measured == expected`` exactly (integers, counts, shapes)."""
-        self._add(
-            Check(name, shown or str(measured), f"= {expected}", measured == expected)
-        )
+        """``measured == expected`` exactly (integers, counts, shapes); ``shown`` replaces both
+        values' text in the table."""
+        text = shown or str(measured)
+        self._add(Check(name, text, f"= {shown or expected}", measured == expected))
 
     def holds(self, name: str, condition: bool, measured: str, tolerance: str) -> None:
         """A condition that is not a number (e.g. two tensors equal bit for bit): the table
