@@ -66,7 +66,7 @@ from pathlib import Path
 # the checks live in tests/browser/book_checks, one module per job; this file is the entry point
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from book_checks import common  # noqa: E402
+from book_checks import common, teaching  # noqa: E402
 from book_checks.browser import *  # noqa: E402,F403
 from book_checks.common import *  # noqa: E402,F403
 from book_checks.structural import *  # noqa: E402,F403
@@ -127,7 +127,7 @@ def allow_list_passes(rep: Report, pages: list[str], browser: bool) -> list[str]
     failed = {(p, k) for k, items in rep.expected.items() for p, _ in items}
     allowed = {
         page: set(common.EXPECTED_READER_FAILURES.get(page, ()))
-        | set(PENDING_TEACHING_PAGES.get(page, ()))
+        | set(teaching.PENDING_TEACHING_PAGES.get(page, ()))
         for page in pages
     }
     return [
