@@ -42,7 +42,7 @@ ABBREVIATIONS = re.compile(
     r"\b(?:eqs?|Eqs?|Figs?|figs?|ch|Ch|chs|Sec|Secs|App|Tab|al|cf|vs|approx|resp|No|ca|"
     r"e\.g|i\.e|w\.r\.t)\.",
 )
-SENTENCE_END = re.compile(r"(?<=[.!?])[\"”’)]*\s+(?=[A-Z0-9\"“(\[$])")
+SENTENCE_END = re.compile(r"(?<=[.!?])[\"”’)]*\s+(?=\S)")
 PRINTING_LINE = re.compile(
     r"\bprint\(|(?<![\w.])[fF][\"']|\.format\(|\bMarkdown\(|\bdisplay\(|\bmarkdown_table\(|"
     r"\bfit_column\(|\bpack_items\("
@@ -55,7 +55,48 @@ PATH_ALT = re.compile(
 # Their failures are reported as EXPECTED, not counted, so that CI passes; an entry that passes
 # is reported so that it can be removed. Chapters 1-5 are done and are not listed; 11, 15, 17, 18
 # are being edited elsewhere. Measured on the built book when the rules came in.
-PENDING_TEACHING_PAGES: dict[str, frozenset[str]] = {}
+PENDING_TEACHING_PAGES: dict[str, frozenset[str]] = {
+    "book/06_head_explorer.html": frozenset({"printing-code", "sentence-length"}),
+    "book/07_quadratic_training.html": frozenset(
+        {"badge-word", "printing-code", "sentence-length", "unnumbered-table"}
+    ),
+    "book/07b_explore_trained_heads.html": frozenset({"sentence-length"}),
+    "book/08_generalized_pruning.html": frozenset({"printing-code", "sentence-length"}),
+    "book/09_learned_encoding.html": frozenset(
+        {"badge-word", "printing-code", "sentence-length"}
+    ),
+    "book/10_sixteen_heads.html": frozenset(
+        {"badge-word", "printing-code", "sentence-length", "unnumbered-table"}
+    ),
+    "book/11_learning_to_convolve.html": frozenset(
+        {"alt-text", "badge-word", "sentence-length"}
+    ),
+    "book/12_how_convolutional.html": frozenset(
+        {"badge-word", "printing-code", "sentence-length", "unnumbered-table"}
+    ),
+    "book/12b_six_layers.html": frozenset(
+        {"badge-word", "sentence-length", "unnumbered-table"}
+    ),
+    "book/13_performance.html": frozenset(
+        {"badge-word", "printing-code", "sentence-length", "unnumbered-table"}
+    ),
+    "book/14_hyperparameters.html": frozenset(
+        {"badge-word", "printing-code", "sentence-length", "unnumbered-table"}
+    ),
+    "book/15_errata.html": frozenset(
+        {"alt-text", "badge-word", "printing-code", "sentence-length"}
+    ),
+    "book/16_full_scale.html": frozenset(
+        {"badge-word", "sentence-length", "unnumbered-table"}
+    ),
+    "book/17_what_holds.html": frozenset(
+        {"alt-text", "badge-word", "sentence-length", "unnumbered-table"}
+    ),
+    "book/18_beyond_the_paper.html": frozenset(
+        {"alt-text", "badge-word", "sentence-length", "unnumbered-table"}
+    ),
+    "book/intro.html": frozenset({"badge-word"}),
+}
 
 
 def _article(soup: BeautifulSoup):
