@@ -7,9 +7,10 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from .common import *  # noqa: F403
-from .structural import cell_label
+from .structural import cell_label, code_cell_numbers
 
 # ---------------------------------------------------------------- part B: in the browser --
 
