@@ -67,3 +67,20 @@ def test_a_planted_failing_check_fails_nbval(tmp_path):
     run = _nbval(planted)
     assert run.returncode != 0
     assert "CheckFailed" in run.stdout
+
+
+def test_a_planted_failing_check_in_chapter_1_fails_nbval(tmp_path):
+    """The same on a copy of chapter 1: its float64 check planted with a tolerance no CPU meets."""
+    nb = nbformat.read(ROOT / "book" / "01_self_attention.ipynb", as_version=4)
+    planted = [c for c in nb.cells if "compare_with_torch(torch.float64)" in c.source]
+    assert len(planted) == 1
+    cell = planted[0]
+    assert "    1e-12,\n    shown_below=1e-14," in cell.source
+    cell.source = cell.source.replace(
+        "    1e-12,\n    shown_below=1e-14,", "    1e-30,\n    shown_below=1e-30,"
+    )
+    copy = tmp_path / "01_planted.ipynb"
+    nbformat.write(nb, copy)
+    run = _nbval(copy)
+    assert run.returncode != 0
+    assert "CheckFailed" in run.stdout and "float64" in run.stdout
