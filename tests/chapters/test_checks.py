@@ -51,6 +51,8 @@ def test_check_table_asserts_each_row():
         check_table([ok, Check("b", "2", "< 1", False)])
     with pytest.raises(ValueError):
         check_table([])
+    with pytest.raises(ValueError, match="backtick"):
+        check_table([ok], caption="Table 1.1 — `code` in a caption")
 
 
 def test_format_measured():

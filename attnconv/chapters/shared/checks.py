@@ -78,6 +78,8 @@ def check_table(rows: Iterable[Check], caption: str = "", name: str = ""):
     ).data
     if not caption:
         return Markdown(table)
+    if "`" in caption:  # CommonMark: a backtick fence's info string holds no backtick
+        raise ValueError("a table caption cannot hold a backtick")
     label = f":name: {name}\n" if name else ""
     return Markdown(f"```{{table}} {caption}\n{label}\n{table}\n```")
 
