@@ -73,16 +73,12 @@ PENDING_TEACHING_PAGES: dict[str, frozenset[str]] = {
     "book/12b_six_layers.html": frozenset(
         {"badge-word", "sentence-length", "unnumbered-table"}
     ),
-    "book/13_performance.html": frozenset(
-        {"badge-word", "sentence-length", "unnumbered-table"}
-    ),
-    "book/14_hyperparameters.html": frozenset(
-        {"badge-word", "sentence-length", "unnumbered-table"}
-    ),
+    "book/13_performance.html": frozenset({"sentence-length", "unnumbered-table"}),
+    "book/14_hyperparameters.html": frozenset({"sentence-length", "unnumbered-table"}),
     "book/15_errata.html": frozenset(
         {"alt-text", "badge-word", "printing-code", "sentence-length"}
     ),
-    "book/16_full_scale.html": frozenset({"badge-word", "sentence-length"}),
+    "book/16_full_scale.html": frozenset({"sentence-length"}),
     "book/17_what_holds.html": frozenset(
         {"alt-text", "badge-word", "sentence-length", "unnumbered-table"}
     ),
