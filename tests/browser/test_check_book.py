@@ -219,7 +219,7 @@ def test_images_need_a_numbered_caption_of_their_chapter(tmp_path):
 def test_allow_listed_failures_are_expected_not_counted(monkeypatch):
     page, kind = "book/07_quadratic_training.html", "late-figure"
     monkeypatch.setattr(
-        check_book, "EXPECTED_READER_FAILURES", {page: frozenset({kind})}
+        check_book.common, "EXPECTED_READER_FAILURES", {page: frozenset({kind})}
     )
     rep = check_book.Report()
     rep.fail(page, kind, "x")
@@ -234,3 +234,87 @@ def test_sphinx_running_number_is_not_the_caption(tmp_path):
         "</span><span class='caption-text'>Figure 4.1 — a</span></p></figcaption></figure>"
     )
     assert "unnumbered-figure" not in _rules(tmp_path, "book/04_z.html", sphinx)
+
+
+# ---- how the book teaches (book_checks/teaching.py)
+
+
+def test_sentence_length_per_chapter(tmp_path):
+    short = "<p>" + "A short sentence of eight words here. " * 5 + "</p>"
+    long_one = "<p>" + " ".join(["word"] * 45) + ". Then eq. 9 and Fig. 2 stay one.</p>"
+    got = _rules(tmp_path, "book/04_x.html", short)
+    assert "sentence-length" not in got
+    got = _rules(tmp_path, "book/04_y.html", long_one)
+    assert any("45 words" in t for t in got["sentence-length"])
+    assert any("on average" in t for t in got["sentence-length"])
+    assert check_book.words("Then eq. 9 and Fig. 2 stay one.") == 8
+    sentences = check_book.prose_sentences(
+        check_book.BeautifulSoup(long_one, "html.parser")
+    )
+    assert len(sentences) == 2  # "eq." and "Fig." do not end a sentence
+
+
+def test_tables_need_a_numbered_caption_of_their_chapter(tmp_path):
+    good = (
+        "<table><caption><span class='caption-number'>Table 3 </span>"
+        "<span class='caption-text'>Table 4.1 — checks</span></caption>"
+        "<tr><td>a</td></tr></table>"
+    )
+    bare = "<table><tr><td>b</td></tr></table>"
+    assert "unnumbered-table" not in _rules(tmp_path, "book/04_t.html", good)
+    got = _rules(tmp_path, "book/04_u.html", good + bare)
+    assert got["unnumbered-table"] == ["table starting 'b': no caption"]
+
+
+def test_badges_dollars_alt_text_and_printing_code(tmp_path):
+    body = (
+        "<span class='sd-badge sd-bg-success'>2 reproduced at CPU scale</span>"
+        "<span class='sd-badge sd-bg-muted'>inconclusive</span>"
+        "<span class='sd-badge sd-bg-warning'>inconclusive</span>"
+        "<span class='sd-badge sd-bg-warning'>faster only where $T^2$ dominates</span>"
+        "<p>costs $5 here; <span class='math'>\\(x\\)</span> is fine</p>"
+        "<img src='a.png' alt='Attention of four heads'><img src='b.png' alt='../_images/b.png'>"
+        "<div class='cell'><div class='cell_input'><pre>x = 1\nprint(x)\ny = f'{x}'</pre></div></div>"
+    )
+    got = _rules(tmp_path, "book/04_b.html", body)
+    assert (
+        len(got["badge-word"]) == 2
+    )  # an orange inconclusive, and a word not in the set
+    assert len(got["raw-dollar"]) == 3  # the badge's two in $T^2$, and "$5"
+    assert got["alt-text"] == ["b.png: alt '../_images/b.png'"]
+    assert got["printing-code"] == [
+        "2 of 3 visible code lines print or format (at most 30%)"
+    ]
+
+
+def test_sidebar_parts_and_titles(tmp_path):
+    nav = "".join(
+        f"<p class='caption'>Part {i}</p><ul><li><a class='reference internal' "
+        f"href='0{i}_x.html'>{i}. Title {i}</a></li></ul>"
+        for i in range(1, 8)
+    )
+    home = _page(
+        tmp_path,
+        "book/intro.html",
+        f"<nav class='bd-docs-nav'>{nav}</nav><h1>Intro</h1>",
+    )
+    for i in range(1, 8):
+        title = f"{i}. Title {i}" if i != 3 else "3. Another title"
+        _page(tmp_path, f"book/0{i}_x.html", f"<h1>{title}</h1>")
+    pages = [home] + [f"book/0{i}_x.html" for i in range(1, 8)]
+    rep = check_book.Report()
+    check_book.structural_checks(tmp_path, pages, rep, 89)
+    assert len(rep.failures["sidebar-parts"]) == 1
+    assert rep.failures["sidebar-title"] == [
+        (home, "'3. Title 3' opens '3. Another title' (book/03_x.html)")
+    ]
+
+
+def test_pending_pages_are_expected_not_counted(monkeypatch):
+    page = "book/13_performance.html"
+    monkeypatch.setattr(
+        check_book.teaching, "PENDING_TEACHING_PAGES", {page: frozenset({"badge-word"})}
+    )
+    rep = check_book.Report()
+    rep.fail(page, "badge-word", "x")
+    assert rep.expected["badge-word"] == [(page, "x")] and not rep.failures

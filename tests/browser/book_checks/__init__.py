@@ -1,0 +1,3 @@
+"""The checks of tests/browser/check_book.py, one module per job: common (constants, the report,
+page helpers), structural (part A, no browser), teaching (issue 40's measures of how the
+book teaches), browser (part B, in Chromium)."""

@@ -1,0 +1,62 @@
+import pytest
+
+from attnconv.chapters.shared.checks import (
+    Check,
+    CheckFailed,
+    Checks,
+    check_table,
+    format_measured,
+)
+
+
+def test_every_recorded_check_asserts():
+    checks = Checks()
+    checks.below("error", 3e-17, 1e-12, shown_below=1e-14)
+    checks.above("gap", 0.3456, 0.1)
+    checks.between("ratio", 1.04, 0.5, 2)
+    checks.equal("heads", 9, 9)
+    checks.holds("same map", True, "identical", "bit for bit")
+    for record in (
+        lambda: checks.below("error", 2e-12, 1e-12),
+        lambda: checks.below("round-off", 1e-13, 1e-12, shown_below=1e-14),
+        lambda: checks.above("gap", 0.05, 0.1),
+        lambda: checks.between("ratio", 3.0, 0.5, 2),
+        lambda: checks.equal("heads", 8, 9),
+        lambda: checks.holds("same map", False, "differs", "bit for bit"),
+    ):
+        with pytest.raises(CheckFailed):
+            record()
+    assert len(checks.rows) == 5  # a failed check is never recorded as shown
+    with pytest.raises(ValueError):
+        checks.below("error", 0.0, 1e-12, shown_below=1e-6)
+
+
+def test_the_table_shows_rounded_values_and_bounds_never_booleans():
+    checks = Checks()
+    checks.below("float64 error", 3e-17, 1e-12, shown_below=1e-14)
+    checks.above("permutation error", 0.34567, 0.1)
+    md = checks.table("Table 1.1 — Checks.", name="tab-checks").data
+    lines = md.splitlines()
+    assert lines[:3] == ["```{table} Table 1.1 — Checks.", ":name: tab-checks", ""]
+    assert lines[3] == "| check | measured | tolerance |" and lines[-1] == "```"
+    assert "| float64 error | < 1e-14 | < 1e-12 |" in lines
+    assert "| permutation error | 0.35 | > 0.1 |" in lines
+    assert not any(l.rstrip(" |").endswith(("True", "False")) for l in lines)
+
+
+def test_check_table_asserts_each_row():
+    ok = Check("a", "0.1", "< 1", True)
+    assert "| a | 0.1 | < 1 |" in check_table([ok]).data
+    with pytest.raises(CheckFailed, match="b: measured 2"):
+        check_table([ok, Check("b", "2", "< 1", False)])
+    with pytest.raises(ValueError):
+        check_table([])
+    with pytest.raises(ValueError, match="backtick"):
+        check_table([ok], caption="Table 1.1 — `code` in a caption")
+
+
+def test_format_measured():
+    assert format_measured(0.0) == "0"
+    assert format_measured(38.123) == "38"
+    assert format_measured(1.23e-7) == "1.2e-7"
+    assert format_measured(0.0456, digits=1) == "0.05"
