@@ -429,7 +429,7 @@ def tally_words(claims: Sequence[Claim]) -> str:
 _WORDS = {1: "one", 2: "two", 3: "three", 4: "four"}
 
 
-def what_holds_box(claims: Sequence[Claim]) -> str:
+def what_holds_box(claims: Sequence[Claim], confirmatory: str = "") -> str:
     """Chapter 17's result box, its counts from the rule's verdicts on the counted claims
     (:func:`counted`), so that nothing in it is typed by hand."""
     mine = counted(claims)
@@ -439,9 +439,12 @@ def what_holds_box(claims: Sequence[Claim]) -> str:
         "```{admonition} In short\n"
         ":class: tip result-box\n"
         "{bdg-success}`theory exact` **The theory holds as stated; three statements are wrong "
-        f"by an exact check; of {len(mine)} experimental claims, CPU-scale runs reproduce "
+        "by an exact check; the experimental claims are being judged again under a protocol "
+        f"frozen before its runs ({confirmatory or 'pending'}).**\n\n"
+        "- **Exploratory verdicts** (runs made before the freeze, not counted): "
+        f"of {len(mine)} experimental claims, CPU-scale runs reproduce "
         f"{n[REPRODUCED]}, do not reproduce {n[NOT_REPRODUCED]} and cannot settle "
-        f"{n[INCONCLUSIVE]}.**\n\n"
+        f"{n[INCONCLUSIVE]}.\n"
         "- **The paper says.** Multi-head self-attention with enough heads and a relative "
         "positional encoding can express any convolutional layer (Lemmas 1 and 2, Theorem 1), "
         "and trained layers attend to grid-like patterns around each pixel (Sec. 4, App. A).\n"
@@ -451,8 +454,8 @@ def what_holds_box(claims: Sequence[Claim]) -> str:
         f"{_WORDS.get(exact, exact)} statement{'s are' if exact != 1 else ' is'} shown "
         "apart, without a verdict ({ref}`sec-not-counted`). These verdicts are exploratory: "
         "their margins and thresholds were written down when many of the runs already "
-        "existed. The book's verdicts are being judged again on fresh seeds, made after a "
-        "protocol was frozen in git.\n"
+        "existed. The confirmatory verdicts come from fresh seeds, made after a protocol was "
+        "frozen in git ({ref}`the protocol <appendix-protocol>`).\n"
         "- **What it means.** The paper's construction is exact; its readings of trained "
         "models hold in part at CPU scale, and a claim not reproduced by small runs is not "
         "shown wrong.\n"

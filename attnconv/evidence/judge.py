@@ -36,6 +36,7 @@ __all__ = [
     "arm_runs",
     "confirmatory_verdicts",
     "tally",
+    "tally_sentence",
 ]
 
 #: The state of a claim whose arms do not have their seeds yet (not a verdict).
@@ -318,3 +319,19 @@ def tally(verdicts: Dict[str, ConfirmatoryVerdict]) -> Dict[str, int]:
     """How many claims have each verdict (and how many are pending)."""
     states = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, PENDING)
     return {s: sum(v.verdict == s for v in verdicts.values()) for s in states}
+
+
+def tally_sentence(verdicts: Dict[str, ConfirmatoryVerdict]) -> str:
+    """The confirmatory tally as the book states it: ``18 claims under the frozen protocol: all
+    pending`` until a claim is judged, then ``18 claims under the frozen protocol: a reproduced
+    at CPU scale; b not reproduced at CPU scale; c inconclusive; d pending``."""
+    t = tally(verdicts)
+    head = f"{len(verdicts)} claims under the frozen protocol: "
+    if t[PENDING] == len(verdicts):
+        return head + "all pending"
+    parts = [
+        f"{t[REPRODUCED]} reproduced at CPU scale",
+        f"{t[NOT_REPRODUCED]} not reproduced at CPU scale",
+        f"{t[INCONCLUSIVE]} inconclusive",
+    ] + ([f"{t[PENDING]} pending"] if t[PENDING] else [])
+    return head + "; ".join(parts)
