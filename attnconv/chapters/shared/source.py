@@ -7,11 +7,12 @@ import inspect
 import textwrap
 from pathlib import Path
 
+from ...experiments.store import repo_root
 from .tables import COLUMN_CHARS
 
 __all__ = ["fold_long_lines", "source_markdown", "show_source"]
 
-_ROOT = Path(__file__).resolve().parents[3]
+_ROOT = repo_root()
 
 
 def _where(obj) -> tuple[str, int, int]:
