@@ -22,8 +22,8 @@ learned 12,278,682; generalized with 15 heads pruned 9,686,916; ResNet18 11,173,
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields, replace
-from typing import Dict, List, Optional, Tuple, Union
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Dict, List, Mapping, Optional, Tuple, Union
 
 import torch
 import torch.nn.functional as F
@@ -41,6 +41,9 @@ from .paper_numbers import PAPER_PARAMETERS
 
 __all__ = [
     "PAPER_MODELS",
+    "ModelKind",
+    "MODEL_KINDS",
+    "register_model_kind",
     "MODEL_NAMES",
     "ENCODINGS",
     "GAUSSIAN_MODELS",
@@ -63,9 +66,6 @@ __all__ = [
 ENCODINGS = ("quadratic", "generalized", "learned")
 #: The paper's models (Sec. 4, Table 1), in the order the book lists them.
 PAPER_MODELS = ("quadratic", "generalized", "learned", "learned_content", "resnet18")
-#: Every model a run can train: the paper's and chapter 18's GPSA classifier
-#: (:mod:`attnconv.experiments.gpsa_models`).
-MODEL_NAMES = PAPER_MODELS + ("gpsa",)
 #: The models whose heads are Gaussians (quadratic encodings): the ones local attention
 #: (:mod:`attnconv.core.local`) can run.
 GAUSSIAN_MODELS = ("quadratic", "generalized")
@@ -175,26 +175,24 @@ ModelConfig = Union[SelfAttentionConfig, ResNetConfig]
 
 
 def paper_model_config(name: str, **overrides) -> ModelConfig:
-    """The paper's configuration of model ``name`` (one of :data:`MODEL_NAMES`), with ``overrides``."""
-    if name == "resnet18":
-        return ResNetConfig(**overrides)
-    if name == "gpsa":
-        return GPSAConfig(**overrides)
-    base = {
-        "quadratic": dict(encoding="quadratic"),
-        "generalized": dict(encoding="generalized"),
-        "learned": dict(encoding="learned"),
-        "learned_content": dict(encoding="learned", content=True),
-    }
-    if name not in base:
-        raise ValueError(f"unknown model {name!r}; choose one of {MODEL_NAMES}")
-    return SelfAttentionConfig(**{**base[name], **overrides})
+    """The paper's configuration of model ``name`` (one of :data:`MODEL_KINDS`), with ``overrides``."""
+    if name not in MODEL_KINDS:
+        raise ValueError(f"unknown model {name!r}; choose one of {tuple(MODEL_KINDS)}")
+    kind = MODEL_KINDS[name]
+    return kind.config(**{**kind.fields, **overrides})
+
+
+def _kind_of_config(config) -> ModelKind:
+    """The first registered kind whose config class ``config`` is an instance of."""
+    for kind in MODEL_KINDS.values():
+        if isinstance(config, kind.config):
+            return kind
+    raise TypeError(f"not a model config: {type(config).__name__}")
 
 
 def model_config_to_dict(config: ModelConfig) -> dict:
     """A JSON-ready dict with a ``kind`` tag (inverse: :func:`model_config_from_dict`)."""
-    kind = "resnet" if isinstance(config, ResNetConfig) else "self_attention"
-    kind = "gpsa" if isinstance(config, GPSAConfig) else kind
+    kind = _kind_of_config(config).tag
     d = asdict(config)
     return {
         "kind": kind,
@@ -204,9 +202,10 @@ def model_config_to_dict(config: ModelConfig) -> dict:
 
 def model_config_from_dict(d: dict) -> ModelConfig:
     d = dict(d)
-    kind = d.pop("kind", "self_attention")
-    cls = ResNetConfig if kind == "resnet" else SelfAttentionConfig
-    cls = GPSAConfig if kind == "gpsa" else cls
+    tag = d.pop("kind", "self_attention")
+    cls = next((k.config for k in MODEL_KINDS.values() if k.tag == tag), None)
+    if cls is None:
+        raise ValueError(f"unknown model config kind {tag!r}")
     names = {f.name for f in fields(cls)}
     unknown = set(d) - names
     if unknown:
@@ -525,20 +524,68 @@ class ResNet(nn.Module):
         return []
 
 
+# --------------------------------------------------------------------------- the model kinds
+@dataclass(frozen=True)
+class ModelKind:
+    """One kind of model a run can name: its config class, the model class built from that config,
+    the config fields the name sets (``fields``) and the config's tag in a saved run (``tag``)."""
+
+    config: type
+    model: type
+    tag: str
+    fields: Mapping = field(default_factory=dict)
+
+
+#: Every model a run can name → its kind, in the manner of timm's registry: adding a kind is one
+#: :func:`register_model_kind`; :func:`paper_model_config`, :func:`build_model` and
+#: :data:`MODEL_NAMES` read this table.
+MODEL_KINDS: Dict[str, ModelKind] = {}
+
+
+def register_model_kind(
+    name: str, config: type, model: type, tag: Optional[str] = None, **fields
+) -> ModelKind:
+    """Register model ``name``: ``config(**fields, **overrides)`` is its configuration, ``model(config)``
+    the model; ``tag`` (default ``name``) marks its config in a saved run."""
+    if name in MODEL_KINDS:
+        raise ValueError(f"model {name!r} is already registered")
+    kind = ModelKind(config, model, tag or name, dict(fields))
+    MODEL_KINDS[name] = kind
+    return kind
+
+
+for _encoding in ENCODINGS:
+    register_model_kind(
+        _encoding,
+        SelfAttentionConfig,
+        SelfAttentionClassifier,
+        "self_attention",
+        encoding=_encoding,
+    )
+register_model_kind(
+    "learned_content",
+    SelfAttentionConfig,
+    SelfAttentionClassifier,
+    "self_attention",
+    encoding="learned",
+    content=True,
+)
+register_model_kind("resnet18", ResNetConfig, ResNet, "resnet")
+# chapter 18's GPSA classifier (:mod:`attnconv.experiments.gpsa_models`)
+register_model_kind("gpsa", GPSAConfig, GPSAClassifier)
+#: Every model a run can train: the paper's (:data:`PAPER_MODELS`) and chapter 18's GPSA
+#: classifier.
+MODEL_NAMES = tuple(MODEL_KINDS)
+
+
 # --------------------------------------------------------------------------- helpers
 def build_model(config: Union[ModelConfig, str], **overrides) -> nn.Module:
-    """A model from a config, or from a name of :data:`MODEL_NAMES` (paper settings + ``overrides``)."""
+    """A model from a config, or from a name of :data:`MODEL_KINDS` (paper settings + ``overrides``)."""
     if isinstance(config, str):
         config = paper_model_config(config, **overrides)
     elif overrides:
         config = replace(config, **overrides)
-    if isinstance(config, ResNetConfig):
-        return ResNet(config)
-    if isinstance(config, SelfAttentionConfig):
-        return SelfAttentionClassifier(config)
-    if isinstance(config, GPSAConfig):
-        return GPSAClassifier(config)
-    raise TypeError(f"not a model config: {type(config).__name__}")
+    return _kind_of_config(config).model(config)
 
 
 def count_parameters(model: nn.Module) -> int:

@@ -450,7 +450,7 @@ def _benchmark_entry(
 def _bench_against_reference(out: str) -> None:
     """``python -m attnconv.bench --compare-with`` a temporary git worktree of
     :data:`BENCHMARK_REFERENCE_COMMIT` (removed after), written to ``out``."""
-    from . import bench
+    from . import bench_cli
 
     git = ["git", "-C", str(repo_root()), "worktree"]
     with tempfile.TemporaryDirectory() as tmp:
@@ -461,18 +461,18 @@ def _bench_against_reference(out: str) -> None:
             capture_output=True,
         )
         try:
-            bench.main(["--compare-with", checkout, "--out", out])
+            bench_cli.main(["--compare-with", checkout, "--out", out])
         finally:
             subprocess.run(git + ["remove", "--force", checkout], capture_output=True)
 
 
 def _benchmarks() -> List[StudyEntry]:
-    from . import bench
+    from . import bench_cli
 
     return [
         _benchmark_entry(
             "benchmark-cpu",
-            lambda out: bench.main(["--device", "cpu", "--out", out]),
+            lambda out: bench_cli.main(["--device", "cpu", "--out", out]),
             "dense / naive / local attention benchmark (chapter 13)",
         ),
         _benchmark_entry(

@@ -1,4 +1,5 @@
-"""``attnconv.experiments.bench``'s CUDA branches, run on the CPU with torch.cuda mocked: the
+"""The attention benchmark's CUDA branches (``attnconv.experiments.bench_timing``,
+``attnconv.experiments.bench``), run on the CPU with torch.cuda mocked: the
 peak memory of a training step from CUDA's allocator (synchronised, the peak reset first), the
 machine named by the card, and the training step's bf16 autocast (as CUDA's) when the device is
 CUDA."""
@@ -7,7 +8,7 @@ from unittest import mock
 
 import torch
 
-from attnconv.experiments import bench
+from attnconv.experiments import bench, bench_timing
 
 
 def test_peak_training_memory_reads_cudas_allocator(monkeypatch):
@@ -19,7 +20,7 @@ def test_peak_training_memory_reads_cudas_allocator(monkeypatch):
         stats["peak"] = 350 * 2**20
 
     monkeypatch.setattr(
-        bench, "_setup", lambda *a, **k: (None, None, None, None, step, None)
+        bench_timing, "_setup", lambda *a, **k: (None, None, None, None, step, None)
     )
     cuda = torch.cuda
     with (
@@ -30,7 +31,9 @@ def test_peak_training_memory_reads_cudas_allocator(monkeypatch):
         mock.patch.object(cuda, "memory_allocated", lambda *a: stats["allocated"]),
         mock.patch.object(cuda, "max_memory_allocated", lambda *a: stats["peak"]),
     ):
-        peak = bench.peak_training_memory_mb(None, "dense", 4, torch.device("cuda"))
+        peak = bench_timing.peak_training_memory_mb(
+            None, "dense", 4, torch.device("cuda")
+        )
     assert peak == 250.0
     assert calls == ["sync", "reset", "step", "sync"]
 
@@ -62,10 +65,10 @@ def test_the_training_step_autocasts_as_cuda_on_a_cuda_device(monkeypatch):
     monkeypatch.setattr(torch, "randn", on_cpu(real_randn))
     monkeypatch.setattr(torch, "randint", on_cpu(real_randint))
     monkeypatch.setattr(torch.nn.Module, "to", lambda self, *a, **k: self)
-    monkeypatch.setattr(bench, "_sync", lambda device: None)
+    monkeypatch.setattr(bench_timing, "_sync", lambda device: None)
     config = paper_model_config("quadratic", num_layers=1, hidden_size=18)
     dtypes = []
-    _, _, model, _, train_step, infer = bench._setup(
+    _, _, model, _, train_step, infer = bench_timing._setup(
         config, "dense", 2, torch.device("cuda")
     )
     model.register_forward_hook(lambda m, a, out: dtypes.append(out.dtype))

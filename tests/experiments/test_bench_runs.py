@@ -7,13 +7,9 @@ import sys
 import pytest
 import torch
 
-from attnconv.experiments.bench import (
-    BenchSettings,
-    format_table,
-    matmul_rate,
-    run_benchmark,
-    set_attention_implementation,
-)
+from attnconv.experiments.bench import BenchSettings, run_benchmark
+from attnconv.experiments.bench_tables import format_table
+from attnconv.experiments.bench_timing import matmul_rate, set_attention_implementation
 from attnconv.experiments.checkpoints import Run
 from attnconv.experiments.models import build_model, paper_model_config
 from attnconv.experiments.profiles import make_config
@@ -212,12 +208,14 @@ def test_compare_with_reference_times_two_checkouts_side_by_side(tmp_path):
     from the same seed, so the losses agree exactly and every figure is filled in."""
     from pathlib import Path
 
-    from attnconv.experiments.bench import (
+    from attnconv.experiments.bench_compare import (
+        compare_with_reference,
+        load_reference,
+    )
+    from attnconv.experiments.bench_tables import (
         COMPARISON_COLUMNS,
         book_run_hours,
-        compare_with_reference,
         comparison_table,
-        load_reference,
     )
 
     root = Path(__file__).resolve().parents[2]
@@ -298,7 +296,7 @@ def test_sparse_dropout_correction_times_the_dropped_entries_against_the_dense_p
     binomial range), every time is measured and the ratios are the times' quotients."""
     import warnings
 
-    from attnconv.experiments.bench import sparse_dropout_correction
+    from attnconv.experiments.bench_compare import sparse_dropout_correction
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
@@ -316,7 +314,7 @@ def test_sparse_dropout_correction_times_the_dropped_entries_against_the_dense_p
 
 
 def test_case_label_names_the_heads_only_when_not_nine():
-    from attnconv.experiments.bench import case_label
+    from attnconv.experiments.bench_tables import case_label
 
     assert (
         case_label({"profile": "deep", "model_name": "quadratic", "num_heads": 9})

@@ -7,7 +7,11 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from attnconv.experiments.flops import MacCount, analytic_macs, count_macs, flops_table
 from attnconv.experiments.models import (
+    MODEL_KINDS,
+    MODEL_NAMES,
+    PAPER_MODELS,
     ResNetConfig,
+    SelfAttentionClassifier,
     SelfAttentionConfig,
     SelfAttentionLayer,
     build_model,
@@ -17,6 +21,7 @@ from attnconv.experiments.models import (
     model_config_to_dict,
     paper_model_config,
     parameter_count_table,
+    register_model_kind,
     space_to_depth,
 )
 
@@ -356,3 +361,42 @@ def test_pruned_model_macs():
     with pytest.raises(ValueError):
         analytic_macs(m.config, heads_per_layer=[1])
     assert MacCount(1, 2, 3, 4) + MacCount(1, 1, 1, 1) == MacCount(2, 3, 4, 5)
+
+
+def test_a_model_kind_is_one_registration():
+    """A toy kind (a config dataclass and a tiny module) registered in ``MODEL_KINDS`` is built by
+    name and from its config through ``build_model``, its config saved and read back by its tag,
+    with no other edit; the paper's names keep their kinds."""
+    from dataclasses import dataclass
+
+    @dataclass
+    class ToyConfig:
+        width: int = 4
+        num_classes: int = 10
+
+    class Toy(torch.nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            self.head = torch.nn.Linear(config.width, config.num_classes)
+
+    before = dict(MODEL_KINDS)
+    register_model_kind("toy", ToyConfig, Toy, width=3)
+    try:
+        with pytest.raises(ValueError, match="already registered"):
+            register_model_kind("toy", ToyConfig, Toy)
+        model = build_model("toy", num_classes=2)
+        assert isinstance(model, Toy) and model.head.weight.shape == (2, 3)
+        assert isinstance(build_model(ToyConfig(width=5)), Toy)
+        saved = model_config_to_dict(paper_model_config("toy"))
+        assert saved == {"kind": "toy", "width": 3, "num_classes": 10}
+        assert model_config_from_dict(saved) == ToyConfig(width=3)
+    finally:
+        MODEL_KINDS.pop("toy")
+    assert MODEL_KINDS == before
+    with pytest.raises(ValueError, match="unknown model 'toy'"):
+        paper_model_config("toy")
+    assert MODEL_NAMES == PAPER_MODELS + ("gpsa",) == tuple(MODEL_KINDS)
+    assert type(build_model("learned_content")) is SelfAttentionClassifier
+    assert paper_model_config("learned_content") == SelfAttentionConfig(
+        encoding="learned", content=True
+    )
