@@ -22,6 +22,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..evidence.protocol import NOT_JUDGED
 from ..experiments import verdicts as v
+from ..experiments.claim_text import claim_block, short_quote
 from ..experiments.claims import CLAIMS
 from ..experiments.store import results_dir
 from ..experiments.studies_removal import load_removal
@@ -31,7 +32,6 @@ from ..experiments.verdicts import (
     REPRODUCED,
     Claim,
     Evidence,
-    claim_block,
 )
 from .shared import depth_measures as depth
 from .shared.paper_claims import (
@@ -469,7 +469,7 @@ def not_counted_markdown(claims: Sequence[Claim]) -> str:
     paper's one run)."""
     blocks = []
     for c in not_counted(claims):
-        head = f"**{CLAIMS[c.key].title}.** “{v.short_quote(c.quote)}” ({c.source})"
+        head = f"**{CLAIMS[c.key].title}.** “{short_quote(c.quote)}” ({c.source})"
         if c.key in EXACT_CHECKS:
             what = (
                 f"*An exact check, not an experiment:* {_one_line(c.reason)}. It is not "

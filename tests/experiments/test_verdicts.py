@@ -17,7 +17,6 @@ from attnconv.experiments.verdicts import (
     paper_text_contains,
     seed_series,
     spread,
-    verdict_table,
 )
 
 
@@ -189,8 +188,8 @@ def test_compare_seed_series_prints_the_interval_of_the_rule(tmp_path):
 
 # --------------------------------------------------------------------------- existence and blocks
 
+from attnconv.experiments.claim_text import claim_block, verdict_table  # noqa: E402
 from attnconv.experiments.existence import Observation, Setting, existence_verdict  # noqa: E402
-from attnconv.experiments.verdicts import claim_block  # noqa: E402
 
 
 def test_setting_describes_what_it_names():
@@ -250,7 +249,7 @@ def test_claim_block_carries_quote_test_evidence_verdict_confounds():
 
 
 def test_short_quote_stays_verbatim_and_summary_names_the_verdict():
-    from attnconv.experiments.verdicts import claim_summary, short_quote
+    from attnconv.experiments.claim_text import claim_summary, short_quote
 
     long = (
         "The figure confirms our hypothesis for the first two layers and partially for the "
