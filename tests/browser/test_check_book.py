@@ -318,3 +318,12 @@ def test_pending_pages_are_expected_not_counted(monkeypatch):
     rep = check_book.Report()
     rep.fail(page, "badge-word", "x")
     assert rep.expected["badge-word"] == [(page, "x")] and not rep.failures
+
+
+def test_pending_pages_name_only_known_rules():
+    """The exemption list of the teaching checks names rules that exist (a typo would exempt
+    nothing and hide it)."""
+    from book_checks.teaching import PENDING_TEACHING_PAGES, TEACHING_RULES
+
+    for page, rules in PENDING_TEACHING_PAGES.items():
+        assert set(rules) <= set(TEACHING_RULES), page

@@ -48,7 +48,7 @@ class HostReads(TorchDispatchMode):
             p.stop()
         return super().__exit__(*exc)
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+    def __torch_dispatch__(self, func, _types, args=(), kwargs=None):
         name = func.overloadpacket.__name__
         self.reads += name in HOST_READS
         self.nonzero += name == "nonzero"
