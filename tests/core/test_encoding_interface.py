@@ -2,11 +2,15 @@
 ``inverse_sqrt_covariance``, ``head_record``) instead of switching on its type, so a new encoding
 needs only its class, its registration and its test."""
 
+import json
+
 import pytest
 import torch
+from conftest import synthetic_cifar
 
 from attnconv.core.encodings import RelativeEncoding
 from attnconv.core.grid import relative_shifts
+from attnconv.experiments.checkpoints import load_run
 from attnconv.experiments.models import (
     ENCODINGS,
     SelfAttentionClassifier,
@@ -16,6 +20,8 @@ from attnconv.experiments.models import (
     unregister_encoding,
 )
 from attnconv.experiments.pruning import degenerate_heads, head_statistics
+from attnconv.experiments.train import train
+from attnconv.experiments.train_config import TrainConfig
 
 TINY = dict(hidden_size=8, intermediate_size=8, num_layers=2, num_heads=3, downsample=4)
 
@@ -174,3 +180,27 @@ def test_registering_a_name_twice_is_refused():
         register_encoding("quadratic", lambda cfg, n: None)
     with pytest.raises(ValueError):
         SelfAttentionConfig(encoding="toy")
+
+
+@pytest.mark.parametrize("name", ["quadratic", "generalized", "learned"])
+def test_a_trained_runs_history_saves_the_plain_records(name, tmp_path):
+    """One epoch of a tiny run: the heads its history.json saves are the plain records of the
+    trained model, as JSON."""
+    cfg = TrainConfig(
+        model=name,
+        model_overrides=dict(TINY, num_layers=1),
+        epochs=1,
+        batch_size=10,
+        eval_batch_size=16,
+        data="sample",
+        device="cpu",
+        seed=1,
+    )
+    train(cfg, tmp_path / "run", progress=False, data=synthetic_cifar(30, 12))
+    saved = json.loads((tmp_path / "run" / "history.json").read_text())
+    model = load_run(tmp_path / "run", load_model=True).model
+    want = [
+        {k: v.tolist() for k, v in _plain_record(model, layer).items()}
+        for layer in model.layers
+    ]
+    assert saved["epochs"][-1]["attention"] == json.loads(json.dumps(want))
