@@ -142,8 +142,7 @@ def isotropic_generalized(encoding: QuadraticEncoding) -> GeneralizedQuadraticEn
     out = GeneralizedQuadraticEncoding(encoding.num_heads).to(alpha.dtype)
     with torch.no_grad():
         out.centers.copy_(encoding.centers)
-        eye = torch.eye(2, dtype=alpha.dtype)
-        out.inv_sqrt_sigma.copy_(torch.sqrt(2 * alpha)[:, None, None] * eye)
+        out.inv_sqrt_sigma.copy_(encoding.inverse_sqrt_covariance())
     return out
 
 

@@ -126,6 +126,31 @@ class RelativeEncoding(nn.Module):
                 f"{delta.shape[-1]} coordinates"
             )
 
+    #: Whether each head is a Gaussian with :meth:`inverse_covariance` and
+    #: :meth:`inverse_sqrt_covariance` (what local attention and head pruning need).
+    is_gaussian = False
+
+    @torch.no_grad()
+    def head_record(self, grid) -> Dict[str, torch.Tensor]:
+        """The record of this layer's heads that a training history saves (CPU float tensors,
+        first dim = head). Without Gaussian parameters: the summary of each head's position-only
+        attention for the centre query of ``grid`` (rows, columns): ``centers`` = mean shift E[δ],
+        ``covariance`` of δ, ``peak_shift`` argmax δ and ``peak_probability``."""
+        rows, cols = (int(s) for s in grid)
+        device = next(iter(self.parameters()), None)
+        device = (device if device is not None else next(self.buffers())).device
+        delta = relative_shifts(grid, 0, device)[(rows // 2) * cols + cols // 2].float()
+        probs = torch.softmax(self.position_scores(delta.long()).float(), -1)
+        mean = probs @ delta  # (N_h, 2)
+        diff = delta[None] - mean[:, None]  # (N_h, T_k, 2)
+        cov = torch.einsum("hk,hki,hkj->hij", probs, diff, diff)
+        return {
+            "centers": mean.cpu(),
+            "covariance": cov.cpu(),
+            "peak_shift": delta[probs.argmax(-1)].cpu(),
+            "peak_probability": probs.max(-1).values.cpu(),
+        }
+
 
 def _float_tensor(value) -> torch.Tensor:
     """A floating tensor copy of ``value``, keeping a floating tensor's own dtype."""
@@ -248,6 +273,32 @@ class QuadraticEncoding(RelativeEncoding):
     def extra_repr(self) -> str:
         return f"num_heads={self.num_heads}, spatial_dims={self.spatial_dims}"
 
+    is_gaussian = True
+
+    def inverse_covariance(self) -> torch.Tensor:
+        """Σ_h⁻¹ = 2α_h·I per head (same as :meth:`precision`), ``(N_h, d, d)``."""
+        return self.precision()
+
+    def inverse_sqrt_covariance(self, dtype=None) -> torch.Tensor:
+        """M = √(2α_h)·I with Σ_h⁻¹ = M Mᵀ per head, ``(N_h, d, d)``, computed in ``dtype``."""
+        a = self.width() if dtype is None else self.width().to(dtype)
+        eye = torch.eye(self.spatial_dims, dtype=a.dtype, device=a.device)
+        return torch.sqrt(2 * a)[:, None, None] * eye
+
+    @torch.no_grad()
+    def head_record(self, grid=None) -> Dict[str, torch.Tensor]:
+        """``centers`` Δ (N_h, 2), ``spreads`` s = √(2α) (N_h,), ``inverse_covariance`` s²·I."""
+        s = (
+            self.spread.detach().float().cpu()
+            if self.parametrization == "spread"
+            else (2 * self.alpha.detach().float().cpu()).sqrt()
+        )
+        return {
+            "centers": self.centers.detach().float().cpu(),
+            "spreads": s,
+            "inverse_covariance": (s**2)[:, None, None] * torch.eye(2),
+        }
+
 
 class GeneralizedQuadraticEncoding(RelativeEncoding):
     """The generalized (non-isotropic) quadratic encoding of App. A.1, eq. (16), D_p = 5.
@@ -330,6 +381,22 @@ class GeneralizedQuadraticEncoding(RelativeEncoding):
 
     def extra_repr(self) -> str:
         return f"num_heads={self.num_heads}"
+
+    is_gaussian = True
+
+    def inverse_sqrt_covariance(self, dtype=None) -> torch.Tensor:
+        """M = Σ^{-1/2} per head (``inv_sqrt_sigma``), ``(N_h, 2, 2)``, in ``dtype`` if given."""
+        m = self.inv_sqrt_sigma
+        return m if dtype is None else m.to(dtype)
+
+    @torch.no_grad()
+    def head_record(self, grid=None) -> Dict[str, torch.Tensor]:
+        """``centers`` Δ (N_h, 2), ``inv_sqrt_sigma`` M, ``inverse_covariance`` Σ⁻¹ = M Mᵀ."""
+        return {
+            "centers": self.centers.detach().float().cpu(),
+            "inv_sqrt_sigma": self.inv_sqrt_sigma.detach().float().cpu(),
+            "inverse_covariance": self.inverse_covariance().detach().float().cpu(),
+        }
 
 
 class LearnedRelativeEncoding(RelativeEncoding):

@@ -23,7 +23,7 @@ learned 12,278,682; generalized with 15 heads pruned 9,686,916; ResNet18 11,173,
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Dict, List, Mapping, Optional, Tuple, Union
+from typing import Callable, Dict, List, Mapping, Optional, Tuple, Union
 
 import torch
 import torch.nn.functional as F
@@ -46,6 +46,8 @@ __all__ = [
     "register_model_kind",
     "MODEL_NAMES",
     "ENCODINGS",
+    "register_encoding",
+    "unregister_encoding",
     "GAUSSIAN_MODELS",
     "SelfAttentionConfig",
     "ResNetConfig",
@@ -63,7 +65,6 @@ __all__ = [
     "parameter_count_table",
 ]
 
-ENCODINGS = ("quadratic", "generalized", "learned")
 #: The paper's models (Sec. 4, Table 1), in the order the book lists them.
 PAPER_MODELS = ("quadratic", "generalized", "learned", "learned_content", "resnet18")
 #: The models whose heads are Gaussians (quadratic encodings): the ones local attention
@@ -102,7 +103,7 @@ class SelfAttentionConfig:
     def __post_init__(self):
         if self.encoding not in ENCODINGS:
             raise ValueError(
-                f"encoding must be one of {ENCODINGS}, got {self.encoding!r}"
+                f"encoding must be one of {tuple(ENCODINGS)}, got {self.encoding!r}"
             )
         for name in (
             "hidden_size",
@@ -248,26 +249,58 @@ def depth_to_space(t: torch.Tensor, factor: int) -> torch.Tensor:
 
 
 # --------------------------------------------------------------------------- encodings
+def _quadratic(cfg: SelfAttentionConfig, num_heads: int) -> QuadraticEncoding:
+    centers = torch.randn(num_heads, 2) * cfg.center_init_std
+    s = 1.0 + cfg.spread_init_std * torch.randn(num_heads)
+    return QuadraticEncoding(
+        num_heads, centers=centers, parametrization="spread", spread=s
+    )
+
+
+def _generalized(
+    cfg: SelfAttentionConfig, num_heads: int
+) -> GeneralizedQuadraticEncoding:
+    centers = torch.randn(num_heads, 2) * cfg.center_init_std
+    m = torch.eye(2) + cfg.spread_init_std * torch.randn(num_heads, 2, 2)
+    return GeneralizedQuadraticEncoding(num_heads, centers=centers, inv_sqrt_sigma=m)
+
+
+def _learned(cfg: SelfAttentionConfig, num_heads: int) -> LearnedRelativeEncoding:
+    return LearnedRelativeEncoding(num_heads, 2 * cfg.hidden_size, cfg.max_shift)
+
+
+#: Every encoding a :class:`SelfAttentionConfig` can name → the factory ``(config, num_heads) →
+#: encoding`` that builds one layer's; adding an encoding is one :func:`register_encoding`.
+ENCODINGS: Dict[str, Callable[[SelfAttentionConfig, int], nn.Module]] = {}
+
+
+def register_encoding(
+    name: str, factory: Callable[[SelfAttentionConfig, int], nn.Module]
+) -> None:
+    """Register encoding ``name``: ``factory(config, num_heads)`` builds one layer's encoding
+    (random draws on the CPU, :func:`_make_encoding` moves it)."""
+    if name in ENCODINGS:
+        raise ValueError(f"encoding {name!r} is already registered")
+    ENCODINGS[name] = factory
+
+
+def unregister_encoding(name: str) -> None:
+    """Remove encoding ``name`` from :data:`ENCODINGS` (a test's toy encoding)."""
+    del ENCODINGS[name]
+
+
+register_encoding("quadratic", _quadratic)
+register_encoding("generalized", _generalized)
+register_encoding("learned", _learned)
+
+
 def _make_encoding(cfg: SelfAttentionConfig, num_heads: int) -> nn.Module:
     """The encoding of one layer, initialised as in the authors' code. Random draws are made on
     the CPU (same numbers on every device) and the module is then moved to the default device
     (so that building under ``torch.device("meta")`` works)."""
     target = torch.get_default_device()
     with torch.device("cpu"):
-        if cfg.encoding == "quadratic":
-            centers = torch.randn(num_heads, 2) * cfg.center_init_std
-            s = 1.0 + cfg.spread_init_std * torch.randn(num_heads)
-            enc = QuadraticEncoding(
-                num_heads, centers=centers, parametrization="spread", spread=s
-            )
-        elif cfg.encoding == "generalized":
-            centers = torch.randn(num_heads, 2) * cfg.center_init_std
-            m = torch.eye(2) + cfg.spread_init_std * torch.randn(num_heads, 2, 2)
-            enc = GeneralizedQuadraticEncoding(
-                num_heads, centers=centers, inv_sqrt_sigma=m
-            )
-        else:
-            enc = LearnedRelativeEncoding(num_heads, 2 * cfg.hidden_size, cfg.max_shift)
+        enc = ENCODINGS[cfg.encoding](cfg, num_heads)
     return enc.to(target)
 
 
@@ -417,57 +450,8 @@ class SelfAttentionClassifier(nn.Module):
             if att is None:
                 out.append({"num_heads": torch.tensor(0)})
                 continue
-            enc = att.encoding
-            if isinstance(enc, QuadraticEncoding):
-                s = (
-                    enc.spread.detach().float().cpu()
-                    if enc.parametrization == "spread"
-                    else (2 * enc.alpha.detach().float().cpu()).sqrt()
-                )
-                out.append(
-                    {
-                        "centers": enc.centers.detach().float().cpu(),
-                        "spreads": s,
-                        "inverse_covariance": (s**2)[:, None, None] * torch.eye(2),
-                    }
-                )
-            elif isinstance(enc, GeneralizedQuadraticEncoding):
-                out.append(
-                    {
-                        "centers": enc.centers.detach().float().cpu(),
-                        "inv_sqrt_sigma": enc.inv_sqrt_sigma.detach().float().cpu(),
-                        "inverse_covariance": enc.inverse_covariance()
-                        .detach()
-                        .float()
-                        .cpu(),
-                    }
-                )
-            else:
-                out.append(_learned_summary(self, layer))
+            out.append(att.encoding.head_record(self.config.grid))
         return out
-
-
-def _learned_summary(
-    model: SelfAttentionClassifier, layer: SelfAttentionLayer
-) -> Dict[str, torch.Tensor]:
-    g = model.config.tokens_per_side
-    c = g // 2
-    enc = layer.attention.encoding
-    p = next(enc.parameters())
-    delta = relative_shifts(model.config.grid, 0, p.device)[
-        c * g + c
-    ].float()  # (T_k, 2)
-    probs = torch.softmax(enc.position_scores(delta.long()).float(), -1)  # (N_h, T_k)
-    mean = probs @ delta  # (N_h, 2)
-    diff = delta[None] - mean[:, None]  # (N_h, T_k, 2)
-    cov = torch.einsum("hk,hki,hkj->hij", probs, diff, diff)
-    peak = probs.argmax(-1)
-    return {
-        "centers": mean.cpu(),
-        "covariance": cov.cpu(),
-        "peak_shift": delta[peak].cpu(),
-        "peak_probability": probs.max(-1).values.cpu(),
-    }
 
 
 # --------------------------------------------------------------------------- ResNet18

@@ -22,7 +22,6 @@ from typing import Callable, Dict, List, Mapping, Sequence, Tuple, Union
 import torch
 from torch import nn
 
-from ..core.encodings import GeneralizedQuadraticEncoding, QuadraticEncoding
 from .paper_numbers import (
     PAPER_CONDITION_THRESHOLD,
     PAPER_MAX_EIGENVALUE_THRESHOLD,
@@ -45,8 +44,8 @@ HeadSelection = Union[Mapping[int, Sequence[int]], Sequence[Sequence[int]]]
 
 
 def _inverse_sqrt_covariances(model) -> List[torch.Tensor]:
-    """Per layer, the factors M of Σ⁻¹ = M Mᵀ of its heads, ``(N_h, 2, 2)`` float64 (the quadratic
-    encoding's Σ⁻¹ = 2α·I has M = √(2α)·I)."""
+    """Per layer, the factors M of Σ⁻¹ = M Mᵀ of its heads, ``(N_h, 2, 2)`` float64: each Gaussian
+    encoding's ``inverse_sqrt_covariance`` (the quadratic encoding's Σ⁻¹ = 2α·I has M = √(2α)·I)."""
     out = []
     for i, layer in enumerate(model.layers):
         att = layer.attention
@@ -54,17 +53,11 @@ def _inverse_sqrt_covariances(model) -> List[torch.Tensor]:
             out.append(torch.zeros(0, 2, 2, dtype=torch.float64))
             continue
         enc = att.encoding
-        if isinstance(enc, GeneralizedQuadraticEncoding):
-            out.append(enc.inv_sqrt_sigma.detach().double().cpu())
-        elif isinstance(enc, QuadraticEncoding):
-            a = enc.width().detach().double().cpu()
-            out.append(
-                torch.sqrt(2 * a)[:, None, None] * torch.eye(2, dtype=torch.float64)
-            )
-        else:
+        if not getattr(enc, "is_gaussian", False):
             raise TypeError(
                 f"layer {i} has a {type(enc).__name__}: degenerate heads are defined for quadratic encodings"
             )
+        out.append(enc.inverse_sqrt_covariance(torch.float64).detach().cpu())
     return out
 
 
