@@ -149,13 +149,14 @@ class ToyGaussianEncoding(RelativeEncoding):
 def toy_registered():
     register_encoding("toy", lambda cfg, n: ToyGaussianEncoding(n))
     try:
-        yield
+        yield ENCODINGS["toy"]
     finally:
         unregister_encoding("toy")
     assert "toy" not in ENCODINGS
 
 
 def test_a_new_encoding_needs_only_its_class_and_registration(toy_registered):
+    assert callable(toy_registered)
     model = SelfAttentionClassifier(SelfAttentionConfig(encoding="toy", **TINY))
     assert isinstance(model.layers[0].attention.encoding, ToyGaussianEncoding)
     logits = model(torch.randn(2, 3, 32, 32))
