@@ -4,6 +4,7 @@ verdicts beside the exploratory ones. Reads only (:mod:`attnconv.evidence`)."""
 
 from __future__ import annotations
 
+import re
 from typing import Dict, List
 
 from ..evidence import freeze, protocol
@@ -24,12 +25,17 @@ __all__ = [
 ]
 
 
+def _keep(text) -> str:
+    """A table cell whose hyphenated words and ranges do not break across lines (non-breaking
+    hyphens between letters or digits)."""
+    return re.sub(r"(?<=\w)-(?=\w)", "\u2011", str(text))
+
+
 def _table(rows: List[dict]):
     """Rows of dicts (same keys) as a left-aligned Markdown table."""
     columns = list(rows[0])
-    return markdown_table(
-        columns, [[r[c] for c in columns] for r in rows], "l" * len(columns)
-    )
+    cells = [[_keep(r[c]) for c in columns] for r in rows]
+    return markdown_table(columns, cells, "l" * len(columns))
 
 
 def _short(text: str, limit: int = 90) -> str:
