@@ -69,12 +69,12 @@ def claims_table():
         )
         rows.append(
             {
-                "claim": f"“{_short(c.quote, 70)}” ({c.source.split(',')[0]})",
+                "claim": f"“{_short(c.quote, 48)}” ({c.source.split(',')[0]})",
                 "type": c.kind,
                 "arms": ", ".join(c.arms),
-                "measure": _short(c.prop, 110),
+                "measure": _short(c.prop, 80),
                 "bound": bound,
-                "null": _short(c.null, 40) or "—",
+                "null": _short(c.null, 24) or "—",
             }
         )
     return _table(rows)

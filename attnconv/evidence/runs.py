@@ -23,7 +23,12 @@ from typing import Dict, Iterator, List, Optional, Tuple
 from ..experiments import beyond as beyond_exp
 from ..experiments.profiles import make_config
 from ..experiments.registry import RUNS, load_run, register_run
-from ..experiments.store import MissingResultError, read_history, results_dir
+from ..experiments.store import (
+    MissingResultError,
+    StaleResultError,
+    read_history,
+    results_dir,
+)
 from ..experiments.studies import (
     StudyEntry,
     attention_maps_study,
@@ -342,12 +347,19 @@ def held_out_study(name: str) -> StudyEntry:
 
     def read():
         path = RUNS[name].path / HELD_OUT_FILE
+        command = f"python -m attnconv.regenerate --only {name}/held-out"
         if not path.is_file():
             raise MissingResultError(
-                f"book/runs/{name}/{HELD_OUT_FILE} is missing; make it with: python -m "
-                f"attnconv.regenerate --only {name}/held-out"
+                f"book/runs/{name}/{HELD_OUT_FILE} is missing; make it with: {command}"
             )
-        return json.loads(path.read_text())
+        got = json.loads(path.read_text())
+        epochs = len(load_run(name).history.epochs)
+        if got.get("epoch") != epochs or got.get("images") != list(HELD_OUT):
+            raise StaleResultError(
+                f"book/runs/{name}/{HELD_OUT_FILE} was made from other weights or images; "
+                f"make it again with: {command}"
+            )
+        return got
 
     return StudyEntry(
         f"{name}/held-out",
