@@ -27,8 +27,8 @@ __all__ = [
 
 def _keep(text) -> str:
     """A table cell whose hyphenated words and ranges do not break across lines (non-breaking
-    hyphens between letters or digits)."""
-    return re.sub(r"(?<=\w)-(?=\w)", "\u2011", str(text))
+    hyphens before a digit: ranges, dates, quadratic-16heads)."""
+    return re.sub(r"(?<=\w)-(?=\d)", "\u2011", str(text))
 
 
 def _table(rows: List[dict]):
@@ -69,11 +69,11 @@ def claims_table():
         )
         rows.append(
             {
-                "claim": f"“{_short(c.quote, 48)}” ({c.source.split(',')[0]})",
-                "type": c.kind,
-                "arms": ", ".join(c.arms),
+                "claim": f"“{_short(c.quote, 48)}” ({c.source.split(',')[0]}; "
+                + ", ".join(c.arms)
+                + ")",
+                "type, bound": f"{c.kind}, {bound}" if bound != "—" else c.kind,
                 "measure": _short(c.prop, 80),
-                "bound": bound,
                 "null": _short(c.null, 24) or "—",
             }
         )
