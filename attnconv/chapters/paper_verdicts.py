@@ -34,6 +34,7 @@ from ..experiments.verdicts import (
     Evidence,
 )
 from .shared import depth_measures as depth
+from .shared.badges import VERDICT_BADGES, VERDICT_COLOURS, verdict_badge
 from .shared.paper_claims import (
     accuracy_claims,
     deep_label,
@@ -57,9 +58,6 @@ __all__ = [
     "format_claim_blocks",
     "claims_table",
     "OFF_SETTING_NOTE",
-    "VERDICT_BADGES",
-    "VERDICT_COLOURS",
-    "verdict_badge",
     "split_evidence",
     "claims_overview",
     "claim_dropdowns",
@@ -285,29 +283,6 @@ def claims_table(
 
 #: The note a run at another setting carries in its evidence (listed, not counted).
 OFF_SETTING_NOTE = " (not the claim's setting: listed, not counted)"
-#: sphinx-design badge role per verdict (green, amber, grey: the theme's "secondary" is orange), and
-#: the short word it shows ("at CPU scale" is said once).
-VERDICT_BADGES = {
-    REPRODUCED: ("bdg-success", "reproduced"),
-    NOT_REPRODUCED: ("bdg-warning", "not reproduced"),
-    INCONCLUSIVE: ("bdg-muted", "inconclusive"),
-}
-#: Colours of the same three verdicts, for figures and HTML (sphinx-design's success / warning /
-#: muted), and of the theory's two rows (exact checks, errata).
-VERDICT_COLOURS = {
-    REPRODUCED: "#198754",
-    NOT_REPRODUCED: "#c98a00",
-    INCONCLUSIVE: "#6c757d",
-    "exact": "#198754",
-    "errata": "#dc3545",
-}
-
-
-def verdict_badge(verdict: str) -> str:
-    """The verdict as a sphinx-design badge (MyST): green reproduced, amber not reproduced, grey
-    inconclusive."""
-    role, word = VERDICT_BADGES[verdict]
-    return f"{{{role}}}`{word}`"
 
 
 def split_evidence(claim: Claim) -> Tuple[List[Evidence], List[Evidence]]:

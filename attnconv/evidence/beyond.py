@@ -22,6 +22,7 @@ from ..experiments.verdicts import (
     NOT_REPRODUCED,
     REPRODUCED,
     Interval,
+    Side,
     accuracy_interval,
     accuracy_side,
     decide,
@@ -43,6 +44,8 @@ __all__ = [
     "ContrastResult",
     "contrast_results",
     "claim_verdicts",
+    "held_out_side",
+    "held_out_contrasts",
     "fitted_regime",
     "LINEAR_FILE",
     "linear_on_pixels",
@@ -179,6 +182,49 @@ def claim_verdicts(results: List[ContrastResult]) -> Dict[str, str]:
             out[c["key"]] = NOT_REPRODUCED
         else:
             out[c["key"]] = INCONCLUSIVE
+    return out
+
+
+# --------------------------------------------------------------------------- held-out images
+def held_out_side(arm: str, size: int = 1000) -> Optional[Side]:
+    """The runs of ``arm`` at ``size`` measured on the 3,000 training images they left out
+    (images 1,000-3,999; the ``held-out`` study of each run), as a :class:`Side` with each seed's
+    right/wrong per image; ``None`` while a run or its study is missing."""
+    from ..experiments.data import load_cifar10
+    from ..experiments.studies import study_entry
+    from ..experiments.train_step import decode_predictions
+    from .runs import HELD_OUT
+
+    runs = arm_runs(arm, size)
+    if runs is None:
+        return None
+    labels = None
+    values, correct = [], []
+    for seed in SEEDS:
+        try:
+            got = study_entry(f"{beyond_run_name(arm, size, seed)}/held-out").read()
+        except (KeyError, MissingResultError, FileNotFoundError):
+            return None
+        if labels is None:
+            data = load_cifar10(runs[0].config.data, verbose=False)
+            labels = [int(v) for v in data.y_train[HELD_OUT[0] : HELD_OUT[1]]]
+        pred = decode_predictions(got["predictions"])
+        values.append(got["accuracy"])
+        correct.append([int(p == y) for p, y in zip(pred, labels)])
+    return Side(values, correct, len(labels), arm)
+
+
+def held_out_contrasts() -> List[Tuple[str, Interval]]:
+    """Every contrast that names 1,000 images, measured again on the 3,000 held-out training
+    images (a − b with the one rule's interval over seeds and images): reported beside the
+    verdict, which the protocol reads on the test set."""
+    out = []
+    for c in BEYOND["contrasts"]:
+        if 1000 not in c["sizes"]:
+            continue
+        a, b = held_out_side(c["a"]), held_out_side(c["b"])
+        if a is not None and b is not None:
+            out.append((c["key"], difference_interval(a, b)))
     return out
 
 

@@ -61,6 +61,7 @@ __all__ = [
     "beyond_changes",
     "beyond_tuning_runs",
     "beyond_run_name",
+    "beyond_tuning",
     "register_beyond",
     "queue",
     "seen_histories",
@@ -258,6 +259,15 @@ def beyond_tuning_runs() -> List[Tuple[str, str, int, float, int]]:
         for arm in BEYOND["arms"]
         for lr in BEYOND_LRS
     ]
+
+
+def beyond_tuning(size: int) -> Optional[dict]:
+    """Chapter 18's tuning at ``size`` images: per arm its mean validation accuracy at each rate
+    (``scores``) and the rate chosen (``choice``); ``None`` while it is not saved."""
+    try:
+        return _read_tuning(BEYOND_TUNING_FILE.format(size=size))
+    except MissingResultError:
+        return None
 
 
 def beyond_run_name(arm: str, size: int, seed: int) -> str:

@@ -268,7 +268,7 @@ def test_tables_need_a_numbered_caption_of_their_chapter(tmp_path):
 
 def test_badges_dollars_alt_text_and_printing_code(tmp_path):
     body = (
-        "<span class='sd-badge sd-bg-success'>2 reproduced at CPU scale</span>"
+        "<span class='sd-badge sd-bg-success'>2 reproduced</span>"
         "<span class='sd-badge sd-bg-muted'>inconclusive</span>"
         "<span class='sd-badge sd-bg-warning'>inconclusive</span>"
         "<span class='sd-badge sd-bg-warning'>faster only where $T^2$ dominates</span>"

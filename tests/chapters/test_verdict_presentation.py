@@ -11,6 +11,7 @@ import pytest
 
 from attnconv.chapters import paper_verdicts as pv
 from attnconv.chapters.shared import paper_claims as pc
+from attnconv.chapters.shared.badges import VERDICT_BADGES
 from attnconv.experiments.verdicts import (
     INCONCLUSIVE,
     NOT_REPRODUCED,
@@ -61,7 +62,7 @@ def test_confounds_are_named_once():
 def test_overview_row_has_a_badge_and_a_link(verdict):
     table = pv.claims_overview([_claim(verdict)])
     assert table.count("\n") == 2
-    assert pv.VERDICT_BADGES[verdict][0] in table and "<sec-six-layers-grid>" in table
+    assert VERDICT_BADGES[verdict][0] in table and "<sec-six-layers-grid>" in table
 
 
 def test_scorecard_counts_every_verdict():

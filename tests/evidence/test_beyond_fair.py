@@ -9,7 +9,7 @@ matplotlib.use("Agg")
 
 import pytest  # noqa: E402
 
-from attnconv.chapters import beyond as chapter  # noqa: E402
+from attnconv.chapters import beyond_fair as chapter  # noqa: E402
 from attnconv.evidence import beyond as fair  # noqa: E402
 from attnconv.experiments.registry import load_series  # noqa: E402
 from attnconv.experiments.verdicts import VERDICTS  # noqa: E402
@@ -47,8 +47,75 @@ def test_the_chapter_shows_them(stand_ins):
     fig = chapter.plot_fair({"sizes": {"1000": {"test": 0.27}, "4000": {"test": 0.33}}})
     assert len(fig.axes) == 2
     assert fair.fitted_regime()  # every stand-in arm has a gap
+    fig = chapter.plot_fair_curves(1000)
+    assert len(fig.axes[0].lines) == 2 * len(
+        fair.ARMS
+    )  # training and validation per arm
+    # the held-out column appears at 1,000 images only
+    held = {"convit_start": fair.contrast_results()[0].interval}
+    text = chapter.fair_contrasts_table(fair.contrast_results(), held).data
+    assert "held-out, points" in text and text.count("—") >= 1
+    verdicts = fair.claim_verdicts(fair.contrast_results())
+    claims = chapter.fair_claims_table(verdicts).data
+    assert all(
+        chapter.CONTRAST_TITLES[c["key"]] in claims for c in fair.BEYOND["contrasts"]
+    )
+    badges = chapter.fair_badges(verdicts)
+    total = sum(int(b.split("`")[1].split()[0]) for b in badges.split("{")[1:])
+    assert total == len(fair.BEYOND["contrasts"])
+
+
+def test_tuning_table_marks_each_choice():
+    from attnconv.evidence.runs import beyond_tuning
+
+    got = beyond_tuning(1000)
+    if got is None:
+        pytest.skip("chapter 18's tuning is not saved")
+    text = chapter.tuning_table().data
+    # one bold cell per arm and size: the chosen rate's validation accuracy
+    assert text.count("**") == 2 * len(fair.ARMS) * len(fair.SIZES)
+    best = max(got["vit"]["scores"].values())
+    assert f"**{100 * best:.1f}**" in text.splitlines()[2]
 
 
 def test_pending_without_runs():
     assert fair.arm_summary("vit", 1000) is None or fair.arm_runs("vit", 1000)
     assert "pending" in chapter.fair_table().data or fair.arm_runs("vit", 1000)
+
+
+def test_held_out_images_against_a_plain_loop(monkeypatch):
+    # the two fresh seeds saved for every arm stand in for the six
+    import json
+
+    from attnconv.evidence.runs import HELD_OUT, beyond_run_name
+    from attnconv.experiments.data import load_cifar10
+    from attnconv.experiments.registry import RUNS
+    from attnconv.experiments.train_step import decode_predictions
+
+    seeds = (1000, 1001)
+    names = [beyond_run_name(a, 1000, s) for a in fair.ARMS for s in seeds]
+    if not all((RUNS[n].path / "held-out.json").is_file() for n in names):
+        pytest.skip("the held-out studies of seeds 1000-1001 are not saved")
+    monkeypatch.setattr(fair, "SEEDS", seeds)
+    labels = load_cifar10("sample", verbose=False).y_train[HELD_OUT[0] : HELD_OUT[1]]
+    side = fair.held_out_side("gpsa")
+    assert side.n_images == 3000 and len(side.values) == 2
+    for seed, value, right in zip(seeds, side.values, side.correct):
+        got = json.loads(
+            (
+                RUNS[beyond_run_name("gpsa", 1000, seed)].path / "held-out.json"
+            ).read_text()
+        )
+        pred = decode_predictions(got["predictions"])
+        loop = sum(int(p) == int(y) for p, y in zip(pred, labels)) / len(labels)
+        assert value == pytest.approx(loop, abs=1e-12) and sum(right) == round(
+            loop * 3000
+        )
+    diffs = dict(fair.held_out_contrasts())
+    assert set(diffs) == {
+        c["key"] for c in fair.BEYOND["contrasts"] if 1000 in c["sizes"]
+    }
+    a, b = fair.held_out_side("convit"), fair.held_out_side("gpsa")
+    mean = sum(a.values) / 2 - sum(b.values) / 2
+    assert diffs["convit_start"].estimate == pytest.approx(mean, abs=1e-12)
+    assert diffs["convit_start"].lo < mean < diffs["convit_start"].hi

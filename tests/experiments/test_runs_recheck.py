@@ -154,3 +154,52 @@ def test_the_committed_runs_are_rechecked_by_the_chapters(name):
     from attnconv.experiments.registry import load_run
 
     assert runs.recheck_only_on_request(load_run(name)) is None
+
+
+def test_the_measured_deviations_are_returned_beside_their_bounds(tmp_path):
+    run = fake_run(tmp_path)
+    check = runs.verify_first_epoch(run, replayed=replay(step_scale=1 + 5e-5))
+    dev, bounds = check["deviations"], check["bounds"]
+    assert dev["initial_heads"] == 0.0  # the same seed builds the same heads
+    assert dev["first_steps"] == pytest.approx(5e-5, rel=1e-6)
+    assert dev["epoch_loss"] == 0.0 and dev["epoch_accuracy"] == 0.0
+    assert bounds["first_steps"] == runs.STEP_LOSS_TOLERANCE and check["match"]
+    # a step 2e-4 off is reported as such, and fails
+    off = runs.verify_first_epoch(run, replayed=replay(step_scale=1 + 2e-4))
+    assert off["deviations"]["first_steps"] == pytest.approx(2e-4, rel=1e-6)
+    assert off["match"] is False and off["checks"]["first_steps"] is False
+    # another seed's heads: the largest difference is measured, and fails
+    other = fake_run(tmp_path)
+    other.history["initial_attention"][0]["centers"] = [
+        [c + 1e-3 for c in row]
+        for row in other.history["initial_attention"][0]["centers"]
+    ]
+    bad = runs.verify_first_epoch(other, replayed=replay())
+    assert bad["deviations"]["initial_heads"] == pytest.approx(1e-3, rel=1e-3)
+    assert bad["match"] is False
+
+
+def test_a_chapter_shows_bounds_every_cpu_meets_and_asserts(tmp_path, monkeypatch):
+    from attnconv.chapters.shared.checks import CheckFailed, Checks
+    from attnconv.chapters.shared.recheck import recheck
+
+    run = fake_run(tmp_path)
+    monkeypatch.setattr(
+        runs, "replay_first_epoch", lambda r: replay(step_scale=1 + 1e-7)
+    )
+    checks = Checks()
+    recheck(checks, run, "quadratic")
+    assert [r.measured for r in checks.rows] == ["< 1e-5", "< 1e-5", "< 1e-5", "< 0.1"]
+    assert [r.tolerance for r in checks.rows] == ["< 1e-4", "< 1e-4", "< 0.03", "< 6"]
+    # within the tolerance but above the shown bound: fails, so the table never shows a bound
+    # the run does not meet
+    monkeypatch.setattr(
+        runs, "replay_first_epoch", lambda r: replay(step_scale=1 + 5e-5)
+    )
+    with pytest.raises(CheckFailed, match="first step losses"):
+        recheck(Checks(), run, "quadratic")
+    # a paper-size run is not trained again: one row says how it is re-checked
+    big = fake_run(tmp_path, parameters=12_086_844, images=50_000)
+    checks = Checks()
+    recheck(checks, big, "quadratic")
+    assert len(checks.rows) == 1 and "--check" in checks.rows[0].tolerance

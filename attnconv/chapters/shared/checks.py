@@ -66,7 +66,7 @@ def check_table(rows: Iterable[Check], caption: str = "", name: str = ""):
     ``name`` is its label for ``{numref}``/``{ref}``."""
     from IPython.display import Markdown
 
-    from .tables import markdown_table
+    from .tables import captioned, markdown_table
 
     rows = [row.require() for row in rows]
     if not rows:
@@ -78,10 +78,7 @@ def check_table(rows: Iterable[Check], caption: str = "", name: str = ""):
     ).data
     if not caption:
         return Markdown(table)
-    if "`" in caption:  # CommonMark: a backtick fence's info string holds no backtick
-        raise ValueError("a table caption cannot hold a backtick")
-    label = f":name: {name}\n" if name else ""
-    return Markdown(f"```{{table}} {caption}\n{label}\n{table}\n```")
+    return captioned(table, caption, name)
 
 
 def _number(value) -> float:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-__all__ = ["COLUMN_CHARS", "fit_column", "pack_items", "markdown_table"]
+__all__ = ["COLUMN_CHARS", "fit_column", "pack_items", "markdown_table", "captioned"]
 
 #: Characters of printed output that fit the book's column (measured in Chromium at 1400 px and
 #: wider by tests/browser/check_book.py: 752 px of text at 8.43 px per character).
@@ -81,3 +81,16 @@ def markdown_table(
     ]
     lines += ["| " + " | ".join(cell(v) for v in r) + " |" for r in rows]
     return Markdown("\n".join(lines))
+
+
+def captioned(table, caption: str, name: str = ""):
+    """``table`` (a Markdown object or text) as a MyST ``{table}`` directive with ``caption`` (e.g.
+    ``"Table 18.1 — ..."``), so the book renders it in the table's ``<caption>``; ``name`` is its
+    label for ``{numref}``/``{ref}``."""
+    from IPython.display import Markdown
+
+    text = getattr(table, "data", table)
+    if "`" in caption:  # CommonMark: a backtick fence's info string holds no backtick
+        raise ValueError("a table caption cannot hold a backtick")
+    label = f":name: {name}\n" if name else ""
+    return Markdown(f"```{{table}} {caption}\n{label}\n{text}\n```")

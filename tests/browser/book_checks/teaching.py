@@ -10,6 +10,8 @@ import re
 
 from bs4 import BeautifulSoup
 
+from attnconv.chapters.shared.badges import VERDICT_BADGES as _BOOK_BADGES
+
 from .common import chapter_number, is_collapsed
 
 # The rules, each a failure kind of check_book.
@@ -27,12 +29,11 @@ MAX_MEAN_SENTENCE_WORDS = 20
 MAX_SENTENCE_WORDS = 40
 MAX_SIDEBAR_PARTS = 6
 MAX_PRINTING_SHARE = 0.30
-# The three verdicts of the glossary, one colour each (sphinx-design badge classes); a chapter
-# with several claims may put a count before the word ("2 reproduced at CPU scale").
+# The three verdicts of the glossary, one colour each (sphinx-design badge classes), from their
+# one home (attnconv.chapters.shared.badges.VERDICT_BADGES); a chapter with several claims may put
+# a count before the word ("2 reproduced").
 VERDICT_BADGES = {
-    "reproduced at CPU scale": "sd-bg-success",
-    "not reproduced at CPU scale": "sd-bg-danger",
-    "inconclusive": "sd-bg-muted",
+    word: "sd-bg-" + role.removeprefix("bdg-") for role, word in _BOOK_BADGES.values()
 }
 # Badges that are not verdicts: the glossary's "exact check" of the theory chapters.
 OTHER_BADGES = {"exact": "sd-bg-success"}

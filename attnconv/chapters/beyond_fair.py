@@ -1,0 +1,267 @@
+"""Chapter 18's fair test, as the chapter shows it: the frozen protocol's five arms on 8×8 tokens
+(:data:`attnconv.evidence.protocol.BEYOND`), tuned on validation, judged on fresh seeds. Reads
+:mod:`attnconv.evidence.beyond` and the saved tuning (never trains, never judges).
+
+* :func:`tuning_table` — each arm's validation accuracy at each learning rate, and its choice;
+* :func:`fair_table`, :func:`plot_fair` — final test and training accuracy per arm and size;
+* :func:`plot_fair_curves` — training against validation accuracy over the steps;
+* :func:`fair_contrasts_table` — each frozen contrast at each size, with its verdict;
+* :func:`fair_claims_table`, :func:`fair_badges` — each contrast's verdict over its sizes.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Optional
+
+import numpy as np
+
+from ..evidence import beyond as fair
+from ..evidence.protocol import BEYOND
+from ..evidence.runs import beyond_tuning
+from .shared.badges import VERDICT_BADGES, verdict_badge
+from .shared.plotting import COLUMN_INCHES, model_colour
+from .shared.tables import markdown_table
+
+__all__ = [
+    "FAIR_LABELS",
+    "CONTRAST_TITLES",
+    "tuning_table",
+    "fair_table",
+    "plot_fair",
+    "plot_fair_curves",
+    "fair_contrasts_table",
+    "fair_claims_table",
+    "fair_badges",
+]
+
+#: How the fair test names each arm.
+FAIR_LABELS = {
+    "vit": "plain ViT",
+    "vit_mimetic": "plain ViT, mimetic start",
+    "gpsa": "GPSA, default start",
+    "convit": "GPSA, ConViT start",
+    "impulse": "GPSA, impulse start (Thm. 1)",
+}
+#: Each frozen contrast in words: what a − b compares.
+CONTRAST_TITLES = {
+    "architecture": "GPSA − plain ViT, both at the default start",
+    "convit_start": "ConViT start − default start, in GPSA",
+    "impulse_start": "impulse start − default start, in GPSA",
+    "starts_level_convit": "ConViT start ≈ default start, in GPSA",
+    "starts_level_impulse": "impulse start ≈ default start, in GPSA",
+    "mimetic": "mimetic start − default start, in the plain ViT",
+    "convit_claim": "ConViT (GPSA + its start) − plain ViT",
+}
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}"
+
+
+def tuning_table():
+    """Each arm's mean validation accuracy (%) at each learning rate and size, the chosen rate in
+    bold (a Markdown table; a size whose tuning is not saved says so)."""
+    rows = []
+    for arm in fair.ARMS:
+        cells = [FAIR_LABELS[arm]]
+        for size in fair.SIZES:
+            got = beyond_tuning(size)
+            if got is None or arm not in got:
+                cells.append("pending")
+                continue
+            scores, choice = got[arm]["scores"], got[arm]["choice"]
+            cells.append(
+                " · ".join(
+                    f"**{_pct(v)}**" if float(lr) == choice else _pct(v)
+                    for lr, v in sorted(scores.items(), key=lambda kv: float(kv[0]))
+                )
+            )
+        rows.append(cells)
+    rates = " · ".join(f"{r:g}" for r in sorted(_rates()))
+    columns = ["arm"] + [f"{n:,} images (lr {rates})" for n in fair.SIZES]
+    return markdown_table(columns, rows)
+
+
+def _rates():
+    got = beyond_tuning(min(fair.SIZES)) or {}
+    first = next(iter(got.values()), {"scores": {}})
+    return [float(r) for r in first["scores"]]
+
+
+def fair_table():
+    """Each arm at each size: final test accuracy, mean [95 % interval over seeds and test
+    images], and mean final training accuracy (a Markdown table; pending rows say so)."""
+    rows = []
+    for arm in fair.ARMS:
+        cells = [FAIR_LABELS[arm]]
+        for size in fair.SIZES:
+            s = fair.arm_summary(arm, size)
+            if s is None:
+                cells += ["pending", "—"]
+                continue
+            t = s.test
+            cells += [
+                f"{_pct(t.estimate)} [{_pct(t.lo)}, {_pct(t.hi)}]",
+                f"{100 * s.train:.0f}",
+            ]
+        rows.append(cells)
+    columns = ["arm"] + [
+        h for n in fair.SIZES for h in (f"test, {n:,} images", f"train, {n:,}")
+    ]
+    return markdown_table(columns, rows)
+
+
+def plot_fair(linear: Optional[Mapping] = None):
+    """Figure: test accuracy of every arm at each size (mean, 95 % interval over seeds and test
+    images), with the linear-on-pixels reference."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(
+        1, len(fair.SIZES), figsize=(COLUMN_INCHES, 3.0), sharey=True
+    )
+    for ax, size in zip(axes, fair.SIZES):
+        for i, arm in enumerate(fair.ARMS):
+            s = fair.arm_summary(arm, size)
+            if s is None:
+                continue
+            t = s.test
+            ax.errorbar(
+                [i], [100 * t.estimate],
+                yerr=[[100 * (t.estimate - t.lo)], [100 * (t.hi - t.estimate)]],
+                color=model_colour(arm), marker="o", ms=5, capsize=3,
+            )  # fmt: skip
+        if linear is not None:
+            ref = 100 * linear["sizes"][str(size)]["test"]
+            ax.axhline(ref, color="0.4", lw=1, ls="--", label="linear on pixels")
+        ax.set_xticks(range(len(fair.ARMS)))
+        ax.set_xticklabels([FAIR_LABELS[a].replace(", ", ",\n") for a in fair.ARMS],
+                           fontsize=6.5, rotation=30, ha="right")  # fmt: skip
+        ax.set_title(f"{size:,} training images")
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].set_ylabel("final test accuracy (%)")
+    if linear is not None:
+        axes[0].legend(frameon=False, fontsize=7, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def _curves(arm: str, size: int):
+    runs = fair.arm_runs(arm, size)
+    if runs is None:
+        return None
+    steps = runs[0].history.steps_per_epoch
+    train = np.mean([[e.train_acc for e in r.history.epochs] for r in runs], axis=0)
+    evals = [i for i, e in enumerate(runs[0].history.epochs) if e.val_acc is not None]
+    val = np.mean([[r.history.epochs[i].val_acc for i in evals] for r in runs], axis=0)
+    return (
+        steps * (np.arange(len(train)) + 1),
+        train,
+        steps * (np.array(evals) + 1),
+        val,
+    )
+
+
+def plot_fair_curves(size: int = 1000):
+    """Figure: mean training accuracy (dashed) and validation accuracy (solid, markers) of each
+    arm over the steps at ``size`` images."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(COLUMN_INCHES * 0.75, 3.0))
+    for arm in fair.ARMS:
+        got = _curves(arm, size)
+        if got is None:
+            continue
+        x, train, xv, val = got
+        colour = model_colour(arm)
+        ax.plot(x, 100 * train, ls="--", lw=1, color=colour)
+        ax.plot(
+            xv,
+            100 * val,
+            marker="o",
+            ms=3,
+            lw=1.4,
+            color=colour,
+            label=FAIR_LABELS[arm],
+        )
+    ax.set_xlabel("optimizer step")
+    ax.set_ylabel("accuracy (%)")
+    ax.set_title(f"{size:,} training images: training (dashed), validation (solid)")
+    ax.grid(alpha=0.3)
+    ax.legend(frameon=False, fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def _signed(iv) -> str:
+    return f"{100 * iv.estimate:+.1f} [{100 * iv.lo:+.1f}, {100 * iv.hi:+.1f}]"
+
+
+def fair_contrasts_table(results, held_out: Optional[Mapping] = None):
+    """One row per (contrast, size): a − b with its 95 % interval over seeds and test images, the
+    per-seed paired t interval, Holm's adjusted p-value, the verdict, and (``held_out``: contrast
+    key → interval) the same difference on the 3,000 held-out training images at 1,000 images."""
+    rows = []
+    for r in results:
+        extra = held_out.get(r.key) if held_out is not None and r.size == 1000 else None
+        row = [
+            CONTRAST_TITLES.get(r.key, r.key),
+            f"{r.size:,}",
+            _signed(r.interval),
+            _signed(r.cross_check),
+            "—" if r.holm_p is None else f"{r.holm_p:.2g}",
+            verdict_badge(r.verdict),
+        ]
+        if held_out is not None:
+            row.insert(3, "—" if extra is None else _signed(extra))
+        rows.append(row)
+    columns = [
+        "contrast (a − b)",
+        "images",
+        "test, points",
+        "per-seed t",
+        "Holm p",
+        "verdict",
+    ]
+    if held_out is not None:
+        columns.insert(3, "held-out, points")
+    return markdown_table(columns, rows, "lr" + "r" * (len(columns) - 3) + "l")
+
+
+def _kind(c: Mapping) -> str:
+    if c["kind"] == "equivalence":
+        return f"equivalence, ±{100 * c['margin']:g} points"
+    return c["kind"]
+
+
+def fair_claims_table(verdicts: Mapping[str, str]):
+    """One row per frozen contrast: what it compares, its type, the sizes it names, whose claim it
+    tests (quoted source), and its verdict over those sizes."""
+    rows = []
+    for c in BEYOND["contrasts"]:
+        v = verdicts.get(c["key"], "pending")
+        rows.append(
+            [
+                CONTRAST_TITLES.get(c["key"], c["key"]),
+                _kind(c),
+                ", ".join(f"{n:,}" for n in c["sizes"]),
+                c.get("source") or "the book's question",
+                verdict_badge(v) if v in VERDICT_BADGES else v,
+            ]
+        )
+    return markdown_table(
+        ["contrast", "type", "images", "claim of", "verdict"], rows, "lllll"
+    )
+
+
+def fair_badges(verdicts: Mapping[str, str]) -> str:
+    """The contrasts' verdicts as badges with counts (``{bdg-success}`2 reproduced` ...``), in the
+    order of :data:`VERDICT_BADGES`; pending contrasts are counted in words."""
+    out = []
+    for verdict, (role, word) in VERDICT_BADGES.items():
+        n = sum(v == verdict for v in verdicts.values())
+        if n:
+            out.append(f"{{{role}}}`{n} {word}`")
+    pending = sum(v not in VERDICT_BADGES for v in verdicts.values())
+    if pending:
+        out.append(f"{pending} pending")
+    return " ".join(out)
