@@ -162,11 +162,13 @@ SHOWN_BOUNDS: Dict[str, Dict[str, Dict[str, float]]] = {
             "epoch_loss": 1e-5,
             "epoch_accuracy": 1e-3,
         },
-        # ResNet18: its two compared steps <= 3e-6, epoch-1 loss <= 1.0 %, accuracy <= 2.2 points
+        # ResNet18: its two compared steps <= 3e-6, accuracy <= 2.2 points; its epoch-1 loss moved
+        # by 1.0 % over the kernel paths above and by 1.5 % with 2 threads here (2026-11-27), so
+        # the loss is shown at its tolerance
         "chaotic": {
             "initial_heads": 1e-5,
             "first_steps": 1e-5,
-            "epoch_loss": 0.015,
+            "epoch_loss": LOSS_TOLERANCE,
             "epoch_accuracy": 0.03,
         },
     },
