@@ -196,6 +196,13 @@ def _signed(iv) -> str:
     return f"{100 * iv.estimate:+.1f} [{100 * iv.lo:+.1f}, {100 * iv.hi:+.1f}]"
 
 
+def _p(p: Optional[float]) -> str:
+    """A p-value for a table cell: two significant digits, "< 0.001" below that."""
+    if p is None:
+        return "—"
+    return "< 0.001" if p < 0.001 else f"{p:.2g}"
+
+
 def fair_contrasts_table(results, held_out: Optional[Mapping] = None):
     """One row per (contrast, size): a − b with its 95 % interval over seeds and test images, the
     per-seed paired t interval, Holm's adjusted p-value, the verdict, and (``held_out``: contrast
@@ -208,7 +215,7 @@ def fair_contrasts_table(results, held_out: Optional[Mapping] = None):
             f"{r.size:,}",
             _signed(r.interval),
             _signed(r.cross_check),
-            "—" if r.holm_p is None else f"{r.holm_p:.2g}",
+            _p(r.holm_p),
             verdict_badge(r.verdict),
         ]
         if held_out is not None:
