@@ -34,7 +34,12 @@ from ..experiments.verdicts import (
     Evidence,
 )
 from .shared import depth_measures as depth
-from .shared.badges import VERDICT_BADGES, VERDICT_COLOURS, verdict_badge
+from .shared.badges import (
+    VERDICT_BADGES,
+    VERDICT_COLOURS,
+    category_badge,
+    verdict_badge,
+)
 from .shared.paper_claims import (
     accuracy_claims,
     deep_label,
@@ -413,7 +418,7 @@ def what_holds_box(claims: Sequence[Claim], confirmatory: str = "") -> str:
     return (
         "```{admonition} In short\n"
         ":class: tip result-box\n"
-        "{bdg-success}`theory exact` **The theory holds as stated; three statements are wrong "
+        f"{category_badge('exact')} **The theory holds as stated; three statements are wrong "
         "by an exact check; the experimental claims are being judged again under a protocol "
         f"frozen before its runs ({confirmatory or 'pending'}).**\n\n"
         "- **Exploratory verdicts** (runs made before the freeze, not counted): "
@@ -529,25 +534,25 @@ def scorecard_table(claims: Sequence[Claim]) -> str:
     n = verdict_counts(counted(claims))
     rows = [
         (
-            "{bdg-success}`exact`",
+            category_badge("exact"),
             "Theory: " + ", ".join(t for t, _, _ in THEORY_RESULTS) + " hold as stated",
             len(THEORY_RESULTS),
             "{ref}`ch. 3 <ch-lemma1>`, {ref}`4 <ch-theorem1>`, {ref}`5 <ch-generalized>`",
         ),
         (
-            "{bdg-info}`beyond the paper`",
+            category_badge("beyond the paper"),
             "Theory: " + "; ".join(t for t, _, _ in BEYOND_THEORY),
             len(BEYOND_THEORY),
             "{ref}`ch. 4 <sec-dp2>`, {ref}`3 <ch-lemma1>`",
         ),
         (
-            "{bdg-danger}`errata`",
+            category_badge("errata"),
             "Wrong by an exact check: " + "; ".join(ERRATA_WRONG),
             len(ERRATA_WRONG),
             "{ref}`ch. 15 <errata>`",
         ),
         (
-            "{bdg-light}`imprecise`",
+            category_badge("imprecise"),
             "Imprecise, not wrong: " + "; ".join(ERRATA_IMPRECISE),
             len(ERRATA_IMPRECISE),
             "{ref}`ch. 15 <errata>`",
@@ -562,7 +567,7 @@ def scorecard_table(claims: Sequence[Claim]) -> str:
     if aside:
         rows.append(
             (
-                "{bdg-light}`not counted`",
+                category_badge("not counted"),
                 "Shown without a verdict: "
                 + "; ".join(
                     CLAIMS[c.key].title

@@ -102,7 +102,7 @@ def test_exact_checks_and_descriptions_are_shown_apart_not_tallied():
     )
     assert box.startswith("```{admonition} In short") and "result-box" in box
     table = pv.scorecard_table(claims)
-    assert "{bdg-light}`not counted`" in table and "(an exact count)" in table
+    assert "{bdg-dark}`not counted`" in table and "(an exact count)" in table
     assert "| Experimental claims reproduced at CPU scale | 1 |" in table
     text = pv.not_counted_markdown(claims)
     assert (

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from ...experiments.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 
-__all__ = ["VERDICT_BADGES", "VERDICT_COLOURS", "verdict_badge"]
+__all__ = [
+    "VERDICT_BADGES",
+    "VERDICT_COLOURS",
+    "verdict_badge",
+    "CATEGORY_BADGES",
+    "category_badge",
+]
 
 #: sphinx-design badge role per verdict (green, amber, grey: the theme's "secondary" is orange), and
 #: the short word it shows ("at CPU scale" is said once).
@@ -30,3 +36,23 @@ def verdict_badge(verdict: str) -> str:
     inconclusive."""
     role, word = VERDICT_BADGES[verdict]
     return f"{{{role}}}`{word}`"
+
+
+#: Badges that are not verdicts on an experimental claim, each with its colour and a glossary
+#: entry: the theory's categories, claims shown without a verdict, and confirmatory claims still
+#: waiting for their runs.
+CATEGORY_BADGES = {
+    "exact": "bdg-success",
+    "beyond the paper": "bdg-info",
+    "errata": "bdg-danger",
+    "imprecise": "bdg-light",
+    "not counted": "bdg-dark",
+    "pending": "bdg-primary",
+}
+
+
+def category_badge(word: str, count: int = 0) -> str:
+    """A category of :data:`CATEGORY_BADGES` as a badge, with ``count`` before the word when
+    given."""
+    text = f"{count} {word}" if count else word
+    return f"{{{CATEGORY_BADGES[word]}}}`{text}`"

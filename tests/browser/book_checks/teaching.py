@@ -10,6 +10,7 @@ import re
 
 from bs4 import BeautifulSoup
 
+from attnconv.chapters.shared.badges import CATEGORY_BADGES as _CATEGORY_BADGES
 from attnconv.chapters.shared.badges import VERDICT_BADGES as _BOOK_BADGES
 
 from .common import chapter_number, is_collapsed
@@ -35,8 +36,12 @@ MAX_PRINTING_SHARE = 0.30
 VERDICT_BADGES = {
     word: "sd-bg-" + role.removeprefix("bdg-") for role, word in _BOOK_BADGES.values()
 }
-# Badges that are not verdicts: the glossary's "exact check" of the theory chapters.
-OTHER_BADGES = {"exact": "sd-bg-success"}
+# Badges that are not verdicts (the theory's categories, "not counted", "pending"), from the same
+# home.
+OTHER_BADGES = {
+    word: "sd-bg-" + role.removeprefix("bdg-")
+    for word, role in _CATEGORY_BADGES.items()
+}
 TABLE_CAPTION_RE = re.compile(r"^\s*Table\s+(\d+[a-z]?)\.\d+\b")
 # Abbreviations whose full stop does not end a sentence.
 ABBREVIATIONS = re.compile(
@@ -69,11 +74,10 @@ PENDING_TEACHING_PAGES: dict[str, frozenset[str]] = {
         {"sentence-length", "unnumbered-table"}
     ),
     "book/12b_six_layers.html": frozenset({"sentence-length", "unnumbered-table"}),
-    "book/15_errata.html": frozenset({"alt-text", "badge-word", "sentence-length"}),
+    "book/15_errata.html": frozenset({"alt-text", "sentence-length"}),
     "book/17_what_holds.html": frozenset(
-        {"alt-text", "badge-word", "sentence-length", "unnumbered-table"}
+        {"alt-text", "sentence-length", "unnumbered-table"}
     ),
-    "book/intro.html": frozenset({"badge-word"}),
 }
 
 
