@@ -58,16 +58,9 @@ PATH_ALT = re.compile(
 )
 
 # PENDING (issue 40): pages not yet reworked to these rules, with the rules each still fails.
-# Their failures are reported as EXPECTED, not counted, so that CI passes; an entry that passes
-# is reported so that it can be removed. Every other page is done and is not
-# listed.
-# Measured on the built book when the rules came in.
-PENDING_TEACHING_PAGES: dict[str, frozenset[str]] = {
-    "book/07_quadratic_training.html": frozenset({"sentence-length"}),
-    "book/12b_six_layers.html": frozenset({"sentence-length"}),
-    "book/15_errata.html": frozenset({"sentence-length"}),
-    "book/17_what_holds.html": frozenset({"sentence-length"}),
-}
+# Their failures are reported as EXPECTED, not counted; an entry that passes is reported so that
+# it can be removed. Every page passes every rule now, so the list is empty.
+PENDING_TEACHING_PAGES: dict[str, frozenset[str]] = {}
 
 
 def _article(soup: BeautifulSoup):
