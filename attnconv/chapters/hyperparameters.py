@@ -316,7 +316,8 @@ def full_scale_hours(benchmark: dict, epochs: int = 300) -> Dict[str, Dict[str, 
 
 def plot_full_scale_hours(benchmark: dict, epochs: int = 300):
     """Horizontal bars (log scale): hours for ``epochs`` epochs per model, on 2 CPU cores
-    (measured steps, hatched) and on one GPU (:func:`full_scale_hours`), in the book's colours."""
+    (measured steps, solid) and on one GPU (:func:`full_scale_hours`, estimated, hatched), in the
+    book's colours."""
     import matplotlib.pyplot as plt
     import numpy as np
 
@@ -335,9 +336,9 @@ def plot_full_scale_hours(benchmark: dict, epochs: int = 300):
                 h,
                 height=0.38,
                 color=model_colour(m),
-                alpha=0.45 if kind == "cpu" else 1.0,
-                hatch="//" if kind == "cpu" else None,
-                edgecolor="white" if kind == "gpu" else model_colour(m),
+                alpha=1.0 if kind == "cpu" else 0.45,  # measured: solid; estimated: hatched
+                hatch="//" if kind == "gpu" else None,
+                edgecolor="white" if kind == "cpu" else model_colour(m),
             )
             label = f"{h / 24:.0f} days" if h > 48 else f"{h:.1f} h"
             ax.text(h * 1.1, i + dy, f"{kind}: {label}", va="center", fontsize=8.5)
