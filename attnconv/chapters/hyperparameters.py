@@ -336,7 +336,9 @@ def plot_full_scale_hours(benchmark: dict, epochs: int = 300):
                 h,
                 height=0.38,
                 color=model_colour(m),
-                alpha=1.0 if kind == "cpu" else 0.45,  # measured: solid; estimated: hatched
+                alpha=1.0
+                if kind == "cpu"
+                else 0.45,  # measured: solid; estimated: hatched
                 hatch="//" if kind == "gpu" else None,
                 edgecolor="white" if kind == "cpu" else model_colour(m),
             )
