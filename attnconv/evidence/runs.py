@@ -21,13 +21,16 @@ from dataclasses import fields
 from typing import Dict, Iterator, List, Optional, Tuple
 
 from ..experiments import beyond as beyond_exp
+from ..experiments.checkpoints import write_json
 from ..experiments.profiles import make_config
 from ..experiments.registry import RUNS, load_run, register_run
 from ..experiments.store import (
+    HISTORY,
     MissingResultError,
     StaleResultError,
     read_history,
     results_dir,
+    thin_history,
 )
 from ..experiments.studies import (
     StudyEntry,
@@ -270,15 +273,26 @@ def beyond_tuning(size: int) -> Optional[dict]:
         return None
 
 
+def _thin(name: str) -> None:
+    """Thin a complete tuning run's saved history in place (:func:`thin_history`)."""
+    path = RUNS[name].path / HISTORY
+    got = json.loads(path.read_text())
+    if got.get("status") == "complete" and "attention_epochs" not in got:
+        write_json(path, thin_history(got))
+
+
 def beyond_run_name(arm: str, size: int, seed: int) -> str:
     return f"beyond3/{arm}/n{size}/seed{seed}"
 
 
 def _make_beyond_tuning(size: int) -> None:
+    """The rates chosen at ``size``; the tuning runs it reads are thinned (:func:`thin_history`):
+    only their validation accuracy is ever read again."""
     groups: Dict[Tuple[str, int], Dict[float, List[float]]] = {}
     for name, arm, n, lr, _ in beyond_tuning_runs():
         if n != size:
             continue
+        _thin(name)
         h = load_run(name).history
         groups.setdefault((arm, size), {}).setdefault(lr, []).append(_last3(h))
     out = {}

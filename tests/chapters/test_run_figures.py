@@ -625,3 +625,27 @@ def test_layer_contours_max_extent_and_degenerate_heads():
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
     assert labels[-1] == "degenerate"
     plt.close(fig)
+
+
+def test_layer_contours_split_many_heads_over_panels():
+    """With heads_per_panel, each layer spans several panels, every head drawn once, in the
+    colour it has when all heads share one panel."""
+    h = fake_history(2)
+    whole = plot_layer_contours(h, (6, 6))
+    split = plot_layer_contours(h, (6, 6), heads_per_panel=1, ncols=2)
+    drawn = [a for a in split.axes if a.axison]
+    assert [a.get_title() for a in drawn] == [
+        "layer 1, heads 1–1",
+        "layer 1, heads 2–2",
+        "layer 2, heads 1–1",
+        "layer 2, heads 2–2",
+    ]
+
+    def ellipses(ax):
+        return [p for p in ax.patches if type(p).__name__ == "Ellipse"]
+
+    assert all(len(ellipses(a)) == 2 for a in drawn)  # one head each: 50 % and 90 %
+    together = [e.get_edgecolor() for e in ellipses(whole.axes[0])]
+    apart = [e.get_edgecolor() for a in drawn[:2] for e in ellipses(a)]
+    assert together == apart  # each head keeps its colour
+    plt.close(whole), plt.close(split)

@@ -119,3 +119,37 @@ def test_held_out_images_against_a_plain_loop(monkeypatch):
     mean = sum(a.values) / 2 - sum(b.values) / 2
     assert diffs["convit_start"].estimate == pytest.approx(mean, abs=1e-12)
     assert diffs["convit_start"].lo < mean < diffs["convit_start"].hi
+
+
+def test_thinning_keeps_what_is_read_again(tmp_path):
+    """A thinned history keeps what the re-check and the tuning read (initial heads, first-step
+    losses, every epoch's losses and accuracies, the last epoch's heads), drops the rest, and
+    thinning twice changes nothing."""
+    import copy
+
+    from attnconv.experiments.store import THINNED_NOTE, History, thin_history
+
+    h = {
+        "initial_attention": [{"centers": [[0.0, 0.0]]}],
+        "first_step_losses": [2.3, 2.2],
+        "status": "complete",
+        "epochs": [
+            {
+                "epoch": e,
+                "train_loss": 2.0 / e,
+                "val_acc": 0.1 * e,
+                "attention": [{"centers": [[e, e]]}],
+            }
+            for e in range(1, 5)
+        ],
+    }
+    before = copy.deepcopy(h)
+    t = thin_history(h)
+    assert h == before  # the input is not changed
+    assert t["initial_attention"] == h["initial_attention"]
+    assert t["first_step_losses"] == h["first_step_losses"]
+    assert [e["val_acc"] for e in t["epochs"]] == [e["val_acc"] for e in h["epochs"]]
+    assert ["attention" in e for e in t["epochs"]] == [False, False, False, True]
+    assert t["attention_epochs"] == THINNED_NOTE and thin_history(t) == t
+    typed = History.from_json(t)  # the typed history reads it
+    assert typed.layer_records(-1)[0]["centers"] == [[4, 4]]

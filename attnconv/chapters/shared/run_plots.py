@@ -110,11 +110,12 @@ def plot_trajectories_per_layer(
     return fig
 
 
-def _contour_axes(records, ncols: int, panel_size: float):
-    """The figure and its grid of panels, with room below for the legend's rows."""
+def _contour_axes(records, ncols: int, panel_size: float, n_panels: int = 0):
+    """The figure and its grid of ``n_panels`` panels (default one per record), with room below
+    for the legend's rows."""
     import matplotlib.pyplot as plt
 
-    nrows = math.ceil(len(records) / ncols)
+    nrows = math.ceil((n_panels or len(records)) / ncols)
     legend_rows = math.ceil((max(len(r.get("centers", [])) for r in records) + 2) / 6)
     panel_size = min(panel_size, (COLUMN_INCHES - 0.4) / ncols)
     return plt.subplots(
@@ -127,11 +128,23 @@ def _contour_axes(records, ncols: int, panel_size: float):
 
 
 def _draw_heads(
-    ax, centers, inverse, query, masses, degenerate, hide_uniform, extent, clip_size
+    ax,
+    centers,
+    inverse,
+    query,
+    masses,
+    degenerate,
+    hide_uniform,
+    extent,
+    clip_size,
+    subset=None,
 ) -> int:
-    """Each head's mass ellipses and centre on ``ax``; returns how many wide heads were hidden."""
+    """Each head's mass ellipses and centre on ``ax`` (only the heads in ``subset`` when given,
+    each in its own colour); returns how many wide heads were hidden."""
     hidden = 0
     for k, c in enumerate(_head_colors(len(centers))):
+        if subset is not None and k not in subset:
+            continue
         if k in degenerate:
             styles = ("dotted",) * len(masses)
             draw_mass_ellipses(
@@ -164,16 +177,20 @@ def _draw_heads(
 
 
 def _contour_panel(
-    ax, i: int, rec, grid, query, masses, hide_uniform, extent, degenerate
+    ax, i: int, rec, grid, query, masses, hide_uniform, extent, degenerate, subset=None
 ) -> int:
-    """Panel of layer i: its heads' ellipses, the query token; returns its number of heads."""
+    """Panel of layer i (of its heads in ``subset`` when given): the heads' ellipses, the query
+    token; returns the layer's number of heads."""
     from matplotlib.patches import Rectangle
 
     h, w = grid
     ax.set_xlim(-0.5, w - 0.5)
     ax.set_ylim(h - 0.5, -0.5)
     ax.set_aspect("equal")
-    ax.set_title(f"layer {i + 1}", fontsize=8.5)
+    name = f"layer {i + 1}"
+    if subset is not None:
+        name += f", heads {subset.start + 1}–{subset.stop}"
+    ax.set_title(name, fontsize=8.5)
     if "centers" not in rec:
         return 0
     centers = np.asarray(rec["centers"], dtype=np.float64).reshape(-1, 2)
@@ -188,10 +205,11 @@ def _contour_panel(
         hide_uniform,
         extent,
         4.0 * max(h, w),
+        subset,
     )
     if hidden:
         ax.set_title(
-            f"layer {i + 1}: {hidden} wide head{'s' if hidden > 1 else ''} not drawn",
+            f"{name}: {hidden} wide head{'s' if hidden > 1 else ''} not drawn",
             fontsize=8.5,
         )
     ax.add_patch(
@@ -246,6 +264,7 @@ def plot_layer_contours(
     ncols: int = 3,
     max_extent: Optional[float] = None,
     degenerate: Optional[Mapping[int, Sequence[int]]] = None,
+    heads_per_panel: Optional[int] = None,
 ):
     """Fig. 3 as the paper draws it: one panel per layer; each head (one colour a head, numbered
     from 1 in the legend) as the ellipses holding 50 % (solid) and 90 % (dashed) of its Gaussian's
@@ -255,23 +274,45 @@ def plot_layer_contours(
     is wider than ``max_extent`` tokens (default: the grid; nearly uniform attention) are not
     drawn; the panel title counts them. Heads in ``degenerate`` ({layer: [heads]}, 0-based) are
     drawn black and dotted whatever their size, clipped to the panel (a head attending along a line
-    shows as a thin stripe), with a legend entry of their own. The legend sits below the panels."""
+    shows as a thin stripe), with a legend entry of their own. The legend sits below the panels.
+    With ``heads_per_panel``, each layer is drawn over several panels of that many heads (in
+    order, each head keeping its colour), so that many heads do not hide one another."""
     records = layer_records(history, epoch)
     h, w = (int(s) for s in grid)
     query = (h // 2, w // 2) if query is None else tuple(query)
     extent = float(max(h, w)) if max_extent is None else float(max_extent)
     degenerate = {int(k): [int(x) for x in v] for k, v in (degenerate or {}).items()}
-    n = len(records)
+    panels = []  # (layer, subset of its heads or None)
+    for i, rec in enumerate(records):
+        count = len(rec.get("centers", []))
+        if heads_per_panel and count > heads_per_panel:
+            panels += [
+                (i, range(a, min(a + heads_per_panel, count)))
+                for a in range(0, count, heads_per_panel)
+            ]
+        else:
+            panels.append((i, None))
+    n = len(panels)
     ncols = min(n, ncols)
-    fig, axes = _contour_axes(records, ncols, panel_size)
+    fig, axes = _contour_axes(records, ncols, panel_size, n)
     num_heads = 0
-    for i, ax in enumerate(axes.flat):
+    for k, ax in enumerate(axes.flat):
         ax.set_xticks([]), ax.set_yticks([])
-        if i >= n:
+        if k >= n:
             ax.axis("off")
             continue
+        i, subset = panels[k]
         heads = _contour_panel(
-            ax, i, records[i], (h, w), query, masses, hide_uniform, extent, degenerate
+            ax,
+            i,
+            records[i],
+            (h, w),
+            query,
+            masses,
+            hide_uniform,
+            extent,
+            degenerate,
+            subset,
         )
         num_heads = max(num_heads, heads)
     _contour_legend(fig, num_heads, masses, degenerate)
