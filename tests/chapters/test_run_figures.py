@@ -297,7 +297,7 @@ def test_plots_draw_the_right_panels():
     ellipses = [p for p in fig.axes[0].patches if type(p).__name__ == "Ellipse"]
     assert (
         len(ellipses) == 2
-        and fig.axes[0].get_title() == "layer 1: 1 wide head not drawn"
+        and fig.axes[0].get_title() == "layer 1\n1 wide head not drawn"
     )
     plt.close(fig)
     fig = plot_layer_contours(
@@ -613,7 +613,7 @@ def test_layer_contours_max_extent_and_degenerate_heads():
     ]
     fig = plot_layer_contours(h, (6, 6), max_extent=4.0)
     ellipses = [p for p in fig.axes[0].patches if type(p).__name__ == "Ellipse"]
-    assert fig.axes[0].get_title() == "layer 1: 2 wide heads not drawn"
+    assert fig.axes[0].get_title() == "layer 1\n2 wide heads not drawn"
     assert ellipses == []
     plt.close(fig)
     fig = plot_layer_contours(h, (6, 6), degenerate={0: [1]})

@@ -209,7 +209,7 @@ def _contour_panel(
     )
     if hidden:
         ax.set_title(
-            f"{name}: {hidden} wide head{'s' if hidden > 1 else ''} not drawn",
+            f"{name}\n{hidden} wide head{'s' if hidden > 1 else ''} not drawn",
             fontsize=8.5,
         )
     ax.add_patch(
