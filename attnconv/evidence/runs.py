@@ -142,21 +142,22 @@ def choose(scores: List[Tuple[dict, float]]) -> dict:
 
 
 def _make_tuning(arm: str) -> None:
-    runs = tuning_runs()[arm]
-    if True:
-        rows = []
-        for name, values in runs:
-            h = load_run(name).history
-            rows.append(
-                {
-                    "run": name,
-                    "values": values,
-                    "val_acc_last3": _last3(h),
-                    "train_acc_last": h.epochs[-1].train_acc,
-                }
-            )
-        scores = [(r["values"], r["val_acc_last3"]) for r in rows]
-        out = {"arm": arm, "runs": rows, "choice": choose(scores)}
+    """``arm``'s choice on validation; the tuning runs it reads are thinned (:func:`thin_history`):
+    only their validation and training accuracy are ever read again."""
+    rows = []
+    for name, values in tuning_runs()[arm]:
+        _thin(name)
+        h = load_run(name).history
+        rows.append(
+            {
+                "run": name,
+                "values": values,
+                "val_acc_last3": _last3(h),
+                "train_acc_last": h.epochs[-1].train_acc,
+            }
+        )
+    scores = [(r["values"], r["val_acc_last3"]) for r in rows]
+    out = {"arm": arm, "runs": rows, "choice": choose(scores)}
     _write(TUNING_FILE.format(arm=arm), out)
 
 
