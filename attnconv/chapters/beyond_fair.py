@@ -17,7 +17,7 @@ import numpy as np
 
 from ..evidence import beyond as fair
 from ..evidence.protocol import BEYOND
-from ..evidence.runs import beyond_tuning
+from ..evidence.runs import BEYOND_LRS, beyond_tuning
 from .shared.badges import VERDICT_BADGES, verdict_badge
 from .shared.plotting import COLUMN_INCHES, model_colour
 from .shared.tables import markdown_table
@@ -77,15 +77,9 @@ def tuning_table():
                 )
             )
         rows.append(cells)
-    rates = " · ".join(f"{r:g}" for r in sorted(_rates()))
+    rates = " · ".join(f"{r:g}" for r in BEYOND_LRS)
     columns = ["arm"] + [f"{n:,} images (lr {rates})" for n in fair.SIZES]
     return markdown_table(columns, rows)
-
-
-def _rates():
-    got = beyond_tuning(min(fair.SIZES)) or {}
-    first = next(iter(got.values()), {"scores": {}})
-    return [float(r) for r in first["scores"]]
 
 
 def fair_table():
