@@ -6,7 +6,13 @@ froze it is :data:`FREEZE_COMMIT` (written in the commit after it: a commit cann
 confirmatory run or result (:data:`GUARDED_PATHS`) entered git in or before the freeze commit.
 """
 
-__all__ = ["FROZEN_DIGEST", "FREEZE_COMMIT", "FREEZE_DATE", "GUARDED_PATHS"]
+__all__ = [
+    "FROZEN_DIGEST",
+    "FREEZE_COMMIT",
+    "FREEZE_DATE",
+    "GUARDED_PATHS",
+    "PROTOCOL_RUN_FOLDERS",
+]
 
 #: SHA-256 of :func:`attnconv.evidence.protocol.content` at the freeze.
 FROZEN_DIGEST = "ad154cde14d30d8aa423311e33e47a7375aacd985bcd15b8e41384a445d50105"
@@ -23,4 +29,9 @@ GUARDED_PATHS = (
     "runs/beyond3-tuning",
     "results/confirm",
     "results/beyond3",
+)
+#: The protocol's run folders under book/runs/ (the benchmark appendix leaves them to the
+#: protocol page, which counts them as they arrive).
+PROTOCOL_RUN_FOLDERS = tuple(
+    p[len("runs/") :] for p in GUARDED_PATHS if p.startswith("runs/")
 )

@@ -174,10 +174,13 @@ def comparison_table(
     return out
 
 
-def book_run_hours(result: dict, runs_root, threads: int = 1) -> List[dict]:
+def book_run_hours(
+    result: dict, runs_root, threads: int = 1, exclude: Sequence[str] = ()
+) -> List[dict]:
     """How long the book's saved training runs take at the step times of a
-    :func:`~attnconv.experiments.bench_compare.compare_with_reference` result: per run folder under ``runs_root`` (at any depth, the
-    seed series included) whose
+    :func:`~attnconv.experiments.bench_compare.compare_with_reference` result: per complete run
+    folder under ``runs_root`` (at any depth, the seed series included; a run still training and
+    the folders under the prefixes ``exclude`` are left out) whose
     history matches a measured case (profile, model, heads), epochs × steps per epoch × s/step
     before and after (training steps only, at ``threads``), beside the hours its history recorded
     (training and evaluation, on whatever the machine was doing then) and where it was made
@@ -194,7 +197,12 @@ def book_run_hours(result: dict, runs_root, threads: int = 1) -> List[dict]:
     out = []
     root = Path(runs_root)
     for path in sorted(root.rglob("history.json")):
+        name = path.parent.relative_to(root).as_posix()
+        if any(name == e or name.startswith(e.rstrip("/") + "/") for e in exclude):
+            continue
         history = json.loads(path.read_text())
+        if history.get("status", "complete") != "complete":
+            continue
         config = history["config"]
         model = config["model"]
         if (
@@ -212,7 +220,7 @@ def book_run_hours(result: dict, runs_root, threads: int = 1) -> List[dict]:
         recorded = sum(e.get("seconds", 0.0) for e in history["epochs"])
         out.append(
             {
-                "run": path.parent.relative_to(root).as_posix(),
+                "run": name,
                 "epochs": epochs,
                 "steps_per_epoch": steps,
                 "before_hours": epochs * steps * row["before_s"] / 3600,

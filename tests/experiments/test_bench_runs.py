@@ -289,6 +289,15 @@ def test_compare_with_reference_times_two_checkouts_side_by_side(tmp_path):
     # a run its history says trained on CUDA is marked as made on a GPU
     (run / "history.json").write_text(json.dumps(dict(history, device="cuda:0")))
     assert book_run_hours(result, tmp_path)[0]["made_on"] == "gpu"
+    # a run still training, and a folder under an excluded prefix, are left out
+    (run / "history.json").write_text(json.dumps(dict(history, status="running")))
+    assert book_run_hours(result, tmp_path) == []
+    (run / "history.json").write_text(json.dumps(dict(history, status="complete")))
+    assert [h["run"] for h in book_run_hours(result, tmp_path)] == ["cpu/quadratic"]
+    assert book_run_hours(result, tmp_path, exclude=("cpu",)) == []
+    assert (
+        len(book_run_hours(result, tmp_path, exclude=("cp",))) == 1
+    )  # a prefix of folders
 
 
 def test_sparse_dropout_correction_times_the_dropped_entries_against_the_dense_product():
