@@ -3,6 +3,12 @@ amber not reproduced, grey inconclusive), used by every chapter and by check_boo
 
 from __future__ import annotations
 
+import json
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Dict, Iterable
+
 from ...experiments.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 
 __all__ = [
@@ -11,6 +17,8 @@ __all__ = [
     "verdict_badge",
     "CATEGORY_BADGES",
     "category_badge",
+    "stated_verdicts",
+    "verdict_counts",
 ]
 
 #: sphinx-design badge role per verdict (green, amber, grey: the theme's "secondary" is orange), and
@@ -56,3 +64,40 @@ def category_badge(word: str, count: int = 0) -> str:
     given."""
     text = f"{count} {word}" if count else word
     return f"{{{CATEGORY_BADGES[word]}}}`{text}`"
+
+
+_BADGE = re.compile(r"\{(bdg-[a-z-]+)\}`(?:(\d+) )?([^`]+)`")
+
+
+def stated_verdicts(notebook) -> Dict[str, int]:
+    """The verdict badges a chapter's "In short" box shows, read from the notebook file: verdict ->
+    count (a badge without a number counts 1). Raises ``ValueError`` when the notebook has no
+    "In short" box, or a badge whose colour does not match its word."""
+    cells = json.loads(Path(notebook).read_text())["cells"]
+    box = next(
+        (
+            "".join(c["source"])
+            for c in cells
+            if c["cell_type"] == "markdown"
+            and "{admonition} In short" in "".join(c["source"])
+        ),
+        None,
+    )
+    if box is None:
+        raise ValueError(f"{notebook}: no 'In short' box")
+    by_word = {
+        word: (role, verdict) for verdict, (role, word) in VERDICT_BADGES.items()
+    }
+    counts: Counter = Counter()
+    for role, number, word in _BADGE.findall(box):
+        if word not in by_word:
+            continue  # a category badge (exact, pending, ...), not a verdict
+        if by_word[word][0] != role:
+            raise ValueError(f"{notebook}: badge '{word}' drawn as {role}")
+        counts[by_word[word][1]] += int(number or 1)
+    return dict(counts)
+
+
+def verdict_counts(verdicts: Iterable[str]) -> Dict[str, int]:
+    """How many of ``verdicts`` are each verdict (the counts an "In short" box should show)."""
+    return dict(Counter(verdicts))

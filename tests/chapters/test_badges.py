@@ -1,0 +1,55 @@
+"""The "In short" badges a notebook states are read back from its file, counted per verdict."""
+
+import json
+
+import pytest
+
+from attnconv.chapters.shared.badges import (
+    stated_verdicts,
+    verdict_badge,
+    verdict_counts,
+)
+from attnconv.experiments.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
+
+
+def _notebook(tmp_path, box):
+    cells = [
+        {"cell_type": "markdown", "source": ["# 7. A chapter\n"]},
+        {"cell_type": "markdown", "source": [box]},
+    ]
+    path = tmp_path / "ch.ipynb"
+    path.write_text(json.dumps({"cells": cells}))
+    return path
+
+
+def test_counts_numbered_and_bare_badges_and_skips_categories(tmp_path):
+    box = (
+        "```{admonition} In short\n{bdg-success}`3 reproduced` {bdg-warning}`1 not reproduced` "
+        "{bdg-muted}`inconclusive` {bdg-primary}`2 pending`\n```"
+    )
+    assert stated_verdicts(_notebook(tmp_path, box)) == {
+        REPRODUCED: 3,
+        NOT_REPRODUCED: 1,
+        INCONCLUSIVE: 1,
+    }
+
+
+def test_agrees_with_the_badges_the_book_draws(tmp_path):
+    verdicts = [REPRODUCED, INCONCLUSIVE, INCONCLUSIVE]
+    box = (
+        "```{admonition} In short\n"
+        + " ".join(verdict_badge(v) for v in verdicts)
+        + "\n```"
+    )
+    assert stated_verdicts(_notebook(tmp_path, box)) == verdict_counts(verdicts)
+
+
+def test_a_badge_in_the_wrong_colour_or_no_box_is_an_error(tmp_path):
+    with pytest.raises(ValueError, match="drawn as bdg-warning"):
+        stated_verdicts(
+            _notebook(
+                tmp_path, "```{admonition} In short\n{bdg-warning}`2 reproduced`\n```"
+            )
+        )
+    with pytest.raises(ValueError, match="no 'In short' box"):
+        stated_verdicts(_notebook(tmp_path, "plain text"))
