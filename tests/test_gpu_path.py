@@ -26,6 +26,8 @@ from attnconv.chapters.how_convolutional import (
 from attnconv.chapters.quadratic_training import format_table1, table1_rows
 from attnconv.chapters.shared import attention_maps as am
 from attnconv.chapters.shared import depth_measures as depth
+from attnconv.chapters.shared.checks import Checks
+from attnconv.chapters.shared.recheck import recheck
 from attnconv.chapters.shared.saved_runs import (
     book_run,
     book_run_changes,
@@ -47,7 +49,7 @@ from attnconv.experiments.models import (
     count_parameters,
     model_config_to_dict,
 )
-from attnconv.experiments.runs import recheck_line, verify_first_epoch
+from attnconv.experiments.runs import verify_first_epoch
 from attnconv.experiments.store import (
     HISTORY,
     MissingResultError,
@@ -327,7 +329,9 @@ def test_every_training_chapter_reads_the_full_scale_runs(
     assert check["match"] is None and not check["checked"]
     assert f"regenerate --check --only {profile}/quadratic" in check["reason"]
     assert check["reason"] in capsys.readouterr().out
-    assert "not re-checked here" in recheck_line(runs["resnet18"])
+    rows = Checks()
+    recheck(rows, runs["resnet18"])
+    assert [r.measured for r in rows.rows] == ["not here: hours on a CPU"]
     assert time.perf_counter() - t0 < 5
     # chapter 8: the generalized run's heads, its pruning study and retraining
     run = registry.load_run(registry.book_run_name("generalized", profile))

@@ -28,7 +28,6 @@ __all__ = [
     "device_kind",
     "recheck_only_on_request",
     "verify_first_epoch",
-    "recheck_line",
     "SHOWN_BOUNDS",
     "shown_bounds",
     "replay_first_epoch",
@@ -414,22 +413,6 @@ def verify_first_epoch(
         "saved": {k: saved[k] for k in _EPOCH_KEYS},
         "retrained": {k: again[k] for k in _EPOCH_KEYS},
     }
-
-
-def recheck_line(
-    run: Run, label: Optional[str] = None, on_request: bool = False
-) -> str:
-    """One line for a chapter: ``label: first epoch re-trained matches the saved run: True``
-    (with the tolerances' kind when they are not the measured CPU ones), or why it was not
-    re-checked (:func:`verify_first_epoch`)."""
-    label = label or run.config.model
-    check = verify_first_epoch(run, on_request=on_request, verbose=False)
-    if not check["checked"]:
-        return f"{label}: {check['reason'].split(': ', 1)[1]}"
-    kind = "" if check["tolerances"] == "fp32 cpu" else f" ({check['tolerances']})"
-    return (
-        f"{label}: first epoch re-trained matches the saved run{kind}: {check['match']}"
-    )
 
 
 def add_first_step_losses(run_dir, note: str) -> dict:

@@ -5,6 +5,8 @@ import pytest
 import torch
 
 from attnconv import regenerate
+from attnconv.chapters.shared.checks import Checks
+from attnconv.chapters.shared.recheck import RECHECK_ROWS, recheck
 from attnconv.experiments import runs
 from attnconv.experiments.checkpoints import Run, attention_record
 from attnconv.experiments.models import build_model
@@ -122,17 +124,27 @@ def test_a_paper_size_run_is_rechecked_only_on_request(tmp_path, monkeypatch, ca
     out = capsys.readouterr().out
     assert "not re-checked here" in out and "50,000 images" in out
     assert "python -m attnconv.regenerate --check --only" in out
-    line = runs.recheck_line(big, "quadratic")
-    assert line.startswith("quadratic: not re-checked here") and calls == []
+    checks = Checks()
+    recheck(
+        checks, big, "quadratic"
+    )  # a chapter's check table: one row saying why not here
+    (row,) = checks.rows
+    assert (
+        row.name == "quadratic: first epoch trained again"
+        and row.measured.startswith("not here")
+    )
+    assert calls == []
     # on request it is re-trained and compared
     check = runs.verify_first_epoch(big, on_request=True)
     assert check["checked"] and check["match"] and len(calls) == 1
     # a small run is re-checked by the chapters as before
     small = fake_run(tmp_path)
     monkeypatch.setattr(runs, "replay_first_epoch", lambda run: replay())
-    assert runs.recheck_line(small) == (
-        "quadratic: first epoch re-trained matches the saved run: True"
-    )
+    checks = Checks()
+    recheck(checks, small)
+    assert [r.name for r in checks.rows] == [
+        f"quadratic: {what}" for _, what, _ in RECHECK_ROWS
+    ]
 
 
 def test_regenerate_check_asks_on_request(monkeypatch, capsys):
