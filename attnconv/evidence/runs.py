@@ -23,7 +23,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 from ..experiments import beyond as beyond_exp
 from ..experiments.checkpoints import write_json
 from ..experiments.profiles import make_config
-from ..experiments.registry import RUNS, load_run, register_run
+from ..experiments.registry import RUNS, load_run, register_run, run_state
 from ..experiments.store import (
     HISTORY,
     MissingResultError,
@@ -275,7 +275,8 @@ def beyond_tuning(size: int) -> Optional[dict]:
 
 
 def _thin(name: str) -> None:
-    """Thin a complete tuning run's saved history in place (:func:`thin_history`)."""
+    """Thin a complete protocol run's saved history in place (:func:`thin_history`): its claims
+    read the heads before training and after the last epoch, never the epochs between."""
     path = RUNS[name].path / HISTORY
     got = json.loads(path.read_text())
     if got.get("status") == "complete" and "attention_epochs" not in got:
@@ -479,6 +480,14 @@ def _seed_steps(arms, seeds) -> List[str]:
             out.append(name)
             out += [f(name).name for f in _STUDIES.get(arm, ())]
     return out
+
+
+def thin_made_run(name: str) -> None:
+    """Thin a protocol run's history once it is complete (nothing when ``name`` is a study or a run
+    still training): a six-layer history keeps a twentieth of its size, so that the 40 fresh
+    seeds fit the repository (:func:`thin_history`)."""
+    if name in RUNS and run_state(RUNS[name]) == "present":
+        _thin(name)
 
 
 def queue(part: str) -> Iterator[str]:

@@ -27,3 +27,37 @@ def test_a_lock_is_held_once_and_a_stale_one_is_taken(tmp_path, monkeypatch):
     assert regenerate._held("a/b") is None  # this (live) process holds it
     (lock / "pid").write_text("999999999")  # a process that is gone
     assert regenerate._held("a/b") is not None
+
+
+def test_a_protocol_run_is_thinned_once_made(tmp_path, monkeypatch):
+    """The queue thins each run it has made (its epochs' heads dropped, the last epoch's kept);
+    a study is left as it is."""
+    import json
+
+    from attnconv.evidence import runs as protocol_runs
+    from attnconv.experiments.registry import RUNS
+    from attnconv.experiments.store import THINNED_NOTE
+
+    monkeypatch.setenv("ATTNCONV_BOOK_DIR", str(tmp_path))
+    name = next(queue("confirm"))
+    entry = RUNS[name]
+
+    def make(entry, force):
+        entry.path.mkdir(parents=True)
+        epochs = [
+            {"epoch": e, "train_loss": 1.0, "attention": [{"centers": [[e, e]]}]}
+            for e in (1, 2, 3)
+        ]
+        history = {
+            "config": entry.config.to_dict(),
+            "status": "complete",
+            "epochs": epochs,
+        }
+        (entry.path / "history.json").write_text(json.dumps(history))
+
+    monkeypatch.setattr(regenerate, "_make", make)
+    monkeypatch.setattr(protocol_runs, "queue", lambda part: iter([name]))
+    assert regenerate._run_protocol("confirm") == 0
+    saved = json.loads((entry.path / "history.json").read_text())
+    assert saved["attention_epochs"] == THINNED_NOTE
+    assert ["attention" in e for e in saved["epochs"]] == [False, False, True]
