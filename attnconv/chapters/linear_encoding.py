@@ -42,6 +42,7 @@ __all__ = [
     "quadratic_encoding_attention",
     "quadratic_encoding_target_mass",
     "circle_encoding_target_mass",
+    "plot_linear_against_quadratic",
 ]
 
 
@@ -267,3 +268,65 @@ def circle_encoding_target_mass(
     r = torch.stack([theta.cos(), theta.sin()], dim=-1)
     scores = norm * (r @ r[idx])
     return float(torch.exp(scores[idx] - torch.logsumexp(scores, dim=0)))
+
+
+def plot_linear_against_quadratic(
+    window: torch.Tensor,
+    target: Sequence[int],
+    v_best: torch.Tensor,
+    alpha: float,
+    v_corner: torch.Tensor,
+    best_map: torch.Tensor,
+):
+    """Chapter 4's figure of a 5×5 ``window`` of shifts: the linear head with the best ``v`` for
+    the ``target`` (``v_best``, uniform), the quadratic head of width ``alpha`` (one-hot on the
+    target), the linear head ``v_corner`` (one-hot on a corner), and the best mass a linear head
+    reaches on each target of the window (``best_map``, from :func:`best_linear_mass_map`)."""
+    import matplotlib.pyplot as plt
+
+    side = round(window.shape[0] ** 0.5)
+    scale = float(v_corner.abs().max())
+    direction = ", ".join(
+        f"{round(float(c) / scale):d}".replace("-", "−") for c in v_corner
+    )
+    panels = [
+        (
+            linear_encoding_attention(v_best, window),
+            f"linear, best v for Δ = {tuple(target)}\n(uniform, p = 1/{window.shape[0]})",
+        ),
+        (
+            quadratic_encoding_attention(alpha, window, target),
+            f"quadratic, α = {alpha:.1f}\n(one-hot on Δ)",
+        ),
+        (
+            linear_encoding_attention(v_corner, window),
+            f"linear, v = {scale:g}·({direction})\n(one-hot on the corner)",
+        ),
+    ]
+    fig, axes = plt.subplots(1, 4, figsize=(7.8, 2.9))
+    for ax, (p, title) in zip(axes, panels):
+        ax.imshow(p.view(side, side).numpy(), cmap="Blues", vmin=0, vmax=1)
+        ax.set_title(title, fontsize=8.5)
+    im = axes[3].imshow(best_map.numpy(), cmap="viridis", vmin=0, vmax=1)
+    for (i, j), val in zip(
+        [(i, j) for i in range(side) for j in range(side)], best_map.flatten().tolist()
+    ):
+        colour = "w" if val < 0.6 else "k"
+        axes[3].text(
+            j, i, f"{val:.2f}", ha="center", va="center", fontsize=8.5, color=colour
+        )
+    axes[3].set_title(
+        "linear: best mass reachable\non each target of the window", fontsize=8.5
+    )
+    fig.colorbar(im, ax=axes[3], fraction=0.046)
+    radius = side // 2
+    ticks = [str(d) for d in range(-radius, radius + 1)]
+    for ax in axes:
+        ax.set_xticks(range(side), ticks, fontsize=8.5)
+        ax.set_yticks(range(side), ticks, fontsize=8.5)
+    fig.suptitle(
+        f"attention over a {side}×{side} window of shifts (offsets from the window's centre)",
+        fontsize=9,
+    )
+    fig.tight_layout()
+    return fig

@@ -31,7 +31,8 @@ polynomials of degree ≤ 2 in δ and whose score gap is at least α on every im
 
 from __future__ import annotations
 
-from typing import Callable, Dict, Optional, Sequence
+import copy
+from typing import Callable, Dict, Optional, Sequence, Tuple
 
 import torch
 
@@ -51,7 +52,9 @@ __all__ = [
     "paired_encoding_features",
     "paired_encoding_v",
     "paired_scores_check",
+    "paired_scores_on_sizes",
     "conv_to_paired_mhsa",
+    "paired_conversion_error",
     "scalar_encoding_reachable_targets",
 ]
 
@@ -225,6 +228,28 @@ def paired_scores_check(
     return out
 
 
+def paired_scores_on_sizes(
+    sizes: Sequence[Sequence[int]],
+    padding: int = 1,
+    alpha: int = 1,
+    index: ShiftIndex = shift_index,
+) -> Tuple[bool, int]:
+    """:func:`paired_scores_check` on images of every size in ``sizes``: whether the unique
+    argmax is the key q + Δ for every query and head (and for the corner and centre queries)
+    on all of them, and the smallest gap to the runner-up over all of them."""
+    found = [
+        paired_scores_check(size, padding=padding, alpha=alpha, index=index)
+        for size in sizes
+    ]
+    ok = all(
+        c["argmax_is_target"]
+        and c["corner_argmax_is_target"]
+        and c["interior_argmax_is_target"]
+        for c in found
+    )
+    return ok, min(c["min_gap"] for c in found)
+
+
 def conv_to_paired_mhsa(
     conv: torch.nn.Conv2d,
     alpha: Optional[float] = None,
@@ -244,6 +269,35 @@ def conv_to_paired_mhsa(
         conv.weight.device
     )
     return mhsa
+
+
+def paired_conversion_error(
+    conv: torch.nn.Conv2d,
+    dtype: torch.dtype,
+    sizes: Sequence[Sequence[int]],
+    index: ShiftIndex = shift_index,
+    alpha: Optional[float] = None,
+    batch: int = 2,
+) -> float:
+    """Theorem 1 with D_p = 2, measured: the largest relative error
+    max|MHSA(x) − conv(x)| / max|conv(x)| of :func:`conv_to_paired_mhsa` against the
+    convolution, both in ``dtype``, over one random batch per image size in ``sizes`` (drawn in
+    float64, seeded by the size's first side, then cast to ``dtype``)."""
+    conv = copy.deepcopy(conv).to(dtype)
+    layer = conv_to_paired_mhsa(conv, alpha=alpha, index=index)
+    errors = []
+    for size in sizes:
+        x = torch.randn(
+            batch,
+            conv.in_channels,
+            *size,
+            generator=torch.Generator().manual_seed(int(size[0])),
+            dtype=torch.float64,
+        ).to(dtype)
+        with torch.no_grad():
+            y, ref = layer(x), conv(x)
+        errors.append(float((y - ref).abs().max() / ref.abs().max()))
+    return max(errors)
 
 
 def scalar_encoding_reachable_targets(

@@ -10,12 +10,14 @@ independent oracle (``torch.nn.functional.conv2d`` / ``conv1d``, a truncated SVD
 * :func:`effective_kernel`, :func:`predicted_rank_error`, :func:`rank_sweep` — the remark on
   D_h < D_out: each shift's matrix W_out^h W_val^h has rank ≤ D_h (Eckart–Young);
 * :func:`alpha_sweep`, :func:`smallest_exact_alpha`, :func:`head_off_target_mass` — Lemma 2: how the
-  error falls with the width α of the quadratic encoding (eq. 9).
+  error falls with the width α of the quadratic encoding (eq. 9);
+* :func:`plot_off_target_mass`, :func:`plot_alpha_sweep` — chapter 4's figures of the last two.
 """
 
 from __future__ import annotations
 
 import copy
+import math
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -24,6 +26,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..core.attention import MultiHeadSelfAttention, MultiHeadSelfAttention2d
+from ..core.bounds import off_target_mass_bound, one_hot_alpha, unit_roundoff
 from ..core.conv import check_supported_conv, conv1d_to_mhsa, conv_to_mhsa
 from ..core.encodings import HardShiftEncoding, QuadraticEncoding
 from ..core.grid import relative_shifts
@@ -48,7 +51,11 @@ __all__ = [
     "hard_error",
     "smallest_exact_alpha",
     "head_off_target_mass",
+    "plot_off_target_mass",
+    "plot_alpha_sweep",
 ]
+
+_DTYPE_COLOURS = ((torch.float32, "C3"), (torch.float64, "C2"))
 
 
 # --------------------------------------------------------------------------- random convolutions
@@ -466,3 +473,97 @@ def head_off_target_mass(
     with torch.no_grad():
         p = torch.softmax(enc.position_scores(delta)[0], dim=-1)
     return float(p[~target].sum())
+
+
+# --------------------------------------------------------------------------- chapter 4's figures
+def plot_off_target_mass(
+    alphas: Sequence[float],
+    measured: Sequence[float],
+    label: str = "measured, centre of a 15×15 image",
+):
+    """Lemma 2's bound against a measurement: the off-target mass ``measured`` of one head
+    (:func:`head_off_target_mass`) for each α of ``alphas``, the bound S(α)
+    (:func:`~attnconv.off_target_mass_bound`) and its asymptote 4e^{−α}, on a log axis, with
+    the unit round-off u and :func:`~attnconv.one_hot_alpha` of float32 and float64 marked."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.6, 3.5))
+    bound = [off_target_mass_bound(a) for a in alphas]
+    bound_label = "bound $S(α) = θ(e^{-α})^2 - 1$"
+    ax.semilogy(alphas, bound, "-", lw=2.5, alpha=0.5, label=bound_label)
+    asymptote = [4 * math.exp(-a) for a in alphas]
+    ax.semilogy(alphas, asymptote, ":", color="k", lw=1, label="$4e^{-α}$")
+    ax.semilogy(alphas, measured, "o", ms=2.5, label=label)
+    for dt, c in _DTYPE_COLOURS:
+        ax.axhline(unit_roundoff(dt), color=c, ls="--", lw=0.8)
+        name = str(dt)[6:]
+        ax.axvline(
+            one_hot_alpha(dt),
+            color=c,
+            ls="--",
+            lw=0.8,
+            label=f"u and one_hot_alpha, {name}",
+        )
+    ax.set_xlabel("α")
+    ax.set_ylabel("off-target attention mass")
+    ax.legend(
+        fontsize=7.5,
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.18),
+        ncol=2,
+        frameon=False,
+    )
+    fig.tight_layout()
+    return fig
+
+
+def plot_alpha_sweep(
+    alphas: Sequence[float],
+    sweep: Dict[torch.dtype, torch.Tensor],
+    floor: Dict[torch.dtype, float],
+    smallest: Dict[torch.dtype, float],
+    advice: float = 46.0,
+):
+    """Theorem 1 in floating point: for float32 and float64, the error of
+    ``conv_to_mhsa(conv, alpha=α)`` for each α (``sweep``, from :func:`alpha_sweep`), its floor
+    with hard heads (``floor``, :func:`hard_error`), the bound
+    :func:`~attnconv.one_hot_alpha` and the measured smallest exact α (``smallest``,
+    :func:`smallest_exact_alpha`); ``advice`` is the talk slides' α for float32."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.8, 4.4), layout="constrained")
+    for dt, c in _DTYPE_COLOURS:
+        name, bound = str(dt)[6:], one_hot_alpha(dt)
+        ax.semilogy(
+            alphas,
+            sweep[dt],
+            "-",
+            color=c,
+            label=f"{name}: error of conv_to_mhsa(conv, alpha=α)",
+        )
+        ax.axhline(
+            floor[dt],
+            color=c,
+            ls="--",
+            lw=0.8,
+            label=f"{name}: floor, hard heads (α = ∞)",
+        )
+        ax.axvline(
+            bound,
+            color=c,
+            ls="-.",
+            lw=1,
+            label=f"{name}: bound one_hot_alpha = {bound:.1f}",
+        )
+        ax.axvline(
+            smallest[dt],
+            color=c,
+            ls=":",
+            lw=1.5,
+            label=f"{name}: measured smallest exact α = {smallest[dt]}",
+        )
+    ax.axvline(advice, color="gray", lw=1, label=f"slides: α ≥ {advice:g} (float32)")
+    ax.set_xlabel("α")
+    ax.set_ylabel("‖MHSA − conv‖$_F$ / ‖conv‖$_F$")
+    fig.legend(fontsize=8.5, loc="outside lower center", ncol=2, frameon=False)
+    return fig

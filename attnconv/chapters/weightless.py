@@ -40,6 +40,8 @@ __all__ = [
     "diagonal_counterexample",
     "pairwise_counterexample",
     "violation_rates",
+    "violation_table",
+    "violation_markdown",
     "plot_weightless_example",
     "plot_violation_rates",
 ]
@@ -166,6 +168,35 @@ def violation_rates(
         rates[f"(a) {name}"] = float((~diagonal_is_row_max(a)).double().mean())
         rates[f"(b) {name}"] = float((~pairwise_bound_holds(a)).double().mean())
     return {k: rates[k] for k in ("(a) scores", "(a) probs", "(b) scores", "(b) probs")}
+
+
+def violation_table(
+    settings: List[Tuple[int, int, float]], draws: int = 1000, seed: int = 0
+) -> Dict[str, Dict[str, float]]:
+    """:func:`violation_rates` for each setting ``(T, C, norm spread)`` of ``settings``, each
+    from its own generator seeded with ``seed``: a dict from the setting's label ("T=16, C=8",
+    with ", spread 1" when the norms are spread) to its rates."""
+    table = {}
+    for t, c, spread in settings:
+        label = f"T={t}, C={c}" + (f", spread {spread:g}" if spread else "")
+        table[label] = violation_rates(
+            t, c, draws, torch.Generator().manual_seed(seed), norm_spread=spread
+        )
+    return table
+
+
+def violation_markdown(table: Dict[str, Dict[str, float]]):
+    """The rates of :func:`violation_table` as a Markdown table: one row per setting, one
+    column per claim, fractions to three decimals."""
+    from .shared.tables import markdown_table
+
+    if not table:
+        raise ValueError("table is empty")
+    keys = list(next(iter(table.values())))
+    return markdown_table(
+        ["setting", *keys],
+        [[label, *(f"{r[k]:.3f}" for k in keys)] for label, r in table.items()],
+    )
 
 
 def plot_weightless_example(x: torch.Tensor, ax=None, title: Optional[str] = None):

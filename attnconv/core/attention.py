@@ -91,12 +91,14 @@ def merge_heads(
     heads: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]
 ):
     """concat_h(heads_h) W_outᵀ + b_out of eq. (4) for heads ``(N_h, N, D_h)``: the heads are
-    laid side by side once (``(N, N_h·D_h)``, one copy of the heads) and merged by one matrix
-    product (``F.linear``), whose backward is one product for the heads' gradient and one for
-    W_out's. Under autocast that product runs in bf16/fp16 with fp32 accumulation and one
-    rounding at the end. (It replaced a per-head sum into an fp32 buffer: N_h read-modify-write
-    passes over the output per layer forward, and per-head loops backward, which moved several
-    times the memory; :func:`attnconv.experiments.bench.merge_heads_comparison` times both.)"""
+    laid side by side once (``(N, N_h·D_h)``) and merged by one matrix product (``F.linear``).
+
+    Laying them side by side is one copy of the heads, and the product's backward is one
+    product for the heads' gradient and one for W_out's. Under autocast that product runs in
+    bf16/fp16 with fp32 accumulation and one rounding at the end. (It replaced a per-head sum
+    into an fp32 buffer: N_h read-modify-write passes over the output per layer forward, and
+    per-head loops backward, which moved several times the memory;
+    :func:`attnconv.experiments.bench.merge_heads_comparison` times both.)"""
     n_h, n, d_h = heads.shape
     kind = heads.device.type
     autocast = torch.amp.is_autocast_available(kind) and torch.is_autocast_enabled(kind)

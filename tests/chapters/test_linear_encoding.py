@@ -196,3 +196,34 @@ def test_circle_encoding_target_mass():
         circle_encoding_target_mass(w, (0, 0), -1.0)
     with pytest.raises(ValueError):
         circle_encoding_target_mass(w, (4, 4), 1.0)
+
+
+def test_linear_against_quadratic_figure_draws_its_heads():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from attnconv.chapters.linear_encoding import plot_linear_against_quadratic
+
+    target = (1, -1)
+    window = window_shifts(2, center=target)
+    v_corner = torch.tensor([-30.0, -30.0], dtype=torch.float64)
+    best_map = torch.linspace(0, 1, 25, dtype=torch.float64).view(5, 5)
+    v_best = torch.zeros(2, dtype=torch.float64)
+    fig = plot_linear_against_quadratic(
+        window, target, v_best, 20.0, v_corner, best_map
+    )
+    heads = [ax.images[0].get_array() for ax in fig.axes[:4]]
+    assert heads[0].flatten().tolist() == pytest.approx([1 / 25] * 25)
+    quadratic = quadratic_encoding_attention(20.0, window, target).view(5, 5)
+    assert heads[1].tolist() == quadratic.tolist()
+    assert heads[1][2, 2] > 0.999  # the target is the window's centre
+    assert heads[2][0, 0] > 0.999  # v = 30·(−1, −1): the top-left corner
+    assert heads[3].tolist() == best_map.tolist()
+    texts = [t.get_text() for t in fig.axes[3].texts]
+    assert texts == [f"{v:.2f}" for v in best_map.flatten().tolist()]
+    titles = [ax.get_title() for ax in fig.axes[:3]]
+    assert titles[0].startswith("linear, best v for Δ = (1, -1)")
+    assert titles[2].startswith("linear, v = 30·(−1, −1)")
+    plt.close(fig)

@@ -12,9 +12,11 @@ from attnconv.chapters.low_dim_encodings import (
     cantor_pairing,
     conv_to_paired_mhsa,
     degree_on_lines,
+    paired_conversion_error,
     paired_encoding_features,
     paired_encoding_v,
     paired_scores_check,
+    paired_scores_on_sizes,
     polynomial_code,
     polynomial_shift_index,
     scalar_encoding_reachable_targets,
@@ -215,3 +217,38 @@ def test_paired_encoding_figure_singles_out_its_target():
     line = fig.axes[0].lines[0]
     assert len(line.get_xdata()) == 25
     plt.close(fig)
+
+
+def test_paired_scores_on_sizes_is_every_size_s_check_together():
+    sizes = ((3, 3), (5, 7))
+    found = [paired_scores_check(size, padding=1, alpha=2) for size in sizes]
+    ok, gap = paired_scores_on_sizes(sizes, alpha=2)
+    assert ok is True and gap == min(c["min_gap"] for c in found) >= 2
+    # an index that is not injective (the row only) cannot single out a shift
+    ok, gap = paired_scores_on_sizes(sizes, index=lambda d: torch.as_tensor(d)[..., 0])
+    assert ok is False and gap <= 0
+
+
+@pytest.mark.parametrize("index", [shift_index, polynomial_shift_index])
+def test_paired_conversion_error_against_f_conv2d(index):
+    conv = torch.nn.Conv2d(3, 4, 3, padding=1).double()
+    sizes = ((1, 1), (4, 5))
+    error = paired_conversion_error(conv, torch.float64, sizes, index=index)
+    oracle = []
+    layer = conv_to_paired_mhsa(conv, index=index)
+    for size in sizes:
+        x = torch.randn(
+            2,
+            3,
+            *size,
+            generator=torch.Generator().manual_seed(size[0]),
+            dtype=torch.float64,
+        )
+        with torch.no_grad():
+            ref = F.conv2d(x, conv.weight, conv.bias, padding=1)
+            oracle.append(float((layer(x) - ref).abs().max() / ref.abs().max()))
+    assert error == pytest.approx(max(oracle), rel=1e-6, abs=1e-15)
+    assert error < 1e-12
+    assert conv.weight.dtype == torch.float64  # the convolution is left alone
+    # far from one-hot heads the layer is not the convolution
+    assert paired_conversion_error(conv, torch.float64, sizes, alpha=0.01) > 0.1

@@ -1,24 +1,153 @@
+import ast
+import importlib
 import inspect
+import io
+import pkgutil
+import re
+import textwrap
+import tokenize
 
+import pytest
+
+import attnconv.core
 from attnconv.chapters.shared.source import (
+    CODE_CHARS,
     fold_long_lines,
+    plain_source,
+    plain_text,
     show_source,
     source_markdown,
 )
-from attnconv.core.conv import conv_to_mhsa
-from attnconv.core.encodings import QuadraticEncoding
+from attnconv.core.attention import MultiHeadSelfAttention, merge_heads
+from attnconv.core.bounds import off_target_mass_bound, one_hot_alpha
+from attnconv.core.conv import (
+    _conv_to_attention,
+    conv_to_mhsa,
+    head_weights_from_kernel,
+)
+from attnconv.core.encodings import GeneralizedQuadraticEncoding, QuadraticEncoding
+
+# What the theory chapters (1-5) show with show_source.
+BOOK_OBJECTS = [
+    MultiHeadSelfAttention._forward_naive,
+    merge_heads,
+    MultiHeadSelfAttention._scores_tokens,
+    head_weights_from_kernel,
+    _conv_to_attention,
+    QuadraticEncoding.features,
+    QuadraticEncoding.v,
+    QuadraticEncoding._position_scores,
+    off_target_mass_bound,
+    one_hot_alpha,
+    GeneralizedQuadraticEncoding.features,
+    GeneralizedQuadraticEncoding.v,
+    GeneralizedQuadraticEncoding._position_scores,
+]
+
+
+def _core_objects():
+    """Every function, class and method defined in attnconv.core."""
+    found = {}
+    for info in pkgutil.walk_packages(attnconv.core.__path__, "attnconv.core."):
+        module = importlib.import_module(info.name)
+        for _, obj in inspect.getmembers(module):
+            if getattr(obj, "__module__", None) != module.__name__:
+                continue
+            if inspect.isfunction(obj) or inspect.isclass(obj):
+                found[obj.__qualname__] = obj
+            if inspect.isclass(obj):
+                for name, member in vars(obj).items():
+                    if inspect.isfunction(member):
+                        found[f"{obj.__qualname__}.{name}"] = member
+    return [obj for obj in found.values() if _has_source(obj)]
+
+
+def _has_source(obj) -> bool:
+    try:
+        inspect.getsource(obj)
+    except (OSError, TypeError):  # made at run time, e.g. a dataclass's __init__
+        return False
+    return True
+
+
+def _shown_code(obj) -> str:
+    """The code block of source_markdown(obj), as a reader sees it."""
+    md = source_markdown(obj)
+    return md.split("```python\n", 1)[1].rsplit("\n```", 1)[0]
+
+
+def _original(obj) -> str:
+    return textwrap.dedent(inspect.getsource(obj)).rstrip()
+
+
+def _docstring_free_dump(code: str) -> str:
+    """The syntax tree of ``code`` with every docstring emptied: equal dumps mean equal code."""
+    tree = ast.parse(code)
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (
+            isinstance(body, list)
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
+            body[0].value.value = ""
+    return ast.dump(tree)
+
+
+def _code_lines(code: str) -> list[str]:
+    """The lines of ``code`` outside docstrings, without comments or blank lines."""
+    tree = ast.parse(code)
+    skip = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (
+            isinstance(body, list)
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
+            skip.update(range(body[0].lineno, body[0].end_lineno + 1))
+    lines = code.splitlines()
+    for tok in tokenize.generate_tokens(io.StringIO(code + "\n").readline):
+        if tok.type == tokenize.COMMENT:
+            row, col = tok.start
+            lines[row - 1] = lines[row - 1][:col]
+    return [
+        line.rstrip()
+        for i, line in enumerate(lines, 1)
+        if i not in skip and line.strip()
+    ]
+
+
+def _first_paragraph_words(obj) -> list[str]:
+    """The words of the first paragraph of ``obj``'s docstring, markup removed by a rule of
+    this test's own: a role keeps the text between its backquotes (the last dotted name after
+    a ``~``), double backquotes are dropped."""
+    doc = inspect.getdoc(obj) or ""
+    first = re.split(r"\n\s*\n", doc.strip())[0]
+    words = []
+    for word in first.split():
+        word = word.replace("``", "")
+        word = re.sub(r":[a-z:]+:`~[\w.]*\.(\w+)`", r"\1", word)
+        word = re.sub(r":[a-z:]+:`([^`]*)`", r"\1", word)
+        words.append(word)
+    return words
 
 
 def test_source_is_the_package_s_own_with_its_file_and_lines():
     md = source_markdown(conv_to_mhsa)
     head, code = md.split("\n\n", 1)
     lines, first = inspect.getsourcelines(conv_to_mhsa)
-    assert head == (
+    assert head.startswith(
         f"`conv_to_mhsa` · source: `attnconv/core/conv.py`, "
         f"lines {first}–{first + len(lines) - 1}"
     )
-    assert code == "```python\n" + fold_long_lines("".join(lines).rstrip()) + "\n```"
-    assert all(len(line) <= 89 for line in code.splitlines())
+    shown, _ = plain_source("".join(lines).rstrip())
+    assert code == "```python\n" + fold_long_lines(shown) + "\n```"
+    assert all(len(line) <= CODE_CHARS for line in code.splitlines())
 
 
 def test_methods_and_properties_are_dedented_and_joined():
@@ -30,11 +159,98 @@ def test_methods_and_properties_are_dedented_and_joined():
     assert md.count("```python") == 2
 
 
-def test_long_lines_fold_at_spaces_and_keep_every_word():
-    code = "    " + "word " * 30 + "\n    # " + "note " * 30 + "\nx = 1"
-    folded = fold_long_lines(code.rstrip(), width=40)
+def test_long_comments_fold_at_spaces_and_keep_every_word():
+    long_code = "    y = " + " + ".join(["x"] * 20)
+    code = (
+        "def f(x):\n    x = 1  # "
+        + "note " * 12
+        + "\n    # "
+        + "word " * 12
+        + "\n"
+        + long_code
+        + "\n    return x"
+    )
+    folded = fold_long_lines(code, width=40)
     lines = folded.splitlines()
-    assert all(len(line) <= 40 for line in lines) and lines[-1] == "x = 1"
-    words = [w for w in folded.split() if w != "#"]
-    assert words == [w for w in code.split() if w != "#"]
+    assert [line for line in lines if not line.lstrip().startswith("#")] == [
+        "def f(x):",
+        "    x = 1",
+        long_code,  # code is never folded
+        "    return x",
+    ]
+    assert all(len(line) <= 40 for line in lines if line != long_code)
     assert all(line.startswith("    # ") for line in lines if "note" in line)
+    words = sorted(w for w in folded.split() if w != "#")
+    assert words == sorted(w for w in code.split() if w != "#")
+    assert lines.index("    x = 1") > max(
+        i for i, line in enumerate(lines) if "note" in line
+    )  # a trailing comment moves above its line
+    ast.parse(folded)
+
+
+def test_roles_and_literals_read_as_plain_text():
+    assert plain_text(":func:`~attnconv.core.bounds.one_hot_alpha`") == "one_hot_alpha"
+    assert plain_text(":func:`attnconv.conv_to_mhsa`") == "attnconv.conv_to_mhsa"
+    assert plain_text("``dtype`` and :math:`\\alpha`") == "dtype and \\alpha"
+    assert plain_text(":class:`the layer <attnconv.MHSA>`") == "the layer"
+    assert plain_text(":py:meth:`~A.b`, `x`") == "b, `x`"
+
+
+def test_docstring_is_its_first_paragraph_and_code_is_untouched():
+    src = textwrap.dedent(
+        '''\
+        def f(x):
+            """Scale :math:`x` by :func:`~attnconv.core.bounds.one_hot_alpha` for each
+            ``dtype``; see :class:`the layer <attnconv.MultiHeadSelfAttention>`.
+
+            A second paragraph, left out.
+            """
+            s = "``kept``"  # :func:`~a.b.c` in a comment
+            return x, s
+        '''
+    )
+    shown, abridged = plain_source(src)
+    assert abridged
+    assert shown.splitlines() == [
+        "def f(x):",
+        '    """Scale x by one_hot_alpha for each dtype; see the layer."""',
+        '    s = "``kept``"  # c in a comment',
+        "    return x, s",
+    ]
+    assert plain_source(shown) == (shown, False)  # nothing left to change
+
+
+def test_backslashes_and_long_words_keep_a_valid_docstring():
+    src = 'def g():\n    """The width :math:`\\\\alpha` of ``x``."""\n    return 1\n'
+    shown, abridged = plain_source(src)
+    assert not abridged
+    assert ast.get_docstring(ast.parse(shown).body[0]) == "The width \\alpha of x."
+    long_word = "w" * 100
+    shown, _ = plain_source(f'def h():\n    """{long_word}"""\n')
+    assert ast.get_docstring(ast.parse(shown).body[0]).strip() == long_word
+
+
+@pytest.mark.parametrize("obj", BOOK_OBJECTS, ids=lambda o: o.__qualname__)
+def test_what_the_book_shows_is_the_code_with_a_plain_first_paragraph(obj):
+    shown = _shown_code(obj)
+    original = _original(obj)
+    assert _docstring_free_dump(shown) == _docstring_free_dump(original)
+    assert _code_lines(shown) == _code_lines(original)
+    assert not re.search(r":[a-z]+:`|``", shown)
+    assert all(len(line) <= CODE_CHARS for line in shown.splitlines())
+    docstring = ast.get_docstring(ast.parse(shown).body[0]) or ""
+    assert docstring.split() == _first_paragraph_words(obj)
+
+
+def test_every_core_function_shows_as_valid_code_without_markup():
+    objs = _core_objects()
+    assert len(objs) > 50
+    for obj in objs:
+        shown = _shown_code(obj)
+        original = _original(obj)
+        assert _docstring_free_dump(shown) == _docstring_free_dump(original), obj
+        assert not re.search(r":[a-z]+:`|``", shown), obj
+        wide_code = {line for line in _code_lines(original) if len(line) > CODE_CHARS}
+        assert all(
+            len(line) <= CODE_CHARS or line in wide_code for line in shown.splitlines()
+        ), obj

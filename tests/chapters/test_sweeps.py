@@ -464,3 +464,47 @@ def test_head_off_target_mass_loop_oracle_and_bound():
         head_off_target_mass(1.0, (4, 4), (4, 0), (0, 0))
     with pytest.raises(ValueError):
         head_off_target_mass(1.0, (4, 4), (0, 0), (-1, 0), padding=0)
+
+
+def test_chapter_4_figures_draw_their_data():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from attnconv import one_hot_alpha, unit_roundoff
+    from attnconv.chapters.sweeps import plot_alpha_sweep, plot_off_target_mass
+
+    alphas = [1.0, 2.0, 4.0, 8.0]
+    measured = [head_off_target_mass(a, (7, 7), (3, 3), (0, 1), 1) for a in alphas]
+    fig = plot_off_target_mass(alphas, measured)
+    ax = fig.axes[0]
+    assert ax.get_yscale() == "log"
+    drawn = {line.get_label(): list(line.get_ydata()) for line in ax.lines}
+    assert drawn["measured, centre of a 15×15 image"] == measured
+    bound = drawn["bound $S(α) = θ(e^{-α})^2 - 1$"]
+    assert bound == [off_target_mass_bound(a) for a in alphas]
+    assert all(m <= b for m, b in zip(measured, bound))
+    assert drawn["$4e^{-α}$"] == pytest.approx([4 * math.exp(-a) for a in alphas])
+    levels = sorted(
+        line.get_ydata()[0] for line in ax.lines if "_child" in line.get_label()
+    )
+    assert levels == sorted(unit_roundoff(dt) for dt in (torch.float32, torch.float64))
+    plt.close(fig)
+
+    sweep = {
+        torch.float32: torch.tensor([1.0, 0.1]),
+        torch.float64: torch.tensor([1.0, 0.01]),
+    }
+    floor = {torch.float32: 1e-7, torch.float64: 1e-16}
+    smallest = {torch.float32: 17.5, torch.float64: 37.0}
+    fig = plot_alpha_sweep([1.0, 2.0], sweep, floor, smallest)
+    ax = fig.axes[0]
+    curves = [line for line in ax.lines if "error of conv_to_mhsa" in line.get_label()]
+    assert [list(c.get_ydata()) for c in curves] == [[1.0, 0.1], [1.0, 0.01]]
+    marks = {line.get_label(): line.get_xdata()[0] for line in ax.lines}
+    bound32 = one_hot_alpha(torch.float32)
+    assert marks[f"float32: bound one_hot_alpha = {bound32:.1f}"] == bound32
+    assert marks["float64: measured smallest exact α = 37.0"] == 37.0
+    assert marks["slides: α ≥ 46 (float32)"] == 46
+    plt.close(fig)

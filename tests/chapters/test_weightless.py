@@ -15,7 +15,9 @@ from attnconv.chapters.weightless import (  # noqa: E402
     pairwise_counterexample,
     plot_violation_rates,
     plot_weightless_example,
+    violation_markdown,
     violation_rates,
+    violation_table,
     weightless_attention,
 )
 
@@ -229,3 +231,26 @@ def test_plots():
     plt.close(fig)
     with pytest.raises(ValueError, match="empty"):
         plot_violation_rates({})
+
+
+def test_violation_table_is_one_seeded_draw_per_setting():
+    settings = [(2, 1, 0.0), (3, 2, 1.5)]
+    table = violation_table(settings, draws=50, seed=4)
+    assert list(table) == ["T=2, C=1", "T=3, C=2, spread 1.5"]
+    again = violation_rates(3, 2, 50, torch.Generator().manual_seed(4), norm_spread=1.5)
+    assert table["T=3, C=2, spread 1.5"] == again
+    assert table["T=2, C=1"]["(b) probs"] == 0.0  # two tokens never break (b) for P
+    md = violation_markdown(table).data.splitlines()
+    assert md[0] == "| setting | (a) scores | (a) probs | (b) scores | (b) probs |"
+    row = table["T=2, C=1"]
+    assert (
+        md[2]
+        == "| T=2, C=1 | "
+        + " | ".join(
+            f"{row[k]:.3f}"
+            for k in ("(a) scores", "(a) probs", "(b) scores", "(b) probs")
+        )
+        + " |"
+    )
+    with pytest.raises(ValueError, match="empty"):
+        violation_markdown({})

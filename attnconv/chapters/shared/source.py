@@ -1,18 +1,187 @@
 """The package's own code, shown in the book: a chapter displays the function it explains, taken
-from the package when the notebook runs (``inspect.getsource``), never a copy that could drift."""
+from the package when the notebook runs (``inspect.getsource``), never a copy that could drift.
+
+What the reader sees is that source with its docstrings cut to their first paragraph and their
+reStructuredText markup turned into plain text (:func:`plain_source`); the code itself, comments
+aside, is the package's line for line."""
 
 from __future__ import annotations
 
+import ast
 import inspect
+import io
+import re
 import textwrap
+import tokenize
 from pathlib import Path
 
 from ...experiments.store import repo_root
-from .tables import COLUMN_CHARS
 
-__all__ = ["fold_long_lines", "source_markdown", "show_source"]
+__all__ = [
+    "CODE_CHARS",
+    "plain_text",
+    "plain_source",
+    "fold_long_lines",
+    "source_markdown",
+    "show_source",
+]
 
 _ROOT = repo_root()
+
+#: Characters of a code line shown in the book: the package's own line length (ruff), one less
+#: than the column holds, so that no code block scrolls sideways.
+CODE_CHARS = 88
+
+# :role:`text` and :domain:role:`text`, e.g. :func:`~a.b.c`, :math:`\alpha`, :py:class:`X`
+_ROLE = re.compile(r":(?:[A-Za-z][\w-]*:)+`([^`]+)`")
+_LITERAL = re.compile(r"``(.+?)``", re.S)
+_TITLED = re.compile(r"(.*?\S)\s*<([^<>]+)>", re.S)
+
+
+def _role_text(match: re.Match) -> str:
+    """What a Sphinx role displays: its title if it has one (``text <target>``), the last
+    component of a ``~``-target, else the target itself."""
+    body = match.group(1)
+    titled = _TITLED.fullmatch(body)
+    if titled:
+        return titled.group(1)
+    if body.startswith("~"):
+        return body[1:].rsplit(".", 1)[-1]
+    return body
+
+
+def plain_text(text: str) -> str:
+    """``text`` with reStructuredText roles and inline literals as plain text:
+    ``:func:`~a.b.c``` becomes ``c``, ``:math:`x``` becomes ``x``, a double-backquoted literal
+    its content. Everything else is left as it is."""
+    return _LITERAL.sub(r"\1", _ROLE.sub(_role_text, text))
+
+
+def _docstring_nodes(tree: ast.AST):
+    for node in ast.walk(tree):
+        if (
+            isinstance(
+                node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+            )
+            and node.body
+        ):
+            first = node.body[0]
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
+                yield first
+
+
+def _docstring_lines(text: str, indent: str, width: int) -> list[str]:
+    """A docstring literal holding ``text`` (one paragraph or several, each filled to
+    ``width``), indented by ``indent``."""
+    prefix = ""
+    if "\\" in text:
+        if text.endswith("\\") or '"""' in text:
+            text = text.replace("\\", "\\\\")
+        else:
+            prefix = "r"
+    text = text.replace('"""', '\\"\\"\\"')
+    paragraphs = [" ".join(p.split()) for p in re.split(r"\n\s*\n", text)]
+    lines: list[str] = []
+    for i, paragraph in enumerate(paragraphs):
+        last = i == len(paragraphs) - 1
+        for room in (width, width - 3) if last else (width,):
+            filled = textwrap.wrap(
+                paragraph,
+                width=room,
+                initial_indent=indent + (prefix + '"""' if i == 0 else ""),
+                subsequent_indent=indent,
+                break_long_words=False,
+                break_on_hyphens=False,
+            ) or [indent + prefix + '"""']
+            if not last or len(filled[-1]) + 3 <= width:
+                break
+        lines += ([""] if i else []) + filled
+    if len(lines[-1]) + 3 <= width:
+        lines[-1] += '"""'
+    else:  # a word too long to leave room for the closing quotes
+        lines.append(indent + '"""')
+    return lines
+
+
+def _plain_comments(code: str) -> str:
+    """``code`` with :func:`plain_text` applied to its comments (found by ``tokenize``, so
+    that strings in the code are never touched)."""
+    lines = code.splitlines()
+    tokens = tokenize.generate_tokens(io.StringIO(code + "\n").readline)
+    for tok in tokens:
+        if tok.type == tokenize.COMMENT:
+            row, col = tok.start
+            line = lines[row - 1]
+            lines[row - 1] = line[:col] + plain_text(line[col:])
+    return "\n".join(lines)
+
+
+def _reflow_comment_blocks(code: str, width: int) -> str:
+    """Runs of whole-line comments with one indentation, one of whose lines is wider than
+    ``width``, refilled as one paragraph: no orphan words at the ends of lines."""
+    lines = code.splitlines()
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        stripped = lines[i].lstrip()
+        if not stripped.startswith("#"):
+            out.append(lines[i])
+            i += 1
+            continue
+        lead = lines[i][: len(lines[i]) - len(stripped)]
+        j = i
+        while (
+            j < len(lines)
+            and lines[j].lstrip().startswith("#")
+            and lines[j][: len(lines[j]) - len(lines[j].lstrip())] == lead
+        ):
+            j += 1
+        block = lines[i:j]
+        if any(len(line) > width for line in block):
+            words = " ".join(line.lstrip()[1:].strip() for line in block)
+            out += textwrap.wrap(
+                words,
+                width=width,
+                initial_indent=lead + "# ",
+                subsequent_indent=lead + "# ",
+                break_long_words=False,
+                break_on_hyphens=False,
+            )
+        else:
+            out += block
+        i = j
+    return "\n".join(out)
+
+
+def plain_source(code: str, width: int = CODE_CHARS) -> tuple[str, bool]:
+    """The source ``code`` as the book shows it, and whether a docstring was shortened.
+
+    Every docstring keeps only its first paragraph, in plain text (:func:`plain_text`), filled
+    to ``width``; comments are in plain text too, and a run of comment lines wider than
+    ``width`` is refilled. Every other line is the source's own (lines still wider than
+    ``width`` are left to :func:`fold_long_lines`)."""
+    tree = ast.parse(code)
+    lines = code.splitlines()
+    abridged = False
+    edits = []
+    for doc in _docstring_nodes(tree):
+        start, end = doc.lineno - 1, doc.end_lineno - 1
+        indent = lines[start][: doc.col_offset]
+        if indent.strip() or lines[end][doc.end_col_offset :].strip():
+            continue  # not alone on its lines: left as it is
+        paragraphs = re.split(r"\n\s*\n", inspect.cleandoc(doc.value.value).strip())
+        abridged |= len(paragraphs) > 1
+        edits.append(
+            (start, end, _docstring_lines(plain_text(paragraphs[0]), indent, width))
+        )
+    for start, end, new in sorted(edits, reverse=True):
+        lines[start : end + 1] = new
+    code = "\n".join(lines)
+    return _reflow_comment_blocks(_plain_comments(code), width), abridged
 
 
 def _where(obj) -> tuple[str, int, int]:
@@ -27,31 +196,34 @@ def _where(obj) -> tuple[str, int, int]:
     return rel, first, first + len(lines) - 1
 
 
-def fold_long_lines(code: str, width: int = COLUMN_CHARS) -> str:
-    """``code`` with every line longer than ``width`` folded at spaces so that it fits the
-    book's column: a comment continues as a comment, any other line (docstring text) with the
-    same indentation. The words are the source's, in its order."""
+def fold_long_lines(code: str, width: int = CODE_CHARS) -> str:
+    """``code`` with every comment that makes a line longer than ``width`` folded at spaces:
+    a trailing comment moves above its line, a comment line continues as a comment. The words
+    are the source's, in its order; code itself is never folded (it must stay the package's
+    code), so a code line wider than ``width`` stays as it is."""
+    lines = code.splitlines()
+    comments = {}  # line index -> column of its comment
+    for tok in tokenize.generate_tokens(io.StringIO(code + "\n").readline):
+        if tok.type == tokenize.COMMENT:
+            comments[tok.start[0] - 1] = tok.start[1]
     out = []
-    for line in code.splitlines():
-        if len(line) <= width:
+    for i, line in enumerate(lines):
+        if len(line) <= width or i not in comments:
             out.append(line)
             continue
         lead = line[: len(line) - len(line.lstrip())]
-        comment = line.lstrip().startswith("#")
-        if not comment and "#" in line and not line.lstrip().startswith(('"', "'")):
-            code_part, _, note = line.partition("  #")
-            if note and len(code_part) <= width:
-                out += [lead + "# " + note.strip(), code_part.rstrip()]
-                continue
-        folded = textwrap.wrap(
-            line.strip(),
+        code_part, note = line[: comments[i]].rstrip(), line[comments[i] :]
+        note = note.lstrip("#").strip()
+        out += textwrap.wrap(
+            note,
             width=width,
-            initial_indent=lead,
-            subsequent_indent=lead + ("# " if comment else ""),
+            initial_indent=lead + "# ",
+            subsequent_indent=lead + "# ",
             break_long_words=False,
             break_on_hyphens=False,
-        )
-        out += folded or [line]
+        ) or [lead + "#"]
+        if code_part.strip():
+            out.append(code_part)
     return "\n".join(out)
 
 
@@ -62,8 +234,9 @@ def _name(obj) -> str:
 
 def source_markdown(*objs, note: str = "") -> str:
     """Markdown for the source of ``objs`` (functions, classes, methods or properties): one
-    heading line per object with its file and lines, then its code in a ``python`` block (lines
-    wider than the book's column folded, :func:`fold_long_lines`).
+    heading line per object with its file and lines, then its code in a ``python`` block, as
+    :func:`plain_source` gives it (a shortened docstring is said in the heading), with any
+    line still wider than the book's code column folded (:func:`fold_long_lines`).
     ``note`` (Markdown) is put before the code, e.g. which equations it computes."""
     if not objs:
         raise ValueError("show at least one object")
@@ -71,10 +244,12 @@ def source_markdown(*objs, note: str = "") -> str:
     for obj in objs:
         target = obj.fget if isinstance(obj, property) else obj
         code = textwrap.dedent(inspect.getsource(inspect.unwrap(target))).rstrip()
+        code, abridged = plain_source(code)
         code = fold_long_lines(code)
         rel, first, last = _where(obj)
+        shortened = " (docstring shortened)" if abridged else ""
         parts.append(
-            f"`{_name(obj)}` · source: `{rel}`, lines {first}–{last}\n\n"
+            f"`{_name(obj)}` · source: `{rel}`, lines {first}–{last}{shortened}\n\n"
             f"```python\n{code}\n```"
         )
     return "\n\n".join(parts)
