@@ -292,7 +292,8 @@ def plot_linear_against_quadratic(
     panels = [
         (
             linear_encoding_attention(v_best, window),
-            f"linear, best v for Δ = {tuple(target)}\n(uniform, p = 1/{window.shape[0]})",
+            f"linear, best $\\mathbf{{v}}$ for Δ = {tuple(target)}\n"
+            f"(uniform, $p$ = 1/{window.shape[0]})",
         ),
         (
             quadratic_encoding_attention(alpha, window, target),
@@ -300,25 +301,25 @@ def plot_linear_against_quadratic(
         ),
         (
             linear_encoding_attention(v_corner, window),
-            f"linear, v = {scale:g}·({direction})\n(one-hot on the corner)",
+            f"linear, $\\mathbf{{v}}$ = {scale:g}·({direction})\n(one-hot on the corner)",
         ),
     ]
     fig, axes = plt.subplots(1, 4, figsize=(7.8, 2.9))
     for ax, (p, title) in zip(axes, panels):
         ax.imshow(p.view(side, side).numpy(), cmap="Blues", vmin=0, vmax=1)
         ax.set_title(title, fontsize=8.5)
-    im = axes[3].imshow(best_map.numpy(), cmap="viridis", vmin=0, vmax=1)
+    best_pct = 100 * best_map  # whole percents: 1/5 and 1/25 read as 20 and 4
+    im = axes[3].imshow(best_pct.numpy(), cmap="viridis", vmin=0, vmax=100)
     for (i, j), val in zip(
-        [(i, j) for i in range(side) for j in range(side)], best_map.flatten().tolist()
+        [(i, j) for i in range(side) for j in range(side)], best_pct.flatten().tolist()
     ):
-        colour = "w" if val < 0.6 else "k"
+        colour = "w" if val < 60 else "k"
         axes[3].text(
-            j, i, f"{val:.2f}", ha="center", va="center", fontsize=8.5, color=colour
+            j, i, f"{val:.0f}", ha="center", va="center", fontsize=8.5, color=colour
         )
-    axes[3].set_title(
-        "linear: best mass reachable\non each target of the window", fontsize=8.5
-    )
-    fig.colorbar(im, ax=axes[3], fraction=0.046)
+    axes[3].set_title("linear: best mass (%)\non each target of the window", fontsize=8.5)
+    cbar = fig.colorbar(im, ax=axes[3], fraction=0.046)
+    cbar.ax.tick_params(labelsize=8.5)
     radius = side // 2
     ticks = [str(d) for d in range(-radius, radius + 1)]
     for ax in axes:

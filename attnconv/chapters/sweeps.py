@@ -502,7 +502,7 @@ def plot_off_target_mass(
             color=c,
             ls="--",
             lw=0.8,
-            label=f"u and one_hot_alpha, {name}",
+            label=f"$u$ and one_hot_alpha, {name}",
         )
     ax.set_xlabel("α")
     ax.set_ylabel("off-target attention mass")
