@@ -87,8 +87,8 @@ LABELS = {
     "convit": "GPSA, ConViT local",
     "impulse": "GPSA, impulse (Thm. 1)",
     "mimetic": "GPSA, mimetic",
-    "mimetic_qk": "GPSA, mimetic W_qW_kᵀ only",
-    "mimetic_vo": "GPSA, mimetic W_vW_out only",
+    "mimetic_qk": "GPSA, mimetic $W_qW_k^\\top$ only",
+    "mimetic_vo": "GPSA, mimetic $W_vW_{out}$ only",
 }
 #: Each model's colour: the book's one colour per model (:data:`MODEL_COLOURS`).
 COLOURS = {start: model_colour(start) for start in LABELS}
@@ -333,11 +333,14 @@ def plot_heads_over_training(heads: Mapping[str, Mapping[str, np.ndarray]]):
     """Four panels (gate on position, width α, reach of the positional attention, movement of
     the centred heads), one line per GPSA start, solid for layer 1 and dashed for layer 2."""
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FixedLocator, NullLocator
 
-    fig, axes = plt.subplots(2, 2, figsize=(COLUMN_INCHES, 5.0), sharex=True)
+    fig, axes = plt.subplots(
+        2, 2, figsize=(COLUMN_INCHES, 5.6), sharex=True, layout="constrained"
+    )
     panels = (
         ("gate", "(a) gate σ(λ) on position"),
-        ("alpha", "(b) width α"),
+        ("alpha", "(b) width α (log scale above 0.1)"),
         ("reach", "(c) positional attention distance (tokens)"),
         ("moved", "(d) centres moved, median head (tokens)"),
     )
@@ -358,9 +361,16 @@ def plot_heads_over_training(heads: Mapping[str, Mapping[str, np.ndarray]]):
         ax.grid(alpha=0.3)
     for ax in axes[1]:
         ax.set_xlabel("step (solid: layer 1, dashed: layer 2)")
-    axes[0, 1].set_yscale("symlog", linthresh=0.1)
-    axes[0, 0].legend(frameon=False, fontsize=7, loc="lower left")
-    fig.tight_layout()
+    # the widths start at 0 for some starts and near 3 for others: linear up to 0.1, log above,
+    # with plain ticks
+    width = axes[0, 1]
+    width.set_yscale("symlog", linthresh=0.1)
+    top = max(float(np.max(rec["alpha"])) for rec in heads.values()) if heads else 1.0
+    ticks = [t for t in (0, 0.1, 0.3, 1, 3, 10, 30) if t <= 1.5 * top]
+    width.yaxis.set_major_locator(FixedLocator(ticks))
+    width.yaxis.set_minor_locator(NullLocator())
+    width.set_yticklabels([f"{t:g}" for t in ticks])
+    fig.legend(frameon=False, ncol=3, loc="outside lower center", fontsize=8.5)
     return fig
 
 

@@ -602,7 +602,7 @@ def plot_scorecard(claims: Sequence[Claim]):
     Returns the figure. The experimental bar counts :func:`counted` only."""
     import matplotlib.pyplot as plt
 
-    from .shared.plotting import COLUMN_INCHES
+    from .shared.plotting import COLUMN_INCHES, fit_bar_labels
 
     n = verdict_counts(counted(claims))
     bars = (
@@ -629,15 +629,19 @@ def plot_scorecard(claims: Sequence[Claim]):
             ],
         ),
     )
-    fig, ax = plt.subplots(figsize=(COLUMN_INCHES, 2.6), constrained_layout=True)
+    fig, ax = plt.subplots(figsize=(COLUMN_INCHES, 2.9), constrained_layout=True)
+    height = 0.7
+    labelled = []
     for y, (_, segments) in enumerate(bars):
         left = 0
         for count, word, colour in segments:
             if not count:
                 continue
-            ax.barh(y, count, left=left, color=colour, edgecolor="white", height=0.7)
+            (bar,) = ax.barh(
+                y, count, left=left, color=colour, edgecolor="white", height=height
+            )
             dark = colour not in ("#e9a0a8",)
-            ax.text(
+            text = ax.text(
                 left + count / 2,
                 y,
                 f"{count}\n{word}",
@@ -646,11 +650,16 @@ def plot_scorecard(claims: Sequence[Claim]):
                 color="white" if dark else "black",
                 fontsize=9,
             )
+            labelled.append((bar, text))
             left += count
     ax.set_yticks(range(len(bars)), [label for label, _ in bars])
-    ax.invert_yaxis()
+    # as much room above the first bar and below the last as between two bars: a label too
+    # wide for its segment goes there
+    gap = 1 - height
+    ax.set_ylim(len(bars) - 1 + height / 2 + gap, -height / 2 - gap)
     ax.set_xlabel("results of the paper (count)")
     ax.xaxis.get_major_locator().set_params(integer=True)
     ax.set_xlim(0, max(sum(c for c, _, _ in s) for _, s in bars) + 0.3)
     ax.spines[["top", "right"]].set_visible(False)
+    fit_bar_labels(ax, labelled)
     return fig

@@ -117,3 +117,35 @@ def test_later_claims_quote_no_citation_as_an_elision_and_name_what_is_not_teste
     assert "ConViT" in convit.source and "DeiT" in convit.source
     assert all("[...]" not in c.quote for c in claims.values())
     assert "Not tested" in claims["Li"].test and "trained CNN" in claims["Li"].test
+
+
+def test_heads_figure_has_plain_width_ticks_distinct_colours_and_its_legend_apart():
+    """Figure 18.4: the width panel's ticks are plain numbers (0, 0.1, 0.3, …), every start has
+    its own colour, and the legend sits below the panels, not on a curve."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    steps = 10 * np.arange(4)
+    widths = np.array([[0.0, 0.0], [0.05, 0.05], [0.2, 0.1], [0.3, 0.2]])
+    heads = {
+        start: {
+            "steps": steps,
+            "gate": np.full((4, 2), 0.7),
+            "alpha": widths + (3.0 if start == "impulse" else 0.0),
+            "reach": np.ones((4, 2)),
+        }
+        for start in beyond.GPSA_STARTS
+    }
+    fig = beyond.plot_heads_over_training(heads)
+    fig.canvas.draw()
+    ticks = [t.get_text() for t in fig.axes[1].get_yticklabels()]
+    assert ticks == ["0", "0.1", "0.3", "1", "3"]
+    assert len({beyond.COLOURS[s] for s in beyond.GPSA_STARTS}) == len(
+        beyond.GPSA_STARTS
+    )
+    assert all(ax.get_legend() is None for ax in fig.axes) and len(fig.legends) == 1
+    legend = fig.legends[0].get_window_extent()
+    assert all(legend.y1 <= ax.get_window_extent().y0 for ax in fig.axes)
+    plt.close(fig)

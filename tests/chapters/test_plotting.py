@@ -83,6 +83,7 @@ def test_book_style_text_is_at_least_8_5_points():
 
 
 def test_label_colour_reads_the_chapters_labels():
+    from attnconv.chapters.beyond import LABELS
     from attnconv.chapters.shared.plotting import MODEL_COLOURS, label_colour
 
     assert label_colour("SA quadratic") == MODEL_COLOURS["quadratic"]
@@ -96,7 +97,8 @@ def test_label_colour_reads_the_chapters_labels():
         label_colour("quadratic, 16 heads, seed 2")
         == MODEL_COLOURS["quadratic-16heads"]
     )
-    assert label_colour("GPSA, mimetic W_vW_out only") == MODEL_COLOURS["mimetic_vo"]
+    assert label_colour(LABELS["mimetic_vo"]) == MODEL_COLOURS["mimetic_vo"]
+    assert label_colour(LABELS["mimetic_qk"]) == MODEL_COLOURS["mimetic_qk"]
     assert label_colour("a model the book does not draw") is None
 
 
@@ -116,3 +118,37 @@ def test_figures_draw_each_model_in_its_book_colour():
     fig = plot_accuracy_series({"6 layers": (spread([0.5, 0.6]), spread([0.55, 0.62]))})
     drawn = {to_hex(line.get_color()) for line in fig.axes[0].lines}
     assert drawn == {MODEL_COLOURS["quadratic"], MODEL_COLOURS["learned"]}
+
+
+def test_bar_labels_stay_inside_where_they_fit_and_move_out_where_not():
+    """A label wider than its bar goes outside it (one line, within the axes, above the bar or,
+    where that is taken, below); one that fits stays centred in its bar."""
+    from attnconv.chapters.shared.plotting import fit_bar_labels
+
+    fig, ax = plt.subplots(figsize=(6, 2), dpi=100)
+    pairs, left = [], 0
+    for count, word in ((12, "reproduced"), (1, "not reproduced"), (1, "inconclusive")):
+        (bar,) = ax.barh(0, count, left=left, height=0.7)
+        text = ax.text(
+            left + count / 2, 0, f"{count}\n{word}", ha="center", va="center"
+        )
+        pairs.append((bar, text))
+        left += count
+    ax.set_xlim(0, 14)
+    ax.set_ylim(1, -1)
+    moved = fit_bar_labels(ax, pairs)
+    assert moved == [pairs[1][1], pairs[2][1]]
+    renderer = fig.canvas.get_renderer()
+    frame = ax.get_window_extent(renderer)
+    inside = pairs[0][1].get_window_extent(renderer)
+    assert pairs[0][0].get_window_extent(renderer).contains(*inside.p0)
+    assert pairs[0][0].get_window_extent(renderer).contains(*inside.p1)
+    boxes = []
+    for bar, text in pairs[1:]:
+        box, room = text.get_window_extent(renderer), bar.get_window_extent(renderer)
+        assert "\n" not in text.get_text()
+        assert box.y0 >= room.y1 or box.y1 <= room.y0  # above or below, not on the bar
+        assert frame.x0 <= box.x0 and box.x1 <= frame.x1
+        boxes.append(box)
+    assert not boxes[0].overlaps(boxes[1])
+    plt.close(fig)

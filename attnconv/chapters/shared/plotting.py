@@ -20,6 +20,7 @@ __all__ = [
     "install_figure_check",
     "figure_text_sizes",
     "shown_text_px",
+    "fit_bar_labels",
     "attention_map",
     "plot_attention_heads",
     "plot_error_map",
@@ -64,8 +65,8 @@ MODEL_COLOURS = {
     "convit": "#9467bd",  # purple: ConViT's local start
     "impulse": "#d62728",  # red: Theorem 1's construction
     "mimetic": "#8c564b",  # brown
-    "mimetic_qk": "#c49c94",  # light brown: mimetic W_qW_k only
-    "mimetic_vo": "#5c3317",  # dark brown: mimetic W_vW_out only
+    "mimetic_qk": "#1b9e77",  # teal: mimetic's W_qW_k half only
+    "mimetic_vo": "#4169e1",  # royal blue: mimetic's W_vW_out half only
     "vit_mimetic": "#b8860b",  # dark goldenrod: the plain ViT at the mimetic start
 }
 #: One colour per implementation of attention (ch. 13), disjoint from the models' colours.
@@ -91,8 +92,8 @@ _MODEL_ALIASES = {
     "impulse (thm. 1)": "impulse",
     "gpsa, impulse (thm. 1)": "impulse",
     "gpsa, mimetic": "mimetic",
-    "gpsa, mimetic w_qw_kᵀ only": "mimetic_qk",
-    "gpsa, mimetic w_vw_out only": "mimetic_vo",
+    "gpsa, mimetic $w_qw_k^\\top$ only": "mimetic_qk",
+    "gpsa, mimetic $w_vw_{out}$ only": "mimetic_vo",
     "sa quadratic": "quadratic",
     "9 heads": "quadratic",
     "16 heads": "quadratic-16heads",
@@ -237,6 +238,57 @@ def install_figure_check() -> None:
 
     checked._attnconv_checked = True
     formatter.for_type(Figure, checked)
+
+
+def fit_bar_labels(ax, pairs, pad_px: float = 3.0, offset_pt: float = 2.0) -> list:
+    """Keep the labels of horizontal bars readable. ``pairs`` are ``(bar, text)``: a bar (a
+    Rectangle from ``barh``) and its label, centred in it. A label that fits its bar as drawn,
+    with ``pad_px`` to spare on every side, stays inside. Any other is moved out of the bar: one
+    line, black, centred on the bar just above it or, where that would cover a label already
+    moved, just below; shifted sideways to stay within the axes. Draws the figure to measure
+    (call it once the figure's layout is final); the moved labels take no part in the layout.
+    Returns the labels moved."""
+    from matplotlib.transforms import offset_copy
+
+    fig = ax.figure
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    frame = ax.get_window_extent(renderer)
+    moved, placed = [], []
+    for bar, text in pairs:
+        room = bar.get_window_extent(renderer)
+        size = text.get_window_extent(renderer)
+        if (
+            size.width + 2 * pad_px <= room.width
+            and size.height + 2 * pad_px <= room.height
+        ):
+            continue
+        text.set_text(" ".join(text.get_text().split()))
+        text.set_color("black")
+        text.set_in_layout(False)
+        x = bar.get_x() + bar.get_width() / 2
+        low, high = bar.get_y(), bar.get_y() + bar.get_height()
+        top, bottom = (low, high) if ax.yaxis_inverted() else (high, low)
+        for y, va, sign in ((top, "bottom", 1), (bottom, "top", -1)):
+            text.set_position((x, y))
+            text.set_va(va)
+            text.set_ha("center")
+            text.set_transform(
+                offset_copy(ax.transData, fig=fig, y=sign * offset_pt, units="points")
+            )
+            box = text.get_window_extent(renderer)
+            if box.x1 > frame.x1:
+                text.set_ha("right")
+                text.set_position((bar.get_x() + bar.get_width(), y))
+            elif box.x0 < frame.x0:
+                text.set_ha("left")
+                text.set_position((bar.get_x(), y))
+            box = text.get_window_extent(renderer)
+            if not any(box.overlaps(other) for other in placed):
+                break
+        placed.append(box)
+        moved.append(text)
+    return moved
 
 
 def attention_map(
