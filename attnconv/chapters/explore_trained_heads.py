@@ -1,22 +1,24 @@
 """Kernel-free interactive figures (Plotly) of chapter 7b, the trained heads:
 
 * :func:`trajectory_figure`: the paper's Fig. 2 as an animation, the head centres of every layer
-  epoch by epoch (:func:`attnconv.chapters.shared.trained_heads.center_trajectories`);
-* :func:`query_heads_figure`: a CIFAR image and, per layer, every trained head's attention map for
-  the query token the reader picks by a slider or by clicking the image
-  (:func:`attnconv.chapters.shared.gaussian_maps.gaussian_head_maps`;
+  epoch by epoch (:func:`attnconv.chapters.shared.trained_heads.center_trajectories`), on axes
+  fitted to the centres (:func:`trajectory_axis_limit`);
+* :func:`query_heads_figure`: a CIFAR image (one of several, picked by a slider) and, per layer,
+  every trained head's attention map for the query token the reader picks by a slider or by
+  clicking the image (:func:`attnconv.chapters.shared.gaussian_maps.gaussian_head_maps`;
   :func:`click_to_query_script`).
 
 Every state is precomputed in Python (Plotly animation frames), so a reader of the static HTML
 page explores them without a kernel and without a network
-(:func:`attnconv.chapters.shared.plotly_style.figure_html`). Layers, heads and tokens are
-numbered from 1 in every label, as in the paper.
+(:func:`attnconv.chapters.shared.plotly_style.figure_html`). Positions are in tokens, as
+(row, column) shifts from the query token (rows downwards), in both figures. Layers, heads and
+the query token's row and column are numbered from 1 in every label, as in the paper.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Optional, Tuple
+from typing import Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -34,9 +36,13 @@ from .shared.plotly_style import (
 from .shared.trained_heads import center_trajectories, layer_records
 
 __all__ = [
+    "TRAJECTORY_MARGIN",
+    "trajectory_axis_limit",
     "trajectory_figure",
     "query_heads_figure",
+    "query_shift_ranges",
     "click_to_query_script",
+    "first_of_each_class",
 ]
 
 
@@ -47,12 +53,24 @@ def _gaussian_layers(history: dict):
     return layers
 
 
-def _trajectory_limit(traj: dict, kernel_size: int) -> float:
-    """Half the side of every panel: the lattice and every centre, rounded up to a half token."""
-    lim = max(
-        kernel_size // 2 + 1.0, max(float(np.abs(t).max()) for t in traj.values()) + 0.5
+#: Tokens of empty space between the outermost head centre (or lattice point) and the panel's edge.
+TRAJECTORY_MARGIN = 0.75
+
+
+def trajectory_axis_limit(
+    traj: dict,
+    kernel_size: int = 3,
+    margin: float = TRAJECTORY_MARGIN,
+    step: float = 0.5,
+) -> float:
+    """Half the side of every panel of :func:`trajectory_figure`, so each axis runs from −lim to
+    lim, symmetric about the query: the largest |row or column shift| of any head centre of any
+    layer in any frame (or the K×K lattice's outer ring, K // 2), plus ``margin`` tokens, rounded
+    up to a multiple of ``step``. ``traj`` maps a layer to its ``(E + 1, N_h, 2)`` centres."""
+    extent = max(
+        float(kernel_size // 2), max(float(np.abs(t).max()) for t in traj.values())
     )
-    return math.ceil(lim * 2) / 2
+    return math.ceil((extent + margin) / step) * step
 
 
 def _panel_cell(k: int, cols: int) -> Tuple[int, int]:
@@ -206,18 +224,33 @@ def _epoch_slider(first: int, n_frames: int, below: float) -> dict:
     }
 
 
-def _trajectory_layout(fig, rows: int, first: int, n_frames: int) -> None:
-    """The figure's size, legend, play buttons and epoch slider."""
-    height = 520 if rows == 1 else 360 * rows + 120
+#: The trajectory figure's margins (px): the legend sits in the right one, the play button and the
+#: epoch slider in the bottom one; and the gaps between its panels (fractions of the plotting area).
+_TRAJ_MARGIN = {"l": 60, "r": 130, "t": 40, "b": 160}
+_TRAJ_SPACING = (0.08, 0.13)  # horizontal, vertical
+
+
+def _trajectory_height(rows: int, cols: int) -> int:
+    """The figure's height (px) that makes every panel square in the column's width."""
+    hs, vs = _TRAJ_SPACING
+    m = _TRAJ_MARGIN
+    panel = (FIGURE_WIDTH - m["l"] - m["r"]) * (1 - (cols - 1) * hs) / cols
+    plot_h = rows * panel / (1 - (rows - 1) * vs)
+    return int(math.ceil(plot_h + m["t"] + m["b"]))
+
+
+def _trajectory_layout(fig, rows: int, cols: int, first: int, n_frames: int) -> None:
+    """The figure's size (square panels), legend, play buttons and epoch slider."""
+    height = _trajectory_height(rows, cols)
     below = (
-        height - 170
-    )  # the plotting area's height in px (margins t 40, b 130): controls sit below it
+        height - _TRAJ_MARGIN["t"] - _TRAJ_MARGIN["b"]
+    )  # the plotting area's height (px)
     fig.update_layout(
         width=FIGURE_WIDTH,
         height=height,
         font={"size": FONT_SIZE},
         template="plotly_white",
-        margin={"l": 60, "r": 10, "t": 40, "b": 130},
+        margin=_TRAJ_MARGIN,
         legend={
             "x": 1.02,
             "y": 1,
@@ -233,7 +266,9 @@ def _trajectory_layout(fig, rows: int, first: int, n_frames: int) -> None:
 
 
 def _trajectory_axes(fig, n_layers: int, cols: int, lim: float) -> None:
-    """Equal ranges ±``lim`` on every panel, rows downwards; axis titles on the outer panels."""
+    """Equal ranges ±``lim`` on every panel, rows downwards; axis titles on the outer panels.
+    Both axes keep their range and give up domain instead (``constrain="domain"``), so Plotly
+    never widens a range to fill a panel that is not square."""
     for k in range(1, n_layers + 1):
         row, col = _panel_cell(k, cols)
         fig.update_xaxes(
@@ -249,6 +284,7 @@ def _trajectory_axes(fig, n_layers: int, cols: int, lim: float) -> None:
             zeroline=False,
             row=row,
             col=col,
+            constrain="domain",
             scaleanchor=f"x{k if k > 1 else ''}",
             title_text="row shift (tokens)" if col == 1 else None,
         )
@@ -271,7 +307,9 @@ def trajectory_figure(
     :func:`~attnconv.chapters.shared.trained_heads.center_trajectories` at row ``e``; a slider and a
     play button step through the E + 1 frames. The figure opens at frame ``start`` (-1: after the
     last epoch, the trained heads, so a reader who does not press play sees the result); play runs
-    from the initialisation. Head colours are shared by the layers; one legend."""
+    from the initialisation. Head colours are shared by the layers; one legend. Every panel has
+    the same axes, ±:func:`trajectory_axis_limit` (fitted to the centres of every layer and
+    frame, not to the token grid), on square panels."""
     go = plotly_go()
     from plotly.subplots import make_subplots
 
@@ -279,15 +317,15 @@ def trajectory_figure(
     traj = {i: center_trajectories(history, i) for i in layers}
     n_frames = next(iter(traj.values())).shape[0]
     n_heads = max(t.shape[1] for t in traj.values())
-    lim = _trajectory_limit(traj, kernel_size)
+    lim = trajectory_axis_limit(traj, kernel_size)
     cols = min(len(layers), ncols)
     rows = math.ceil(len(layers) / cols)
     fig = make_subplots(
         rows=rows,
         cols=cols,
         subplot_titles=[f"layer {i + 1}" for i in layers],
-        horizontal_spacing=0.08,
-        vertical_spacing=0.1,
+        horizontal_spacing=_TRAJ_SPACING[0],
+        vertical_spacing=_TRAJ_SPACING[1],
     )
     _trajectory_static(fig, len(layers), cols, kernel_size)
     n_static = len(fig.data)
@@ -305,7 +343,7 @@ def trajectory_figure(
     fig.frames = [
         go.Frame(name=str(e), data=changes(e), traces=dyn) for e in range(n_frames)
     ]
-    _trajectory_layout(fig, rows, first, n_frames)
+    _trajectory_layout(fig, rows, cols, first, n_frames)
     _trajectory_axes(fig, len(layers), cols, lim)
     fig.layout.meta = {
         "layers": [i + 1 for i in layers],
@@ -330,6 +368,23 @@ def _image_hwc(image) -> np.ndarray:
     if img.ndim != 3 or img.shape[0] != 3:
         raise ValueError(f"image must be (3, H, W), got shape {img.shape}")
     return np.ascontiguousarray(img.transpose(1, 2, 0)).astype(np.uint8)
+
+
+def _images_hwc(images) -> list:
+    """One ``(3, H, W)`` image, a ``(N, 3, H, W)`` stack or a sequence of ``(3, H, W)`` images as
+    a list of ``(H, W, 3)`` uint8 arrays of one size (a ValueError otherwise)."""
+    if isinstance(images, (list, tuple)):
+        out = [_image_hwc(im) for im in images]
+    else:
+        arr = torch.as_tensor(
+            np.asarray(images) if not torch.is_tensor(images) else images
+        )
+        out = [_image_hwc(im) for im in arr] if arr.ndim == 4 else [_image_hwc(arr)]
+    if not out:
+        raise ValueError("no image given")
+    if len({im.shape for im in out}) != 1:
+        raise ValueError("the images must all have one size")
+    return out
 
 
 def _token_grid(history: dict, ih: int, iw: int, grid) -> Tuple[int, int]:
@@ -394,47 +449,67 @@ def _query_maps(history: dict, epoch: int, layers, grid):
     return queries, maps
 
 
-def _add_query_traces(fig, traces, n_heads, ncols: int) -> None:
-    """Add the query outline to the image and each head's map and marker to its cell."""
-    fig.add_trace(traces[0], 1, 1)
-    n = 1
-    for k in range(len(n_heads)):
-        for h in range(n_heads[k]):
-            rr, cc = _head_cell(k, h, ncols)
-            fig.add_trace(traces[n], rr, cc)
-            fig.add_trace(traces[n + 1], rr, cc)
-            n += 2
+def query_shift_ranges(q, grid) -> Tuple[list, list]:
+    """The x (column) and y (row, downwards) ranges of a panel of :func:`query_heads_figure` for
+    the query token ``q = (row, column)`` (from 0) of a ``grid``: the whole grid, in token shifts
+    from the query, so the query sits at (0, 0) and token (r, c) at (r − q_row, c − q_col)."""
+    (qr, qc), (gh, gw) = q, grid
+    return [-qc - 0.5, gw - qc - 0.5], [gh - qr - 0.5, -qr - 0.5]
 
 
-def _query_outline(q, ph: int, pw: int):
-    """The query token's outline on the image (red)."""
-    x, y = square_outline(q[1] * pw - 0.5, q[0] * ph - 0.5, pw)
-    return plotly_go().Scatter(
-        x=x,
-        y=y,
-        mode="lines",
-        line={"color": "red", "width": 3},
-        name="query token",
-        hoverinfo="skip",
-        showlegend=True,
-    )
+def _image_origin(q, patch) -> dict:
+    """The image trace's ``x0``, ``y0`` (its first pixel's centre) in token shifts from ``q``."""
+    (qr, qc), (ph, pw) = q, patch
+    return {
+        "x0": round(-qc - 0.5 + 0.5 / pw, 6),
+        "y0": round(-qr - 0.5 + 0.5 / ph, 6),
+    }
 
 
-def _head_map_traces(m, q, i: int, h: int, gh: int, gw: int) -> list:
-    """Head h of layer i: its map ``m`` for the query q and the query's marker on it."""
+def _query_image_traces(img, q, patch) -> list:
+    """The image in token shifts from the query (a pixel is 1/patch of a token), its hover
+    naming the token under the pointer, and the query token's outline (red) at (0, 0)."""
+    go = plotly_go()
+    ph, pw = patch
+    x, y = square_outline(-0.5, -0.5, 1)
+    return [
+        go.Image(
+            z=img.tolist(),
+            dx=round(1 / pw, 6),
+            dy=round(1 / ph, 6),
+            **_image_origin(q, patch),
+            hovertemplate="shift (%{y:.0f}, %{x:.0f}) from the query<extra></extra>",
+        ),
+        go.Scatter(
+            x=x,
+            y=y,
+            mode="lines",
+            line={"color": "red", "width": 3},
+            name="query token",
+            hoverinfo="skip",
+            showlegend=True,
+        ),
+    ]
+
+
+def _head_map_traces(m, q, i: int, h: int) -> list:
+    """Head h of layer i: its map ``m`` for the query q, in token shifts from q (the map's
+    token (r, c) at (r − q_row, c − q_col)), and the query's marker at (0, 0)."""
     go = plotly_go()
     return [
         go.Heatmap(
             z=rounded(m, 3),
+            x0=-q[1],
+            dx=1,
+            y0=-q[0],
+            dy=1,
             coloraxis="coloraxis",
-            hovertemplate=f"layer {i + 1}, head {h + 1}, token (%{{y}}, %{{x}}): "
+            hovertemplate=f"layer {i + 1}, head {h + 1}, shift (%{{y:.0f}}, %{{x:.0f}}): "
             "%{z:.3f}<extra></extra>",
-            x=list(range(1, gw + 1)),
-            y=list(range(1, gh + 1)),
         ),
         go.Scatter(
-            x=[q[1] + 1],
-            y=[q[0] + 1],
+            x=[0],
+            y=[0],
             mode="markers",
             showlegend=False,
             marker={
@@ -448,19 +523,19 @@ def _head_map_traces(m, q, i: int, h: int, gh: int, gw: int) -> list:
     ]
 
 
-def _query_slider(queries, initial) -> dict:
-    """The slider over the query tokens (labels from 1, frame names ``"r_c"``)."""
+def _query_slider(queries, initial, x: float) -> dict:
+    """The slider over the query tokens (labels from 1, frame names ``"r_c"`` from 0)."""
     return {
         "active": queries.index(initial),
-        "x": 0.0,
-        "len": 1.0,
+        "x": x,
+        "len": 1.0 - x,
         "y": -0.16,
         "yanchor": "top",
         "pad": {"t": 0},
         "ticklen": 0,
         "minorticklen": 0,
         "currentvalue": {
-            "prefix": "query token (row, column), from 1: ",
+            "prefix": "query token: ",
             "font": {"size": FONT_SIZE, "color": "#2a3f5f"},
         },
         "font": {
@@ -469,7 +544,7 @@ def _query_slider(queries, initial) -> dict:
         },  # 64 labels: shown above instead
         "steps": [
             {
-                "label": f"({q[0] + 1}, {q[1] + 1})",
+                "label": f"row {q[0] + 1}, column {q[1] + 1}",
                 "value": f"{q[0]}_{q[1]}",
                 "method": "animate",
                 "args": [[f"{q[0]}_{q[1]}"], IMMEDIATE],
@@ -479,8 +554,36 @@ def _query_slider(queries, initial) -> dict:
     }
 
 
-def _query_layout(fig, zmax: float, img_w: float, queries, initial) -> None:
-    """The figure's size, the shared colour axis (its bar under the image), legend and slider."""
+def _image_slider(images, labels, length: float) -> dict:
+    """The slider over the images: each step restyles the image trace (trace 0); the maps stay."""
+    return {
+        "active": 0,
+        "x": 0.0,
+        "len": length,
+        "y": -0.16,
+        "yanchor": "top",
+        "pad": {"t": 0},
+        "ticklen": 0,
+        "minorticklen": 0,
+        "currentvalue": {
+            "prefix": "",
+            "font": {"size": FONT_SIZE, "color": "#2a3f5f"},
+        },
+        "font": {"size": 12, "color": "rgba(0,0,0,0)"},  # shown above instead
+        "steps": [
+            {
+                "label": label,
+                "value": str(k),
+                "method": "restyle",
+                "args": [{"z": [img.tolist()]}, [0]],
+            }
+            for k, (img, label) in enumerate(zip(images, labels))
+        ],
+    }
+
+
+def _query_layout(fig, zmax: float, img_w: float, sliders) -> None:
+    """The figure's size, the shared colour axis (its bar under the image), legend and sliders."""
     fig.update_layout(
         width=FIGURE_WIDTH,
         height=520,
@@ -510,7 +613,7 @@ def _query_layout(fig, zmax: float, img_w: float, queries, initial) -> None:
             "yanchor": "bottom",
             "orientation": "h",
         },
-        sliders=[_query_slider(queries, initial)],
+        sliders=sliders,
     )
     fig.update_annotations(font_size=12)
 
@@ -533,24 +636,43 @@ def _layer_captions(fig, layers, img_w: float, spacer: float) -> None:
         )
 
 
-def _query_axes(fig, n_heads, ncols: int, token_grid, image_size) -> None:
-    """Bare axes; each map on the token grid (1 … g, rows downwards), the image in pixels."""
-    (gh, gw), (ih, iw) = token_grid, image_size
+def _query_axis_names(fig, n_heads, ncols: int) -> list:
+    """The (x axis, y axis) layout names of the image and of every head's map, in that order."""
+    cells = [(1, 1)] + [
+        _head_cell(k, h, ncols) for k in range(len(n_heads)) for h in range(n_heads[k])
+    ]
+    out = []
+    for rr, cc in cells:
+        sub = fig.get_subplot(rr, cc)
+        out.append((sub.xaxis.plotly_name, sub.yaxis.plotly_name))
+    return out
+
+
+def _query_ranges(axes, q, grid) -> dict:
+    """Layout updates that show the whole grid, in shifts from ``q``, on every panel."""
+    xr, yr = query_shift_ranges(q, grid)
+    out = {}
+    for xa, ya in axes:
+        out[xa] = {"range": xr}
+        out[ya] = {"range": yr}
+    return out
+
+
+def _query_axes(fig, axes, q, grid) -> None:
+    """Bare axes, rows downwards, one token as long across as down; the ranges for query ``q``."""
     fig.update_xaxes(
         showticklabels=False, showgrid=False, zeroline=False, constrain="domain"
     )
     fig.update_yaxes(
-        showticklabels=False, showgrid=False, zeroline=False, autorange=False
+        showticklabels=False,
+        showgrid=False,
+        zeroline=False,
+        autorange=False,
+        constrain="domain",  # a frame's new ranges are kept exactly, never widened
     )
-    for k in range(len(n_heads)):
-        for h in range(n_heads[k]):
-            rr, cc = _head_cell(k, h, ncols)
-            sub = fig.get_subplot(rr, cc)
-            xa = sub.xaxis.plotly_name.replace("axis", "")
-            fig.update_xaxes(range=[0.5, gw + 0.5], row=rr, col=cc)
-            fig.update_yaxes(range=[gh + 0.5, 0.5], scaleanchor=xa, row=rr, col=cc)
-    fig.update_xaxes(range=[-0.5, iw - 0.5], row=1, col=1)
-    fig.update_yaxes(range=[ih - 0.5, -0.5], scaleanchor="x", row=1, col=1)
+    for xa, ya in axes:
+        fig.layout[ya].scaleanchor = xa.replace("axis", "")
+    fig.update_layout(_query_ranges(axes, q, grid))
 
 
 def query_heads_figure(
@@ -560,6 +682,7 @@ def query_heads_figure(
     grid: Optional[Tuple[int, int]] = None,
     initial: Optional[Tuple[int, int]] = None,
     ncols: int = 3,
+    image_labels: Optional[Sequence[str]] = None,
 ):
     """A CIFAR image and, for every attention layer, each Gaussian head's attention map over the
     token grid for one query token (:func:`~attnconv.chapters.shared.gaussian_maps.gaussian_head_maps`
@@ -567,14 +690,28 @@ def query_heads_figure(
     image and marked on every map. One frame per query token (named ``"r_c"``, 0-based), chosen
     by the slider (labels from 1) or by clicking the image (:func:`click_to_query_script`).
 
-    ``image`` is a ``(3, H, W)`` uint8 tensor or array (CHW, RGB); ``grid`` the token grid (default
-    image size / the model's ``downsample``), so a token is an (H/g)×(W/g) patch of pixels. All
-    maps share one colour scale, from 0 to the largest probability of any head at any query."""
+    One coordinate system throughout: tokens, as (row, column) shifts from the query (rows
+    downwards), so the query sits at (0, 0) on the image and on every map, and each frame moves
+    the panels' ranges (:func:`query_shift_ranges`) instead of the query.
+
+    ``image`` is a ``(3, H, W)`` uint8 tensor or array (CHW, RGB), or several of them (a
+    ``(N, 3, H, W)`` stack or a sequence): with several, a second slider picks the image shown
+    (``image_labels``, one per image, name them). The maps are those of the saved centres and
+    widths alone, the same for every image. ``grid`` is the token grid (default image size / the
+    model's ``downsample``), so a token is an (H/g)×(W/g) patch of pixels. All maps share one
+    colour scale, from 0 to the largest probability of any head at any query."""
     go = plotly_go()
-    img = _image_hwc(image)
-    ih, iw = img.shape[:2]
+    images = _images_hwc(image)
+    labels = (
+        [f"image {k + 1}" for k in range(len(images))]
+        if image_labels is None
+        else [str(v) for v in image_labels]
+    )
+    if len(labels) != len(images):
+        raise ValueError(f"{len(images)} images but {len(labels)} image labels")
+    ih, iw = images[0].shape[:2]
     gh, gw = _token_grid(history, ih, iw, grid)
-    ph, pw = ih // gh, iw // gw
+    patch = (ih // gh, iw // gw)
     layers = _gaussian_layers(history)
     queries, maps = _query_maps(history, epoch, layers, (gh, gw))
     n_heads = [len(maps[queries[0]][k]) for k in range(len(layers))]
@@ -585,41 +722,50 @@ def query_heads_figure(
 
     img_w, spacer = 0.25, 0.03  # columns: the image, then per layer ``ncols`` heads
     fig = _query_subplots(layers, n_heads, ncols, img_w, spacer)
-    fig.add_trace(
-        go.Image(z=img.tolist(), hovertemplate="pixel (%{y}, %{x})<extra></extra>"),
-        1,
-        1,
-    )
+    for tr in _query_image_traces(images[0], initial, patch):
+        fig.add_trace(tr, 1, 1)
+    heatmaps = []
+    for k, i in enumerate(layers):
+        for h in range(n_heads[k]):
+            rr, cc = _head_cell(k, h, ncols)
+            for tr in _head_map_traces(maps[initial][k][h], initial, i, h):
+                fig.add_trace(tr, rr, cc)
+            heatmaps.append(len(fig.data) - 2)
+    axes = _query_axis_names(fig, n_heads, ncols)
 
-    def dynamic(q):  # the query outline, then each head's map and query marker
-        out = [_query_outline(q, ph, pw)]
-        for k, i in enumerate(layers):
+    def changes(
+        q,
+    ):  # the image's origin and every map (values and origin) move with the query
+        out = [go.Image(**_image_origin(q, patch))]
+        for k in range(len(layers)):
             for h in range(n_heads[k]):
-                out += _head_map_traces(maps[q][k][h], q, i, h, gh, gw)
+                out.append(go.Heatmap(z=rounded(maps[q][k][h], 3), x0=-q[1], y0=-q[0]))
         return out
 
-    _add_query_traces(fig, dynamic(initial), n_heads, ncols)
-    dyn = list(range(1, len(fig.data)))
-
-    def changes(q):  # only the query outline, the maps and the query markers change
-        return [
-            go.Scatter(x=t.x, y=t.y) if t.type == "scatter" else go.Heatmap(z=t.z)
-            for t in dynamic(q)
-        ]
-
     fig.frames = [
-        go.Frame(name=f"{q[0]}_{q[1]}", data=changes(q), traces=dyn) for q in queries
+        go.Frame(
+            name=f"{q[0]}_{q[1]}",
+            data=changes(q),
+            traces=[0] + heatmaps,
+            layout=_query_ranges(axes, q, (gh, gw)),
+        )
+        for q in queries
     ]
-    _query_layout(fig, zmax, img_w, queries, initial)
+    several = len(images) > 1
+    sliders = [_query_slider(queries, initial, x=img_w + spacer if several else 0.0)]
+    if several:
+        sliders.append(_image_slider(images, labels, length=img_w))
+    _query_layout(fig, zmax, img_w, sliders)
     _layer_captions(fig, layers, img_w, spacer)
-    _query_axes(fig, n_heads, ncols, (gh, gw), (ih, iw))
+    _query_axes(fig, axes, initial, (gh, gw))
     fig.layout.meta = {
         "clickable": True,
         "grid": [gh, gw],
-        "patch": [ph, pw],
+        "patch": list(patch),
         "layers": [i + 1 for i in layers],
         "heads": n_heads,
         "epoch": epoch,
+        "images": labels,
     }
     return fig
 
@@ -627,15 +773,18 @@ def query_heads_figure(
 def click_to_query_script() -> str:
     """JavaScript for :func:`figure_html` ``post_script`` of :func:`query_heads_figure`: a click
     on the image picks the token under the pointer as the query (the frame ``"r_c"`` and the
-    slider move to it). Plotly substitutes ``{plot_id}``."""
+    query slider, the first, move to it). The image is drawn in token shifts from the current
+    query, so the token clicked is the current query plus the rounded shift. Plotly substitutes
+    ``{plot_id}``."""
     return """(function () {
   var gd = document.getElementById('{plot_id}');
   if (!gd || !window.Plotly) return;
-  var m = gd.layout.meta, names = gd.layout.sliders[0].steps.map(function (s) { return s.value; });
+  var names = gd.layout.sliders[0].steps.map(function (s) { return s.value; });
   gd.on('plotly_click', function (e) {
     var p = e.points && e.points[0];
     if (!p || p.data.type !== 'image') return;
-    var r = Math.floor((p.y + 0.5) / m.patch[0]), c = Math.floor((p.x + 0.5) / m.patch[1]);
+    var q = names[gd.layout.sliders[0].active || 0].split('_').map(Number);
+    var r = q[0] + Math.round(p.y), c = q[1] + Math.round(p.x);
     var i = names.indexOf(r + '_' + c);
     if (i < 0) return;
     Plotly.animate(gd, [names[i]], {mode: 'immediate', frame: {duration: 0, redraw: true},
@@ -643,3 +792,16 @@ def click_to_query_script() -> str:
     Plotly.relayout(gd, {'sliders[0].active': i});
   });
 })();"""
+
+
+def first_of_each_class(labels, n: int) -> list:
+    """The indices of the first image of each of the first ``n`` classes to appear in ``labels``
+    (in the order they appear): a handful of different images for :func:`query_heads_figure`."""
+    seen, out = set(), []
+    for i, y in enumerate(int(v) for v in labels):
+        if y not in seen:
+            seen.add(y)
+            out.append(i)
+            if len(out) == n:
+                break
+    return out
