@@ -20,6 +20,7 @@ import re
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ..evidence.protocol import CLAIMS as FROZEN_CLAIMS
 from ..evidence.protocol import NOT_JUDGED
 from ..experiments import verdicts as v
 from ..experiments.claim_text import claim_block, short_quote
@@ -72,6 +73,9 @@ __all__ = [
     "DESCRIBED",
     "counted",
     "not_counted",
+    "shown_verdict",
+    "shown_badge",
+    "claims_count_sentence",
     "tally_words",
     "what_holds_box",
     "not_counted_markdown",
@@ -318,7 +322,7 @@ def claims_overview(claims: Sequence[Claim], link_text: str = "evidence") -> str
     ]
     for c in claims:
         link = f"{{ref}}`{link_text} <{c.where}>`" if c.where else "—"
-        cells = (CLAIMS[c.key].title, _one_line(c.test), verdict_badge(c.verdict), link)
+        cells = (CLAIMS[c.key].title, _one_line(c.test), shown_badge(c), link)
         lines.append("| " + " | ".join(x.replace("|", "\\|") for x in cells) + " |")
     return "\n".join(lines)
 
@@ -349,7 +353,13 @@ def claim_dropdowns(claims: Sequence[Claim], open_: bool = False) -> str:
         opts = [":color: light"] + ([":open:"] if open_ else [])
         blocks.append(
             "\n".join(
-                [f"::::{{dropdown}} {title}: {c.verdict}", *opts, "", *body, "::::"]
+                [
+                    f"::::{{dropdown}} {title}: {shown_verdict(c)}",
+                    *opts,
+                    "",
+                    *body,
+                    "::::",
+                ]
             )
         )
     return "\n\n".join(blocks)
@@ -385,6 +395,49 @@ EXACT_CHECKS = tuple(k for k in ("local_fewer_flops",) if k in NOT_JUDGED)
 #: Statements that report one run of the paper: the book's runs are described beside it, without
 #: a verdict (:data:`~attnconv.evidence.protocol.NOT_JUDGED`).
 DESCRIBED = tuple(k for k in ("pruned_counts",) if k in NOT_JUDGED)
+
+
+def shown_verdict(c: Claim) -> str:
+    """What a page says a claim got: its verdict, or, for a statement the tally leaves out
+    (:func:`not_counted`), "not counted" and why."""
+    if c.key in DESCRIBED:
+        return "not counted (a description beside the paper's one run)"
+    if c.key in EXACT_CHECKS:
+        return "not counted (an exact count)"
+    return c.verdict
+
+
+def shown_badge(c: Claim) -> str:
+    """The badge of :func:`shown_verdict`: the verdict's colour, or the "not counted" badge."""
+    if c.key in EXACT_CHECKS + DESCRIBED:
+        return category_badge("not counted")
+    return verdict_badge(c.verdict)
+
+
+def claims_count_sentence(claims: Sequence[Claim]) -> str:
+    """How the book's counts of claims fit together, from the registry and the frozen protocol:
+    the statements judged, those shown apart, and the protocol's claims (the same ones and any it
+    adds)."""
+    mine = counted(claims)
+    aside = not_counted(claims)
+    keys = {c.key for c in mine}
+    added = [FROZEN_CLAIMS[k].prop for k in FROZEN_CLAIMS if k not in keys]
+    dropped = [c for c in mine if c.key not in FROZEN_CLAIMS]
+    kinds = [
+        "an exact count" if c.key in EXACT_CHECKS else "a description" for c in aside
+    ]
+    text = (
+        f"The book tests {len(claims)} statements of the paper's experiments. "
+        f"{len(mine)} are claims the book's rule judges; {len(aside)} are shown apart, "
+        f"not counted ({' and '.join(kinds)})."
+    )
+    same = "the same" if not dropped else f"{len(mine) - len(dropped)} of the"
+    text += (
+        f" The frozen protocol judges {same} {len(mine) - len(dropped)} claims again"
+    )
+    if added:
+        text += " and " + ", ".join(f"one more ({a})" for a in added)
+    return text + f": {len(FROZEN_CLAIMS)} in all."
 
 
 def counted(claims: Sequence[Claim]) -> List[Claim]:

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from attnconv.chapters.shared.badges import (
+    counts_text,
     stated_verdicts,
     verdict_badge,
     verdict_counts,
@@ -53,3 +54,9 @@ def test_a_badge_in_the_wrong_colour_or_no_box_is_an_error(tmp_path):
         )
     with pytest.raises(ValueError, match="no 'In short' box"):
         stated_verdicts(_notebook(tmp_path, "plain text"))
+
+
+def test_counts_read_in_the_badges_order():
+    counts = verdict_counts([INCONCLUSIVE, REPRODUCED, INCONCLUSIVE, NOT_REPRODUCED])
+    assert counts_text(counts) == "1 reproduced · 1 not reproduced · 2 inconclusive"
+    assert counts_text({INCONCLUSIVE: 3}) == "3 inconclusive"

@@ -502,3 +502,23 @@ def test_pruning_claims_are_paired_where_the_study_kept_predictions():
     # retraining gives back the same predictions: inside ±1 point
     assert recovers.verdict == REPRODUCED
     assert encode_predictions([1, 2]) == "12"
+
+
+def test_plot_layer_distances_draws_both_measures_of_every_seed():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    seeds = {
+        "seed 0": _rows([1, 2, 3, 4, 5, 6]),
+        "seed 1": _rows([2, 2, 3, 3, 4, 4]),
+    }
+    fig = depth.plot_layer_distances(seeds)
+    left, right = fig.axes
+    for ax, key in ((left, "attention_distance"), (right, "centre_distance")):
+        assert len(ax.lines) == 2
+        for line, rows in zip(ax.lines, seeds.values()):
+            assert list(line.get_xdata()) == [1, 2, 3, 4, 5, 6]
+            assert list(line.get_ydata()) == [r[key] for r in rows]
+    plt.close(fig)

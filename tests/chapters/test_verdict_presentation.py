@@ -112,6 +112,40 @@ def test_exact_checks_and_descriptions_are_shown_apart_not_tallied():
     assert REPRODUCED not in text and NOT_REPRODUCED not in text
 
 
+def test_statements_shown_apart_get_the_not_counted_badge_everywhere():
+    """The overview table and the dropdowns say "not counted" for a description or an exact
+    count, never the verdict the rule computed for it; a counted claim keeps its verdict."""
+    pruned = replace(_claim(NOT_REPRODUCED), key="pruned_counts")
+    grid = _claim(NOT_REPRODUCED)
+    table = pv.claims_overview([grid, pruned])
+    rows = table.splitlines()[2:]
+    assert "{bdg-warning}`not reproduced`" in rows[0]
+    assert "{bdg-dark}`not counted`" in rows[1] and "not reproduced" not in rows[1]
+    drop = pv.claim_dropdowns([pruned])
+    assert drop.splitlines()[0].endswith(
+        ": not counted (a description beside the paper's one run)"
+    )
+
+
+def test_the_count_sentence_reconciles_registry_and_protocol():
+    """The sentence's numbers are the registry's and the frozen protocol's, counted here from
+    their own records."""
+    from attnconv.evidence.protocol import CLAIMS as FROZEN
+
+    flops = replace(_claim(REPRODUCED), key="local_fewer_flops", where="ch-performance")
+    pruned = replace(_claim(NOT_REPRODUCED), key="pruned_counts")
+    judged = [replace(_claim(), key=k) for k in FROZEN if k != "pruning_finds_heads"]
+    text = pv.claims_count_sentence(judged + [flops, pruned])
+    n = len(judged)
+    assert text.startswith(
+        f"The book tests {n + 2} statements of the paper's experiments."
+    )
+    assert f"{n} are claims the book's rule judges; 2 are shown apart" in text
+    assert f"judges the same {n} claims again" in text
+    assert FROZEN["pruning_finds_heads"].prop in text
+    assert text.endswith(f": {len(FROZEN)} in all.")
+
+
 def test_redundancy_note_says_when_only_a_helpful_removal_can_pass():
     note = pc.redundancy_margin_note(0.009, 0.005)
     assert "can pass only when removing a head helps" in note

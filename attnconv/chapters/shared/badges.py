@@ -19,6 +19,7 @@ __all__ = [
     "category_badge",
     "stated_verdicts",
     "verdict_counts",
+    "counts_text",
 ]
 
 #: sphinx-design badge role per verdict (green, amber, grey: the theme's "secondary" is orange), and
@@ -101,3 +102,13 @@ def stated_verdicts(notebook) -> Dict[str, int]:
 def verdict_counts(verdicts: Iterable[str]) -> Dict[str, int]:
     """How many of ``verdicts`` are each verdict (the counts an "In short" box should show)."""
     return dict(Counter(verdicts))
+
+
+def counts_text(counts: Dict[str, int]) -> str:
+    """``counts`` (verdict -> count) in words, in the badges' order: "7 reproduced · 2 not
+    reproduced · 8 inconclusive"."""
+    return " · ".join(
+        f"{counts[v]} {word}"
+        for v, (_, word) in VERDICT_BADGES.items()
+        if counts.get(v)
+    )

@@ -80,6 +80,7 @@ __all__ = [
     "pruned_counts_from_history",
     "lemma_shifts_covered",
     "plot_depth_measures",
+    "plot_layer_distances",
     "plot_removal",
     "plot_pruned_counts",
     "plot_accuracy_series",
@@ -511,6 +512,54 @@ def plot_depth_measures(
         ax.set_xlabel("layer")
         ax.set_xticks(range(1, 7))
     fig.legend(loc="lower center", ncol=4, bbox_to_anchor=(0.5, -0.16), frameon=False)
+    return fig
+
+
+def plot_layer_distances(rows_by_seed: Mapping[str, Sequence[dict]], first: int = 2):
+    """Fig. 3's reading in numbers: per layer (from 1), the heads' mean attention distance
+    E‖k − q‖ (left) and mean centre distance ‖Δ_h‖ (right), in tokens, one line per seed of the
+    quadratic model (:func:`seed_depth_rows`; one colour, one marker a seed); layers 1 to ``first``
+    (the paper's "first few layers") shaded. Returns the figure."""
+    import matplotlib.pyplot as plt
+
+    from .plotting import COLUMN_INCHES, label_colour
+
+    markers = ["o", "s", "^", "D", "v"]
+    fig, axes = plt.subplots(
+        1, 2, figsize=(COLUMN_INCHES, 2.8), sharey=True, constrained_layout=True
+    )
+    keys = ("attention_distance", "centre_distance")
+    titles = (
+        "attention distance (tokens)",
+        r"centre distance $\Vert\Delta_h\Vert$ (tokens)",
+    )
+    for ax, key, title in zip(axes, keys, titles):
+        ax.axvspan(0.5, first + 0.5, color="0.92", zorder=0)
+        for i, (label, rows) in enumerate(rows_by_seed.items()):
+            ax.plot(
+                [r["layer"] + 1 for r in rows],
+                [r[key] for r in rows],
+                label=f"quadratic, {label}",
+                color=label_colour("quadratic"),
+                marker=markers[i % len(markers)],
+                ms=4,
+                lw=1.2,
+            )
+        n = max(len(rows) for rows in rows_by_seed.values())
+        ax.set_xticks(range(1, n + 1))
+        ax.set_xlim(0.5, n + 0.5)
+        ax.set_xlabel(f"layer (shaded: layers 1-{first})")
+        ax.set_title(title)
+        ax.set_ylim(bottom=0)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(
+        handles,
+        labels,
+        loc="lower center",
+        ncol=len(labels),
+        bbox_to_anchor=(0.5, -0.12),
+        frameon=False,
+    )
     return fig
 
 
