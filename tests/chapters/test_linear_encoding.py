@@ -220,10 +220,10 @@ def test_linear_against_quadratic_figure_draws_its_heads():
     assert heads[1].tolist() == quadratic.tolist()
     assert heads[1][2, 2] > 0.999  # the target is the window's centre
     assert heads[2][0, 0] > 0.999  # v = 30·(−1, −1): the top-left corner
-    assert heads[3].tolist() == best_map.tolist()
+    assert heads[3].tolist() == (100 * best_map).tolist()  # in percent
     texts = [t.get_text() for t in fig.axes[3].texts]
-    assert texts == [f"{v:.2f}" for v in best_map.flatten().tolist()]
+    assert texts == [f"{100 * v:.0f}" for v in best_map.flatten().tolist()]
     titles = [ax.get_title() for ax in fig.axes[:3]]
-    assert titles[0].startswith("linear, best v for Δ = (1, -1)")
-    assert titles[2].startswith("linear, v = 30·(−1, −1)")
+    assert titles[0].startswith("linear, best $\\mathbf{v}$ for Δ = (1, -1)")
+    assert titles[2].startswith("linear, $\\mathbf{v}$ = 30·(−1, −1)")
     plt.close(fig)
