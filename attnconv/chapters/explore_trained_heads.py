@@ -523,25 +523,30 @@ def _head_map_traces(m, q, i: int, h: int) -> list:
     ]
 
 
-def _query_slider(queries, initial, x: float) -> dict:
-    """The slider over the query tokens (labels from 1, frame names ``"r_c"`` from 0)."""
+def _slider_frame(active: int, x: float, length: float, prefix: str) -> dict:
+    """What the page's sliders share: placed under the panels at ``x`` over ``length``, the
+    current value named after ``prefix``, the step labels hidden (they are shown above)."""
     return {
-        "active": queries.index(initial),
+        "active": active,
         "x": x,
-        "len": 1.0 - x,
+        "len": length,
         "y": -0.16,
         "yanchor": "top",
         "pad": {"t": 0},
         "ticklen": 0,
         "minorticklen": 0,
         "currentvalue": {
-            "prefix": "query token: ",
+            "prefix": prefix,
             "font": {"size": FONT_SIZE, "color": "#2a3f5f"},
         },
-        "font": {
-            "size": 12,
-            "color": "rgba(0,0,0,0)",
-        },  # 64 labels: shown above instead
+        "font": {"size": 12, "color": "rgba(0,0,0,0)"},
+    }
+
+
+def _query_slider(queries, initial, x: float) -> dict:
+    """The slider over the query tokens (labels from 1, frame names ``"r_c"`` from 0)."""
+    return {
+        **_slider_frame(queries.index(initial), x, 1.0 - x, "query token: "),
         "steps": [
             {
                 "label": f"row {q[0] + 1}, column {q[1] + 1}",
@@ -557,19 +562,7 @@ def _query_slider(queries, initial, x: float) -> dict:
 def _image_slider(images, labels, length: float) -> dict:
     """The slider over the images: each step restyles the image trace (trace 0); the maps stay."""
     return {
-        "active": 0,
-        "x": 0.0,
-        "len": length,
-        "y": -0.16,
-        "yanchor": "top",
-        "pad": {"t": 0},
-        "ticklen": 0,
-        "minorticklen": 0,
-        "currentvalue": {
-            "prefix": "",
-            "font": {"size": FONT_SIZE, "color": "#2a3f5f"},
-        },
-        "font": {"size": 12, "color": "rgba(0,0,0,0)"},  # shown above instead
+        **_slider_frame(0, 0.0, length, ""),
         "steps": [
             {
                 "label": label,

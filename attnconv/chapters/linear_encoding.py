@@ -317,7 +317,9 @@ def plot_linear_against_quadratic(
         axes[3].text(
             j, i, f"{val:.0f}", ha="center", va="center", fontsize=8.5, color=colour
         )
-    axes[3].set_title("linear: best mass (%)\non each target of the window", fontsize=8.5)
+    axes[3].set_title(
+        "linear: best mass (%)\non each target of the window", fontsize=8.5
+    )
     cbar = fig.colorbar(im, ax=axes[3], fraction=0.046)
     cbar.ax.tick_params(labelsize=8.5)
     radius = side // 2

@@ -80,9 +80,8 @@ def _original(obj) -> str:
     return textwrap.dedent(inspect.getsource(obj)).rstrip()
 
 
-def _docstring_free_dump(code: str) -> str:
-    """The syntax tree of ``code`` with every docstring emptied: equal dumps mean equal code."""
-    tree = ast.parse(code)
+def _docstrings(tree):
+    """Every docstring expression of ``tree`` (module, class, function)."""
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
         if (
@@ -92,24 +91,22 @@ def _docstring_free_dump(code: str) -> str:
             and isinstance(body[0].value, ast.Constant)
             and isinstance(body[0].value.value, str)
         ):
-            body[0].value.value = ""
+            yield body[0]
+
+
+def _docstring_free_dump(code: str) -> str:
+    """The syntax tree of ``code`` with every docstring emptied: equal dumps mean equal code."""
+    tree = ast.parse(code)
+    for doc in list(_docstrings(tree)):
+        doc.value.value = ""
     return ast.dump(tree)
 
 
 def _code_lines(code: str) -> list[str]:
     """The lines of ``code`` outside docstrings, without comments or blank lines."""
-    tree = ast.parse(code)
     skip = set()
-    for node in ast.walk(tree):
-        body = getattr(node, "body", None)
-        if (
-            isinstance(body, list)
-            and body
-            and isinstance(body[0], ast.Expr)
-            and isinstance(body[0].value, ast.Constant)
-            and isinstance(body[0].value.value, str)
-        ):
-            skip.update(range(body[0].lineno, body[0].end_lineno + 1))
+    for doc in _docstrings(ast.parse(code)):
+        skip.update(range(doc.lineno, doc.end_lineno + 1))
     lines = code.splitlines()
     for tok in tokenize.generate_tokens(io.StringIO(code + "\n").readline):
         if tok.type == tokenize.COMMENT:

@@ -38,6 +38,19 @@ _LITERAL = re.compile(r"``(.+?)``", re.S)
 _TITLED = re.compile(r"(.*?\S)\s*<([^<>]+)>", re.S)
 
 
+def _comment_lines(text: str, lead: str, width: int) -> list:
+    """``text`` as comment lines indented by ``lead``, wrapped at ``width`` without breaking
+    words."""
+    return textwrap.wrap(
+        text,
+        width=width,
+        initial_indent=lead + "# ",
+        subsequent_indent=lead + "# ",
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+
+
 def _role_text(match: re.Match) -> str:
     """What a Sphinx role displays: its title if it has one (``text <target>``), the last
     component of a ``~``-target, else the target itself."""
@@ -143,14 +156,7 @@ def _reflow_comment_blocks(code: str, width: int) -> str:
         block = lines[i:j]
         if any(len(line) > width for line in block):
             words = " ".join(line.lstrip()[1:].strip() for line in block)
-            out += textwrap.wrap(
-                words,
-                width=width,
-                initial_indent=lead + "# ",
-                subsequent_indent=lead + "# ",
-                break_long_words=False,
-                break_on_hyphens=False,
-            )
+            out += _comment_lines(words, lead, width)
         else:
             out += block
         i = j
@@ -214,14 +220,7 @@ def fold_long_lines(code: str, width: int = CODE_CHARS) -> str:
         lead = line[: len(line) - len(line.lstrip())]
         code_part, note = line[: comments[i]].rstrip(), line[comments[i] :]
         note = note.lstrip("#").strip()
-        out += textwrap.wrap(
-            note,
-            width=width,
-            initial_indent=lead + "# ",
-            subsequent_indent=lead + "# ",
-            break_long_words=False,
-            break_on_hyphens=False,
-        ) or [lead + "#"]
+        out += _comment_lines(note, lead, width) or [lead + "#"]
         if code_part.strip():
             out.append(code_part)
     return "\n".join(out)
