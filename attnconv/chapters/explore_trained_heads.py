@@ -664,7 +664,7 @@ def _query_axes(fig, axes, q, grid) -> None:
         constrain="domain",  # a frame's new ranges are kept exactly, never widened
     )
     for xa, ya in axes:
-        fig.layout[ya].scaleanchor = xa.replace("axis", "")
+        fig.layout[ya].update(scaleanchor=xa.replace("axis", ""))
     fig.update_layout(_query_ranges(axes, q, grid))
 
 
