@@ -588,7 +588,7 @@ def _query_layout(fig, zmax: float, img_w: float, sliders) -> None:
             "cmin": 0,
             "cmax": round(zmax, 4),
             "colorbar": {
-                "title": {"text": "attention", "side": "right"},
+                "title": {"text": "probability", "side": "right"},
                 "orientation": "h",
                 "x": 0.0,
                 "xanchor": "left",
