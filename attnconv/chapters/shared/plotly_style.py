@@ -25,7 +25,7 @@ __all__ = [
     "figure_html",
 ]
 
-FIGURE_WIDTH = 680  # px: the content column is 688 px wide at a 1280 px window, 760 at 1400
+FIGURE_WIDTH = 680  # px: the column is 688 px wide in a 1280 px window
 FONT_SIZE = 13  # px, every text of the figures (at least 12)
 HEAD_COLORS = (
     "#1f77b4",
