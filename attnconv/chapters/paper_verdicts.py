@@ -41,6 +41,7 @@ from .shared.badges import (
     category_badge,
     verdict_badge,
 )
+from .shared.badges import verdict_counts as count_verdicts  # pv.verdict_counts takes claims
 from .shared.paper_claims import (
     accuracy_claims,
     deep_label,
@@ -385,8 +386,9 @@ def confounds_note(claims: Sequence[Claim]) -> str:
 
 
 def verdict_counts(claims: Sequence[Claim]) -> Dict[str, int]:
-    """How many claims got each verdict, in the order of :data:`VERDICT_BADGES`."""
-    return {k: sum(c.verdict == k for c in claims) for k in VERDICT_BADGES}
+    """How many claims got each verdict, in the order of :data:`VERDICT_BADGES` (zeros kept)."""
+    counts = count_verdicts(c.verdict for c in claims)
+    return {k: counts.get(k, 0) for k in VERDICT_BADGES}
 
 
 #: Statements settled by an exact count, not by experiment: shown with their count, never tallied
