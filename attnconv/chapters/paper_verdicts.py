@@ -41,7 +41,8 @@ from .shared.badges import (
     category_badge,
     verdict_badge,
 )
-from .shared.badges import verdict_counts as count_verdicts  # pv.verdict_counts takes claims
+# badges.verdict_counts counts verdicts; verdict_counts here counts claims
+from .shared.badges import verdict_counts as count_verdicts
 from .shared.paper_claims import (
     accuracy_claims,
     deep_label,
