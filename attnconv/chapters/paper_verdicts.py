@@ -41,6 +41,7 @@ from .shared.badges import (
     category_badge,
     verdict_badge,
 )
+
 # badges.verdict_counts counts verdicts; verdict_counts here counts claims
 from .shared.badges import verdict_counts as count_verdicts
 from .shared.paper_claims import (
