@@ -29,6 +29,9 @@ histories, configs and results: ``runs/confirm*``, ``runs/beyond3*``, ``results/
 A second call with the same ``--out`` skips the phases that finished. Scratch (logs, the smoke
 test's and the paper epochs' folders) goes to ``--work`` (default ``gpu-work``, git-ignored).
 
+``--phases confirm smoke`` runs only those phases, the budget shared among them (a window
+spent on the fresh seeds alone: ``--phases confirm``).
+
 ``python -m attnconv.gpu_window --unpack gpu-out`` puts what came back into the book: the
 archive into ``book/runs`` and ``book/results``, ``gpu-smoke.json`` and ``paper-epoch.json``
 into ``book/results``; then ``git add book/runs book/results``. ``--dry-run``: every phase on
@@ -210,9 +213,17 @@ def _signal_group(process, sig) -> None:
         pass  # the group has gone
 
 
-def run_phase(phase: Phase, ctx: _Context) -> dict:
+#: Seconds between two packings of what a phase has made so far (a window cut short by the
+#: machine's own limit still returns the runs finished before it).
+PACK_EVERY_SECONDS = 60.0
+
+
+def run_phase(
+    phase: Phase, ctx: _Context, tick: Optional[Callable[[], None]] = None
+) -> dict:
     """Run ``phase``'s children side by side, each in its own process group, its output in
-    ``work/<phase>-<i>.log``; all stopped by ``ctx.limit`` seconds (SIGTERM, then SIGKILL)."""
+    ``work/<phase>-<i>.log``; all stopped by ``ctx.limit`` seconds (SIGTERM, then SIGKILL).
+    ``tick`` is called every :data:`PACK_EVERY_SECONDS` while they run."""
     ctx.work.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     processes, logs = [], []
@@ -232,11 +243,15 @@ def run_phase(phase: Phase, ctx: _Context) -> dict:
         logs.append(log)
     grace = min(GRACE_SECONDS, ctx.limit / 4)
     overran = False
+    packed = t0
     while any(p.poll() is None for p in processes):
         if time.monotonic() - t0 > ctx.limit - grace:
             overran = True
             _stop(processes, grace)
             break
+        if tick is not None and time.monotonic() - packed > PACK_EVERY_SECONDS:
+            tick()
+            packed = time.monotonic()
         time.sleep(0.2)
     codes = [p.returncode for p in processes]
     state = "stopped at its limit" if overran else "complete"
@@ -291,7 +306,10 @@ def window(
             }
         else:
             print(f"phase {phase.name}: up to {ctx.limit:.0f} s", flush=True)
-            summary["phases"][phase.name] = run_phase(phase, ctx)
+            summary["phases"][phase.name] = {"state": "running"}
+            summary["phases"][phase.name] = run_phase(
+                phase, ctx, lambda: _collect(ctx, summary)
+            )
         print(
             f"phase {phase.name}: {summary['phases'][phase.name]['state']}", flush=True
         )
@@ -532,6 +550,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--book", default=None, help="the book the runs go to")
     parser.add_argument("--workers", type=int, default=8, help="protocol processes")
+    parser.add_argument(
+        "--phases",
+        nargs="+",
+        choices=[p.name for p in PHASES],
+        default=None,
+        help="run only these phases (in their priority order; the budget is shared among them)",
+    )
     parser.add_argument("--dry-run", action="store_true")
     parser.add_argument("--unpack", metavar="FOLDER", help="put FOLDER into the book")
     # the window's own children
@@ -571,8 +596,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 "error: no CUDA device here; --dry-run runs it small", file=sys.stderr
             )
             return 2
+    chosen = [p for p in PHASES if args.phases is None or p.name in args.phases]
     summary = window(
-        Path(args.out), args.budget, args.dry_run, Path(args.work), book, args.workers
+        Path(args.out),
+        args.budget,
+        args.dry_run,
+        Path(args.work),
+        book,
+        args.workers,
+        chosen,
     )
     states = ", ".join(f"{n} {p['state']}" for n, p in summary["phases"].items())
     print(f"gpu window ({summary['seconds']:.0f} s): {states}; files in {args.out}")

@@ -266,12 +266,12 @@ def _run_protocol(part: str) -> int:
             entry, StudyEntry
         ):  # made from runs another process may still make
             while any(run_state(RUNS[r]) != "present" for r in entry.runs):
-                time.sleep(30)
+                time.sleep(5)
         lock = _held(name)
         if lock is None:
             print(f"{name}: made by another process; next", flush=True)
             while isinstance(entry, StudyEntry) and study_state(entry) != "present":
-                time.sleep(30)  # what follows a study (the tuned runs) needs it
+                time.sleep(5)  # what follows a study (the tuned runs) needs it
             continue
         try:
             if isinstance(entry, StudyEntry) or run_state(entry) != "present":

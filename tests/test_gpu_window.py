@@ -134,3 +134,29 @@ def test_histories_past_one_archive_go_into_more_and_all_unpack(tmp_path, monkey
     assert sorted(f.name for f in out.iterdir()) == ["runs-2.tar.gz", "runs.tar.gz"]
     written = gpu_window.unpack(out, tmp_path / "other")
     assert sorted(written) == [f"runs/confirm/seed{i}/history.json" for i in range(2)]
+
+
+def test_phases_runs_only_those_and_gives_them_the_budget(tmp_path):
+    out, work, book = tmp_path / "out", tmp_path / "work", tmp_path / "book"
+    args = ["--dry-run", "--budget", "200", "--workers", "2", "--out", str(out)]
+    args += ["--work", str(work), "--book", str(book), "--phases", "confirm"]
+    assert gpu_window.main(args) == 0, (out / "summary.json").read_text()
+    summary = json.loads((out / "summary.json").read_text())
+    assert list(summary["phases"]) == ["confirm"]
+    # the only phase gets the whole budget less the margin, not its share of it
+    limit = summary["phases"]["confirm"]["limit_seconds"]
+    assert limit > 200 - gpu_window.MARGIN_SECONDS - 5, limit
+
+
+def test_a_long_phase_packs_what_it_made_while_it_runs(tmp_path, monkeypatch):
+    """A window cut short from outside still returns the runs finished before the cut."""
+    monkeypatch.setattr(gpu_window, "PACK_EVERY_SECONDS", 0.5)
+    ctx = gpu_window._Context(tmp_path / "o", tmp_path / "w", None, True, 1, limit=30)
+    phase = gpu_window.Phase(
+        "slow", 1.0, lambda c: [_python("import time; time.sleep(2)")]
+    )
+    ticks = []
+    assert (
+        gpu_window.run_phase(phase, ctx, lambda: ticks.append(1))["state"] == "complete"
+    )
+    assert len(ticks) >= 2

@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 import json
 from dataclasses import fields
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 from ..experiments import beyond as beyond_exp
 from ..experiments.checkpoints import write_json
@@ -472,6 +472,23 @@ def seen_histories(prefix: str) -> List[str]:
 _CONFIRM_ORDER = ("learned", "resnet18", "quadratic", "generalized")
 
 
+def _tuning_made(runs) -> bool:
+    return all(run_state(RUNS[n]) == "present" for n, _ in runs if n in RUNS)
+
+
+def _confirm_group(tuned: Sequence[str], interim, rest) -> Iterator[str]:
+    """The choices of the ``tuned`` arms (the learned arm's interim seeds at once), then their
+    arms' interim seeds, then the remaining seeds (``quadratic`` brings ``quadratic-16heads``)."""
+    for arm in tuned:
+        yield f"results/confirm-tuning-{arm}"
+        register_confirmatory()
+        if arm == "learned":
+            yield from _seed_steps(("learned",), interim)
+    arms = [a for a in ARMS if (ARMS[a].tuned_as or a) in tuned]
+    yield from _seed_steps([a for a in arms if a != "learned"], interim)
+    yield from _seed_steps(arms, rest)
+
+
 def _seed_steps(arms, seeds) -> List[str]:
     out = []
     for seed in seeds:
@@ -500,14 +517,12 @@ def queue(part: str) -> Iterator[str]:
         # every tuning run first, so that several processes share them
         for arm in _CONFIRM_ORDER:
             yield from (n for n, _ in runs[arm])
-        for arm in _CONFIRM_ORDER:
-            yield f"results/confirm-tuning-{arm}"
-            register_confirmatory()
-            if arm == "learned":
-                yield from _seed_steps(("learned",), interim)
-        arms = [a for a in ARMS if a != "learned"]
-        yield from _seed_steps(arms, interim)
-        yield from _seed_steps(list(ARMS), rest)
+        # the arms whose tuning runs are all made go first, so that no process waits for
+        # another's tuning run while an arm could already be made
+        waiting = {a for a in _CONFIRM_ORDER if not _tuning_made(runs[a])}
+        ready = [a for a in _CONFIRM_ORDER if a not in waiting]
+        for group in (ready, [a for a in _CONFIRM_ORDER if a in waiting]):
+            yield from _confirm_group(group, interim, rest)
     elif part == "beyond":
         yield "results/beyond3-linear-pixels"
         for size in BEYOND["sizes"]:

@@ -61,3 +61,24 @@ def test_a_protocol_run_is_thinned_once_made(tmp_path, monkeypatch):
     saved = json.loads((entry.path / "history.json").read_text())
     assert saved["attention_epochs"] == THINNED_NOTE
     assert ["attention" in e for e in saved["epochs"]] == [False, False, True]
+
+
+def test_an_arm_whose_tuning_runs_are_missing_is_made_last(monkeypatch):
+    """No process waits on another's tuning run while an arm whose tuning is made could go on:
+    the arms with missing tuning runs come after every seed of the others."""
+    from attnconv.evidence import runs as protocol_runs
+
+    missing = {n for n, _ in tuning_runs()["generalized"]}
+    monkeypatch.setattr(
+        protocol_runs,
+        "run_state",
+        lambda e: "missing" if e.name in missing else "present",
+    )
+    names = list(protocol_runs.queue("confirm"))
+    study = names.index("results/confirm-tuning-generalized")
+    before = names[:study]
+    assert "results/confirm-tuning-quadratic" in before
+    assert not [n for n in before if "/generalized/" in n and n not in missing]
+    assert [
+        n for n in names[study:] if n.startswith("confirm/")
+    ]  # generalized's seeds after
