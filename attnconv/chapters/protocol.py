@@ -8,7 +8,7 @@ import re
 from typing import Dict, List
 
 from ..evidence import freeze, protocol
-from ..evidence.judge import PENDING, ConfirmatoryVerdict, tally
+from ..evidence.judge import PENDING, ConfirmatoryVerdict, interim_words, tally
 from ..evidence.runs import beyond_tuning_runs, tuning_runs
 from ..experiments.registry import RUNS, run_state
 from .shared.tables import markdown_table
@@ -157,6 +157,7 @@ def verdicts_table(
     rows = []
     for key, v in confirmatory.items():
         mark = " (fragile)" if v.verdict != PENDING and v.fragile else ""
+        mark += " (interim)" if v.verdict != PENDING and v.interim else ""
         rows.append(
             {
                 "claim": key.replace("_", " "),
@@ -174,10 +175,14 @@ def tally_words(confirmatory: Dict[str, ConfirmatoryVerdict]) -> str:
     if t[PENDING] == n:
         return f"all {n} claims pending: their fresh seeds are being made"
     return (
-        f"of {n} claims: {t['reproduced at CPU scale']} reproduced at CPU scale, "
+        f"of {n} claims{interim_words(confirmatory)}: {t['reproduced at CPU scale']} reproduced at CPU scale, "
         f"{t['not reproduced at CPU scale']} not reproduced, {t['inconclusive']} "
         f"inconclusive, {t[PENDING]} pending"
     )
+
+
+#: An alternative read on the exploratory runs only: no verdict on the fresh seeds to compare.
+NOT_COMPUTED = "exploratory runs only (not computed here)"
 
 
 def robustness_table(confirmatory: Dict[str, ConfirmatoryVerdict]):
@@ -191,14 +196,14 @@ def robustness_table(confirmatory: Dict[str, ConfirmatoryVerdict]):
             if v.verdict == PENDING:
                 got = PENDING
             elif got is None:
-                got = "exploratory runs only (not computed here)"
+                got = NOT_COMPUTED
             rows.append(
                 {
                     "claim": key.replace("_", " "),
                     "alternative": alt,
                     "verdict under it": got,
                     "changes?": "—"
-                    if v.verdict == PENDING
+                    if v.verdict == PENDING or got == NOT_COMPUTED
                     else ("yes" if got != v.verdict else "no"),
                 }
             )

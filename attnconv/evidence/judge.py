@@ -37,6 +37,7 @@ __all__ = [
     "confirmatory_verdicts",
     "tally",
     "tally_sentence",
+    "interim_words",
 ]
 
 #: The state of a claim whose arms do not have their seeds yet (not a verdict).
@@ -61,6 +62,12 @@ class ConfirmatoryVerdict:
     @property
     def fragile(self) -> bool:
         return any(v != self.verdict for v in self.alternatives.values())
+
+    @property
+    def interim(self) -> bool:
+        """Judged on the interim seeds only (:data:`INTERIM_SEEDS`), before every arm has all
+        of :data:`CONFIRMATORY_SEEDS`."""
+        return 0 < len(self.seeds) < len(CONFIRMATORY_SEEDS)
 
 
 def arm_runs(arm: str, seeds: Sequence[int]) -> Optional[list]:
@@ -321,12 +328,22 @@ def tally(verdicts: Dict[str, ConfirmatoryVerdict]) -> Dict[str, int]:
     return {s: sum(v.verdict == s for v in verdicts.values()) for s in states}
 
 
+def interim_words(verdicts: Dict[str, ConfirmatoryVerdict]) -> str:
+    """`` (interim: 5 of 8 fresh seeds per arm)`` while the judged verdicts read the interim
+    seeds only, else nothing."""
+    if any(v.verdict != PENDING and v.interim for v in verdicts.values()):
+        return f" (interim: {len(INTERIM_SEEDS)} of {len(CONFIRMATORY_SEEDS)} fresh seeds per arm)"
+    return ""
+
+
 def tally_sentence(verdicts: Dict[str, ConfirmatoryVerdict]) -> str:
     """The confirmatory tally as the book states it: ``18 claims under the frozen protocol: all
     pending`` until a claim is judged, then ``18 claims under the frozen protocol: a reproduced
     at CPU scale; b not reproduced at CPU scale; c inconclusive; d pending``."""
     t = tally(verdicts)
-    head = f"{len(verdicts)} claims under the frozen protocol: "
+    head = (
+        f"{len(verdicts)} claims under the frozen protocol{interim_words(verdicts)}: "
+    )
     if t[PENDING] == len(verdicts):
         return head + "all pending"
     parts = [

@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import json
 from dataclasses import fields
+from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 from ..experiments import beyond as beyond_exp
@@ -277,7 +278,12 @@ def beyond_tuning(size: int) -> Optional[dict]:
 def _thin(name: str) -> None:
     """Thin a complete protocol run's saved history in place (:func:`thin_history`): its claims
     read the heads before training and after the last epoch, never the epochs between."""
-    path = RUNS[name].path / HISTORY
+    _thin_file(RUNS[name].path / HISTORY)
+
+
+def _thin_file(path: Path) -> None:
+    if not path.is_file():
+        return
     got = json.loads(path.read_text())
     if got.get("status") == "complete" and "attention_epochs" not in got:
         write_json(path, thin_history(got))
@@ -505,6 +511,9 @@ def thin_made_run(name: str) -> None:
     seeds fit the repository (:func:`thin_history`)."""
     if name in RUNS and run_state(RUNS[name]) == "present":
         _thin(name)
+    run, _, study = name.rpartition("/")
+    if study == "pruning" and run in RUNS:  # its retraining, written beside the run
+        _thin_file(Path(f"{RUNS[run].path}-pruned") / HISTORY)
 
 
 def queue(part: str) -> Iterator[str]:

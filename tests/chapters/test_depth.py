@@ -522,3 +522,25 @@ def test_plot_layer_distances_draws_both_measures_of_every_seed():
             assert list(line.get_xdata()) == [1, 2, 3, 4, 5, 6]
             assert list(line.get_ydata()) == [r[key] for r in rows]
     plt.close(fig)
+
+
+def test_intro_states_the_confirmatory_numbers_it_names():
+    """The intro's sentence on the claims judged so far follows the rule: the learned arm's
+    one-hot count and the gap to ResNet18, as the frozen protocol's judge computes them."""
+    import json
+    import re
+
+    from attnconv.evidence.judge import confirmatory_verdicts
+
+    intro = json.loads((PAPER_MAP.parent / "intro.ipynb").read_text())
+    flat = " ".join(
+        " ".join("".join(c["source"]) for c in intro["cells"]).replace("*", "").split()
+    )
+    got = confirmatory_verdicts()
+    pixels, resnet = got["learned_pixels"], got["close_to_resnet"]
+    n_seeds = len(pixels.seeds)
+    assert pixels.detail.startswith(f"0 of {n_seeds} seeds")
+    assert f"in none of {n_seeds} seeds is a learned head" in flat
+    gap = float(re.match(r"(-?[0-9.]+) points", resnet.detail).group(1))
+    assert gap < -2
+    assert f"the learned model is {-gap:.1f} points below a ResNet18" in flat

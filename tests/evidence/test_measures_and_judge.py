@@ -92,3 +92,24 @@ def test_pending_until_the_runs_exist():
     verdicts = J.confirmatory_verdicts()
     assert all(v.verdict == J.PENDING or v.seeds for v in verdicts.values())
     assert not math.isnan(sum(J.tally(verdicts).values()))
+
+
+def test_interim_verdicts_are_labelled_so_until_every_arm_has_its_eight_seeds():
+    from attnconv.chapters import protocol as page
+    from attnconv.evidence.judge import (
+        PENDING,
+        ConfirmatoryVerdict,
+        interim_words,
+        tally_sentence,
+    )
+    from attnconv.evidence.protocol import CONFIRMATORY_SEEDS, INTERIM_SEEDS
+
+    judged = ConfirmatoryVerdict("a", "inconclusive", "", seeds=INTERIM_SEEDS)
+    pending = ConfirmatoryVerdict("b", PENDING, "")
+    interim = {"a": judged, "b": pending}
+    assert judged.interim and not pending.interim
+    assert "(interim: 5 of 8 fresh seeds per arm)" in tally_sentence(interim)
+    assert "(interim" in page.tally_words(interim)
+    assert "inconclusive (interim)" in page.verdicts_table(interim, {}).data
+    full = ConfirmatoryVerdict("a", "inconclusive", "", seeds=CONFIRMATORY_SEEDS)
+    assert not full.interim and interim_words({"a": full, "b": pending}) == ""

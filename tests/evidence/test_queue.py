@@ -82,3 +82,26 @@ def test_an_arm_whose_tuning_runs_are_missing_is_made_last(monkeypatch):
     assert [
         n for n in names[study:] if n.startswith("confirm/")
     ]  # generalized's seeds after
+
+
+def test_a_pruning_study_thins_its_retraining_beside_the_run(tmp_path, monkeypatch):
+    """The generalized arm's pruning study retrains into ``<run>-pruned``: that history is
+    thinned too (the claims read its last epoch only)."""
+    import json
+
+    from attnconv.evidence import runs as protocol_runs
+    from attnconv.experiments.registry import RUNS
+    from attnconv.experiments.store import THINNED_NOTE
+
+    monkeypatch.setenv("ATTNCONV_BOOK_DIR", str(tmp_path))
+    run = protocol_runs.confirm_run_name("generalized", 1000)
+    assert run in RUNS  # registered: the arm's tuning is saved in the book
+    pruned = type(RUNS[run].path)(f"{RUNS[run].path}-pruned")
+    pruned.mkdir(parents=True)
+    epochs = [{"epoch": e, "attention": [{"centers": [[e, e]]}]} for e in (1, 2)]
+    history = {"status": "complete", "epochs": epochs}
+    (pruned / "history.json").write_text(json.dumps(history))
+    protocol_runs.thin_made_run(f"{run}/pruning")
+    saved = json.loads((pruned / "history.json").read_text())
+    assert saved["attention_epochs"] == THINNED_NOTE
+    assert ["attention" in e for e in saved["epochs"]] == [False, True]
