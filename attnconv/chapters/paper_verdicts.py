@@ -14,12 +14,14 @@ summary of ch. 17, and the rest presents them.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ..evidence.judge import PENDING, ConfirmatoryVerdict, confirmatory_verdicts
 from ..evidence.protocol import CLAIMS as FROZEN_CLAIMS
 from ..evidence.protocol import NOT_JUDGED
 from ..experiments import verdicts as v
@@ -316,18 +318,58 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
+@functools.lru_cache(maxsize=1)
+def fresh_verdicts() -> Dict[str, ConfirmatoryVerdict]:
+    """The frozen protocol's verdicts on the fresh seeds (:func:`confirmatory_verdicts`), read
+    once per process."""
+    return confirmatory_verdicts()
+
+
+def fresh_badge(key: str) -> str:
+    """A claim's verdict on the fresh seeds as a badge: the verdict's colour (marked *interim*
+    while it reads the first five seeds), "pending" while its runs are made, "—" for a statement
+    the protocol does not judge."""
+    got = fresh_verdicts().get(key)
+    if got is None:
+        return "—"
+    if got.verdict == PENDING:
+        return category_badge("pending")
+    return verdict_badge(got.verdict) + (" (interim)" if got.interim else "")
+
+
 def claims_overview(claims: Sequence[Claim], link_text: str = "evidence") -> str:
     """One Markdown table row per claim: the claim (its registry title), the test as written, the
-    verdict as a badge, and a link (``link_text``) to the section that prints its evidence."""
+    exploratory verdict and the verdict on the fresh seeds (:func:`fresh_badge`) as badges, and
+    a link (``link_text``) to the section that prints its evidence."""
     lines = [
-        "| claim (arXiv v1) | test | verdict | evidence |",
-        "| :--- | :--- | :--- | :--- |",
+        "| claim (arXiv v1) | test | exploratory | fresh seeds | evidence |",
+        "| :--- | :--- | :--- | :--- | :--- |",
     ]
     for c in claims:
         link = f"{{ref}}`{link_text} <{c.where}>`" if c.where else "—"
-        cells = (CLAIMS[c.key].title, _one_line(c.test), shown_badge(c), link)
+        cells = (
+            CLAIMS[c.key].title,
+            _one_line(c.test),
+            shown_badge(c),
+            fresh_badge(c.key),
+            link,
+        )
         lines.append("| " + " | ".join(x.replace("|", "\\|") for x in cells) + " |")
     return "\n".join(lines)
+
+
+def fresh_sentence(key: str) -> str:
+    """The dropdown's last line: the claim's verdict on the fresh seeds, with its numbers."""
+    got = fresh_verdicts().get(key)
+    if got is None:
+        return "*Fresh seeds.* Not a claim of the frozen protocol."
+    if got.verdict == PENDING:
+        return "*Fresh seeds* (frozen protocol). Pending: its runs are being made."
+    interim = " (interim: the first five seeds)" if got.interim else ""
+    return (
+        f"*Fresh seeds* (frozen protocol){interim}. **{got.verdict}** — "
+        f"{_one_line(got.detail)}."
+    )
 
 
 def claim_dropdowns(claims: Sequence[Claim], open_: bool = False) -> str:
@@ -342,7 +384,7 @@ def claim_dropdowns(claims: Sequence[Claim], open_: bool = False) -> str:
         body = [f"> “{_one_line(c.quote)}” ({c.source})", ""]
         if c.kind:
             margin = f", margin {c.margin}" if c.margin not in ("", "—") else ""
-            body += [f"*Kind.* {c.kind}{margin} (set before the result)", ""]
+            body += [f"*Kind.* {c.kind}{margin}", ""]
         body += [f"*Test.* {_one_line(c.test)}", ""]
         if at:
             body += ["*At the claim's setting.*", ""]
@@ -352,7 +394,11 @@ def claim_dropdowns(claims: Sequence[Claim], open_: bool = False) -> str:
             body += ["*At other settings* (listed, not counted).", ""]
             body += [f"- {_one_line(e.run)}: {_one_line(e.measured)}" for e in off]
             body.append("")
-        body.append(f"*Verdict.* **{c.verdict}** — {_one_line(c.reason)}.")
+        body.append(
+            f"*Exploratory verdict* (runs made before the protocol's freeze, not counted). "
+            f"**{c.verdict}** — {_one_line(c.reason)}."
+        )
+        body += ["", fresh_sentence(c.key)]
         opts = [":color: light"] + ([":open:"] if open_ else [])
         blocks.append(
             "\n".join(

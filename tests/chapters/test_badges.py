@@ -60,3 +60,21 @@ def test_counts_read_in_the_badges_order():
     counts = verdict_counts([INCONCLUSIVE, REPRODUCED, INCONCLUSIVE, NOT_REPRODUCED])
     assert counts_text(counts) == "1 reproduced · 1 not reproduced · 2 inconclusive"
     assert counts_text({INCONCLUSIVE: 3}) == "3 inconclusive"
+
+
+def test_the_fresh_seeds_column_follows_the_frozen_protocol():
+    """Each claim's fresh-seed badge is its confirmatory verdict (interim marked), "pending"
+    while its runs are made, a dash for a statement the protocol does not judge."""
+    from attnconv.chapters import paper_verdicts as pv
+    from attnconv.evidence.judge import PENDING
+
+    for key, got in pv.fresh_verdicts().items():
+        badge, sentence = pv.fresh_badge(key), pv.fresh_sentence(key)
+        if got.verdict == PENDING:
+            assert "`pending`" in badge and "Pending" in sentence
+        else:
+            assert got.verdict.split()[0] in badge and got.verdict in sentence
+            assert ("(interim)" in badge) == got.interim
+    assert pv.fresh_badge("no such claim") == "—"
+    table = pv.claims_overview(pv.counted(pv.book_claims()["depth"]))
+    assert "| exploratory | fresh seeds |" in table
