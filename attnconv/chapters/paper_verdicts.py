@@ -337,6 +337,26 @@ def fresh_badge(key: str) -> str:
     return verdict_badge(got.verdict) + (" (interim)" if got.interim else "")
 
 
+def fresh_counts(keys: Sequence[str]) -> Dict[str, int]:
+    """How many of the protocol's claims ``keys`` (those it judges) have each verdict on the
+    fresh seeds, "pending" included: what a box's fresh-seeds bullet shows."""
+    got = fresh_verdicts()
+    return count_verdicts(got[k].verdict for k in keys if k in got)
+
+
+def fresh_badges(keys: Sequence[str]) -> str:
+    """:func:`fresh_counts` as the badges a box's fresh-seeds bullet shows."""
+    counts = fresh_counts(keys)
+    out = [
+        f"{{{role}}}`{counts[v]} {word}`"
+        for v, (role, word) in VERDICT_BADGES.items()
+        if counts.get(v)
+    ]
+    if counts.get(PENDING):
+        out.append(category_badge("pending", counts[PENDING]))
+    return " ".join(out)
+
+
 def claims_overview(claims: Sequence[Claim], link_text: str = "evidence") -> str:
     """One Markdown table row per claim: the claim (its registry title), the test as written, the
     exploratory verdict and the verdict on the fresh seeds (:func:`fresh_badge`) as badges, and

@@ -78,3 +78,25 @@ def test_the_fresh_seeds_column_follows_the_frozen_protocol():
     assert pv.fresh_badge("no such claim") == "—"
     table = pv.claims_overview(pv.counted(pv.book_claims()["depth"]))
     assert "| exploratory | fresh seeds |" in table
+
+
+def test_a_box_reads_its_fresh_seeds_bullet_apart(tmp_path):
+    """The exploratory badges and the fresh-seeds bullet's badges are counted apart, "pending"
+    among the latter; the bullet's badges are those fresh_badges writes."""
+    import json
+
+    from attnconv.chapters import paper_verdicts as pv
+    from attnconv.chapters.shared.badges import stated_verdicts
+
+    keys = ["learned_pixels", "close_to_resnet", "no_overlap"]
+    box = (
+        "```{admonition} In short\n:class: tip result-box\n"
+        "{bdg-success}`2 reproduced` **Headline.**\n\n- **The paper says.** x\n"
+        f"- **On fresh seeds** (frozen protocol): {pv.fresh_badges(keys)} — so far.\n"
+        "- **What it means.** {bdg-muted}`inconclusive` y\n```"
+    )
+    nb = tmp_path / "x.ipynb"
+    nb.write_text(json.dumps({"cells": [{"cell_type": "markdown", "source": box}]}))
+    assert stated_verdicts(nb) == {"reproduced at CPU scale": 2, "inconclusive": 1}
+    assert stated_verdicts(nb, fresh=True) == pv.fresh_counts(keys)
+    assert sum(pv.fresh_counts(keys).values()) == 3

@@ -71,10 +71,28 @@ def category_badge(word: str, count: int = 0) -> str:
 _BADGE = re.compile(r"\{(bdg-[a-z-]+)\}`(?:(\d+) )?([^`]+)`")
 
 
-def stated_verdicts(notebook) -> Dict[str, int]:
+#: The bullet of an "In short" box that gives the verdicts on the fresh seeds (the frozen
+#: protocol's): its badges are read by ``stated_verdicts(nb, fresh=True)`` only.
+FRESH_BULLET = "- **On fresh seeds**"
+
+
+def _box_part(box: str, fresh: bool) -> str:
+    """The lines of ``box`` in its fresh-seeds bullet (``fresh``) or outside it."""
+    keep, inside = [], False
+    for line in box.splitlines():
+        if line.startswith("- "):
+            inside = line.startswith(FRESH_BULLET)
+        if inside == fresh:
+            keep.append(line)
+    return "\n".join(keep)
+
+
+def stated_verdicts(notebook, fresh: bool = False) -> Dict[str, int]:
     """The verdict badges a chapter's "In short" box shows, read from the notebook file: verdict ->
-    count (a badge without a number counts 1). Raises ``ValueError`` when the notebook has no
-    "In short" box, or a badge whose colour does not match its word."""
+    count (a badge without a number counts 1). The badges of its fresh-seeds bullet
+    (:data:`FRESH_BULLET`) are read instead with ``fresh``, "pending" counted too. Raises
+    ``ValueError`` when the notebook has no "In short" box, or a badge whose colour does not
+    match its word."""
     cells = json.loads(Path(notebook).read_text())["cells"]
     box = next(
         (
@@ -90,8 +108,10 @@ def stated_verdicts(notebook) -> Dict[str, int]:
     by_word = {
         word: (role, verdict) for verdict, (role, word) in VERDICT_BADGES.items()
     }
+    if fresh:
+        by_word["pending"] = (CATEGORY_BADGES["pending"], "pending")
     counts: Counter = Counter()
-    for role, number, word in _BADGE.findall(box):
+    for role, number, word in _BADGE.findall(_box_part(box, fresh)):
         if word not in by_word:
             continue  # a category badge (exact, pending, ...), not a verdict
         if by_word[word][0] != role:
