@@ -128,7 +128,7 @@ def _hover_text(p: np.ndarray) -> list:
 
 def _title(f: AlphaFrame) -> str:
     return (
-        f"α = {fmt_number(f.alpha)}: p(target) = {f.probs[f.target]:.3f}; "
+        f"α = {fmt_number(f.alpha)}: p(target) = {f.probs[f.target]:.4f}; "
         f"off-target mass {fmt_small(f.off_mass)} ≤ S(α) = {fmt_small(f.bound)}"
     )
 
@@ -244,18 +244,18 @@ def alpha_slider_figure(
     ]
     fig.update_layout(
         width=FIGURE_WIDTH,
-        height=470,
+        height=510,
         font={"size": FONT_SIZE},
         template="plotly_white",
         title={"text": _title(start), "font": {"size": FONT_SIZE}, "x": 0.01},
-        margin={"l": 50, "r": 20, "t": 90, "b": 150},
-        legend={"orientation": "h", "x": 0, "y": -0.42, "yanchor": "top"},
+        margin={"l": 50, "r": 20, "t": 90, "b": 190},
+        legend={"orientation": "h", "x": 0, "y": -0.6, "yanchor": "top"},
         sliders=[
             {
                 "active": initial,
                 "x": 0.0,
                 "len": 1.0,
-                "y": -0.12,
+                "y": -0.2,
                 "yanchor": "top",
                 "pad": {"t": 0, "b": 0},
                 "currentvalue": {"prefix": "α = ", "font": {"size": FONT_SIZE}},
