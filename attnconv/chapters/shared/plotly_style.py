@@ -2,12 +2,14 @@
 size, the heads' colours, the Plotly module (imported on first use) and number formats, and
 :func:`figure_html`, which writes a figure as a ``<div>`` without plotly.js (served from the book's
 ``_static`` folder by ``book/_ext/plotly_offline.py``) and with a fixed id, so a notebook's saved
-output is the same on every run. The figures: :mod:`attnconv.chapters.interactive` (chapter 6)
-and :mod:`attnconv.chapters.explore_trained_heads` (chapter 7b)."""
+output is the same on every run. The figures: :mod:`attnconv.chapters.alpha_slider` (chapter 4),
+:mod:`attnconv.chapters.interactive` (chapter 6) and
+:mod:`attnconv.chapters.explore_trained_heads` (chapter 7b)."""
 
 from __future__ import annotations
 
 import json
+from html import escape as html_escape
 from typing import Optional
 
 import numpy as np
@@ -82,11 +84,15 @@ def square_outline(x0: float, y0: float, size: float):
     return [x0, x0 + size, x0 + size, x0, x0], [y0, y0, y0 + size, y0 + size, y0]
 
 
-def figure_html(fig, div_id: str, post_script: Optional[str] = None):
+def figure_html(
+    fig, div_id: str, post_script: Optional[str] = None, alt: Optional[str] = None
+):
     """``fig`` as an :class:`IPython.display.HTML` ``<div id=div_id>`` without plotly.js (the book
     serves it from ``_static``; a fixed id keeps a notebook's saved output deterministic). Where
     plotly.js is absent (a notebook in Jupyter), a line says so instead of an empty space; there,
-    ``fig.show()`` draws the figure with Plotly's own renderer."""
+    ``fig.show()`` draws the figure with Plotly's own renderer. ``alt``, when given, is the
+    figure's text alternative: the figure is wrapped in a ``<div role="figure">`` with it as
+    ``aria-label``."""
     from IPython.display import HTML
 
     html = fig.to_html(
@@ -103,4 +109,7 @@ def figure_html(fig, div_id: str, post_script: Optional[str] = None):
         f"<script>if (window.Plotly) {{ var n = document.getElementById({json.dumps(div_id + '-note')});"
         f" if (n) n.remove(); }}</script>"
     )
+    if alt is not None:
+        label = html_escape(alt, quote=True)
+        return HTML(f'<div role="figure" aria-label="{label}">{note}{html}</div>')
     return HTML(note + html)
