@@ -375,7 +375,8 @@ def plot_pruning(study: dict, title: str = ""):
 
     curve = study["curve"]
     k = curve["k"]
-    fig, (a, b) = plt.subplots(1, 2, figsize=(COLUMN_INCHES, 4.2))
+    # 7.5 in and 9-pt text: at least 11 px on the page
+    fig, (a, b) = plt.subplots(1, 2, figsize=(7.5, 4.2))
     a.plot(
         k,
         pct(curve["degenerate_first"]),
@@ -433,10 +434,10 @@ def plot_pruning(study: dict, title: str = ""):
     b.axhline(
         100 * curve["degenerate_first"][0], color="k", lw=0.8, ls=":", label="unpruned"
     )
-    (
-        b.set_xlabel("retraining epoch (learning rate ÷ 10)"),
-        b.set_ylabel("test accuracy (%)"),
-    )
+    b.set_xlabel("retraining epoch (learning rate ÷ 10)")
+    b.set_ylabel("test accuracy (%)")
+    for ax in (a, b):
+        ax.tick_params(labelsize=9)
     for handle, label in zip(*b.get_legend_handles_labels()):
         if label not in labels:  # one legend for the figure, below both panels
             handles.append(handle)

@@ -424,7 +424,7 @@ def plot_measures_dots(
     for ax, (key, title, ideal, fmt) in zip(axes, specs):
         values = [r[key] for r in rows] + [r[key] for r in before or ()]
         hi = max(max(values), ideal)
-        right = hi * (1.9 if before else 1.6)
+        right = hi * (2.1 if before else 1.6)
         for r in rows:
             at, c = y[(r["model"], r["layer"])], label_colour(r["model"])
             ax.plot(r[key], at, "o", color=c, ms=6, zorder=3)
@@ -446,6 +446,7 @@ def plot_measures_dots(
         ax.set_title(title, fontsize=9.5)
         ax.grid(axis="x", alpha=0.3)
         ax.tick_params(axis="y", length=0)
+        ax.tick_params(axis="x", labelsize=9)
     axes[0].set_yticks(list(y.values()), labels, fontsize=9)
     for tick, c in zip(axes[0].get_yticklabels(), colours):
         tick.set_color(c)
