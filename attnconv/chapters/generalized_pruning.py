@@ -367,15 +367,19 @@ def plot_pruning(study: dict, title: str = ""):
     """Fig. 8: (left) test accuracy against the number of heads pruned — most degenerate first
     without retraining, random heads without retraining (mean and range) and after retraining;
     (right) test accuracy during the retraining of each pruned model (epoch 0: before). Returns
-    the figure."""
+    the figure. Accuracies in percent (0-100)."""
     import matplotlib.pyplot as plt
+
+    def pct(values):
+        return [100 * v for v in values]
 
     curve = study["curve"]
     k = curve["k"]
-    fig, (a, b) = plt.subplots(1, 2, figsize=(COLUMN_INCHES, 4.2))
+    # 7.5 in and 9-pt text: at least 11 px on the page
+    fig, (a, b) = plt.subplots(1, 2, figsize=(7.5, 4.2))
     a.plot(
         k,
-        curve["degenerate_first"],
+        pct(curve["degenerate_first"]),
         "o-",
         color="C0",
         ms=4,
@@ -385,7 +389,7 @@ def plot_pruning(study: dict, title: str = ""):
     if len(rnd):
         a.plot(
             k,
-            rnd.mean(0).tolist(),
+            pct(rnd.mean(0).tolist()),
             "s-",
             color="C7",
             ms=3,
@@ -393,30 +397,32 @@ def plot_pruning(study: dict, title: str = ""):
         )
         a.fill_between(
             k,
-            rnd.min(0).values.tolist(),
-            rnd.max(0).values.tolist(),
+            pct(rnd.min(0).values.tolist()),
+            pct(rnd.max(0).values.tolist()),
             color="C7",
             alpha=0.2,
         )
     if study["retrained"]:
         a.plot(
             [r["k"] for r in study["retrained"]],
-            [r["test_acc"][-1] for r in study["retrained"]],
+            [100 * r["test_acc"][-1] for r in study["retrained"]],
             "*",
             color="C3",
             ms=13,
             label=f"most degenerate first, after {study['retrain_epochs']} epochs of retraining",
         )
     k_sel = count_selected(study["selected"])
-    a.axhline(curve["degenerate_first"][0], color="k", lw=0.8, ls=":", label="unpruned")
+    a.axhline(
+        100 * curve["degenerate_first"][0], color="k", lw=0.8, ls=":", label="unpruned"
+    )
     if k_sel:
         a.axvline(
             k_sel, color="C3", lw=0.8, ls="--", label=f"degenerate heads ({k_sel})"
         )
-    a.set_xlabel("number of heads pruned"), a.set_ylabel("test accuracy")
+    a.set_xlabel("number of heads pruned"), a.set_ylabel("test accuracy (%)")
     handles, labels = a.get_legend_handles_labels()
     for i, r in enumerate(study["retrained"]):
-        acc = [r["test_acc_before"]] + r["test_acc"]
+        acc = pct([r["test_acc_before"]] + r["test_acc"])
         b.plot(
             range(len(acc)),
             acc,
@@ -425,14 +431,19 @@ def plot_pruning(study: dict, title: str = ""):
             color=f"C{(i + 1) % 10}",
             label=f"{r['k']} heads pruned",
         )
-    b.axhline(curve["degenerate_first"][0], color="k", lw=0.8, ls=":", label="unpruned")
-    b.set_xlabel("retraining epoch (learning rate ÷ 10)"), b.set_ylabel("test accuracy")
+    b.axhline(
+        100 * curve["degenerate_first"][0], color="k", lw=0.8, ls=":", label="unpruned"
+    )
+    b.set_xlabel("retraining epoch (learning rate ÷ 10)")
+    b.set_ylabel("test accuracy (%)")
+    for ax in (a, b):
+        ax.tick_params(labelsize=9)
     for handle, label in zip(*b.get_legend_handles_labels()):
         if label not in labels:  # one legend for the figure, below both panels
             handles.append(handle)
             labels.append(label)
     fig.legend(
-        handles, labels, fontsize=7.5, loc="outside lower center", ncol=2, frameon=False
+        handles, labels, fontsize=9, loc="outside lower center", ncol=2, frameon=False
     )
     if title:
         fig.suptitle(title, fontsize=9)

@@ -56,6 +56,7 @@ __all__ = [
     "MEASURES_KEY",
     "format_measures",
     "plot_measures",
+    "plot_measures_dots",
 ]
 
 
@@ -376,4 +377,97 @@ def plot_measures(
     )
     if title:
         fig.suptitle(title, fontsize=9)
+    return fig
+
+
+def plot_measures_dots(
+    rows: Sequence[dict],
+    kernel_size: int = 3,
+    before: Optional[Sequence[dict]] = None,
+):
+    """:func:`plot_measures` for few layers (the 2-layer runs) as a labelled dot plot: one row per
+    layer and model (model names in the model's colour), one panel per measure, each dot's value
+    printed at the panel's right; dotted: the Lemma-1 convolution layer (0, K², 1). With
+    ``before`` (rows at initialisation), an open dot and an arrow from it to the trained value,
+    and the numbers as "initial → trained"."""
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    layers = sorted({r["layer"] for r in rows})
+    start = {(r["model"], r["layer"]): r for r in before or ()}
+    k2 = kernel_size * kernel_size
+    specs = [
+        ("mean_distance", "distance to the lattice\n(tokens)", 0.0, "{:.2f}"),
+        ("coverage", f"lattice points covered\n(of {k2})", k2, "{:d}"),
+        (
+            "mean_mass",
+            f"attention mass in the\n{kernel_size}×{kernel_size} window",
+            1.0,
+            "{:.2f}",
+        ),
+    ]
+    y, labels, colours = {}, [], []
+    for i in layers:  # layer-major, a gap between layers
+        for name in models:
+            if any(r["model"] == name and r["layer"] == i for r in rows):
+                y[(name, i)] = len(labels) + 0.6 * layers.index(i)
+                labels.append(f"layer {i + 1}, {name}")
+                colours.append(label_colour(name))
+    fig, axes = plt.subplots(
+        1,
+        3,
+        figsize=(7.5, 0.28 * len(labels) + 1.5),
+        sharey=True,
+        layout="constrained",
+    )
+    for ax, (key, title, ideal, fmt) in zip(axes, specs):
+        values = [r[key] for r in rows] + [r[key] for r in before or ()]
+        hi = max(max(values), ideal)
+        right = hi * (2.1 if before else 1.6)
+        for r in rows:
+            at, c = y[(r["model"], r["layer"])], label_colour(r["model"])
+            ax.plot(r[key], at, "o", color=c, ms=6, zorder=3)
+            text = fmt.format(r[key])
+            init = start.get((r["model"], r["layer"]))
+            if init is not None:
+                ax.plot(init[key], at, "o", color=c, mfc="white", ms=6, zorder=2)
+                ax.annotate(
+                    "",
+                    (r[key], at),
+                    (init[key], at),
+                    arrowprops={"arrowstyle": "->", "color": c, "lw": 1, "shrinkB": 4},
+                )
+                text = f"{fmt.format(init[key])} → {text}"
+            ax.text(right, at, text, ha="right", va="center", fontsize=9)
+        ax.axvline(ideal, color="gray", ls=":", lw=1.2)
+        ax.set_xlim(0, right)
+        ax.set_xticks([t for t in ax.get_xticks() if 0 <= t <= hi])
+        ax.set_title(title, fontsize=9.5)
+        ax.grid(axis="x", alpha=0.3)
+        ax.tick_params(axis="y", length=0)
+        ax.tick_params(axis="x", labelsize=9)
+    axes[0].set_yticks(list(y.values()), labels, fontsize=9)
+    for tick, c in zip(axes[0].get_yticklabels(), colours):
+        tick.set_color(c)
+    axes[0].set_ylim(max(y.values()) + 0.7, -0.7)
+    handles = [
+        Line2D([], [], color="gray", ls=":", label="convolution layer (Theorem 1)")
+    ]
+    if before:
+        handles = [
+            Line2D(
+                [],
+                [],
+                color="gray",
+                marker="o",
+                mfc="white",
+                ls="",
+                label="at initialisation",
+            ),
+            Line2D([], [], color="gray", marker="o", ls="", label="after training"),
+        ] + handles
+    fig.legend(
+        handles=handles, loc="outside lower center", ncol=3, fontsize=9, frameon=False
+    )
     return fig

@@ -345,6 +345,10 @@ def test_figures_and_table(data):
     )
     fig2 = gf.plot_pruning(study)
     assert len(fig2.axes) == 2
+    # accuracy in percent on both panels
+    assert [a.get_ylabel() for a in fig2.axes] == ["test accuracy (%)"] * 2
+    first = fig2.axes[0].lines[0].get_ydata()
+    assert list(first) == [100 * v for v in study["curve"]["degenerate_first"]]
     table = gf.pruning_table(study, "cpu")
     assert "12,087,006" in table and "9,686,916" in table
     assert (

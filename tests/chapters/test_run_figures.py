@@ -29,6 +29,7 @@ from attnconv.chapters.shared.parameter_counts import (
 from attnconv.chapters.shared.run_plots import (
     plot_accuracy_curves,
     plot_center_trajectories,
+    plot_head_grid,
     plot_layer_contours,
     plot_trajectories_per_layer,
 )
@@ -315,8 +316,8 @@ def test_plots_draw_the_right_panels():
     runs = {"a": Run(None, None, h), "b": Run(None, None, fake_history(5))}
     fig = plot_accuracy_curves(runs)
     assert [len(l.get_xdata()) for l in fig.axes[0].lines] == [3, 5]
-    assert list(fig.axes[0].lines[1].get_ydata()) == [0.1 * e for e in range(1, 6)]
-    assert fig.axes[0].get_ylabel() == "test accuracy"
+    assert np.allclose(fig.axes[0].lines[1].get_ydata(), [10 * e for e in range(1, 6)])
+    assert fig.axes[0].get_ylabel() == "test accuracy (%)"  # percent, not fractions
     plt.close(fig)
     maps = [torch.rand(3, 4, 4), None]
     fig = plot_layer_head_maps(maps, (2, 2))
@@ -649,3 +650,53 @@ def test_layer_contours_split_many_heads_over_panels():
     apart = [e.get_edgecolor() for a in drawn[:2] for e in ellipses(a)]
     assert together == apart  # each head keeps its colour
     plt.close(whole), plt.close(split)
+
+
+def grid_history(n_layers, n_heads):
+    """A saved history whose layer l has ``n_heads`` heads, head k centred at (l, k - 4) with an
+    identity covariance, except head 0 of layer 0, which is nearly uniform."""
+    layers = []
+    for l in range(n_layers):
+        inverse = [[[1.0, 0.0], [0.0, 1.0]] for _ in range(n_heads)]
+        if l == 0:
+            inverse[0] = [[1e-6, 0.0], [0.0, 1e-6]]
+        centers = [[float(l), float(k - 4)] for k in range(n_heads)]
+        layers.append({"centers": centers, "inverse_covariance": inverse})
+    return {"initial_attention": layers, "epochs": [{"epoch": 1, "attention": layers}]}
+
+
+def test_head_grid_draws_one_panel_per_head():
+    from matplotlib.colors import to_hex
+
+    from attnconv.chapters.shared.plotting import model_colour
+
+    def panels(fig):
+        return [a for a in fig.axes if a.axison]
+
+    fig = plot_head_grid(grid_history(2, 9), (8, 8), "quadratic")
+    drawn = panels(fig)
+    assert len(drawn) == 2 * 9  # layers × heads
+    assert [a.get_title() for a in drawn[:9]] == [f"head {k}" for k in range(1, 10)]
+    assert [a.get_ylabel() for a in drawn[::9]] == ["layer 1", "layer 2"]
+    assert len({a.get_xlim() for a in drawn}) == 1  # shared limits
+    assert len({a.get_ylim() for a in drawn}) == 1
+    ellipses = [p for p in drawn[1].patches if type(p).__name__ == "Ellipse"]
+    assert len(ellipses) == 2 and to_hex(ellipses[0].get_edgecolor()) == model_colour(
+        "quadratic"
+    )
+    assert [t.get_text() for t in drawn[0].texts] == ["wide"]  # the uniform head
+    assert all(not a.texts for a in drawn[1:])
+    plt.close(fig)
+    one = plot_head_grid(grid_history(2, 9), (8, 8), "quadratic", layers=[1])
+    assert len(panels(one)) == 9 and one.axes[0].get_gridspec().get_geometry() == (3, 3)
+    plt.close(one)
+    sixteen = plot_head_grid(grid_history(1, 16), (8, 8), "quadratic, 16 heads")
+    assert len(panels(sixteen)) == 16
+    assert sixteen.axes[0].get_gridspec().get_geometry() == (4, 4)
+    plt.close(sixteen)
+    wrapped = plot_head_grid(grid_history(2, 16), (8, 8), "quadratic", heads_per_row=8)
+    assert len(panels(wrapped)) == 32
+    assert wrapped.axes[0].get_gridspec().get_geometry() == (4, 8)
+    plt.close(wrapped)
+    with pytest.raises(ValueError):
+        plot_head_grid(grid_history(2, 9), (8, 8), "quadratic", layers=[2])

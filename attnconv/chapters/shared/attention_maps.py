@@ -159,15 +159,15 @@ def plot_layer_head_maps(
                 )
             )
             if wrapped:
-                ax.set_title(f"head {h + 1}", fontsize=8.5, pad=2)
+                ax.set_title(f"head {h + 1}", fontsize=9, pad=2)
             elif i == 0:
                 ax.set_title(
                     f"head {h + 1}" if n_heads <= 9 or h == 0 else f"{h + 1}",
-                    fontsize=8.5,
+                    fontsize=9,
                 )
             if h % ncols == 0:
                 ax.set_ylabel(
-                    f"layer {i + 1}" if h == 0 or not wrapped else "", fontsize=7.5
+                    f"layer {i + 1}" if h == 0 or not wrapped else "", fontsize=9
                 )
     if suptitle:
         fig.suptitle(suptitle, fontsize=9)

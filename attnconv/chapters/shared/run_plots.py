@@ -12,13 +12,14 @@ import numpy as np
 
 from ...experiments.checkpoints import Run
 from .gaussian_maps import draw_mass_ellipses, mass_ellipse
-from .plotting import COLUMN_INCHES, label_colour
+from .plotting import COLUMN_INCHES, label_colour, model_colour
 from .trained_heads import center_trajectories, layer_records
 
 __all__ = [
     "plot_center_trajectories",
     "plot_trajectories_per_layer",
     "plot_layer_contours",
+    "plot_head_grid",
     "plot_accuracy_curves",
 ]
 
@@ -321,23 +322,132 @@ def plot_layer_contours(
     return fig
 
 
+def plot_head_grid(
+    history: dict,
+    grid: Sequence[int],
+    model: str,
+    layers: Optional[Sequence[int]] = None,
+    heads_per_row: Optional[int] = None,
+    query: Optional[Sequence[int]] = None,
+    masses: Sequence[float] = (0.5, 0.9),
+    epoch: int = -1,
+    width: float = 7.5,
+):
+    """The paper's Figs. 3, 7 and 10 (ICLR Figs. 12 and 14) as small multiples: one small panel
+    per head, one row (or several of ``heads_per_row`` heads) per layer in ``layers`` (0-based;
+    default all). Each panel shows the head's 50 % (solid) and 90 % (dashed) mass ellipses and
+    its centre (cross) in the book's colour of ``model``, around the query token (red square), on
+    the whole token grid: all panels share their limits. Heads whose 50 % ellipse is wider than
+    the grid in every direction (nearly uniform) are marked "wide". A single layer is laid out square (3×3 for 9 heads, 4×4 for 16)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Rectangle
+
+    records = layer_records(history, epoch)
+    with_heads = [i for i, r in enumerate(records) if "centers" in r]
+    layers = with_heads if layers is None else [int(i) for i in layers]
+    if not layers or any(i not in with_heads for i in layers):
+        raise ValueError(
+            f"layers {layers} not among the layers with heads {with_heads}"
+        )
+    h, w = (int(s) for s in grid)
+    query = (h // 2, w // 2) if query is None else tuple(query)
+    colour = model_colour(model)
+    heads = [len(records[i]["centers"]) for i in layers]
+    n_heads = max(heads)
+    if heads_per_row is None:
+        heads_per_row = math.ceil(math.sqrt(n_heads)) if len(layers) == 1 else n_heads
+    per_layer = math.ceil(n_heads / heads_per_row)
+    nrows, ncols = per_layer * len(layers), heads_per_row
+    label_w = 0.0 if len(layers) == 1 else 0.3
+    panel = min(1.6, (width - label_w) / ncols)
+    fig, axes = plt.subplots(
+        nrows,
+        ncols,
+        figsize=(panel * ncols + label_w, panel * nrows + 0.25 * per_layer + 0.5),
+        squeeze=False,
+        layout="constrained",
+    )
+    fig.get_layout_engine().set(w_pad=0.01, h_pad=0.01, wspace=0.02, hspace=0.02)
+    for row, i in enumerate(layers):
+        centers = np.asarray(records[i]["centers"], dtype=np.float64).reshape(-1, 2)
+        inverse = np.asarray(records[i]["inverse_covariance"], dtype=np.float64)
+        inverse = inverse.reshape(-1, 2, 2)
+        for k in range(per_layer * heads_per_row):
+            ax = axes[row * per_layer + k // heads_per_row, k % heads_per_row]
+            ax.set_xticks([]), ax.set_yticks([])
+            if k >= len(centers):
+                ax.axis("off")
+                continue
+            ax.set_xlim(-0.5, w - 0.5), ax.set_ylim(h - 0.5, -0.5)
+            ax.set_aspect("equal")
+            ax.add_patch(
+                Rectangle(
+                    (query[1] - 0.5, query[0] - 0.5),
+                    1,
+                    1,
+                    fc="red",
+                    ec="red",
+                    alpha=0.5,
+                )
+            )
+            draw_mass_ellipses(
+                ax,
+                centers[k],
+                inverse[k],
+                query,
+                masses,
+                colour,
+                clip_size=4.0 * max(h, w),
+            )
+            ax.plot(
+                query[1] + centers[k, 1], query[0] + centers[k, 0], "x", color=colour
+            )
+            if not min(mass_ellipse(inverse[k], masses[0])[:2]) <= max(h, w):
+                ax.text(
+                    0.5, 0.04, "wide", transform=ax.transAxes, ha="center", fontsize=9
+                )
+            if row == 0 or per_layer > 1:
+                ax.set_title(f"head {k + 1}", fontsize=9, pad=2)
+            if k % heads_per_row == 0 and len(layers) > 1:
+                ax.set_ylabel(f"layer {i + 1}", fontsize=9)
+    handles = [
+        Line2D([], [], color=colour, ls="-", label=f"{masses[0]:.0%} mass"),
+        Line2D([], [], color=colour, ls="--", label=f"{masses[1]:.0%} mass"),
+        Line2D([], [], color=colour, marker="x", ls="", label="centre"),
+        Rectangle((0, 0), 1, 1, fc="red", ec="red", alpha=0.5, label="query token"),
+    ]
+    fig.legend(
+        handles=handles,
+        loc="outside lower center",
+        ncol=4,
+        fontsize=9,
+        frameon=False,
+        title=f"{model}, {h}×{w} tokens",
+        title_fontsize=9,
+    )
+    return fig
+
+
 def plot_accuracy_curves(
     runs: Mapping[str, Run], ax=None, key: str = "test_acc", title: Optional[str] = None
 ):
-    """v1 Fig. 4 (ICLR Fig. 2): ``key`` (default the test accuracy) against the epoch for each labelled run."""
+    """v1 Fig. 4 (ICLR Fig. 2): ``key`` (default the test accuracy) against the epoch for each
+    labelled run; accuracies in percent (0-100)."""
     import matplotlib.pyplot as plt
 
     if ax is None:
         _, ax = plt.subplots(figsize=(5.5, 3.6))
+    percent = key.endswith("_acc")
     for label, run in runs.items():
-        values = run.series(key)
+        values = [100 * v for v in run.series(key)] if percent else run.series(key)
         ax.plot(
             range(1, len(values) + 1), values, label=label, color=label_colour(label)
         )
     ax.set_xlabel("epoch")
     names = {
-        "test_acc": "test accuracy",
-        "train_acc": "training accuracy",
+        "test_acc": "test accuracy (%)",
+        "train_acc": "training accuracy (%)",
         "test_loss": "test loss",
         "train_loss": "training loss",
     }
