@@ -385,9 +385,9 @@ def fresh_sentence(key: str) -> str:
         return "*Fresh seeds.* Not a claim of the frozen protocol."
     if got.verdict == PENDING:
         return "*Fresh seeds* (frozen protocol). Pending: its runs are being made."
-    interim = " (interim: the first five seeds)" if got.interim else ""
+    interim = ", interim: the first five seeds" if got.interim else ""
     return (
-        f"*Fresh seeds* (frozen protocol){interim}. **{got.verdict}** — "
+        f"*Fresh seeds* (frozen protocol{interim}). **{got.verdict}** — "
         f"{_one_line(got.detail)}."
     )
 
