@@ -62,6 +62,7 @@ from .shared.paper_claims import (
     structure_claims,
 )
 from .shared.saved_runs import load_saved_runs
+from .shared.tables import keep_words
 
 __all__ = [
     "book_claims",
@@ -369,7 +370,7 @@ def claims_overview(claims: Sequence[Claim], link_text: str = "evidence") -> str
         link = f"{{ref}}`{link_text} <{c.where}>`" if c.where else "—"
         cells = (
             CLAIMS[c.key].title,
-            _one_line(c.test),
+            keep_words(_one_line(c.test)),
             shown_badge(c),
             fresh_badge(c.key),
             link,

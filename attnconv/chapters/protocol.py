@@ -4,14 +4,13 @@ verdicts beside the exploratory ones. Reads only (:mod:`attnconv.evidence`)."""
 
 from __future__ import annotations
 
-import re
 from typing import Dict, List
 
 from ..evidence import freeze, protocol
 from ..evidence.judge import PENDING, ConfirmatoryVerdict, interim_words, tally
 from ..evidence.runs import beyond_tuning_runs, tuning_runs
 from ..experiments.registry import RUNS, run_state
-from .shared.tables import markdown_table
+from .shared.tables import keep_words, markdown_table
 
 __all__ = [
     "freeze_table",
@@ -25,16 +24,10 @@ __all__ = [
 ]
 
 
-def _keep(text) -> str:
-    """A table cell whose hyphenated words and ranges do not break across lines (non-breaking
-    hyphens before a digit: ranges, dates, quadratic-16heads)."""
-    return re.sub(r"(?<=\w)-(?=\d)", "\u2011", str(text))
-
-
 def _table(rows: List[dict]):
     """Rows of dicts (same keys) as a left-aligned Markdown table."""
     columns = list(rows[0])
-    cells = [[_keep(r[c]) for c in columns] for r in rows]
+    cells = [[keep_words(r[c]) for c in columns] for r in rows]
     return markdown_table(columns, cells, "l" * len(columns))
 
 
@@ -156,8 +149,8 @@ def verdicts_table(
     counted) and the confirmatory one (fresh seeds, frozen protocol); fragile marked."""
     rows = []
     for key, v in confirmatory.items():
-        mark = " (fragile)" if v.verdict != PENDING and v.fragile else ""
-        mark += " (interim)" if v.verdict != PENDING and v.interim else ""
+        flags = [f for f, on in (("fragile", v.fragile), ("interim", v.interim)) if on]
+        mark = f" ({', '.join(flags)})" if v.verdict != PENDING and flags else ""
         rows.append(
             {
                 "claim": key.replace("_", " "),

@@ -80,20 +80,6 @@ def test_experiment_chapter_list():
 # ------------------------------------------------------------------ in a browser --
 
 
-@pytest.fixture(scope="module")
-def browser():
-    chromium = check_book.find_chromium()
-    if chromium is None:
-        pytest.skip("chromium not installed")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as pw:
-        b = pw.chromium.launch(
-            executable_path=chromium, args=check_book.LAUNCH_ARGS, headless=True
-        )
-        yield b
-        b.close()
-
-
 def _measure(browser, html: str, width: int = 1400) -> dict:
     context = browser.new_context(viewport={"width": width, "height": 900})
     page = context.new_page()

@@ -46,27 +46,6 @@ def test_reader_css_is_registered():
     assert "reader.css" in sphinx_config()["html_css_files"]
 
 
-@pytest.fixture(scope="module")
-def browser():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "check_book", Path(__file__).resolve().parent / "check_book.py"
-    )
-    check_book = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(check_book)
-    chromium = check_book.find_chromium()
-    if chromium is None:
-        pytest.skip("chromium not installed")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as pw:
-        b = pw.chromium.launch(
-            executable_path=chromium, args=check_book.LAUNCH_ARGS, headless=True
-        )
-        yield b
-        b.close()
-
-
 FIGURE_STATE_JS = """() => { const L = document.getElementById('fig')._fullLayout;
   return {paper: L.paper_bgcolor, plot: L.plot_bgcolor, font: L.font.color,
           grid: L.xaxis.gridcolor, current: L.sliders[0].currentvalue.font.color,

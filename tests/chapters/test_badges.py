@@ -100,3 +100,11 @@ def test_a_box_reads_its_fresh_seeds_bullet_apart(tmp_path):
     assert stated_verdicts(nb) == {"reproduced at CPU scale": 2, "inconclusive": 1}
     assert stated_verdicts(nb, fresh=True) == pv.fresh_counts(keys)
     assert sum(pv.fresh_counts(keys).values()) == 3
+
+
+def test_keep_words_keeps_ranges_and_hyphenated_words_whole_but_not_labels():
+    from attnconv.chapters.shared.tables import keep_words
+
+    got = keep_words("layers 4-6 of the 2-layer run, {ref}`ch. 12b <sec-six-layers>`")
+    assert "4\u20116" in got and "2\u2011layer" in got
+    assert "<sec-six-layers>" in got  # a label is left as it is

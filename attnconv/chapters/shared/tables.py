@@ -12,6 +12,19 @@ __all__ = ["COLUMN_CHARS", "fit_column", "pack_items", "markdown_table", "captio
 COLUMN_CHARS = 89
 
 
+def keep_words(text) -> str:
+    """A table cell whose hyphenated words and ranges do not break across lines: every hyphen
+    between two word characters becomes a non-breaking one (ranges 4-6, 2-layer, dates)."""
+    import re
+
+    # roles, links and labels (`...`, <...>) are left as they are
+    parts = re.split(r"(`[^`]*`|<[^>]*>)", str(text))
+    return "".join(
+        p if i % 2 else re.sub(r"(?<=\w)-(?=\w)", "\u2011", p)
+        for i, p in enumerate(parts)
+    )
+
+
 def fit_column(text: str, width: int = COLUMN_CHARS, indent: str = "    ") -> str:
     """``text`` with every line longer than ``width`` wrapped at spaces, continuation lines
     indented by ``indent``, so that printed output fits the book's column."""
