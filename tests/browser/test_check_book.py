@@ -313,3 +313,20 @@ def test_pending_pages_name_only_known_rules():
 
     for page, rules in PENDING_TEACHING_PAGES.items():
         assert set(rules) <= set(TEACHING_RULES), page
+
+
+def test_an_outlined_badge_is_checked_by_its_outline_class():
+    """``bdg-x-line`` renders outlined (sd-outline-x): the colour check reads that class, and a
+    filled badge of the same word fails it."""
+    from bs4 import BeautifulSoup
+
+    teaching = check_book.teaching
+    assert teaching.badge_class("bdg-dark-line") == "sd-outline-dark"
+    assert teaching.badge_class("bdg-primary") == "sd-bg-primary"
+    word = next(w for w, r in teaching._CATEGORY_BADGES.items() if r.endswith("-line"))
+    outlined = (
+        f'<article><span class="sd-badge sd-outline-dark">{word}</span></article>'
+    )
+    filled = f'<article><span class="sd-badge sd-bg-dark">{word}</span></article>'
+    assert teaching.badge_problems(BeautifulSoup(outlined, "html.parser").article) == []
+    assert teaching.badge_problems(BeautifulSoup(filled, "html.parser").article)

@@ -57,7 +57,7 @@ CATEGORY_BADGES = {
     "imprecise": "bdg-light",
     "not counted": "bdg-dark",
     "pending": "bdg-primary",
-    "exploratory": "bdg-secondary",
+    "exploratory": "bdg-dark-line",
 }
 
 

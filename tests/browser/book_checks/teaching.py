@@ -30,18 +30,24 @@ MAX_MEAN_SENTENCE_WORDS = 20
 MAX_SENTENCE_WORDS = 40
 MAX_SIDEBAR_PARTS = 6
 MAX_PRINTING_SHARE = 0.30
+
+
 # The three verdicts of the glossary, one colour each (sphinx-design badge classes), from their
 # one home (attnconv.chapters.shared.badges.VERDICT_BADGES); a chapter with several claims may put
 # a count before the word ("2 reproduced").
-VERDICT_BADGES = {
-    word: "sd-bg-" + role.removeprefix("bdg-") for role, word in _BOOK_BADGES.values()
-}
+def badge_class(role: str) -> str:
+    """The class sphinx-design gives a badge role: ``bdg-x`` is filled (``sd-bg-x``),
+    ``bdg-x-line`` outlined (``sd-outline-x``)."""
+    colour = role.removeprefix("bdg-")
+    if colour.endswith("-line"):
+        return "sd-outline-" + colour.removesuffix("-line")
+    return "sd-bg-" + colour
+
+
+VERDICT_BADGES = {word: badge_class(role) for role, word in _BOOK_BADGES.values()}
 # Badges that are not verdicts (the theory's categories, "not counted", "pending"), from the same
 # home.
-OTHER_BADGES = {
-    word: "sd-bg-" + role.removeprefix("bdg-")
-    for word, role in _CATEGORY_BADGES.items()
-}
+OTHER_BADGES = {word: badge_class(role) for word, role in _CATEGORY_BADGES.items()}
 TABLE_CAPTION_RE = re.compile(r"^\s*Table\s+(\d+[a-z]?)\.\d+\b")
 # Abbreviations whose full stop does not end a sentence.
 ABBREVIATIONS = re.compile(
