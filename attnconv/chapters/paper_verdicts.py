@@ -369,7 +369,7 @@ def claims_overview(claims: Sequence[Claim], link_text: str = "evidence") -> str
     for c in claims:
         link = f"{{ref}}`{link_text} <{c.where}>`" if c.where else "—"
         cells = (
-            CLAIMS[c.key].title,
+            keep_words(CLAIMS[c.key].title),
             keep_words(_one_line(c.test)),
             shown_badge(c),
             fresh_badge(c.key),
