@@ -41,6 +41,7 @@ from .shared.badges import (
     VERDICT_BADGES,
     VERDICT_COLOURS,
     category_badge,
+    stated_verdicts,
     verdict_badge,
 )
 
@@ -72,6 +73,7 @@ __all__ = [
     "OFF_SETTING_NOTE",
     "split_evidence",
     "claims_overview",
+    "check_fresh_bullet",
     "claim_dropdowns",
     "confounds_note",
     "verdict_counts",
@@ -356,6 +358,18 @@ def fresh_badges(keys: Sequence[str]) -> str:
     if counts.get(PENDING):
         out.append(category_badge("pending", counts[PENDING]))
     return " ".join(out)
+
+
+def check_fresh_bullet(checks, notebook: str, keys: Sequence[str]) -> None:
+    """Assert (in ``checks``, the chapter's check table) that the "On fresh seeds" bullet of
+    ``notebook``'s In-short box shows :func:`fresh_counts` of ``keys``."""
+    fresh = fresh_counts(keys)
+    checks.equal(
+        "the summary's fresh-seed badges = the frozen protocol's verdicts",
+        stated_verdicts(notebook, fresh=True),
+        fresh,
+        shown=", ".join(f"{n} {v}" for v, n in sorted(fresh.items())),
+    )
 
 
 def claims_overview(claims: Sequence[Claim], link_text: str = "evidence") -> str:

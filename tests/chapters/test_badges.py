@@ -108,3 +108,17 @@ def test_keep_words_keeps_ranges_and_hyphenated_words_whole_but_not_labels():
     got = keep_words("layers 4-6 of the 2-layer run, {ref}`ch. 12b <sec-six-layers>`")
     assert "4\u20116" in got and "2\u2011layer" in got
     assert "<sec-six-layers>" in got  # a label is left as it is
+
+
+def test_check_fresh_bullet_passes_on_a_chapter_and_fails_on_a_wrong_key_set():
+    from pathlib import Path
+
+    import pytest
+
+    from attnconv.chapters import paper_verdicts as pv
+    from attnconv.chapters.shared.checks import Checks
+
+    nb = str(Path(__file__).resolve().parents[2] / "book" / "09_learned_encoding.ipynb")
+    pv.check_fresh_bullet(Checks(), nb, ["learned_pixels", "learned_matched_lemma"])
+    with pytest.raises(AssertionError):
+        pv.check_fresh_bullet(Checks(), nb, ["learned_pixels"])
