@@ -24,7 +24,8 @@ its own share and whatever the phases before it left unused, and the last one al
 ``--out`` gets at most 8 files, each under 16 MiB, no folders: ``summary.json`` (the phases:
 state, seconds, limit), ``gpu-smoke.json``, ``paper-epoch.json``, ``runs.tar.gz`` (the protocol's
 histories, configs and results: ``runs/confirm*``, ``runs/beyond3*``, ``results/confirm``,
-``results/beyond3``; no checkpoints; then ``runs-2.tar.gz`` … should one pass 12 MiB) and
+``results/beyond3``; the checkpoints of runs stopped part-way, so the CPU resumes them; then
+``runs-2.tar.gz`` … should one pass 12 MiB) and
 ``window.log`` (the tail of every phase's output).
 A second call with the same ``--out`` skips the phases that finished. Scratch (logs, the smoke
 test's and the paper epochs' folders) goes to ``--work`` (default ``gpu-work``, git-ignored).
@@ -83,12 +84,18 @@ SUMMARY, SMOKE, PAPER_EPOCH, ARCHIVE, LOG = (
     "runs.tar.gz",
     "window.log",
 )
-#: What the archive takes from the book (globs under it); never checkpoints.
+#: What the archive takes from the book (globs under it); checkpoints only as below.
 ARCHIVED = (
     "runs/confirm*/**/*.json",
     "runs/beyond3*/**/*.json",
     "results/confirm/*",
     "results/beyond3/*",
+)
+#: The checkpoints of a protocol run the window stopped part-way (its ``history.json`` not
+#: ``complete``): about 1 MB each, so the CPU resumes it where the GPU stopped.
+UNFINISHED_CHECKPOINTS = (
+    "runs/confirm*/**/checkpoint*.pt",
+    "runs/beyond3*/**/checkpoint*.pt",
 )
 PAPER_EPOCH_MODELS = ("quadratic", "learned_content", "resnet18")
 #: Tiny models of ``--dry-run``.
@@ -354,10 +361,9 @@ def _archive(book: Path, target: Path) -> None:
     """The protocol's histories, configs and results under ``book`` in ``.tar.gz`` archives:
     ``target``, then ``runs-2.tar.gz`` … once one holds :data:`ARCHIVE_PART_BYTES` (at most
     :data:`ARCHIVE_PARTS`; what does not fit is left out and said so)."""
-    files = sorted(
-        {f for pattern in ARCHIVED for f in book.glob(pattern) if f.is_file()}
-    )
-    files = [f for f in files if ".locks" not in f.parts]
+    files = {f for pattern in ARCHIVED for f in book.glob(pattern) if f.is_file()}
+    files |= set(_unfinished_checkpoints(book))
+    files = sorted(f for f in files if ".locks" not in f.parts)
     for old in target.parent.glob("runs*.tar.gz"):
         old.unlink()
     part, tar, left_out = 0, None, 0
@@ -376,6 +382,16 @@ def _archive(book: Path, target: Path) -> None:
         tar.close()
     if left_out:
         print(f"{left_out} files left out of the archives (all full)", flush=True)
+
+
+def _unfinished_checkpoints(book: Path) -> List[Path]:
+    """:data:`UNFINISHED_CHECKPOINTS` whose run's history is there and not ``complete``."""
+    found = []
+    for f in {f for pattern in UNFINISHED_CHECKPOINTS for f in book.glob(pattern)}:
+        history = _read_json(f.parent / "history.json")
+        if history is not None and history.get("status") != "complete":
+            found.append(f)
+    return found
 
 
 def _log_tail(work: Path, target: Path) -> None:

@@ -127,13 +127,35 @@ def test_histories_past_one_archive_go_into_more_and_all_unpack(tmp_path, monkey
     for i in range(3):
         run = book / "runs" / "confirm" / f"seed{i}"
         run.mkdir(parents=True)
-        (run / "history.json").write_text(json.dumps({"seed": i}))
+        (run / "history.json").write_text(json.dumps({"seed": i, "status": "complete"}))
         (run / "checkpoint.pt").write_bytes(b"weights")
     out.mkdir()
     gpu_window._archive(book, out / "runs.tar.gz")
     assert sorted(f.name for f in out.iterdir()) == ["runs-2.tar.gz", "runs.tar.gz"]
     written = gpu_window.unpack(out, tmp_path / "other")
     assert sorted(written) == [f"runs/confirm/seed{i}/history.json" for i in range(2)]
+
+
+def test_a_run_stopped_part_way_comes_back_with_its_checkpoint(tmp_path):
+    book, out = tmp_path / "book", tmp_path / "out"
+    for name, status in (("done", "complete"), ("cut", "running")):
+        run = book / "runs" / "confirm" / name
+        run.mkdir(parents=True)
+        (run / "history.json").write_text(json.dumps({"status": status}))
+        (run / "checkpoint.pt").write_bytes(b"weights")
+    (book / "runs" / "confirm" / "cut" / "checkpoint-partial.pt").write_bytes(b"mid")
+    out.mkdir()
+    gpu_window._archive(book, out / "runs.tar.gz")
+    written = gpu_window.unpack(out, tmp_path / "other")
+    assert sorted(written) == [
+        "runs/confirm/cut/checkpoint-partial.pt",
+        "runs/confirm/cut/checkpoint.pt",
+        "runs/confirm/cut/history.json",
+        "runs/confirm/done/history.json",
+    ]
+    assert (
+        tmp_path / "other/runs/confirm/cut/checkpoint.pt"
+    ).read_bytes() == b"weights"
 
 
 def test_phases_runs_only_those_and_gives_them_the_budget(tmp_path):
