@@ -696,7 +696,19 @@ def test_head_grid_draws_one_panel_per_head():
     plt.close(sixteen)
     wrapped = plot_head_grid(grid_history(2, 16), (8, 8), "quadratic", heads_per_row=8)
     assert len(panels(wrapped)) == 32
-    assert wrapped.axes[0].get_gridspec().get_geometry() == (4, 8)
-    plt.close(wrapped)
+    # a block (subfigure) of two rows of eight per layer, named once, a rule between blocks
+    blocks = wrapped.subfigs[::2]
+    assert [b.axes[0].get_gridspec().get_geometry() for b in blocks] == [(2, 8)] * 2
+    assert [b._supylabel.get_text() for b in blocks] == ["layer 1", "layer 2"]
+    assert [a.get_title() for a in panels(wrapped)[:16]] == [
+        f"head {k}" for k in range(1, 17)
+    ]
+    assert all(not a.get_ylabel() for a in panels(wrapped))
+    assert len(wrapped.subfigs[1].artists) == 1  # the rule between the two layers
+    narrow = plot_head_grid(
+        grid_history(6, 16), (16, 16), "quadratic", heads_per_row=8, width=7.2
+    )
+    assert narrow.get_size_inches()[0] <= 7.2 + 1e-9
+    plt.close(wrapped), plt.close(narrow)
     with pytest.raises(ValueError):
         plot_head_grid(grid_history(2, 9), (8, 8), "quadratic", layers=[2])

@@ -322,6 +322,30 @@ def plot_layer_contours(
     return fig
 
 
+#: The space between two layers' blocks in :func:`plot_head_grid` (inches), a grey rule across it.
+GAP = 0.15
+
+
+def _head_panel(ax, center, inverse, grid, query, masses, colour) -> None:
+    """One head's panel of :func:`plot_head_grid`: the query token (red square), the head's mass
+    ellipses and centre (cross) on the whole token grid, "wide" when the 50 % ellipse is wider than
+    the grid in every direction."""
+    from matplotlib.patches import Rectangle
+
+    h, w = grid
+    ax.set_xlim(-0.5, w - 0.5), ax.set_ylim(h - 0.5, -0.5)
+    ax.set_aspect("equal")
+    ax.add_patch(
+        Rectangle((query[1] - 0.5, query[0] - 0.5), 1, 1, fc="red", ec="red", alpha=0.5)
+    )
+    draw_mass_ellipses(
+        ax, center, inverse, query, masses, colour, clip_size=4.0 * max(h, w)
+    )
+    ax.plot(query[1] + center[1], query[0] + center[0], "x", color=colour)
+    if not min(mass_ellipse(inverse, masses[0])[:2]) <= max(h, w):
+        ax.text(0.5, 0.04, "wide", transform=ax.transAxes, ha="center", fontsize=9)
+
+
 def plot_head_grid(
     history: dict,
     grid: Sequence[int],
@@ -338,7 +362,10 @@ def plot_head_grid(
     default all). Each panel shows the head's 50 % (solid) and 90 % (dashed) mass ellipses and
     its centre (cross) in the book's colour of ``model``, around the query token (red square), on
     the whole token grid: all panels share their limits. Heads whose 50 % ellipse is wider than
-    the grid in every direction (nearly uniform) are marked "wide". A single layer is laid out square (3×3 for 9 heads, 4×4 for 16)."""
+    the grid in every direction (nearly uniform) are marked "wide". A single layer is laid out
+    square (3×3 for 9 heads, 4×4 for 16). Where a layer takes several rows, each layer is a block
+    of its own (a subfigure), named once at its left and set apart from the next by a grey rule.
+    """
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
     from matplotlib.patches import Rectangle
@@ -359,58 +386,45 @@ def plot_head_grid(
         heads_per_row = math.ceil(math.sqrt(n_heads)) if len(layers) == 1 else n_heads
     per_layer = math.ceil(n_heads / heads_per_row)
     nrows, ncols = per_layer * len(layers), heads_per_row
+    blocks = per_layer > 1 and len(layers) > 1  # a block (subfigure) per layer
     label_w = 0.0 if len(layers) == 1 else 0.3
     panel = min(1.6, (width - label_w) / ncols)
-    fig, axes = plt.subplots(
-        nrows,
-        ncols,
-        figsize=(panel * ncols + label_w, panel * nrows + 0.25 * per_layer + 0.5),
-        squeeze=False,
-        layout="constrained",
-    )
+    if blocks:  # rows of panels with their titles, a gap between layers, the legend
+        height = nrows * (panel + 0.12) + GAP * (len(layers) - 1) + 0.6
+    else:
+        height = panel * nrows + 0.25 * per_layer + 0.5
+    fig = plt.figure(figsize=(panel * ncols + label_w, height), layout="constrained")
     fig.get_layout_engine().set(w_pad=0.01, h_pad=0.01, wspace=0.02, hspace=0.02)
+    if blocks:  # a subfigure per layer, a thin one between two layers for the rule
+        block = per_layer * (panel + 0.12)
+        ratios = [block, GAP] * (len(layers) - 1) + [block]
+        subs = fig.subfigures(len(ratios), 1, height_ratios=ratios)
+        parts = list(subs[::2])
+        for between in subs[1::2]:
+            between.add_artist(Line2D([0, 1], [0.5, 0.5], color="0.7", lw=0.8))
+        layer_axes = [part.subplots(per_layer, ncols, squeeze=False) for part in parts]
+    else:
+        axes = fig.subplots(nrows, ncols, squeeze=False)
+        layer_axes = [
+            axes[r * per_layer : (r + 1) * per_layer] for r in range(len(layers))
+        ]
     for row, i in enumerate(layers):
         centers = np.asarray(records[i]["centers"], dtype=np.float64).reshape(-1, 2)
         inverse = np.asarray(records[i]["inverse_covariance"], dtype=np.float64)
         inverse = inverse.reshape(-1, 2, 2)
         for k in range(per_layer * heads_per_row):
-            ax = axes[row * per_layer + k // heads_per_row, k % heads_per_row]
+            ax = layer_axes[row][k // heads_per_row, k % heads_per_row]
             ax.set_xticks([]), ax.set_yticks([])
             if k >= len(centers):
                 ax.axis("off")
                 continue
-            ax.set_xlim(-0.5, w - 0.5), ax.set_ylim(h - 0.5, -0.5)
-            ax.set_aspect("equal")
-            ax.add_patch(
-                Rectangle(
-                    (query[1] - 0.5, query[0] - 0.5),
-                    1,
-                    1,
-                    fc="red",
-                    ec="red",
-                    alpha=0.5,
-                )
-            )
-            draw_mass_ellipses(
-                ax,
-                centers[k],
-                inverse[k],
-                query,
-                masses,
-                colour,
-                clip_size=4.0 * max(h, w),
-            )
-            ax.plot(
-                query[1] + centers[k, 1], query[0] + centers[k, 0], "x", color=colour
-            )
-            if not min(mass_ellipse(inverse[k], masses[0])[:2]) <= max(h, w):
-                ax.text(
-                    0.5, 0.04, "wide", transform=ax.transAxes, ha="center", fontsize=9
-                )
+            _head_panel(ax, centers[k], inverse[k], (h, w), query, masses, colour)
             if row == 0 or per_layer > 1:
                 ax.set_title(f"head {k + 1}", fontsize=9, pad=2)
-            if k % heads_per_row == 0 and len(layers) > 1:
+            if k % heads_per_row == 0 and len(layers) > 1 and not blocks:
                 ax.set_ylabel(f"layer {i + 1}", fontsize=9)
+        if blocks:
+            parts[row].supylabel(f"layer {i + 1}", fontsize=9.5, fontweight="bold")
     handles = [
         Line2D([], [], color=colour, ls="-", label=f"{masses[0]:.0%} mass"),
         Line2D([], [], color=colour, ls="--", label=f"{masses[1]:.0%} mass"),
