@@ -296,10 +296,11 @@ def plot_eigenvalues(
     eigenvalue of Σ⁻¹, condition number), log–log, one marker shape and colour per layer (layers
     numbered from 1), degenerate heads circled; the rule's thresholds as lines (the paper's solid,
     the authors' code's ``code_condition_threshold`` dotted). A head is pruned left of the
-    vertical line or above the horizontal one. Returns the figure."""
+    vertical line or above the horizontal one. Every text is at least 9 pt in a figure 6.4 in wide:
+    12.5 px on the page. Returns the figure."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(min(COLUMN_INCHES, 5.8), 3.6))
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
     layers = sorted({r["layer"] for r in rows})
     markers = "osD^vP*X"
     for i, li in enumerate(layers):
@@ -338,14 +339,14 @@ def plot_eigenvalues(
         max_eigenvalue_threshold,
         0.6,
         f" λ_max = {_power(max_eigenvalue_threshold)}",
-        fontsize=7.5,
+        fontsize=9,
         va="bottom",
     )
     ax.text(
         min(x) / 8,
         condition_threshold,
         f"condition = {_power(condition_threshold)}",
-        fontsize=7.5,
+        fontsize=9,
         va="bottom",
     )
     if code_condition_threshold is not None:
@@ -353,12 +354,13 @@ def plot_eigenvalues(
             min(x) / 8,
             code_condition_threshold,
             f"authors' code: {_power(code_condition_threshold)}",
-            fontsize=7.5,
+            fontsize=9,
             va="bottom",
         )
     ax.set_xlabel("largest eigenvalue of Σ⁻¹")
     ax.set_ylabel("condition number of Σ⁻¹")
-    ax.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(0.28, 1.0))
+    ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(0.28, 1.0))
+    ax.tick_params(labelsize=9)
     fig.tight_layout()
     return fig
 

@@ -712,3 +712,25 @@ def test_head_grid_draws_one_panel_per_head():
     plt.close(wrapped), plt.close(narrow)
     with pytest.raises(ValueError):
         plot_head_grid(grid_history(2, 9), (8, 8), "quadratic", layers=[2])
+
+
+def test_head_grid_frames_the_marked_heads():
+    from matplotlib.colors import to_hex
+
+    fig = plot_head_grid(
+        grid_history(2, 9), (8, 8), "generalized", marked={0: [2], 1: [0, 8]}
+    )
+    drawn = [a for a in fig.axes if a.axison]
+    framed = [
+        k
+        for k, a in enumerate(drawn)
+        if {to_hex(s.get_edgecolor()) for s in a.spines.values()} == {"#000000"}
+        and all(s.get_linewidth() > 2 for s in a.spines.values())
+    ]
+    assert framed == [2, 9, 17]  # layer 1 head 3; layer 2 heads 1 and 9
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert labels[-1] == "degenerate" and len(labels) == 5
+    plt.close(fig)
+    plain = plot_head_grid(grid_history(2, 9), (8, 8), "generalized", marked={})
+    assert len(plain.legends[0].get_texts()) == 4
+    plt.close(plain)

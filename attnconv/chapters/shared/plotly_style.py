@@ -3,8 +3,9 @@ size, the heads' colours, the Plotly module (imported on first use) and number f
 :func:`figure_html`, which writes a figure as a ``<div>`` without plotly.js (served from the book's
 ``_static`` folder by ``book/_ext/plotly_offline.py``) and with a fixed id, so a notebook's saved
 output is the same on every run. The figures: :mod:`attnconv.chapters.alpha_slider` (chapter 4),
-:mod:`attnconv.chapters.interactive` (chapter 6) and
-:mod:`attnconv.chapters.explore_trained_heads` (chapter 7b)."""
+:mod:`attnconv.chapters.interactive` (chapter 6),
+:mod:`attnconv.chapters.explore_trained_heads` (chapter 7b) and
+:mod:`attnconv.chapters.pruning_slider` (chapter 8)."""
 
 from __future__ import annotations
 

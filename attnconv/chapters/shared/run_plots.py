@@ -356,6 +356,8 @@ def plot_head_grid(
     masses: Sequence[float] = (0.5, 0.9),
     epoch: int = -1,
     width: float = 7.5,
+    marked: Optional[Mapping[int, Sequence[int]]] = None,
+    marked_label: str = "degenerate",
 ):
     """The paper's Figs. 3, 7 and 10 (ICLR Figs. 12 and 14) as small multiples: one small panel
     per head, one row (or several of ``heads_per_row`` heads) per layer in ``layers`` (0-based;
@@ -365,7 +367,8 @@ def plot_head_grid(
     the grid in every direction (nearly uniform) are marked "wide". A single layer is laid out
     square (3×3 for 9 heads, 4×4 for 16). Where a layer takes several rows, each layer is a block
     of its own (a subfigure), named once at its left and set apart from the next by a grey rule.
-    """
+    ``marked`` (``{layer: [heads]}``, 0-based) frames those heads' panels in thick black, with
+    ``marked_label`` in the legend."""
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
     from matplotlib.patches import Rectangle
@@ -380,6 +383,7 @@ def plot_head_grid(
     h, w = (int(s) for s in grid)
     query = (h // 2, w // 2) if query is None else tuple(query)
     colour = model_colour(model)
+    marked = {int(i): {int(k) for k in ks} for i, ks in (marked or {}).items()}
     heads = [len(records[i]["centers"]) for i in layers]
     n_heads = max(heads)
     if heads_per_row is None:
@@ -423,6 +427,9 @@ def plot_head_grid(
                 ax.set_title(f"head {k + 1}", fontsize=9, pad=2)
             if k % heads_per_row == 0 and len(layers) > 1 and not blocks:
                 ax.set_ylabel(f"layer {i + 1}", fontsize=9)
+            if k in marked.get(i, ()):
+                for spine in ax.spines.values():
+                    spine.set(color="black", linewidth=2.5)
         if blocks:
             parts[row].supylabel(f"layer {i + 1}", fontsize=9.5, fontweight="bold")
     handles = [
@@ -431,10 +438,14 @@ def plot_head_grid(
         Line2D([], [], color=colour, marker="x", ls="", label="centre"),
         Rectangle((0, 0), 1, 1, fc="red", ec="red", alpha=0.5, label="query token"),
     ]
+    if any(marked.get(i) for i in layers):
+        handles.append(
+            Rectangle((0, 0), 1, 1, fc="none", ec="black", lw=2.5, label=marked_label)
+        )
     fig.legend(
         handles=handles,
         loc="outside lower center",
-        ncol=4,
+        ncol=len(handles),
         fontsize=9,
         frameon=False,
         title=f"{model}, {h}×{w} tokens",
