@@ -21,7 +21,13 @@ import re
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ..evidence.judge import PENDING, ConfirmatoryVerdict, confirmatory_verdicts
+from ..evidence.judge import (
+    PENDING,
+    ConfirmatoryVerdict,
+    confirmatory_verdicts,
+    interim_words,
+    tally_sentence,
+)
 from ..evidence.protocol import CLAIMS as FROZEN_CLAIMS
 from ..evidence.protocol import NOT_JUDGED
 from ..experiments import verdicts as v
@@ -42,6 +48,7 @@ from .shared.badges import (
     VERDICT_COLOURS,
     category_badge,
     stated_verdicts,
+    text_colour,
     verdict_badge,
 )
 
@@ -264,15 +271,20 @@ def _number(x: float) -> str:
 
 
 def claims_table(
-    claims: Sequence[Claim], link: bool = True, badge: bool = False
+    claims: Sequence[Claim], link: bool = True, badge: bool = False, fresh: bool = False
 ) -> str:
     """Ch. 17's summary: one row per claim of the registry (in its order) with its kind, margin
     (or threshold), interval at the claim's setting and verdict, as a Markdown table; ``badge``:
-    the verdict as a coloured badge (:func:`verdict_badge`)."""
+    the verdict as a coloured badge (:func:`verdict_badge`). ``fresh`` adds the verdict on the
+    fresh seeds (:func:`fresh_badge`) as a last column, and a row for each claim of the frozen
+    protocol that the registry lacks (no exploratory verdict), so that the column shows every
+    verdict the protocol gives."""
     by_key = {c.key: c for c in claims}
+    head = "| claim (arXiv v1) | kind | margin | interval at the setting | "
+    head += "exploratory | fresh seeds |" if fresh else "verdict |"
     lines = [
-        "| claim (arXiv v1) | kind | margin | interval at the setting | verdict |",
-        "| :--- | :--- | :--- | :--- | :--- |",
+        head,
+        "| :--- | :--- | :--- | :--- | :--- |" + (" :--- |" if fresh else ""),
     ]
     for key, r in CLAIMS.items():
         c = by_key.get(key)
@@ -286,9 +298,19 @@ def claims_table(
         )
         shown = verdict_badge(c.verdict) if badge else f"*{c.verdict}*"
         cells = (title, r.kind, margin, c.interval or "—", shown)
+        if fresh:
+            cells += (fresh_badge(key),)
         if badge:  # a range of layers ("5-6") stays on one line in a narrow column
             cells = tuple(_RANGE_HYPHEN.sub("\u2011", x) for x in cells)
         lines.append("| " + " | ".join(x.replace("|", "\\|") for x in cells) + " |")
+    if fresh:
+        for key in fresh_verdicts():
+            if key in by_key or key in CLAIMS:
+                continue
+            r = FROZEN_CLAIMS[key]
+            title = f"{r.source.split(' (')[0]}: {r.prop} (frozen protocol only)"
+            cells = (keep_words(title), "—", "—", "—", "—", fresh_badge(key))
+            lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -349,7 +371,12 @@ def fresh_counts(keys: Sequence[str]) -> Dict[str, int]:
 
 def fresh_badges(keys: Sequence[str]) -> str:
     """:func:`fresh_counts` as the badges a box's fresh-seeds bullet shows."""
-    counts = fresh_counts(keys)
+    return count_badges(fresh_counts(keys))
+
+
+def count_badges(counts: Mapping[str, int]) -> str:
+    """Counts of verdicts (and of "pending") as badges, in the badges' order: ``{bdg-success}`4
+    reproduced` {bdg-warning}`4 not reproduced` ...``; a zero count gets no badge."""
     out = [
         f"{{{role}}}`{counts[v]} {word}`"
         for v, (role, word) in VERDICT_BADGES.items()
@@ -547,33 +574,42 @@ def tally_words(claims: Sequence[Claim]) -> str:
 _WORDS = {1: "one", 2: "two", 3: "three", 4: "four"}
 
 
-def what_holds_box(claims: Sequence[Claim], confirmatory: str = "") -> str:
-    """Chapter 17's result box, its counts from the rule's verdicts on the counted claims
-    (:func:`counted`), so that nothing in it is typed by hand."""
+def what_holds_box(
+    claims: Sequence[Claim],
+    fresh: Optional[Mapping[str, ConfirmatoryVerdict]] = None,
+) -> str:
+    """Chapter 17's result box, so that nothing in it is typed by hand: the theory's line, then
+    the frozen protocol's verdicts on the fresh seeds (``fresh``, by default
+    :func:`fresh_verdicts`) as badges and as :func:`~attnconv.evidence.judge.tally_sentence`,
+    then the exploratory counts of the rule's verdicts on the counted claims (:func:`counted`)
+    as a secondary bullet."""
+    fresh = fresh_verdicts() if fresh is None else fresh
     mine = counted(claims)
     n = verdict_counts(mine)
     exact = len(not_counted(claims))
+    wrong = _WORDS.get(len(ERRATA_WRONG), len(ERRATA_WRONG))
+    on_fresh = count_verdicts(got.verdict for got in fresh.values())
     return (
         "```{admonition} In short\n"
         ":class: tip result-box\n"
-        f"{category_badge('exact')} **The theory holds as stated; three statements are wrong "
-        "by an exact check; the experimental claims are being judged again under a protocol "
-        f"frozen before its runs ({confirmatory or 'pending'}).**\n\n"
-        "- **Exploratory verdicts** (runs made before the freeze, not counted): "
+        f"{category_badge('exact')} **The theory holds as stated; {wrong} statements are wrong "
+        "by an exact check.**\n\n"
+        f"{count_badges(on_fresh)} **The experimental claims, on fresh seeds:** "
+        f"{tally_sentence(dict(fresh))}.\n\n"
+        f"- {category_badge('exploratory')} **Before the freeze** (secondary): "
         f"of {len(mine)} experimental claims, CPU-scale runs reproduce "
         f"{n[REPRODUCED]}, do not reproduce {n[NOT_REPRODUCED]} and cannot settle "
-        f"{n[INCONCLUSIVE]}.\n"
+        f"{n[INCONCLUSIVE]}. Their margins were written when many of those runs already "
+        "existed.\n"
         "- **The paper says.** Multi-head self-attention with enough heads and a relative "
-        "positional encoding can express any convolutional layer (Lemmas 1 and 2, Theorem 1), "
-        "and trained layers attend to grid-like patterns around each pixel (Sec. 4, App. A).\n"
+        "positional encoding can express any convolutional layer (Lemmas 1 and 2, Theorem 1). "
+        "Trained layers attend to grid-like patterns around each pixel (Sec. 4, App. A).\n"
         "- **How we check.** The theory by proofs and exact checks ({ref}`ch. 3–5 "
-        "<ch-lemma1>`, {ref}`ch. 15 <errata>`); every experimental claim by one rule over the "
-        "committed runs (Figure 17.1, {ref}`sec-every-claim`); "
-        f"{_WORDS.get(exact, exact)} statement{'s are' if exact != 1 else ' is'} shown "
-        "apart, without a verdict ({ref}`sec-not-counted`). These verdicts are exploratory: "
-        "their margins and thresholds were written down when many of the runs already "
-        "existed. The confirmatory verdicts come from fresh seeds, made after a protocol was "
-        "frozen in git ({ref}`the protocol <appendix-protocol>`).\n"
+        "<ch-lemma1>`, {ref}`ch. 15 <errata>`). Every experimental claim by one rule: on "
+        "fresh seeds under a protocol frozen in git ({ref}`the protocol <appendix-protocol>`), "
+        "and before that on the committed runs (Figure 17.1, {ref}`sec-every-claim`). "
+        f"{_WORDS.get(exact, exact).capitalize()} statement{'s are' if exact != 1 else ' is'} "
+        "shown apart, without a verdict ({ref}`sec-not-counted`).\n"
         "- **What it means.** The paper's construction is exact; its readings of trained "
         "models hold in part at CPU scale, and a claim not reproduced by small runs is not "
         "shown wrong.\n"
@@ -664,12 +700,29 @@ ERRATA_IMPRECISE = (
 )
 
 
-def scorecard_table(claims: Sequence[Claim]) -> str:
+def _fresh_tally(
+    fresh: Optional[Mapping[str, ConfirmatoryVerdict]],
+) -> Tuple[Dict[str, int], bool]:
+    """The frozen protocol's verdicts (``fresh``, by default :func:`fresh_verdicts`) counted:
+    (verdict or "pending" -> count, zeros kept, whether they are interim)."""
+    fresh = fresh_verdicts() if fresh is None else fresh
+    got = count_verdicts(v.verdict for v in fresh.values())
+    counts = {k: got.get(k, 0) for k in (*VERDICT_BADGES, PENDING)}
+    return counts, bool(interim_words(dict(fresh)))
+
+
+def scorecard_table(
+    claims: Sequence[Claim],
+    fresh: Optional[Mapping[str, ConfirmatoryVerdict]] = None,
+) -> str:
     """Ch. 17's scorecard as a Markdown table: the theory (exact), what the checks add, the errata
     (wrong, imprecise) and the experimental claims counted by verdict, each row with its badge,
     its count and where the book shows it; the experimental rows count :func:`counted`, the
-    exact checks and descriptions get a row of their own."""
+    exact checks and descriptions get a row of their own. A column beside the count gives the
+    experimental rows' counts on the fresh seeds (``fresh``, by default :func:`fresh_verdicts`;
+    "pending" gets a row while any claim is)."""
     n = verdict_counts(counted(claims))
+    on_fresh, interim = _fresh_tally(fresh)
     rows = [
         (
             category_badge("exact"),
@@ -720,72 +773,99 @@ def scorecard_table(claims: Sequence[Claim]) -> str:
                 "{ref}`below <sec-not-counted>`",
             )
         )
+    rows = [(b, w, c, "—", at) for b, w, c, at in rows]
     for verdict, count in n.items():
         rows.append(
             (
                 verdict_badge(verdict),
                 words[verdict],
                 count,
+                on_fresh[verdict],
                 "{ref}`below <sec-every-claim>`",
             )
         )
-    lines = ["| | what | count | where |", "| :--- | :--- | ---: | :--- |"]
-    lines += [f"| {b} | {w} | {c} | {at} |" for b, w, c, at in rows]
+    if on_fresh[PENDING]:
+        rows.append(
+            (
+                category_badge("pending"),
+                "Experimental claims whose fresh seeds are being run",
+                "—",
+                on_fresh[PENDING],
+                "{ref}`the protocol <appendix-protocol>`",
+            )
+        )
+    head = "on fresh seeds" + (" (interim)" if interim else "")
+    lines = [
+        f"| | what | count | {head} | where |",
+        "| :--- | :--- | ---: | ---: | :--- |",
+    ]
+    lines += [f"| {b} | {w} | {c} | {f} | {at} |" for b, w, c, f, at in rows]
     return "\n".join(lines)
 
 
-def plot_scorecard(claims: Sequence[Claim]):
+def plot_scorecard(
+    claims: Sequence[Claim],
+    fresh: Optional[Mapping[str, ConfirmatoryVerdict]] = None,
+):
     """Ch. 17's scorecard as a figure: one bar per part of the paper (theory, errata, experimental
-    claims), split and coloured by what the book finds, each segment labelled with its count.
-    Returns the figure. The experimental bar counts :func:`counted` only."""
+    claims), split and coloured by what the book finds, each segment labelled with its count and
+    coloured as its badge (:data:`VERDICT_COLOURS`). The experimental claims get two bars: the
+    frozen protocol's verdicts on the fresh seeds (``fresh``, by default :func:`fresh_verdicts`;
+    labelled interim while they are), and the exploratory verdicts, which count :func:`counted`
+    only. Returns the figure."""
     import matplotlib.pyplot as plt
 
     from .shared.plotting import COLUMN_INCHES, fit_bar_labels
 
     n = verdict_counts(counted(claims))
+    on_fresh, interim = _fresh_tally(fresh)
+    verdicts = [(v, VERDICT_BADGES[v][1]) for v in VERDICT_BADGES]
     bars = (
         (
             "theory\n(exact checks)",
             [
-                (len(THEORY_RESULTS), "hold", VERDICT_COLOURS["exact"]),
-                (len(BEYOND_THEORY), "beyond", "#0d6efd"),
+                (len(THEORY_RESULTS), "hold", "exact"),
+                (len(BEYOND_THEORY), "beyond", "beyond the paper"),
             ],
         ),
         (
             "errata\n(ch. 15)",
             [
-                (len(ERRATA_WRONG), "wrong", VERDICT_COLOURS["errata"]),
-                (len(ERRATA_IMPRECISE), "imprecise", "#e9a0a8"),
+                (len(ERRATA_WRONG), "wrong", "errata"),
+                (len(ERRATA_IMPRECISE), "imprecise", "imprecise"),
             ],
         ),
         (
-            "experimental\nclaims (CPU scale)",
-            [
-                (n[REPRODUCED], "reproduced", VERDICT_COLOURS[REPRODUCED]),
-                (n[NOT_REPRODUCED], "not reproduced", VERDICT_COLOURS[NOT_REPRODUCED]),
-                (n[INCONCLUSIVE], "inconclusive", VERDICT_COLOURS[INCONCLUSIVE]),
-            ],
+            "experimental claims:\nfresh seeds" + (" (interim)" if interim else ""),
+            [(on_fresh[v], word, v) for v, word in verdicts]
+            + [(on_fresh[PENDING], "pending", "pending")],
+        ),
+        (
+            "experimental claims:\nexploratory",
+            [(n[v], word, v) for v, word in verdicts],
         ),
     )
-    fig, ax = plt.subplots(figsize=(COLUMN_INCHES, 2.9), constrained_layout=True)
+    fig, ax = plt.subplots(figsize=(COLUMN_INCHES, 3.6), constrained_layout=True)
     height = 0.7
     labelled = []
     for y, (_, segments) in enumerate(bars):
         left = 0
-        for count, word, colour in segments:
+        for count, word, key in segments:
             if not count:
                 continue
+            colour = VERDICT_COLOURS[key]
+            # a light fill (the "imprecise" badge's) gets the badge's darker edge
+            edge = "#c9cfd6" if key == "imprecise" else "white"
             (bar,) = ax.barh(
-                y, count, left=left, color=colour, edgecolor="white", height=height
+                y, count, left=left, color=colour, edgecolor=edge, height=height
             )
-            dark = colour not in ("#e9a0a8",)
             text = ax.text(
                 left + count / 2,
                 y,
                 f"{count}\n{word}",
                 ha="center",
                 va="center",
-                color="white" if dark else "black",
+                color=text_colour(key),
                 fontsize=9,
             )
             labelled.append((bar, text))

@@ -1,6 +1,7 @@
 """The "In short" badges a notebook states are read back from its file, counted per verdict."""
 
 import json
+import re
 
 import pytest
 
@@ -122,3 +123,68 @@ def test_check_fresh_bullet_passes_on_a_chapter_and_fails_on_a_wrong_key_set():
     pv.check_fresh_bullet(Checks(), nb, ["learned_pixels", "learned_matched_lemma"])
     with pytest.raises(AssertionError):
         pv.check_fresh_bullet(Checks(), nb, ["learned_pixels"])
+
+
+def _light_palette():
+    """The ``--pst-color-*`` values the installed themes set for the light colour mode:
+    pydata-sphinx-theme's, then sphinx-book-theme's (loaded after it, so its values win)."""
+    from importlib.util import find_spec
+    from pathlib import Path
+
+    palette = {}
+    for package, css in (
+        (
+            "pydata_sphinx_theme",
+            "theme/pydata_sphinx_theme/static/styles/pydata-sphinx-theme.css",
+        ),
+        (
+            "sphinx_book_theme",
+            "theme/sphinx_book_theme/static/styles/sphinx-book-theme.css",
+        ),
+    ):
+        spec = find_spec(package)
+        if spec is None:
+            pytest.skip(f"{package} is not installed")
+        text = (Path(spec.origin).parent / css).read_text()
+        for block in re.findall(r"html\[data-theme=light\]\{([^}]*)\}", text):
+            palette.update(
+                re.findall(r"--pst-color-([a-z-]+):(#[0-9a-fA-F]{3,8})", block)
+            )
+    return palette
+
+
+def _hex6(colour: str) -> str:
+    """``#abc`` as ``#aabbcc``, in lower case."""
+    c = colour.lower().lstrip("#")
+    return "#" + (c if len(c) == 6 else "".join(x * 2 for x in c))
+
+
+def test_figure_colours_are_the_badges_colours_in_the_built_book():
+    """A figure's verdict colours are the badges' own: each role's fill and text colour in
+    BADGE_ROLE_COLOURS is the theme's (sphinx-design's badge colours come from the theme's
+    palette; book/_static/*.css overrides none of them)."""
+    from pathlib import Path
+
+    from attnconv.chapters.shared.badges import (
+        BADGE_ROLE_COLOURS,
+        CATEGORY_BADGES,
+        VERDICT_BADGES,
+        VERDICT_COLOURS,
+        text_colour,
+    )
+
+    palette = _light_palette()
+    for role, (fill, text) in BADGE_ROLE_COLOURS.items():
+        name = role.removeprefix("bdg-")
+        assert _hex6(palette[name]) == fill, role
+        assert _hex6(palette[f"{name}-text"]) == text, role
+    static = Path(__file__).resolve().parents[2] / "book" / "_static"
+    for css in static.glob("*.css"):
+        assert not re.search(r"sd-(?:bg|color)-|bdg-", css.read_text()), css.name
+    for verdict, (role, _) in VERDICT_BADGES.items():
+        assert VERDICT_COLOURS[verdict] == BADGE_ROLE_COLOURS[role][0]
+        assert text_colour(verdict) == BADGE_ROLE_COLOURS[role][1]
+    for word, role in CATEGORY_BADGES.items():
+        assert (
+            VERDICT_COLOURS[word] == BADGE_ROLE_COLOURS[role.removesuffix("-line")][0]
+        )

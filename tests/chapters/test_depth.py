@@ -422,6 +422,8 @@ def test_intro_tally_counts_the_rules_verdicts():
         f"{verdicts.count(REPRODUCED)}, do not reproduce {verdicts.count(NOT_REPRODUCED)} "
         f"and cannot settle {verdicts.count(INCONCLUSIVE)}"
     ) in box
+    # and its fresh-seed line leads with the frozen protocol's tally
+    assert tally_sentence(confirmatory_verdicts()) in box
 
 
 def _removal_with_predictions():

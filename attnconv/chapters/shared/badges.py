@@ -1,5 +1,5 @@
 """The book's verdict badges and colours: one home for the three verdicts' look (green reproduced,
-amber not reproduced, grey inconclusive), used by every chapter and by check_book."""
+orange not reproduced, dark grey inconclusive), used by every chapter and by check_book."""
 
 from __future__ import annotations
 
@@ -13,7 +13,9 @@ from ...experiments.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 
 __all__ = [
     "VERDICT_BADGES",
+    "BADGE_ROLE_COLOURS",
     "VERDICT_COLOURS",
+    "text_colour",
     "verdict_badge",
     "CATEGORY_BADGES",
     "category_badge",
@@ -22,27 +24,37 @@ __all__ = [
     "counts_text",
 ]
 
-#: sphinx-design badge role per verdict (green, amber, grey: the theme's "secondary" is orange), and
-#: the short word it shows ("at CPU scale" is said once).
+#: sphinx-design badge role per verdict (green, orange, dark grey: the theme's "secondary" is
+#: purple), and the short word it shows ("at CPU scale" is said once).
 VERDICT_BADGES = {
     REPRODUCED: ("bdg-success", "reproduced"),
     NOT_REPRODUCED: ("bdg-warning", "not reproduced"),
     INCONCLUSIVE: ("bdg-muted", "inconclusive"),
 }
-#: Colours of the same three verdicts, for figures and HTML (sphinx-design's success / warning /
-#: muted), and of the theory's two rows (exact checks, errata).
-VERDICT_COLOURS = {
-    REPRODUCED: "#198754",
-    NOT_REPRODUCED: "#c98a00",
-    INCONCLUSIVE: "#6c757d",
-    "exact": "#198754",
-    "errata": "#dc3545",
+#: The fill and text colour of each badge role as the built book draws it in its light colour
+#: mode: sphinx-design's ``--sd-color-*`` variables, which pydata-sphinx-theme 0.17 sets from its
+#: ``--pst-color-*`` palette (sphinx-book-theme 1.3 resets ``primary``); book/_static/*.css
+#: overrides none of them. Figures take their verdict colours from here, so that a bar and a badge
+#: of the same word share one colour.
+BADGE_ROLE_COLOURS = {
+    "bdg-success": ("#00843f", "#ffffff"),
+    "bdg-warning": ("#f66a0a", "#14181e"),
+    "bdg-muted": ("#29313d", "#ffffff"),
+    "bdg-danger": ("#d72d47", "#ffffff"),
+    "bdg-info": ("#276be9", "#ffffff"),
+    "bdg-light": ("#f3f4f5", "#14181e"),
+    "bdg-dark": ("#222832", "#ffffff"),
+    "bdg-primary": ("#176de8", "#ffffff"),
 }
 
 
+def _fill(role: str) -> str:
+    return BADGE_ROLE_COLOURS[role.removesuffix("-line")][0]
+
+
 def verdict_badge(verdict: str) -> str:
-    """The verdict as a sphinx-design badge (MyST): green reproduced, amber not reproduced, grey
-    inconclusive."""
+    """The verdict as a sphinx-design badge (MyST): green reproduced, orange not reproduced, dark
+    grey inconclusive."""
     role, word = VERDICT_BADGES[verdict]
     return f"{{{role}}}`{word}`"
 
@@ -59,6 +71,20 @@ CATEGORY_BADGES = {
     "pending": "bdg-primary",
     "exploratory": "bdg-dark-line",
 }
+
+#: The fill colour of each verdict and category badge, for figures: the badge's own colour
+#: (:data:`BADGE_ROLE_COLOURS`), keyed by verdict or by category word ("exact", "errata", ...).
+VERDICT_COLOURS = {
+    **{v: _fill(role) for v, (role, _) in VERDICT_BADGES.items()},
+    **{word: _fill(role) for word, role in CATEGORY_BADGES.items()},
+}
+
+
+def text_colour(key: str) -> str:
+    """The colour of the text on the badge of a verdict or category ``key`` (dark on the light
+    fills, white on the others)."""
+    role = VERDICT_BADGES[key][0] if key in VERDICT_BADGES else CATEGORY_BADGES[key]
+    return BADGE_ROLE_COLOURS[role.removesuffix("-line")][1]
 
 
 def category_badge(word: str, count: int = 0) -> str:
