@@ -4,8 +4,9 @@ Chapter 14 ("Hyper-parameters"). :data:`PAPER_TABLE2` holds the table as printed
 :func:`profile_values` reads the same settings for a profile from the code (the profile's
 :class:`~attnconv.experiments.train_config.TrainConfig` of the quadratic model, its
 :class:`~attnconv.experiments.models.SelfAttentionConfig` and the optimizer's parameter groups),
-and :func:`table2_markdown` puts them side by side, marking every deviation (✗) and the reason
-for it (:data:`REASONS`).
+and :func:`table2_markdown` puts them side by side in a compact table, marking every deviation
+(✗); :func:`table2_notes` gives the reasons (:data:`REASONS`) as numbered notes, keyed by the
+footnote mark after each setting.
 """
 
 from __future__ import annotations
@@ -31,85 +32,94 @@ __all__ = [
     "profile_values",
     "table2_rows",
     "table2_markdown",
+    "table2_notes",
 ]
 
 
 #: Settings that are not in Table 2 but that a reader needs to reproduce it: what the paper says
-#: elsewhere (or "not stated").
+#: elsewhere (or "not stated"). Each name is short enough for the table; its note says more.
 EXTRA_ROWS: Dict[str, object] = {
-    "learning rate on positional parameters": 0.1,
-    "weight decay on Gaussian Δ, s, M": 0.0001,
-    "training data": "CIFAR-10 (50,000)",
-    "Δ init, std per coordinate": "√2 (N(0, 2I₂))",
-    "learned encoding: dims per axis, tables": "200, one shared",
-    "ResNet18 lr ÷ 10 at epochs": "not stated",
+    "positional learning rate": 0.1,
+    "weight decay on Δ, s, M": 0.0001,
+    "training images": "50,000",
+    "Δ init, std": "√2",
+    "learned dims per axis": 200,
+    "learned tables": 1,
+    "ResNet18 lr steps": "not stated",
 }
 
-#: Why a profile deviates, per (row, profile).
+#: Why a profile deviates, per (row, profile): the numbered notes under the table
+#: (:func:`table2_notes`). Profiles with the same reason share it there.
 REASONS: Dict[tuple, str] = {
     ("number of layers", "cpu"): "2 layers train in minutes on 2 CPU cores",
     (
         "hidden dimension",
+        "deep",
+    ): "the paper's depth and 16×16 tokens need a narrow model on 2 CPU cores",
+    (
+        "hidden dimension",
         "cpu",
-    ): f"CPU budget (~120k parameters instead of {PAPER_PARAMETERS['quadratic']})",
-    ("intermediate dimension", "cpu"): "CPU budget",
+    ): f"CPU budget, ~120k parameters instead of {PAPER_PARAMETERS['quadratic']}",
+    ("intermediate dimension", "deep"): "CPU budget, as the hidden dimension",
+    ("intermediate dimension", "cpu"): "CPU budget, as the hidden dimension",
     (
         "invertible pooling width",
         "cpu",
-    ): "8×8 tokens of 4×4 pixels instead of 16×16: 16× fewer pairs",
+    ): "8×8 tokens of 4×4 pixels instead of 16×16 tokens, so 16× fewer pairs",
     ("number of epochs", "gpu"): "about 15 minutes per model on one GPU",
+    ("number of epochs", "deep"): "CPU budget, about 20-60 minutes per run",
     (
         "number of epochs",
         "cpu",
-    ): "CPU budget; the book's saved runs train longer (chapters 7-10)",
+    ): "CPU budget; the book's saved runs set their own (listed below)",
     (
-        "learning rate on positional parameters",
+        "positional learning rate",
+        "deep",
+    ): "×10, as the `cpu` profile",
+    (
+        "positional learning rate",
         "cpu",
-    ): "×10, so that the heads move in 16-40 epochs "
-    "(centres moved ~7× further in 8 epochs)",
+    ): "×10 on the encoding's parameters, so that the heads move in 16-40 epochs (centres "
+    "moved ~7× further in 8 epochs)",
     (
-        "weight decay on Gaussian Δ, s, M",
+        "weight decay on Δ, s, M",
         "paper",
-    ): "none, as in the authors' code (not stated in the paper)",
-    ("weight decay on Gaussian Δ, s, M", "gpu"): "as the paper profile",
-    ("weight decay on Gaussian Δ, s, M", "cpu"): "as the paper profile",
-    ("training data", "cpu"): "no download: the bundled sample",
+    ): "none on the Gaussian parameters, as in the authors' code (not stated in the paper)",
+    ("weight decay on Δ, s, M", "gpu"): "as the `paper` profile",
+    ("weight decay on Δ, s, M", "deep"): "as the `paper` profile",
+    ("weight decay on Δ, s, M", "cpu"): "as the `paper` profile",
+    ("training images", "deep"): "the bundled CIFAR-10 sample, no download",
+    ("training images", "cpu"): "the bundled CIFAR-10 sample, no download",
     (
-        "Δ init, std per coordinate",
+        "Δ init, std",
         "paper",
-    ): "std 2 as in the authors' code (normal_(0, 2))",
-    ("Δ init, std per coordinate", "gpu"): "as the paper profile",
-    ("Δ init, std per coordinate", "cpu"): "as the paper profile",
+    ): "standard deviation 2 per coordinate, as in the authors' code (`normal_(0, 2)`); the "
+    r"paper's $\mathcal N(\mathbf 0, 2\mathbf I_2)$, read as a covariance, gives $\sqrt 2$",
+    ("Δ init, std", "gpu"): "as the `paper` profile",
+    ("Δ init, std", "deep"): "as the `paper` profile",
+    ("Δ init, std", "cpu"): "as the `paper` profile",
     (
-        "learned encoding: dims per axis, tables",
+        "learned dims per axis",
         "paper",
-    ): "the authors' code; only it gives the paper's 12.3M (chapter 7)",
-    ("learned encoding: dims per axis, tables", "gpu"): "as the paper profile",
+    ): "the hidden size, as in the authors' code; with one table per layer, only this gives "
+    "the paper's 12.3M parameters (chapter 7)",
+    ("learned dims per axis", "gpu"): "the hidden size, as the `paper` profile",
+    ("learned dims per axis", "deep"): "the hidden size, as the `paper` profile",
+    ("learned dims per axis", "cpu"): "the hidden size, as the `paper` profile",
     (
-        "learned encoding: dims per axis, tables",
-        "cpu",
-    ): "2 × hidden, as the paper profile",
-    (
-        "ResNet18 lr ÷ 10 at epochs",
+        "learned tables",
         "paper",
-    ): "the authors' run scripts; scaled to the epochs",
+    ): "one per layer, as in the authors' code; the paper's text shares one table among all layers",
+    ("learned tables", "gpu"): "as the `paper` profile",
+    ("learned tables", "deep"): "as the `paper` profile",
+    ("learned tables", "cpu"): "as the `paper` profile",
     (
-        "hidden dimension",
-        "deep",
-    ): "the paper's depth and 16×16 tokens on 2 CPU cores need a narrow model",
-    ("intermediate dimension", "deep"): "CPU budget, as the hidden dimension",
-    ("number of epochs", "deep"): "CPU budget (about 20-60 minutes per run)",
-    (
-        "learning rate on positional parameters",
-        "deep",
-    ): "×10, as the cpu profile",
-    ("weight decay on Gaussian Δ, s, M", "deep"): "as the paper profile",
-    ("training data", "deep"): "no download: the bundled sample",
-    ("Δ init, std per coordinate", "deep"): "as the paper profile",
-    (
-        "learned encoding: dims per axis, tables",
-        "deep",
-    ): "2 × hidden, as the paper profile",
+        "ResNet18 lr steps",
+        "paper",
+    ): "the learning rate ÷ 10 at these epochs, from the authors' run scripts",
+    ("ResNet18 lr steps", "gpu"): "the same steps, scaled to the epochs",
+    ("ResNet18 lr steps", "deep"): "the same steps, scaled to the epochs",
+    ("ResNet18 lr steps", "cpu"): "the same steps, scaled to the epochs",
 }
 
 #: The profiles of the book's table, in order of scale (``deep`` carries most 6-layer verdicts).
@@ -137,14 +147,14 @@ def profile_values(profile: str) -> Dict[str, object]:
         learned_model = build_model(learned)
     encodings = [layer.attention.encoding for layer in learned_model.layers]
     per_axis = encodings[0].dim // 2
-    tables = (
-        "one shared" if all(e is encodings[0] for e in encodings) else "one per layer"
-    )
+    tables = len({id(e) for e in encodings})
     milestones = get_profile(profile).config("resnet18").milestones
-    data = {
-        "auto": "CIFAR-10 (50,000)",
-        "full": "CIFAR-10 (50,000)",
-        "sample": "sample (5,085)",
+    from ..experiments.beyond import SAMPLE_TRAIN_SIZE
+
+    images = {
+        "auto": CIFAR10_TRAIN_SIZE,
+        "full": CIFAR10_TRAIN_SIZE,
+        "sample": SAMPLE_TRAIN_SIZE,
     }[tc.data]
     return {
         "number of layers": mc.num_layers,
@@ -163,16 +173,15 @@ def profile_values(profile: str) -> Dict[str, object]:
         "momentum": tc.momentum,
         "cosine decay": "yes" if tc.schedule == "warmup_cosine" else "no",
         "linear warm up ratio": tc.warmup_fraction,
-        "learning rate on positional parameters": positional_lr.pop()
+        "positional learning rate": positional_lr.pop()
         if len(positional_lr) == 1
         else None,
-        "weight decay on Gaussian Δ, s, M": gaussian_wd.pop()
-        if len(gaussian_wd) == 1
-        else None,
-        "training data": data,
-        "Δ init, std per coordinate": mc.center_init_std,
-        "learned encoding: dims per axis, tables": f"{per_axis}, {tables}",
-        "ResNet18 lr ÷ 10 at epochs": "/".join(str(m) for m in milestones),
+        "weight decay on Δ, s, M": gaussian_wd.pop() if len(gaussian_wd) == 1 else None,
+        "training images": f"{images:,}",
+        "Δ init, std": mc.center_init_std,
+        "learned dims per axis": per_axis,
+        "learned tables": tables,
+        "ResNet18 lr steps": "/".join(str(m) for m in milestones),
     }
 
 
@@ -213,33 +222,64 @@ def _fmt(v) -> str:
     return str(v)
 
 
+def _row_reasons(row: dict) -> List[tuple]:
+    """The reasons of one row of :func:`table2_rows`, as ``(profiles, reason)`` pairs in the
+    profiles' order: a profile's reason counts where it deviates (or where the paper states
+    nothing), and profiles with the same reason share one pair."""
+    grouped: Dict[str, List[str]] = {}
+    for p, c in row["profiles"].items():
+        if c["reason"] and c["matches"] is not True:
+            grouped.setdefault(c["reason"], []).append(p)
+    return [(tuple(ps), reason) for reason, ps in grouped.items()]
+
+
+def _noted(rows: Sequence[dict]) -> List[str]:
+    """Names of the rows that have a note, in the table's order (note 1 is the first)."""
+    return [r["name"] for r in rows if _row_reasons(r)]
+
+
+#: Superscript digits: a row's note number, as a footnote mark after its setting.
+_SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
 def table2_markdown(rows: Sequence[dict]) -> str:
-    """A Markdown table of :func:`table2_rows`: ✗ marks a deviation from the paper, with its reason
-    in the last column; settings outside Table 2 are in italics."""
+    """A compact Markdown table of :func:`table2_rows`: the paper's value (arXiv v1 Table 2, or
+    what it says elsewhere) and each profile's value, ✗ where it deviates from the paper. A
+    setting with a note in :func:`table2_notes` carries the note's number as a footnote mark;
+    settings outside Table 2 are in italics."""
     profiles = list(rows[0]["profiles"])
+    noted = _noted(rows)
+    # "profile" on a line of its own: the header never widens the narrow value columns
+    head = ["setting", "paper (v1)"] + [f"`{p}`<br>profile" for p in profiles]
     lines = [
-        "| setting | paper | "
-        + " | ".join(f"`{p}`" for p in profiles)
-        + " | why the profiles deviate |",
-        "| --- | --- | " + " | ".join("---" for _ in profiles) + " | --- |",
+        "| " + " | ".join(head) + " |",
+        "| :--- | " + " | ".join("---:" for _ in head[1:]) + " |",
     ]
     for r in rows:
         name = r["name"] if r["in_table2"] else f"*{r['name']}*"
-        cells, reasons = [], []
-        for p in profiles:
-            c = r["profiles"][p]
-            cells.append(_fmt(c["value"]) + (" ✗" if c["matches"] is False else ""))
-            if c["reason"] and (not c["matches"] or not reasons):
-                reasons.append(f"{p}: {c['reason']}")
-        lines.append(
-            f"| {name} | {_fmt(r['paper'])} | "
-            + " | ".join(cells)
-            + " | "
-            + "; ".join(reasons)
-            + " |"
-        )
+        if r["name"] in noted:
+            name += str(noted.index(r["name"]) + 1).translate(_SUPERSCRIPT)
+        cells = [
+            _fmt(c["value"]) + ("\u00a0✗" if c["matches"] is False else "")
+            for c in r["profiles"].values()
+        ]
+        lines.append(f"| {name} | {_fmt(r['paper'])} | " + " | ".join(cells) + " |")
     # a hyphen inside a word or a range ("CIFAR-10", "20-60") never breaks in a narrow column
     return re.sub(r"(?<=\w)(?<!\de)-(?=\w)", "\u2011", "\n".join(lines))
+
+
+def table2_notes(rows: Sequence[dict]) -> str:
+    """The notes of :func:`table2_markdown` as a numbered Markdown list, one item per noted row:
+    the setting, then why each profile deviates (profiles with the same reason together)."""
+    items = []
+    for i, name in enumerate(_noted(rows), start=1):
+        row = next(r for r in rows if r["name"] == name)
+        parts = [
+            ", ".join(f"`{p}`" for p in ps) + f": {reason}."
+            for ps, reason in _row_reasons(row)
+        ]
+        items.append(f"{i}. **{name}.** " + " ".join(parts))
+    return "\n".join(items)
 
 
 #: Training images of the full CIFAR-10 and of the bundled sample (the ``cpu`` profile's data).

@@ -8,6 +8,7 @@ from attnconv.chapters import hyperparameters as hp
 from attnconv.chapters.hyperparameters import (
     profile_values,
     table2_markdown,
+    table2_notes,
     table2_rows,
 )
 from attnconv.experiments.models import SelfAttentionConfig, build_model
@@ -67,28 +68,56 @@ def test_paper_profile_matches_table2_and_cpu_deviations_are_marked():
         "intermediate dimension",
         "invertible pooling width",
         "number of epochs",
-        "learning rate on positional parameters",
-        "training data",
+        "positional learning rate",
+        "training images",
     } <= deviating
     assert all(cpu[n]["reason"] for n in deviating)  # every deviation says why
     assert (
-        cpu["learning rate on positional parameters"]["value"]
+        cpu["positional learning rate"]["value"]
         == 0.1 * get_profile("cpu").attention_lr_multiplier
     )
     assert (
         profile_values("gpu")["number of epochs"]
         == get_profile("gpu").epochs["quadratic"]
     )
-    assert (
-        profile_values("paper")["learned encoding: dims per axis, tables"]
-        == "400, one per layer"
-    )
+    paper = profile_values("paper")
+    assert (paper["learned dims per axis"], paper["learned tables"]) == (400, 6)
+    assert profile_values("cpu")["training images"] == "5,085"
     text = table2_markdown(table2_rows())
-    assert (
-        text.count("\n") == len(rows) + 1
-        and "2 ✗" in text
-        and "| 6 | 6 | 6 | 2 ✗ |" in text
-    )
+    assert text.count("\n") == len(rows) + 1 and "| 6 | 6 | 6 | 2\u00a0✗ |" in text
+
+
+def test_the_table_is_compact_and_its_notes_say_why():
+    """Every cell of the table is a few words; each reason is in a numbered note, and the row
+    carries the note's number as a footnote mark."""
+    rows = table2_rows()
+    table, notes = table2_markdown(rows), table2_notes(rows)
+    lines = table.splitlines()
+    head = [c.strip() for c in lines[0].strip("|").split("|")]
+    assert head[:2] == ["setting", "paper (v1)"] and head[2] == "`paper`<br>profile"
+    assert len(set(head)) == len(head)  # no two columns share a header
+    body = [[c.strip() for c in line.strip("|").split("|")] for line in lines[2:]]
+    assert all(len(r[0].strip("*⁰¹²³⁴⁵⁶⁷⁸⁹")) <= 28 for r in body)  # short settings
+    assert all(len(c) <= 11 for r in body for c in r[1:])  # values: a word or two
+    items = notes.splitlines()
+    noted = [
+        r for r in rows if any(c["matches"] is False for c in r["profiles"].values())
+    ]
+    assert len(items) >= len(noted)
+    for i, item in enumerate(items, start=1):
+        assert item.startswith(f"{i}. **")
+        name = item.split("**")[1].rstrip(".")
+        mark = str(i).translate(str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹"))
+        assert [r[0] for r in body if r[0].strip("*⁰¹²³⁴⁵⁶⁷⁸⁹") == name] in (
+            [name + mark],
+            [f"*{name}*{mark}"],
+        )
+    # every deviation's reason is in its row's note
+    for r in noted:
+        item = next(x for x in items if f"**{r['name']}.**" in x)
+        for p, c in r["profiles"].items():
+            if c["matches"] is False:
+                assert c["reason"] and c["reason"] in item and f"`{p}`" in item
 
 
 def test_profile_scale_reads_the_configs():
