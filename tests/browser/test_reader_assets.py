@@ -152,3 +152,52 @@ def test_prose_column_is_narrower_than_figures_tables_and_code(browser):
     for wide in ("table", "figure", "pre"):
         assert width(wide) == pytest.approx(848, abs=1), wide
     context.close()
+
+
+def _reader_page(browser, html: str, theme: str = "light", height: int = 600):
+    context = browser.new_context(viewport={"width": 1280, "height": height})
+    page = context.new_page()
+    page.set_content(f"<html data-theme='{theme}'><body>{html}</body></html>")
+    page.add_style_tag(path=str(STATIC / "reader.css"))
+    return context, page
+
+
+def test_sidebar_search_stays_in_view_when_the_sidebar_scrolls(browser):
+    """The theme scrolls the sidebar to the current chapter on load; its search field (the only
+    one at 1280 px, the top bar's being hidden) stays at the sidebar's top."""
+    nav = "".join(f"<li>chapter {i}</li>" for i in range(80))
+    context, page = _reader_page(
+        browser,
+        "<div class='bd-sidebar-primary' style='height:300px;overflow-y:auto'>"
+        "<div class='sidebar-primary-items__start'>"
+        "<div class='sidebar-primary-item'><button class='search-button-field'>Search"
+        "</button></div><div class='sidebar-primary-item'><ul>" + nav + "</ul></div>"
+        "</div></div>",
+    )
+    page.evaluate(
+        "() => { const s = document.querySelector('.bd-sidebar-primary');"
+        " s.scrollTop = s.scrollHeight; }"
+    )
+    top = page.evaluate(
+        "() => document.querySelector('.search-button-field').getBoundingClientRect().top"
+        " - document.querySelector('.bd-sidebar-primary').getBoundingClientRect().top"
+    )
+    assert 0 <= top < 20, top
+    context.close()
+
+
+def test_every_badge_is_visible_and_distinct_in_dark_mode(browser):
+    """Dark mode: the inconclusive badge (muted) is grey with white text, unlike the imprecise one
+    (light); the exploratory outline (dark) is drawn in the dark theme's light text colour."""
+    context, page = _reader_page(
+        browser,
+        "<span id='muted' class='sd-badge sd-bg-muted'>inconclusive</span>"
+        "<span id='outline' class='sd-badge sd-outline-dark'>exploratory</span>",
+        theme="dark",
+    )
+    style = "([id, p]) => getComputedStyle(document.getElementById(id))[p]"
+    assert page.evaluate(style, ["muted", "backgroundColor"]) == "rgb(108, 117, 125)"
+    assert page.evaluate(style, ["muted", "color"]) == "rgb(255, 255, 255)"
+    assert page.evaluate(style, ["outline", "color"]) == "rgb(206, 214, 221)"
+    assert page.evaluate(style, ["outline", "borderTopColor"]) == "rgb(206, 214, 221)"
+    context.close()
