@@ -22,9 +22,9 @@ from attnconv import conv_to_mhsa, kernel_shifts, off_target_mass_bound
 from .shared.plotly_style import (
     FIGURE_WIDTH,
     FONT_SIZE,
-    IMMEDIATE,
     fmt_number,
     fmt_small,
+    frame_slider,
     plotly_go,
     square_outline,
 )
@@ -250,26 +250,7 @@ def alpha_slider_figure(
         title={"text": _title(start), "font": {"size": FONT_SIZE}, "x": 0.01},
         margin={"l": 50, "r": 20, "t": 90, "b": 190},
         legend={"orientation": "h", "x": 0, "y": -0.6, "yanchor": "top"},
-        sliders=[
-            {
-                "active": initial,
-                "x": 0.0,
-                "len": 1.0,
-                "y": -0.2,
-                "yanchor": "top",
-                "pad": {"t": 0, "b": 0},
-                "currentvalue": {"prefix": "α = ", "font": {"size": FONT_SIZE}},
-                "font": {"size": 12},
-                "steps": [
-                    {
-                        "label": fmt_number(f.alpha),
-                        "method": "animate",
-                        "args": [[str(i)], IMMEDIATE],
-                    }
-                    for i, f in enumerate(frames)
-                ],
-            }
-        ],
+        sliders=[frame_slider([fmt_number(f.alpha) for f in frames], initial, "α = ")],
     )
     fig.update_annotations(font_size=FONT_SIZE)
     fig.update_xaxes(

@@ -14,7 +14,7 @@ from typing import Dict, List, Sequence, Tuple
 
 from ..experiments.paper_numbers import PAPER_MAX_EIGENVALUE_THRESHOLD
 from ..experiments.pruning import is_degenerate
-from .shared.plotly_style import FIGURE_WIDTH, FONT_SIZE, IMMEDIATE, plotly_go
+from .shared.plotly_style import FIGURE_WIDTH, FONT_SIZE, frame_slider, plotly_go
 from .shared.plotting import model_colour
 
 __all__ = [
@@ -186,27 +186,11 @@ def pruning_slider_figure(
         title={"text": _title(start), "font": {"size": FONT_SIZE}, "x": 0.01},
         margin={"l": 60, "r": 20, "t": 80, "b": 130},
         sliders=[
-            {
-                "active": initial,
-                "x": 0.0,
-                "len": 1.0,
-                "y": -0.2,
-                "yanchor": "top",
-                "pad": {"t": 0, "b": 0},
-                "currentvalue": {
-                    "prefix": "prune above condition number ",
-                    "font": {"size": FONT_SIZE},
-                },
-                "font": {"size": 12},
-                "steps": [
-                    {
-                        "label": _power(f.exponent),
-                        "method": "animate",
-                        "args": [[str(i)], IMMEDIATE],
-                    }
-                    for i, f in enumerate(frames)
-                ],
-            }
+            frame_slider(
+                [_power(f.exponent) for f in frames],
+                initial,
+                "prune above condition number ",
+            )
         ],
     )
     fig.update_annotations(font_size=FONT_SIZE)

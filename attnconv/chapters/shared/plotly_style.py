@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from html import escape as html_escape
-from typing import Optional
+from typing import Optional, Sequence
 
 import numpy as np
 
@@ -20,6 +20,7 @@ __all__ = [
     "FONT_SIZE",
     "HEAD_COLORS",
     "IMMEDIATE",
+    "frame_slider",
     "plotly_go",
     "rounded",
     "fmt_number",
@@ -53,6 +54,25 @@ IMMEDIATE = {
     "frame": {"duration": 0, "redraw": True},
     "transition": {"duration": 0},
 }
+
+
+def frame_slider(labels: Sequence[str], active: int, prefix: str) -> dict:
+    """The slider under a figure of frames ``"0"``, ``"1"``, …: one step per label, the current
+    step's label shown after ``prefix``; every step redraws at once (:data:`IMMEDIATE`)."""
+    return {
+        "active": active,
+        "x": 0.0,
+        "len": 1.0,
+        "y": -0.2,
+        "yanchor": "top",
+        "pad": {"t": 0, "b": 0},
+        "currentvalue": {"prefix": prefix, "font": {"size": FONT_SIZE}},
+        "font": {"size": 12},
+        "steps": [
+            {"label": label, "method": "animate", "args": [[str(i)], IMMEDIATE]}
+            for i, label in enumerate(labels)
+        ],
+    }
 
 
 def plotly_go():
