@@ -24,7 +24,8 @@ its own share and whatever the phases before it left unused, and the last one al
 ``--out`` gets at most 8 files, each under 16 MiB, no folders: ``summary.json`` (the phases:
 state, seconds, limit), ``gpu-smoke.json``, ``paper-epoch.json``, ``runs.tar.gz`` (the protocol's
 histories, configs and results: ``runs/confirm*``, ``runs/beyond3*``, ``results/confirm``,
-``results/beyond3``; the checkpoints of runs stopped part-way, so the CPU resumes them; then
+``results/beyond3``; the checkpoints of runs stopped part-way, so the CPU resumes them, and of
+runs a study not yet made reads, so the CPU makes it from the GPU's weights; then
 ``runs-2.tar.gz`` … should one pass 12 MiB) and
 ``window.log`` (the tail of every phase's output).
 A second call with the same ``--out`` skips the phases that finished. Scratch (logs, the smoke
@@ -92,7 +93,8 @@ ARCHIVED = (
     "results/beyond3/*",
 )
 #: The checkpoints of a protocol run the window stopped part-way (its ``history.json`` not
-#: ``complete``): about 1 MB each, so the CPU resumes it where the GPU stopped.
+#: ``complete``): about 1 MB each, so the CPU resumes it where the GPU stopped. (The weights of a
+#: complete run that an unmade study reads come back too: :func:`_study_inputs`.)
 UNFINISHED_CHECKPOINTS = (
     "runs/confirm*/**/checkpoint*.pt",
     "runs/beyond3*/**/checkpoint*.pt",
@@ -362,7 +364,7 @@ def _archive(book: Path, target: Path) -> None:
     ``target``, then ``runs-2.tar.gz`` … once one holds :data:`ARCHIVE_PART_BYTES` (at most
     :data:`ARCHIVE_PARTS`; what does not fit is left out and said so)."""
     files = {f for pattern in ARCHIVED for f in book.glob(pattern) if f.is_file()}
-    files |= set(_unfinished_checkpoints(book))
+    files |= set(_unfinished_checkpoints(book)) | set(_study_inputs(book))
     files = sorted(f for f in files if ".locks" not in f.parts)
     for old in target.parent.glob("runs*.tar.gz"):
         old.unlink()
@@ -391,6 +393,30 @@ def _unfinished_checkpoints(book: Path) -> List[Path]:
         history = _read_json(f.parent / "history.json")
         if history is not None and history.get("status") != "complete":
             found.append(f)
+    return found
+
+
+def _study_inputs(book: Path) -> List[Path]:
+    """The ``checkpoint.pt`` of each protocol run under ``book`` that a study not yet made reads
+    (a pruning study, a removal study): the weights are never committed, so without them the
+    CPU would train the run again to make the study, on another device."""
+    from .evidence import beyond as _b  # noqa: F401 (registers chapter 18's runs)
+    from .evidence import runs as _r  # noqa: F401 (registers the protocol's runs, studies)
+    from .experiments.registry import RUNS
+    from .experiments.studies import STUDIES, study_state
+
+    found = []
+    for study in STUDIES.values():
+        if not study.name.startswith(("confirm", "beyond3")):
+            continue
+        runs = [RUNS[n].path / "checkpoint.pt" for n in study.runs if n in RUNS]
+        runs = [
+            f
+            for f in runs
+            if f.is_file() and f.resolve().is_relative_to(book.resolve())
+        ]
+        if runs and study_state(study) != "present":
+            found += runs
     return found
 
 

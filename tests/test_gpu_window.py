@@ -158,6 +158,46 @@ def test_a_run_stopped_part_way_comes_back_with_its_checkpoint(tmp_path):
     ).read_bytes() == b"weights"
 
 
+def test_the_weights_an_unmade_study_reads_come_back(tmp_path, monkeypatch):
+    """A complete run whose study (a pruning study) is not made yet comes back with its
+    checkpoint; one whose study is made does not."""
+    from types import SimpleNamespace
+
+    from attnconv.experiments import registry, studies
+    from attnconv.experiments.store import MissingResultError
+
+    book, out = tmp_path / "book", tmp_path / "out"
+    runs = {}
+    for name in ("a", "b"):
+        run = book / "runs" / "confirm" / name
+        run.mkdir(parents=True)
+        (run / "history.json").write_text(json.dumps({"status": "complete"}))
+        (run / "checkpoint.pt").write_bytes(b"weights")
+        runs[f"confirm/{name}"] = SimpleNamespace(path=run)
+
+    def missing():
+        raise MissingResultError("not made")
+
+    monkeypatch.setattr(registry, "RUNS", runs)
+    monkeypatch.setattr(
+        studies,
+        "STUDIES",
+        {
+            "confirm/a/pruning": SimpleNamespace(
+                name="confirm/a/pruning", runs=("confirm/a",), read=missing
+            ),
+            "confirm/b/pruning": SimpleNamespace(
+                name="confirm/b/pruning", runs=("confirm/b",), read=lambda: {}
+            ),
+        },
+    )
+    out.mkdir()
+    gpu_window._archive(book, out / "runs.tar.gz")
+    written = gpu_window.unpack(out, tmp_path / "other")
+    assert "runs/confirm/a/checkpoint.pt" in written
+    assert "runs/confirm/b/checkpoint.pt" not in written
+
+
 def test_phases_runs_only_those_and_gives_them_the_budget(tmp_path):
     out, work, book = tmp_path / "out", tmp_path / "work", tmp_path / "book"
     args = ["--dry-run", "--budget", "200", "--workers", "2", "--out", str(out)]
