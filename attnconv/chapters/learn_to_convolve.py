@@ -82,7 +82,6 @@ def plot_convolve_run(
     ax.set_xlabel("column shift Δ₂"), ax.set_ylabel("row shift Δ₁")
     ax.set_title("head centres during training", fontsize=8.5)
     ax.legend(
-        fontsize=7,
         loc="upper left",
         bbox_to_anchor=(1.02, 1.0),
         frameon=False,

@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from ..core.encodings import kernel_shifts
+from .shared.plotting import COLUMN_INCHES
 
 __all__ = [
     "OUTPUT_NAMES",
@@ -91,7 +92,7 @@ def plot_heads_and_matrices(
 
     h_img, w_img = shape
     shifts = kernel_shifts(3).tolist()
-    fig, axes = plt.subplots(3, 6, figsize=(7.8, 4.6))
+    fig, axes = plt.subplots(3, 6, figsize=(COLUMN_INCHES, 4.2))
     vmax = float(matrices.abs().max())
     p = key_padding
     for h, (d1, d2) in enumerate(shifts):
@@ -143,8 +144,9 @@ def plot_outputs(
     """Top: the image (query in red) and, per output channel, the convolution's output; bottom:
     the attention layer's output on the same colour scale, and |MHSA − conv| over all channels."""
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import ScalarFormatter
 
-    fig, axes = plt.subplots(2, 4, figsize=(7.8, 4.1))
+    fig, axes = plt.subplots(2, 4, figsize=(COLUMN_INCHES, 3.7))
     axes[0, 0].imshow(image.permute(1, 2, 0).double().numpy())
     axes[0, 0].add_patch(
         plt.Rectangle(
@@ -168,7 +170,10 @@ def plot_outputs(
         diff, cmap="magma", vmin=0, vmax=max(float(np.max(diff)), 1e-30)
     )
     axes[1, 0].set_title("|MHSA − conv|", fontsize=9)
-    fig.colorbar(im, ax=axes[1, 0], fraction=0.046, format="%.0e")
+    # plain numbers and one ×10ⁿ above the bar: "%.0e" rounded two ticks to the same label
+    scalar = ScalarFormatter(useMathText=True)
+    scalar.set_powerlimits((-2, 2))
+    fig.colorbar(im, ax=axes[1, 0], fraction=0.046, format=scalar)
     for ax in axes.flat:
         ax.set_xticks([]), ax.set_yticks([])
     fig.tight_layout()
@@ -238,7 +243,9 @@ def plot_head_targets(probs, shape, queries, key_padding: int = 1, titles=None):
     p = key_padding
     n_heads = probs.shape[1]
     colours = plt.cm.tab10(np.arange(n_heads) % 10)
-    fig, axes = plt.subplots(1, len(queries), figsize=(3.2 * len(queries), 3.0))
+    fig, axes = plt.subplots(
+        1, len(queries), figsize=(min(3.2 * len(queries), COLUMN_INCHES), 3.0)
+    )
     for i, (ax, query) in enumerate(zip(np.atleast_1d(axes), queries)):
         maps = np.stack(
             [

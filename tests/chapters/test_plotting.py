@@ -67,7 +67,9 @@ def test_column_is_the_1280px_window_and_book_text_is_readable_in_it():
     assert MIN_TEXT_PX >= 11
     assert shown_text_px(8.5, dpi, COLUMN_INCHES * dpi) >= MIN_TEXT_PX
     assert shown_text_px(8.5, dpi, 7.8 * dpi) < MIN_TEXT_PX
-    assert shown_text_px(7, dpi, 300) < MIN_TEXT_PX  # 7-pt text is too small at any width
+    assert (
+        shown_text_px(7, dpi, 300) < MIN_TEXT_PX
+    )  # 7-pt text is too small at any width
 
 
 def test_figure_check_reads_the_retina_png_at_its_css_width(capsys):

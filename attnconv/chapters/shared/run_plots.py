@@ -466,8 +466,15 @@ def plot_accuracy_curves(
     percent = key.endswith("_acc")
     for label, run in runs.items():
         values = [100 * v for v in run.series(key)] if percent else run.series(key)
+        colour = label_colour(label)
+        # learned + content (olive) dashed: it is told from learned (green) by more than hue
+        dashed = colour == label_colour("learned_content")
         ax.plot(
-            range(1, len(values) + 1), values, label=label, color=label_colour(label)
+            range(1, len(values) + 1),
+            values,
+            label=label,
+            color=colour,
+            ls="--" if dashed else "-",
         )
     ax.set_xlabel("epoch")
     names = {
