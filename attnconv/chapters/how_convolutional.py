@@ -423,7 +423,7 @@ def plot_measures_dots(
     for ax, (key, title, ideal, fmt) in zip(axes, specs):
         values = [r[key] for r in rows] + [r[key] for r in before or ()]
         hi = max(max(values), ideal)
-        right = hi * (2.1 if before else 1.6)
+        right = hi * (2.7 if before else 1.8)  # room for the printed values
         for r in rows:
             at, c = y[(r["model"], r["layer"])], label_colour(r["model"])
             ax.plot(r[key], at, "o", color=c, ms=6, zorder=3)

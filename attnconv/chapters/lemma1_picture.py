@@ -144,7 +144,6 @@ def plot_outputs(
     """Top: the image (query in red) and, per output channel, the convolution's output; bottom:
     the attention layer's output on the same colour scale, and |MHSA − conv| over all channels."""
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import ScalarFormatter
 
     fig, axes = plt.subplots(2, 4, figsize=(COLUMN_INCHES, 3.7))
     axes[0, 0].imshow(image.permute(1, 2, 0).double().numpy())
@@ -166,14 +165,16 @@ def plot_outputs(
         )
         axes[1, c + 1].set_title(f"MHSA: {name}", fontsize=9)
     diff = (mhsa_out - conv_out).abs().amax(0).double().numpy()
+    top = max(float(np.max(diff)), 1e-30)
+    # the bar in units of 10ⁿ, named beside it: "%.0e" rounded two ticks to the same label,
+    # and a "×10ⁿ" offset above the bar ran into the panel's title
+    power = int(np.floor(np.log10(top)))
     im = axes[1, 0].imshow(
-        diff, cmap="magma", vmin=0, vmax=max(float(np.max(diff)), 1e-30)
+        diff / 10.0**power, cmap="magma", vmin=0, vmax=top / 10.0**power
     )
     axes[1, 0].set_title("|MHSA − conv|", fontsize=9)
-    # plain numbers and one ×10ⁿ above the bar: "%.0e" rounded two ticks to the same label
-    scalar = ScalarFormatter(useMathText=True)
-    scalar.set_powerlimits((-2, 2))
-    fig.colorbar(im, ax=axes[1, 0], fraction=0.046, format=scalar)
+    bar = fig.colorbar(im, ax=axes[1, 0], fraction=0.046)
+    bar.set_label(f"$\\times 10^{{{power}}}$", labelpad=2)
     for ax in axes.flat:
         ax.set_xticks([]), ax.set_yticks([])
     fig.tight_layout()
