@@ -196,7 +196,9 @@ def plot_accuracy_and_fit(rows: Sequence[Summary], starts: Sequence[str] = START
     95 % interval over seeds and test images) and final train accuracy (mean, seed range)."""
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(COLUMN_INCHES, 3.3), sharex=True)
+    fig, axes = plt.subplots(
+        1, 2, figsize=(COLUMN_INCHES, 3.6), sharex=True, layout="constrained"
+    )
     offsets = dict(zip(starts, np.linspace(-0.05, 0.05, len(starts))))
     for start in starts:
         mine = sorted((s for s in rows if s.start == start), key=lambda s: s.size)
@@ -216,9 +218,7 @@ def plot_accuracy_and_fit(rows: Sequence[Summary], starts: Sequence[str] = START
                 lw=1.3,
                 label=LABELS[start],
             )
-    for ax, title in zip(
-        axes, ("(a) test accuracy", "(b) train accuracy (fit of the training set)")
-    ):
+    for ax, title in zip(axes, ("(a) test accuracy", "(b) train accuracy (fit)")):
         ax.set_xscale("log")
         ax.set_xticks(SIZES)
         ax.set_xticklabels([f"{n:,}" for n in SIZES])
@@ -227,8 +227,10 @@ def plot_accuracy_and_fit(rows: Sequence[Summary], starts: Sequence[str] = START
         ax.set_title(title)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("final accuracy (%)")
-    axes[1].legend(frameon=False, fontsize=7.5, loc="upper right")
-    fig.tight_layout()
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(
+        handles, labels, frameon=False, ncol=3, loc="outside lower center"
+    )  # below the panels: the book's 8.5-pt legend would cover the curves
     return fig
 
 
@@ -276,7 +278,7 @@ def plot_training_curves(curves, size: int, starts: Sequence[str] = STARTS):
     ax.set_xlabel(f"optimizer step (batch 100; {epochs_for(size)} epochs of {size:,})")
     ax.set_ylabel("accuracy (%)")
     ax.grid(alpha=0.3)
-    ax.legend(frameon=False, fontsize=7.5, ncol=2, loc="upper left")
+    ax.legend(frameon=False, ncol=2, loc="upper left")
     fig.tight_layout()
     return fig
 
@@ -424,7 +426,7 @@ def plot_ablation(diffs: Mapping[Tuple[str, int], Tuple[float, float, float, int
         )
     ax.axvline(0, color="0.3", lw=0.8)
     ax.set_yticks(range(len(keys)))
-    ax.set_yticklabels([f"{LABELS[s]}, {n:,} images" for s, n in keys], fontsize=8)
+    ax.set_yticklabels([f"{LABELS[s]}, {n:,} images" for s, n in keys])
     ax.invert_yaxis()
     ax.set_xlabel("test accuracy minus the default start's (points; 95 % interval)")
     ax.grid(alpha=0.3, axis="x")

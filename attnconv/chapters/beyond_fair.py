@@ -109,19 +109,18 @@ def plot_fair(linear: Optional[Mapping] = None):
     """Figure: test accuracy of every arm at each size (mean, 95 % interval over seeds and test
     images), with the linear-on-pixels reference."""
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
 
     fig, axes = plt.subplots(
-        1, len(fair.SIZES), figsize=(COLUMN_INCHES, 3.0), sharey=True
-    )
-    refs = []
+        1, len(fair.SIZES), figsize=(COLUMN_INCHES, 3.4), sharey=True,
+        layout="constrained",
+    )  # fmt: skip
     for ax, size in zip(axes, fair.SIZES):
-        lows = [np.inf] * len(fair.ARMS)
         for i, arm in enumerate(fair.ARMS):
             s = fair.arm_summary(arm, size)
             if s is None:
                 continue
             t = s.test
-            lows[i] = 100 * t.lo
             ax.errorbar(
                 [i], [100 * t.estimate],
                 yerr=[[100 * (t.estimate - t.lo)], [100 * (t.hi - t.estimate)]],
@@ -130,23 +129,25 @@ def plot_fair(linear: Optional[Mapping] = None):
         if linear is not None:
             ref = 100 * linear["sizes"][str(size)]["test"]
             ax.axhline(ref, color="0.4", lw=1, ls="--")
-            refs.append((ax, ref, lows))
-        ax.set_xticks(range(len(fair.ARMS)))
-        ax.set_xticklabels([FAIR_LABELS[a].replace(", ", ",\n") for a in fair.ARMS],
-                           fontsize=6.5, rotation=30, ha="right")  # fmt: skip
+        ax.set_xticks(range(len(fair.ARMS)), [""] * len(fair.ARMS))
+        ax.set_xlim(-0.6, len(fair.ARMS) - 0.4)
         ax.set_title(f"{size:,} training images")
         ax.grid(axis="y", alpha=0.3)
     axes[0].set_ylabel("final test accuracy (%)")
-    fig.tight_layout()
-    if refs:
-        # the reference line named on the first panel, just above the line, on two lines that
-        # fit between two neighbouring arms (those whose intervals leave it the most room)
-        ax, ref, lows = refs[0]
-        gap = max(range(len(lows) - 1), key=lambda i: min(lows[i], lows[i + 1]))
-        ax.annotate(
-            "linear\non pixels", (gap + 0.5, ref), xytext=(0, 3), textcoords="offset points",
-            ha="center", va="bottom", fontsize=8, linespacing=1.0, color="0.3",
-        )  # fmt: skip
+    # the arms named once, by colour, in a legend under the panels (readable, not 6.5-pt ticks)
+    handles = [
+        Line2D(
+            [], [], color=model_colour(a), marker="o", ms=5, ls="", label=FAIR_LABELS[a]
+        )
+        for a in fair.ARMS
+    ]
+    if linear is not None:
+        # the reference line named in the legend: at the book's 8.5 pt its name no longer fits
+        # between two arms' intervals in the 672 px column
+        handles.append(
+            Line2D([], [], color="0.4", lw=1, ls="--", label="linear on pixels")
+        )
+    fig.legend(handles=handles, frameon=False, ncol=2, loc="outside lower center")
     return fig
 
 
@@ -192,7 +193,7 @@ def plot_fair_curves(size: int = 1000):
     ax.set_ylabel("accuracy (%)")
     ax.set_title(f"{size:,} training images: training (dashed), validation (solid)")
     ax.grid(alpha=0.3)
-    ax.legend(frameon=False, fontsize=7)
+    ax.legend(frameon=False)
     fig.tight_layout()
     return fig
 

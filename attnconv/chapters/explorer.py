@@ -22,6 +22,7 @@ import torch
 
 from .shared.gaussian_maps import draw_mass_contours
 from .shared.head_state import HeadState, head_state_kernel, head_state_probabilities
+from .shared.plotting import COLUMN_INCHES
 
 __all__ = [
     "draw_head_state",
@@ -83,10 +84,10 @@ def draw_head_state(ax_attention, ax_kernel, state: HeadState) -> None:
             ax.text(
                 j,
                 i,
-                f"{v:.2f}" if on_grid else "off grid",
+                f"{v:.2f}" if on_grid else ("off grid" if k <= 3 else "off\ngrid"),
                 ha="center",
                 va="center",
-                fontsize=(9 if on_grid else 8.5) if k <= 3 else (8.5 if on_grid else 7),
+                fontsize=9 if on_grid and k <= 3 else 8.5,
                 color="white" if v > 0.6 * top else ("black" if on_grid else "gray"),
             )
     ticks = list(range(k))
@@ -107,7 +108,7 @@ def head_state_figure(state: HeadState):
     fig, (a, b) = plt.subplots(
         1,
         2,
-        figsize=(7.6, 3.8),
+        figsize=(COLUMN_INCHES, 3.6),
         gridspec_kw={"width_ratios": [1.25, 1]},
         layout="constrained",
     )

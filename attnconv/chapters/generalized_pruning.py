@@ -378,7 +378,7 @@ def plot_pruning(study: dict, title: str = ""):
     curve = study["curve"]
     k = curve["k"]
     # 7.5 in and 9-pt text: at least 11 px on the page
-    fig, (a, b) = plt.subplots(1, 2, figsize=(7.5, 4.2))
+    fig, (a, b) = plt.subplots(1, 2, figsize=(COLUMN_INCHES, 4.0))
     a.plot(
         k,
         pct(curve["degenerate_first"]),

@@ -354,7 +354,7 @@ def plot_measures(
         top = {"mean_distance": None, "coverage": k2 + 0.5, "mean_mass": 1.05}[key]
         ax.set_ylim(bottom=0, top=top)
         ax.set_xlabel("layer")
-        ax.set_title(label.replace(" (", "\n("), fontsize=8)
+        ax.set_title(label.replace(" (", "\n("), fontsize=8.5)
         ax.grid(alpha=0.3)
         layers = sorted({r["layer"] + 1 for r in rows})
         ax.set_xticks(layers)
@@ -370,9 +370,8 @@ def plot_measures(
     fig.legend(
         handles,
         labels,
-        fontsize=7.5,
         loc="outside lower center",
-        ncol=min(4, len(labels)),
+        ncol=min(3, len(labels)),
         frameon=False,
     )
     if title:
@@ -417,14 +416,14 @@ def plot_measures_dots(
     fig, axes = plt.subplots(
         1,
         3,
-        figsize=(7.5, 0.28 * len(labels) + 1.5),
+        figsize=(COLUMN_INCHES, 0.28 * len(labels) + 1.5),
         sharey=True,
         layout="constrained",
     )
     for ax, (key, title, ideal, fmt) in zip(axes, specs):
         values = [r[key] for r in rows] + [r[key] for r in before or ()]
         hi = max(max(values), ideal)
-        right = hi * (2.1 if before else 1.6)
+        right = hi * (2.7 if before else 1.8)  # room for the printed values
         for r in rows:
             at, c = y[(r["model"], r["layer"])], label_colour(r["model"])
             ax.plot(r[key], at, "o", color=c, ms=6, zorder=3)
@@ -441,7 +440,7 @@ def plot_measures_dots(
                 text = f"{fmt.format(init[key])} → {text}"
             ax.text(right, at, text, ha="right", va="center", fontsize=9)
         ax.axvline(ideal, color="gray", ls=":", lw=1.2)
-        ax.set_xlim(0, right)
+        ax.set_xlim(0, right * 1.06)  # the printed values clear the frame
         ax.set_xticks([t for t in ax.get_xticks() if 0 <= t <= hi])
         ax.set_title(title, fontsize=9.5)
         ax.grid(axis="x", alpha=0.3)

@@ -52,7 +52,8 @@ def plot_convolve_run(
     n = traj.shape[1]
     cmap = plt.cm.tab10 if n <= 10 else plt.cm.tab20
     colors = [cmap(h % cmap.N) for h in range(n)]
-    fig = plt.figure(figsize=(COLUMN_INCHES, 6.4), layout="constrained")
+    # the heads' legend, right of the top panel, overhangs the figure by about 0.25 in
+    fig = plt.figure(figsize=(COLUMN_INCHES - 0.25, 6.4), layout="constrained")
     top, bottom = fig.subfigures(2, 1, height_ratios=[1.25, 1])
     axes = [top.subplots(1, 1)] + list(bottom.subplots(1, 2))
     ax = axes[0]
@@ -82,7 +83,6 @@ def plot_convolve_run(
     ax.set_xlabel("column shift Δ₂"), ax.set_ylabel("row shift Δ₁")
     ax.set_title("head centres during training", fontsize=8.5)
     ax.legend(
-        fontsize=7,
         loc="upper left",
         bbox_to_anchor=(1.02, 1.0),
         frameon=False,

@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from ..core.encodings import kernel_shifts
+from .shared.plotting import COLUMN_INCHES
 
 __all__ = [
     "OUTPUT_NAMES",
@@ -91,7 +92,7 @@ def plot_heads_and_matrices(
 
     h_img, w_img = shape
     shifts = kernel_shifts(3).tolist()
-    fig, axes = plt.subplots(3, 6, figsize=(7.8, 4.6))
+    fig, axes = plt.subplots(3, 6, figsize=(COLUMN_INCHES, 4.2))
     vmax = float(matrices.abs().max())
     p = key_padding
     for h, (d1, d2) in enumerate(shifts):
@@ -144,7 +145,7 @@ def plot_outputs(
     the attention layer's output on the same colour scale, and |MHSA − conv| over all channels."""
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(2, 4, figsize=(7.8, 4.1))
+    fig, axes = plt.subplots(2, 4, figsize=(COLUMN_INCHES, 3.7))
     axes[0, 0].imshow(image.permute(1, 2, 0).double().numpy())
     axes[0, 0].add_patch(
         plt.Rectangle(
@@ -164,11 +165,16 @@ def plot_outputs(
         )
         axes[1, c + 1].set_title(f"MHSA: {name}", fontsize=9)
     diff = (mhsa_out - conv_out).abs().amax(0).double().numpy()
+    top = max(float(np.max(diff)), 1e-30)
+    # the bar in units of 10ⁿ, named beside it: "%.0e" rounded two ticks to the same label,
+    # and a "×10ⁿ" offset above the bar ran into the panel's title
+    power = int(np.floor(np.log10(top)))
     im = axes[1, 0].imshow(
-        diff, cmap="magma", vmin=0, vmax=max(float(np.max(diff)), 1e-30)
+        diff / 10.0**power, cmap="magma", vmin=0, vmax=top / 10.0**power
     )
     axes[1, 0].set_title("|MHSA − conv|", fontsize=9)
-    fig.colorbar(im, ax=axes[1, 0], fraction=0.046, format="%.0e")
+    bar = fig.colorbar(im, ax=axes[1, 0], fraction=0.046)
+    bar.set_label(f"$\\times 10^{{{power}}}$", labelpad=2)
     for ax in axes.flat:
         ax.set_xticks([]), ax.set_yticks([])
     fig.tight_layout()
@@ -238,7 +244,9 @@ def plot_head_targets(probs, shape, queries, key_padding: int = 1, titles=None):
     p = key_padding
     n_heads = probs.shape[1]
     colours = plt.cm.tab10(np.arange(n_heads) % 10)
-    fig, axes = plt.subplots(1, len(queries), figsize=(3.2 * len(queries), 3.0))
+    fig, axes = plt.subplots(
+        1, len(queries), figsize=(min(3.2 * len(queries), COLUMN_INCHES), 3.0)
+    )
     for i, (ax, query) in enumerate(zip(np.atleast_1d(axes), queries)):
         maps = np.stack(
             [

@@ -28,6 +28,7 @@ from typing import Optional, Sequence, Tuple
 import torch
 
 from ..core.encodings import QuadraticEncoding
+from .shared.plotting import COLUMN_INCHES
 
 __all__ = [
     "window_shifts",
@@ -304,7 +305,7 @@ def plot_linear_against_quadratic(
             f"linear, $\\mathbf{{v}}$ = {scale:g}·({direction})\n(one-hot on the corner)",
         ),
     ]
-    fig, axes = plt.subplots(1, 4, figsize=(7.8, 2.9))
+    fig, axes = plt.subplots(1, 4, figsize=(COLUMN_INCHES, 2.7))
     for ax, (p, title) in zip(axes, panels):
         ax.imshow(p.view(side, side).numpy(), cmap="Blues", vmin=0, vmax=1)
         ax.set_title(title, fontsize=8.5)

@@ -31,6 +31,7 @@ from ..core.conv import check_supported_conv, conv1d_to_mhsa, conv_to_mhsa
 from ..core.encodings import HardShiftEncoding, QuadraticEncoding
 from ..core.grid import relative_shifts
 from ..core.metrics import max_relative_error, relative_frobenius_error
+from .shared.plotting import COLUMN_INCHES
 
 __all__ = [
     "ConvCase",
@@ -507,7 +508,6 @@ def plot_off_target_mass(
     ax.set_xlabel("α")
     ax.set_ylabel("off-target attention mass")
     ax.legend(
-        fontsize=7.5,
         loc="upper center",
         bbox_to_anchor=(0.5, -0.18),
         ncol=2,
@@ -531,7 +531,7 @@ def plot_alpha_sweep(
     :func:`smallest_exact_alpha`); ``advice`` is the talk slides' α for float32."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7.8, 4.4), layout="constrained")
+    fig, ax = plt.subplots(figsize=(COLUMN_INCHES, 4.2), layout="constrained")
     for dt, c in _DTYPE_COLOURS:
         name, bound = str(dt)[6:], one_hot_alpha(dt)
         ax.semilogy(

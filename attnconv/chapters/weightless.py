@@ -31,6 +31,8 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 
 import torch
 
+from .shared.plotting import COLUMN_INCHES
+
 __all__ = [
     "WeightlessAttention",
     "weightless_attention",
@@ -238,7 +240,7 @@ def plot_violation_rates(rates: Dict[str, Dict[str, float]], ax=None):
     settings = list(rates)
     claims = list(next(iter(rates.values())))
     if ax is None:
-        _, ax = plt.subplots(figsize=(7, 3))
+        _, ax = plt.subplots(figsize=(COLUMN_INCHES, 3))
     width = 0.8 / len(claims)
     pos = np.arange(len(settings))
     for c, claim in enumerate(claims):

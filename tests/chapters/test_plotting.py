@@ -50,6 +50,58 @@ def test_shown_size_shrinks_with_wide_figures():
     assert shown_text_px(7, 100, 2 * COLUMN_PX) == pytest.approx(7 * 100 / 72 / 2)
 
 
+def test_column_is_the_1280px_window_and_book_text_is_readable_in_it():
+    """The column is the figure width shown at a 1280 px window (688 px column less 8 px padding
+    each side); the book's smallest text (8.5 pt) in a figure of the column's width is at least
+    MIN_TEXT_PX there, and the same text in the old 7.8-in figures was not."""
+    from attnconv.chapters.shared.plotting import (
+        BOOK_STYLE,
+        COLUMN_INCHES,
+        MIN_TEXT_PX,
+    )
+
+    assert COLUMN_PX == 688 - 2 * 8
+    dpi = BOOK_STYLE["figure.dpi"]
+    assert COLUMN_INCHES * dpi <= COLUMN_PX
+    assert BOOK_STYLE["figure.figsize"][0] == COLUMN_INCHES
+    assert MIN_TEXT_PX >= 11
+    assert shown_text_px(8.5, dpi, COLUMN_INCHES * dpi) >= MIN_TEXT_PX
+    assert shown_text_px(8.5, dpi, 7.8 * dpi) < MIN_TEXT_PX
+    assert (
+        shown_text_px(7, dpi, 300) < MIN_TEXT_PX
+    )  # 7-pt text is too small at any width
+
+
+def test_figure_check_reads_the_retina_png_at_its_css_width(capsys):
+    """In a notebook the figures are retina PNGs (twice the pixels, the CSS width in the
+    metadata); the check measures text at that CSS width and reports small text on stderr."""
+    pytest.importorskip("matplotlib_inline")
+    from IPython.core.interactiveshell import InteractiveShell
+    from matplotlib.figure import Figure
+
+    from attnconv.chapters.shared import plotting
+
+    ip = InteractiveShell.instance()
+    try:
+        from matplotlib_inline.backend_inline import set_matplotlib_formats
+
+        set_matplotlib_formats("retina")
+        plotting.install_figure_check()
+        formatter = ip.display_formatter.formatters["image/png"]
+        for width, size, small in ((6.5, 8.5, False), (9.0, 8.5, True), (5, 7, True)):
+            fig = Figure(figsize=(width, 2), dpi=100)
+            ax = fig.add_subplot()
+            ax.plot([0, 1], [0, 1])
+            ax.set_title("title", fontsize=size)
+            ax.tick_params(labelsize=size)
+            data, meta = formatter(fig)
+            assert plotting._png_width(data) == pytest.approx(2 * meta["width"], abs=1)
+            err = capsys.readouterr().err
+            assert ("figure text" in err) == small, (width, size, err)
+    finally:
+        InteractiveShell.clear_instance()
+
+
 def test_one_colour_per_model_across_the_book():
     from attnconv.chapters.shared.plotting import MODEL_COLOURS, model_colour
     from attnconv.experiments.models import MODEL_NAMES

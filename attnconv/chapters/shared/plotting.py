@@ -26,16 +26,18 @@ __all__ = [
     "plot_error_map",
 ]
 
-#: Width of the book's text column in inches at matplotlib's 100 dpi: the rendered column is about
-#: 784 px wide (tests/browser/check_book.py measures it), so a figure up to this wide is shown at
-#: its own size and its 8.5-pt text is 11.8 px on the page.
-COLUMN_INCHES = 7.8
-#: The rendered column in CSS px, and the smallest figure text we accept there.
-COLUMN_PX = 784
-MIN_TEXT_PX = 9.0
+#: Width of the book's text column in inches at the figures' 100 dpi. The binding page is a
+#: 1280 px browser window: there the text column is 688 px wide and a figure output sits in it
+#: with 8 px padding, so a static figure is shown at most 672 px wide (wider pages give more).
+#: A figure up to this wide is shown at its own size and its 8.5-pt text is 11.8 px on the page.
+COLUMN_INCHES = 6.7
+#: The widest a figure is shown, in CSS px (at a 1280 px window), and the smallest figure text we
+#: accept there: a figure wider than the column is scaled down, and its text with it.
+COLUMN_PX = 672
+MIN_TEXT_PX = 11.0
 
 #: The book's font sizes (points): nothing smaller than 8.5 pt, which at 100 dpi is 11.8 px when a
-#: figure is no wider than the column.
+#: figure is no wider than the column (and at least 11 px for a figure up to 7.2 in wide).
 BOOK_STYLE = {
     "figure.dpi": 100,
     "font.size": 9,
@@ -168,8 +170,13 @@ def figure_text_sizes(fig, render) -> Tuple[list, object]:
 
 
 def shown_text_px(points: float, fig_dpi: float, width_px: float) -> float:
-    """Rendered size in CSS px of ``points`` text in a figure ``width_px`` wide at ``fig_dpi``: the
-    page shrinks a figure wider than :data:`COLUMN_PX` to the column."""
+    """Rendered size in CSS px of ``points`` text in a figure ``width_px`` CSS px wide at
+    ``fig_dpi``: the page shrinks a figure wider than :data:`COLUMN_PX` to the column.
+
+    ``width_px`` is the width the page gives the image: for the book's retina PNGs (drawn at
+    ``2 * fig_dpi``) the ``width`` of the output's metadata, half the PNG's pixel width, which the
+    book writes as the image's CSS width; one point is then ``fig_dpi / 72`` CSS px before the
+    shrinking."""
     return points * fig_dpi / 72.0 * min(1.0, COLUMN_PX / width_px)
 
 
@@ -211,6 +218,8 @@ def install_figure_check() -> None:
         if out is None or not drawn:
             return out
         data, meta = out if isinstance(out, tuple) else (out, {})
+        # retina PNGs (drawn at 2 * fig.dpi) carry their CSS width in the metadata, half their
+        # pixels; a plain PNG is drawn at fig.dpi and shown at its pixel width
         width = float(meta.get("width") or _png_width(data))
         pt, text = min(drawn)
         px = shown_text_px(pt, fig.dpi, width)

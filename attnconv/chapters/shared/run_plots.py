@@ -355,7 +355,7 @@ def plot_head_grid(
     query: Optional[Sequence[int]] = None,
     masses: Sequence[float] = (0.5, 0.9),
     epoch: int = -1,
-    width: float = 7.5,
+    width: float = COLUMN_INCHES,
     marked: Optional[Mapping[int, Sequence[int]]] = None,
     marked_label: str = "degenerate",
 ):
@@ -445,7 +445,8 @@ def plot_head_grid(
     fig.legend(
         handles=handles,
         loc="outside lower center",
-        ncol=len(handles),
+        # at most three a row: one row of five was wider than the column
+        ncol=len(handles) if len(handles) <= 3 else math.ceil(len(handles) / 2),
         fontsize=9,
         frameon=False,
         title=f"{model}, {h}×{w} tokens",
@@ -466,8 +467,15 @@ def plot_accuracy_curves(
     percent = key.endswith("_acc")
     for label, run in runs.items():
         values = [100 * v for v in run.series(key)] if percent else run.series(key)
+        colour = label_colour(label)
+        # learned + content (olive) dashed: it is told from learned (green) by more than hue
+        dashed = colour == label_colour("learned_content")
         ax.plot(
-            range(1, len(values) + 1), values, label=label, color=label_colour(label)
+            range(1, len(values) + 1),
+            values,
+            label=label,
+            color=colour,
+            ls="--" if dashed else "-",
         )
     ax.set_xlabel("epoch")
     names = {
