@@ -380,7 +380,8 @@ def test_plot_score_terms_rows():
     second_row = (boxes[3].x0 + boxes[4].x1) / 2
     assert abs(first_row - second_row) < 0.03
     panel_inches = boxes[0].width * fig.get_figwidth()
-    assert panel_inches > 1.6  # heat map without its colour bar
+    # each heat map (without its colour bar) at least a fifth of the column wide
+    assert panel_inches > COLUMN_INCHES / 5
     plt.close(fig)
     with matplotlib.rc_context(BOOK_STYLE):  # the book's fonts leave room for 5 bars
         one_row = plot_score_terms(terms, (4, 4), (1, 1), per_row=5)
