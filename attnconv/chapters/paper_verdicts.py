@@ -276,16 +276,14 @@ def claims_table(
     """Ch. 17's summary: one row per claim of the registry (in its order) with its kind, margin
     (or threshold), interval at the claim's setting and verdict, as a Markdown table; ``badge``:
     the verdict as a coloured badge (:func:`verdict_badge`). ``fresh`` adds the verdict on the
-    fresh seeds (:func:`fresh_badge`) as a last column, and a row for each claim of the frozen
-    protocol that the registry lacks (no exploratory verdict), so that the column shows every
-    verdict the protocol gives."""
+    fresh seeds (:func:`fresh_badge`) as a last column (the kind column left out, to fit the
+    column at 1280 px), and a row for each claim of the frozen protocol that the registry lacks
+    (no exploratory verdict), so that the column shows every verdict the protocol gives."""
     by_key = {c.key: c for c in claims}
-    head = "| claim (arXiv v1) | kind | margin | interval at the setting | "
+    head = "| claim (arXiv v1) | " + ("" if fresh else "kind | ")
+    head += "margin | interval at the setting | "
     head += "exploratory | fresh seeds |" if fresh else "verdict |"
-    lines = [
-        head,
-        "| :--- | :--- | :--- | :--- | :--- |" + (" :--- |" if fresh else ""),
-    ]
+    lines = [head, "| :--- | :--- | :--- | :--- | :--- |"]
     for key, r in CLAIMS.items():
         c = by_key.get(key)
         if c is None:
@@ -297,7 +295,8 @@ def claims_table(
             else f"threshold {_number(r.threshold)}"
         )
         shown = verdict_badge(c.verdict) if badge else f"*{c.verdict}*"
-        cells = (title, r.kind, margin, c.interval or "—", shown)
+        cells = (title,) + (() if fresh else (r.kind,))
+        cells += (margin, c.interval or "—", shown)
         if fresh:
             cells += (fresh_badge(key),)
         if badge:  # a range of layers ("5-6") stays on one line in a narrow column
@@ -309,7 +308,7 @@ def claims_table(
                 continue
             r = FROZEN_CLAIMS[key]
             title = f"{r.source.split(' (')[0]}: {r.prop} (frozen protocol only)"
-            cells = (keep_words(title), "—", "—", "—", "—", fresh_badge(key))
+            cells = (keep_words(title), "—", "—", "—", fresh_badge(key))
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
