@@ -81,6 +81,9 @@ __all__ = [
     "split_evidence",
     "claims_overview",
     "check_fresh_bullet",
+    "fresh_map_cell",
+    "MAP_ROWS",
+    "paper_map_text",
     "claim_dropdowns",
     "confounds_note",
     "verdict_counts",
@@ -359,6 +362,65 @@ def fresh_badge(key: str) -> str:
     if got.verdict == PENDING:
         return category_badge("pending")
     return verdict_badge(got.verdict) + (" (interim)" if got.interim else "")
+
+
+def fresh_map_cell(claims: Sequence[Tuple[str, str]]) -> str:
+    """A paper-map row's lead: for each ``(label, key)`` the claim's badge on the fresh seeds
+    (:func:`fresh_badge`) and the number the verdict rests on (the share of seeds, or the
+    paired difference with its 95 % interval), the label before it."""
+    got = fresh_verdicts()
+    parts = []
+    for label, key in claims:
+        judged = got[key].verdict != PENDING
+        number = got[key].detail.split(" (")[0] if judged else ""
+        number = re.sub(r"(?<![\w.])-(?=\d)", "\u2212", number)  # a minus sign
+        parts.append(" ".join(w for w in (label, fresh_badge(key), number) if w))
+    return "; ".join(parts)
+
+
+#: The paper map's claim rows (words found in the row) → the frozen protocol's claims it
+#: states, each with the label its number needs.
+MAP_ROWS: Dict[str, Tuple[Tuple[str, str], ...]] = {
+    "forming a grid around the query pixel": (("", "grid_layer4"),),
+    "tend to focus on local patterns": (("", "local_then_far"),),
+    "attention heads do not overlap": (("", "no_overlap"),),
+    "appear more frequently in the first few layers": (("", "localized_first"),),
+    "learn to attend to individual pixels": (("", "learned_pixels"),),
+    "particularly prominent for layers four to six": (("", "high_layers_deviate"),),
+    "vertical symmetry is much more rare": (("", "vertical_rare"),),
+    "seem to be redundant": (("", "redundant"),),
+    "similar or better empirical performance": (("", "similar_or_better"),),
+    "faster to converge": (("epochs sooner:", "resnet_faster"),),
+    "close to that of ResNet18": (("", "close_to_resnet"),),
+    "do not obtain any performance improvement": (("", "no_gain"),),
+    "matched the conditions of the lemma": (("", "learned_matched_lemma"),),
+    "non-isotropic attention probability patterns": (
+        ("non-isotropic:", "non_isotropic"),
+        ("especially in high layers:", "non_isotropic_high"),
+    ),
+    "Pruning degenerated heads": (
+        ("heads to prune:", "pruning_finds_heads"),
+        ("hurts:", "pruning_hurts"),
+        ("recovers:", "pruning_recovers"),
+    ),
+}
+#: Between a paper-map row's fresh-seed lead and its exploratory status.
+MAP_JOIN = " · exploratory: "
+
+
+def paper_map_text(text: str) -> str:
+    """The paper map ``text`` with each claim row's status led by :func:`fresh_map_cell` (an
+    earlier lead replaced): what ``book/paper_map.md`` holds (a test compares)."""
+    out = []
+    for line in text.splitlines(keepends=True):
+        words = [w for w in MAP_ROWS if line.startswith("|") and w in line]
+        if words:
+            body, _, status = line.rstrip().rstrip("|").rstrip().rpartition(" | ")
+            old = status.split(MAP_JOIN, 1)[-1]
+            lead = fresh_map_cell(MAP_ROWS[words[0]])
+            line = f"{body} | {lead}{MAP_JOIN}{old} |\n"
+        out.append(line)
+    return "".join(out)
 
 
 def fresh_counts(keys: Sequence[str]) -> Dict[str, int]:

@@ -27,7 +27,14 @@ from ..experiments.verdicts import (
 )
 from . import measures as M
 from .protocol import CLAIMS, CONFIRMATORY_SEEDS, INTERIM_SEEDS, ProtocolClaim
-from .rule import COMPARISON_ALPHA, SHARE_ALPHA, holm, one_sided_p, share_verdict
+from .rule import (
+    COMPARISON_ALPHA,
+    SHARE_ALPHA,
+    holm,
+    one_sided_p,
+    share_interval,
+    share_verdict,
+)
 from .runs import confirm_run_name
 
 __all__ = [
@@ -38,6 +45,7 @@ __all__ = [
     "tally",
     "tally_sentence",
     "interim_words",
+    "one_sided_bounds",
 ]
 
 #: The state of a claim whose arms do not have their seeds yet (not a verdict).
@@ -106,10 +114,19 @@ def _share(claim: ProtocolClaim, runs, threshold=None, alt=False, arm_runs_=None
     return share_verdict(shown, len(runs), chance), null
 
 
+def one_sided_bounds(k: int, n: int) -> Tuple[float, float]:
+    """The share's exact one-sided 95 % bounds (the ends of the two-sided 90 % Clopper–Pearson
+    interval; printed beside a share verdict): the share rule's test against ½ rejects exactly
+    where the lower bound passes ½ (reproduced) or the upper bound falls below it (not
+    reproduced)."""
+    return share_interval(k, n, level=1 - 2 * SHARE_ALPHA)
+
+
 def _share_words(sv, null: str) -> str:
-    lo, hi = sv.interval
+    lo, hi = one_sided_bounds(sv.shown, sv.seeds)
     return (
-        f"{sv.shown} of {sv.seeds} seeds (95 % CI of the share {lo:.2f}-{hi:.2f}); "
+        f"{sv.shown} of {sv.seeds} seeds (share {lo:.2f}-{hi:.2f}, each end a one-sided "
+        f"95 % bound); "
         f"null ({null}): {sv.chance:.2f}; one-sided p = {sv.p_above:.3g} against "
         f"{sv.bar:.2f}"
     )

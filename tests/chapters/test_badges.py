@@ -103,6 +103,28 @@ def test_a_box_reads_its_fresh_seeds_bullet_apart(tmp_path):
     assert sum(pv.fresh_counts(keys).values()) == 3
 
 
+def test_a_box_headline_on_fresh_seeds_is_read_with_the_fresh_badges(tmp_path):
+    """A headline that says "On fresh seeds" gives the fresh badges; the exploratory bullet's
+    badges stay exploratory."""
+    import json
+
+    from attnconv.chapters.shared.badges import stated_verdicts
+
+    box = (
+        "```{admonition} In short\n:class: tip result-box\n"
+        "{bdg-success}`2 reproduced` {bdg-warning}`1 not reproduced`\n"
+        "**On fresh seeds, the headline.**\n\n- **The paper says.** x\n"
+        "- {bdg-dark-line}`exploratory` {bdg-muted}`3 inconclusive` before the freeze\n```"
+    )
+    nb = tmp_path / "x.ipynb"
+    nb.write_text(json.dumps({"cells": [{"cell_type": "markdown", "source": box}]}))
+    assert stated_verdicts(nb, fresh=True) == {
+        "reproduced at CPU scale": 2,
+        "not reproduced at CPU scale": 1,
+    }
+    assert stated_verdicts(nb) == {"inconclusive": 3}
+
+
 def test_keep_words_keeps_ranges_and_hyphenated_words_whole_but_not_labels():
     from attnconv.chapters.shared.tables import keep_words
 

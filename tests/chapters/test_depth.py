@@ -353,32 +353,33 @@ def test_removal_accuracies_match_pruning_by_hand(tmp_path):
 
 
 PAPER_MAP = Path(__file__).resolve().parents[2] / "book" / "paper_map.md"
-#: claim key → words of its paper-map row (the row's status must open with the rule's verdict)
-MAP_ROWS = {
-    "grid_layer4": "forming a grid around the query pixel",
-    "local_then_far": "tend to focus on local patterns",
-    "no_overlap": "attention heads do not overlap",
-    "localized_first": "appear more frequently in the first few layers",
-    "learned_pixels": "learn to attend to individual pixels",
-    "vertical_rare": "vertical symmetry is much more rare",
-    "redundant": "seem to be redundant",
-    "similar_or_better": "similar or better empirical performance",
-    "resnet_faster": "faster to converge",
-    "close_to_resnet": "close to that of ResNet18",
-    "no_gain": "do not obtain any performance improvement",
-    "learned_matched_lemma": "matched the conditions of the lemma",
-}
 
 
 def test_paper_map_names_the_rules_verdicts():
+    """Each claim row of the paper map opens with the frozen protocol's verdicts on the fresh
+    seeds (:func:`pv.paper_map_text` would write nothing new), then the exploratory rule's."""
+    text = PAPER_MAP.read_text()
+    assert pv.paper_map_text(text) == text
     claims = pv.book_claims()
     verdicts = {c.key: c.verdict for g in pv.GROUPS for c in claims.get(g, [])}
-    rows = PAPER_MAP.read_text().splitlines()
-    for key, words in MAP_ROWS.items():
+    rows = text.splitlines()
+    judged = set()
+    for words, keys in pv.MAP_ROWS.items():
         row = [r for r in rows if words in r and r.startswith("|")]
-        assert len(row) == 1, key
+        assert len(row) == 1, words
         status = row[0].strip().strip("|").split(" | ")[-1].strip()
-        assert status.startswith(verdicts[key]), (key, status[:60])
+        for label, key in keys:
+            badge = pv.fresh_badge(key)
+            assert badge.startswith("{bdg-") and f"{label} {badge}".strip() in status, (
+                key
+            )
+            judged.add(key)
+        explored = status.split(pv.MAP_JOIN, 1)[1]
+        key = keys[0][1]
+        if len(keys) == 1 and key in verdicts:
+            assert explored.startswith(verdicts[key]), (key, explored[:60])
+    # every claim the protocol judges has its row
+    assert judged == set(pv.fresh_verdicts())
 
 
 def test_intro_tally_counts_the_rules_verdicts():

@@ -6,6 +6,7 @@ import itertools
 import pytest
 
 from attnconv.evidence import rule
+from attnconv.evidence.judge import one_sided_bounds
 from attnconv.experiments.verdicts import (
     INCONCLUSIVE,
     NOT_REPRODUCED,
@@ -49,6 +50,18 @@ def test_share_interval_is_clopper_pearson():
     assert rule.share_interval(0, 5)[0] == 0.0 and rule.share_interval(5, 5)[1] == 1.0
     with pytest.raises(ValueError, match="0 <= k <= n"):
         rule.share_interval(6, 5)
+
+
+def test_one_sided_bounds_decide_exactly_as_the_share_rule():
+    # the bounds the book prints beside a share verdict say what the binomial test decides
+    for n in range(1, 13):
+        for k in range(n + 1):
+            lo, hi = one_sided_bounds(k, n)
+            sv = rule.share_verdict(k, n)
+            assert (lo > 0.5) == (sv.verdict == REPRODUCED), (k, n, lo)
+            assert (hi < 0.5) == (sv.verdict == NOT_REPRODUCED), (k, n, hi)
+    lo, _ = one_sided_bounds(7, 8)
+    assert rule.binomial_upper_tail(7, 8, lo) == pytest.approx(0.05, abs=1e-9)
 
 
 def test_holm_against_its_definition():

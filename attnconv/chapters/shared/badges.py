@@ -100,14 +100,25 @@ _BADGE = re.compile(r"\{(bdg-[a-z-]+)\}`(?:(\d+) )?([^`]+)`")
 #: The bullet of an "In short" box that gives the verdicts on the fresh seeds (the frozen
 #: protocol's): its badges are read by ``stated_verdicts(nb, fresh=True)`` only.
 FRESH_BULLET = "- **On fresh seeds**"
+#: A box's headline (the text before its first bullet) that holds these words gives the
+#: verdicts on the fresh seeds: its badges are read with the fresh-seeds bullet's.
+FRESH_HEADLINE = "**On fresh seeds"
 
 
 def _box_part(box: str, fresh: bool) -> str:
-    """The lines of ``box`` in its fresh-seeds bullet (``fresh``) or outside it."""
-    keep, inside = [], False
-    for line in box.splitlines():
+    """The lines of ``box`` in its fresh-seeds bullet or fresh-seeds headline (``fresh``), or
+    outside them."""
+    lines = box.splitlines()
+    first = next(
+        (i for i, line in enumerate(lines) if line.startswith("- ")), len(lines)
+    )
+    head = FRESH_HEADLINE in "\n".join(lines[:first])
+    keep, inside = [], head
+    for i, line in enumerate(lines):
         if line.startswith("- "):
             inside = line.startswith(FRESH_BULLET)
+        elif i < first:
+            inside = head and not line.startswith("```") and not line.startswith(":")
         if inside == fresh:
             keep.append(line)
     return "\n".join(keep)
