@@ -20,11 +20,9 @@ import torch
 from attnconv import conv_to_mhsa, kernel_shifts, off_target_mass_bound
 
 from .shared.plotly_style import (
-    FIGURE_WIDTH,
-    FONT_SIZE,
+    add_slider_frames,
     fmt_number,
     fmt_small,
-    frame_slider,
     plotly_go,
     square_outline,
 )
@@ -233,26 +231,18 @@ def alpha_slider_figure(
         1,
         1,
     )
-    fig.frames = [
-        go.Frame(
-            name=str(i),
-            data=_dynamic(f),
-            traces=[0, 1],
-            layout={"title": {"text": _title(f)}},
-        )
-        for i, f in enumerate(frames)
-    ]
-    fig.update_layout(
-        width=FIGURE_WIDTH,
+    add_slider_frames(
+        fig,
+        frames,
+        _dynamic,
+        _title,
+        [fmt_number(f.alpha) for f in frames],
+        initial,
+        "α = ",
         height=510,
-        font={"size": FONT_SIZE},
-        template="plotly_white",
-        title={"text": _title(start), "font": {"size": FONT_SIZE}, "x": 0.01},
         margin={"l": 50, "r": 20, "t": 90, "b": 190},
         legend={"orientation": "h", "x": 0, "y": -0.6, "yanchor": "top"},
-        sliders=[frame_slider([fmt_number(f.alpha) for f in frames], initial, "α = ")],
     )
-    fig.update_annotations(font_size=FONT_SIZE)
     fig.update_xaxes(
         range=[-0.5, w - 0.5], constrain="domain", showgrid=False, row=1, col=1
     )

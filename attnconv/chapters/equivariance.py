@@ -10,7 +10,8 @@
   except near the border, where keys leave and enter the image. :func:`shift_image`,
   :func:`translation_error_map`, :func:`border_distance` and :func:`region_error_stats` locate
   where the equivariance holds; :func:`local_learned_encoding` builds a learned relative encoding
-  that decays with distance, as trained ones do.
+  that decays with distance, as trained ones do. :func:`plot_translation_errors` draws several
+  error maps, each on the colour scale fitted to it (:func:`error_map_norm`).
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ __all__ = [
     "translation_error_map",
     "border_distance",
     "region_error_stats",
+    "error_map_norm",
+    "plot_translation_errors",
     "local_learned_encoding",
 ]
 
@@ -533,6 +536,66 @@ def region_error_stats(error: torch.Tensor, width: int) -> Dict[str, float]:
         k: stats[k]
         for k in ("interior_max", "interior_mean", "border_max", "border_mean")
     }
+
+
+#: Errors at or below this are round-off (the chapter's checks bound round-off by it): a colour
+#: scale counts them as exact zeros.
+ROUND_OFF = 1e-12
+
+
+def error_map_norm(
+    error: torch.Tensor,
+    round_off: float = ROUND_OFF,
+    decades: float = 2.0,
+    low_quantile: float = 0.02,
+):
+    """The colour scale fitted to one error map (NaN pixels ignored), as a matplotlib norm.
+    Errors at or below ``round_off`` count as zeros. When the other errors span more than
+    ``decades`` decades, a ``LogNorm`` from their ``low_quantile`` to their largest (smaller
+    errors drawn at its bottom); otherwise a linear ``Normalize`` from 0 to the largest error, so
+    that zero, exact equivariance, is the bottom of every linear scale."""
+    from matplotlib.colors import LogNorm, Normalize
+
+    seen = error[error.isfinite()].double()
+    if seen.numel() == 0:
+        raise ValueError("the error map has no finite value")
+    if bool((seen < 0).any()):
+        raise ValueError("errors must be non-negative")
+    above = seen[seen > round_off]
+    if above.numel() == 0:  # equivariant to round-off everywhere
+        return Normalize(0.0, 10 * round_off)
+    top = float(above.max())
+    low = float(above.quantile(low_quantile))
+    if top / low > 10**decades:
+        return LogNorm(low, top)
+    return Normalize(0.0, top)
+
+
+def plot_translation_errors(
+    maps: Sequence[torch.Tensor], titles: Sequence[str], per_row: int = 2, **norm_kw
+):
+    """Error maps from :func:`translation_error_map`, ``per_row`` to a row, each panel with its
+    own colour bar on the scale fitted to its errors (:func:`error_map_norm`, ``norm_kw`` passed
+    on); undefined (NaN) pixels blank. Returns the figure."""
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import LogNorm
+
+    from .shared.plotting import plot_error_map
+
+    if len(maps) != len(titles) or not maps:
+        raise ValueError(f"{len(maps)} maps but {len(titles)} titles")
+    rows = -(-len(maps) // per_row)
+    fig, axes = plt.subplots(
+        rows, per_row, figsize=(6.4, 2.8 * rows), layout="constrained", squeeze=False
+    )
+    for ax in axes.flat[len(maps) :]:
+        ax.set_axis_off()
+    for ax, err, title in zip(axes.flat, maps, titles):
+        norm = error_map_norm(err, **norm_kw)
+        if isinstance(norm, LogNorm):
+            err = err.clamp_min(norm.vmin)  # below the scale: drawn at its bottom
+        plot_error_map(err, title=title, ax=ax, norm=norm)
+    return fig
 
 
 def local_learned_encoding(

@@ -79,7 +79,8 @@ def _panel_cell(k: int, cols: int) -> Tuple[int, int]:
 
 
 def _trajectory_static(fig, n_layers: int, cols: int, kernel_size: int) -> None:
-    """Add every panel's K×K lattice (grey dots) and query (red square), one legend entry each."""
+    """Add every panel's K×K lattice (grey dots) and query (red square), one legend entry each,
+    after the heads' entries."""
     go = plotly_go()
     r = kernel_size // 2
     lat = [(a, b) for a in range(-r, r + 1) for b in range(-r, r + 1)]
@@ -92,6 +93,7 @@ def _trajectory_static(fig, n_layers: int, cols: int, kernel_size: int) -> None:
                 marker={"size": 9, "color": "lightgray"},
                 name=f"{kernel_size}×{kernel_size} lattice",
                 legendgroup="lattice",
+                legendrank=1002,  # after the heads: the legend's last entry
                 showlegend=c == 1,
                 hoverinfo="skip",
             ),
@@ -106,6 +108,7 @@ def _trajectory_static(fig, n_layers: int, cols: int, kernel_size: int) -> None:
                 line={"color": "red", "width": 2},
                 name="query",
                 legendgroup="query",
+                legendrank=1001,
                 showlegend=c == 1,
                 hoverinfo="skip",
             ),
@@ -224,40 +227,54 @@ def _epoch_slider(first: int, n_frames: int, below: float) -> dict:
     }
 
 
-#: The trajectory figure's margins (px): the legend sits in the right one, the play button and the
-#: epoch slider in the bottom one; and the gaps between its panels (fractions of the plotting area).
-_TRAJ_MARGIN = {"l": 60, "r": 130, "t": 40, "b": 160}
+#: The trajectory figure's margins (px): the legend sits in the top one, in rows of
+#: :data:`_TRAJ_LEGEND_PER_ROW` entries above the panels' titles, the play button and the epoch
+#: slider in the bottom one; and the gaps between its panels (fractions of the plotting area).
+_TRAJ_MARGIN = {"l": 60, "r": 20, "t": 40, "b": 160}
 _TRAJ_SPACING = (0.08, 0.13)  # horizontal, vertical
+_TRAJ_LEGEND_PER_ROW = 6  # entries of the legend a row (the column's width holds six)
+_TRAJ_LEGEND_ROW_PX = 25
 
 
-def _trajectory_height(rows: int, cols: int) -> int:
-    """The figure's height (px) that makes every panel square in the column's width."""
+def _trajectory_margin(n_entries: int) -> dict:
+    """The margins, the top one grown by one row of the legend per six of its entries."""
+    rows = math.ceil(n_entries / _TRAJ_LEGEND_PER_ROW)
+    return {**_TRAJ_MARGIN, "t": _TRAJ_MARGIN["t"] + rows * _TRAJ_LEGEND_ROW_PX}
+
+
+def _trajectory_height(rows: int, cols: int, m: dict) -> int:
+    """The figure's height (px) that makes every panel square in the column's width, with the
+    margins ``m``."""
     hs, vs = _TRAJ_SPACING
-    m = _TRAJ_MARGIN
     panel = (FIGURE_WIDTH - m["l"] - m["r"]) * (1 - (cols - 1) * hs) / cols
     plot_h = rows * panel / (1 - (rows - 1) * vs)
     return int(math.ceil(plot_h + m["t"] + m["b"]))
 
 
-def _trajectory_layout(fig, rows: int, cols: int, first: int, n_frames: int) -> None:
-    """The figure's size (square panels), legend, play buttons and epoch slider."""
-    height = _trajectory_height(rows, cols)
-    below = (
-        height - _TRAJ_MARGIN["t"] - _TRAJ_MARGIN["b"]
-    )  # the plotting area's height (px)
+def _trajectory_layout(
+    fig, rows: int, cols: int, first: int, n_frames: int, n_heads: int
+) -> None:
+    """The figure's size (square panels), legend (a row per six of its ``n_heads`` + 2
+    entries), play buttons and epoch slider."""
+    margin = _trajectory_margin(n_heads + 2)  # the heads, the query and the lattice
+    height = _trajectory_height(rows, cols, margin)
+    below = height - margin["t"] - margin["b"]  # the plotting area's height (px)
     fig.update_layout(
         width=FIGURE_WIDTH,
         height=height,
         font={"size": FONT_SIZE},
         template="plotly_white",
-        margin=_TRAJ_MARGIN,
-        legend={
-            "x": 1.02,
+        margin=margin,
+        legend={  # in rows across the top of the figure: every entry shown, none scrolled
+            "orientation": "h",
+            "x": 0,
             "y": 1,
+            "xref": "container",
+            "yref": "container",
             "xanchor": "left",
             "yanchor": "top",
+            "entrywidth": 55,  # px of text beside each symbol: six entries a row
             "font": {"size": FONT_SIZE},
-            "tracegroupgap": 2,
         },
         updatemenus=[_play_menu(below)],
         sliders=[_epoch_slider(first, n_frames, below)],
@@ -343,7 +360,7 @@ def trajectory_figure(
     fig.frames = [
         go.Frame(name=str(e), data=changes(e), traces=dyn) for e in range(n_frames)
     ]
-    _trajectory_layout(fig, rows, cols, first, n_frames)
+    _trajectory_layout(fig, rows, cols, first, n_frames, n_heads)
     _trajectory_axes(fig, len(layers), cols, lim)
     fig.layout.meta = {
         "layers": [i + 1 for i in layers],
@@ -588,11 +605,11 @@ def _query_layout(fig, zmax: float, img_w: float, sliders) -> None:
             "cmin": 0,
             "cmax": round(zmax, 4),
             "colorbar": {
-                "title": {"text": "probability", "side": "right"},
+                "title": {"text": "attention probability", "side": "top"},
                 "orientation": "h",
                 "x": 0.0,
                 "xanchor": "left",
-                "y": -0.03,
+                "y": 0.08,  # under the image, clear of the sliders
                 "yanchor": "top",
                 "len": img_w,
                 "thickness": 12,

@@ -14,7 +14,7 @@ from typing import Dict, List, Sequence, Tuple
 
 from ..experiments.paper_numbers import PAPER_MAX_EIGENVALUE_THRESHOLD
 from ..experiments.pruning import is_degenerate
-from .shared.plotly_style import FIGURE_WIDTH, FONT_SIZE, frame_slider, plotly_go
+from .shared.plotly_style import add_slider_frames, plotly_go
 from .shared.plotting import model_colour
 
 __all__ = [
@@ -122,7 +122,6 @@ def pruning_slider_figure(
     shown first."""
     from plotly.subplots import make_subplots
 
-    go = plotly_go()
     n_layers = 1 + max(r["layer"] for r in rows)
     n_heads = 1 + max(r["head"] for r in rows)
     colour = model_colour(model)
@@ -169,31 +168,17 @@ def pruning_slider_figure(
     )
     fig.add_trace(heat, 1, 1)
     fig.add_trace(bar, 1, 2)
-    fig.frames = [
-        go.Frame(
-            name=str(i),
-            data=_dynamic(rows, f, n_layers, n_heads),
-            traces=[0, 1],
-            layout={"title": {"text": _title(f)}},
-        )
-        for i, f in enumerate(frames)
-    ]
-    fig.update_layout(
-        width=FIGURE_WIDTH,
+    add_slider_frames(
+        fig,
+        frames,
+        lambda f: _dynamic(rows, f, n_layers, n_heads),
+        _title,
+        [_power(f.exponent) for f in frames],
+        initial,
+        "prune above condition number ",
         height=460,
-        font={"size": FONT_SIZE},
-        template="plotly_white",
-        title={"text": _title(start), "font": {"size": FONT_SIZE}, "x": 0.01},
         margin={"l": 60, "r": 20, "t": 80, "b": 130},
-        sliders=[
-            frame_slider(
-                [_power(f.exponent) for f in frames],
-                initial,
-                "prune above condition number ",
-            )
-        ],
     )
-    fig.update_annotations(font_size=FONT_SIZE)
     fig.update_xaxes(title_text="head", dtick=1, showgrid=False, row=1, col=1)
     fig.update_yaxes(
         title_text="layer", dtick=1, autorange="reversed", showgrid=False, row=1, col=1

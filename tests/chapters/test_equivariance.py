@@ -25,10 +25,12 @@ from attnconv.chapters.equivariance import (  # noqa: E402
     apply_torch_mha,
     border_distance,
     copy_weights_from_torch_mha,
+    error_map_norm,
     local_learned_encoding,
     permutation_equivariance_error,
     permutation_invariance_error,
     plot_score_terms,
+    plot_translation_errors,
     region_error_stats,
     score_terms,
     shift_image,
@@ -494,6 +496,45 @@ def test_region_error_stats():
         region_error_stats(e, -1)
     with pytest.raises(ValueError, match="H, W"):
         region_error_stats(e[None], 1)
+
+
+def test_error_map_norm_fits_each_map():
+    """Round-off counts as 0; a map spanning over two decades gets a log scale from its 2nd
+    percentile to its largest error, any other a linear one from 0 to its largest error."""
+    from matplotlib.colors import LogNorm
+
+    ring = torch.zeros(6, 6, dtype=F64)
+    ring[-1, :], ring[2, 2], ring[0, 0] = 0.5, 1e-15, float("nan")
+    ring[1, 1] = 1.0
+    norm = error_map_norm(ring)
+    assert not isinstance(norm, LogNorm) and (norm.vmin, norm.vmax) == (0.0, 1.0)
+    wide = torch.logspace(-5, 0, 100, dtype=F64).view(10, 10)
+    norm = error_map_norm(wide)
+    assert isinstance(norm, LogNorm) and norm.vmax == 1.0
+    assert norm.vmin == pytest.approx(float(wide.flatten().quantile(0.02)))
+    narrow = torch.linspace(0.01, 0.5, 100, dtype=F64).view(10, 10)  # under two decades
+    norm = error_map_norm(narrow)
+    assert not isinstance(norm, LogNorm) and (norm.vmin, norm.vmax) == (0.0, 0.5)
+    assert error_map_norm(torch.zeros(3, 3)).vmax == 1e-11  # exact everywhere
+    with pytest.raises(ValueError, match="finite"):
+        error_map_norm(torch.full((2, 2), float("nan")))
+    with pytest.raises(ValueError, match="non-negative"):
+        error_map_norm(-torch.ones(2, 2))
+
+
+def test_plot_translation_errors_one_scale_per_panel():
+    from matplotlib.colors import LogNorm
+
+    maps = [torch.linspace(0, 1, 16).view(4, 4), torch.logspace(-6, 0, 16).view(4, 4)]
+    maps[0][0, 0] = float("nan")
+    fig = plot_translation_errors(maps, ["a", "b"])
+    images = [ax.images[0] for ax in fig.axes if ax.images]
+    assert [type(im.norm) is LogNorm for im in images] == [False, True]
+    assert [ax.get_title() for ax in fig.axes if ax.images] == ["a", "b"]
+    assert len(fig.axes) == 4  # two maps and their two colour bars
+    plt.close(fig)
+    with pytest.raises(ValueError, match="titles"):
+        plot_translation_errors(maps, ["a"])
 
 
 def test_local_learned_encoding_closed_form():

@@ -249,6 +249,28 @@ def test_trajectory_labels_are_one_based(history, trajectories):
     assert names == [f"head {h}" for h in range(1, 10)]
 
 
+def test_trajectory_legend_is_rows_above_the_panels(trajectories):
+    """Every legend entry shows without scrolling: rows of at most six across the top of the
+    figure, one row of the top margin per six entries (the heads, the query, the lattice)."""
+    leg = trajectories.layout.legend
+    assert leg.orientation == "h" and leg.yref == "container" and leg.y == 1
+    entries = [t for t in trajectories.data if t.showlegend is not False and t.name]
+    assert len(entries) == 11  # 9 heads, the query, the lattice
+    shown = sorted(
+        entries, key=lambda t: 1000 if t.legendrank is None else t.legendrank
+    )
+    assert [t.name for t in shown][-2:] == ["query", "3×3 lattice"]  # after the heads
+    wide = trajectory_figure(synthetic_history(n_heads=16))
+    assert (
+        wide.layout.margin.t - trajectories.layout.margin.t == 25
+    )  # 18 entries: 3 rows
+
+
+def test_query_colour_bar_names_the_attention_probability(query_fig):
+    bar = query_fig.layout.coloraxis.colorbar
+    assert bar.title.text == "attention probability"
+
+
 # ----------------------------------------------------------------- (c) one query token
 def test_query_figure_has_one_frame_per_token(history, query_fig):
     assert len(query_fig.frames) == 64

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from html import escape as html_escape
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 
@@ -21,6 +21,7 @@ __all__ = [
     "HEAD_COLORS",
     "IMMEDIATE",
     "frame_slider",
+    "add_slider_frames",
     "plotly_go",
     "rounded",
     "fmt_number",
@@ -73,6 +74,47 @@ def frame_slider(labels: Sequence[str], active: int, prefix: str) -> dict:
             for i, label in enumerate(labels)
         ],
     }
+
+
+def add_slider_frames(
+    fig,
+    states: Sequence,
+    dynamic: Callable[[object], list],
+    title: Callable[[object], str],
+    labels: Sequence[str],
+    initial: int,
+    prefix: str,
+    *,
+    height: int,
+    margin: dict,
+    **layout,
+) -> None:
+    """Make ``fig`` a figure of frames with a :func:`frame_slider` under it: frame ``"i"`` redraws
+    traces 0 and 1 with ``dynamic(states[i])`` and titles the figure ``title(states[i])``; the
+    figure opens at ``states[initial]``. Sets the layout the sliders share (the column's width,
+    ``height``, ``margin``, the book's font, a white template, the title at the left), then
+    ``layout`` (e.g. a legend), and sizes the subplot titles."""
+    go = plotly_go()
+    fig.frames = [
+        go.Frame(
+            name=str(i),
+            data=dynamic(state),
+            traces=[0, 1],
+            layout={"title": {"text": title(state)}},
+        )
+        for i, state in enumerate(states)
+    ]
+    fig.update_layout(
+        width=FIGURE_WIDTH,
+        height=height,
+        font={"size": FONT_SIZE},
+        template="plotly_white",
+        title={"text": title(states[initial]), "font": {"size": FONT_SIZE}, "x": 0.01},
+        margin=margin,
+        **layout,
+        sliders=[frame_slider(labels, initial, prefix)],
+    )
+    fig.update_annotations(font_size=FONT_SIZE)
 
 
 def plotly_go():
