@@ -82,6 +82,7 @@ __all__ = [
     "claims_overview",
     "check_fresh_bullet",
     "fresh_map_cell",
+    "fragile_words",
     "MAP_ROWS",
     "paper_map_text",
     "claim_dropdowns",
@@ -491,8 +492,16 @@ def fresh_sentence(key: str) -> str:
     interim = ", interim: the first five seeds" if got.interim else ""
     return (
         f"*Fresh seeds* (frozen protocol{interim}). **{got.verdict}** — "
-        f"{_one_line(got.detail)}."
+        f"{_one_line(got.detail)}.{fragile_words(key)}"
     )
+
+
+def fragile_words(key: str) -> str:
+    """`` *Fragile:* inconclusive with Holm's adjustment over the family.`` — each defensible
+    alternative of the protocol under which the claim's fresh verdict changes, or nothing."""
+    got = fresh_verdicts()[key]
+    flips = [f"{v} with {a}" for a, v in got.alternatives.items() if v != got.verdict]
+    return f" *Fragile:* {'; '.join(flips)}." if flips else ""
 
 
 def claim_dropdowns(claims: Sequence[Claim], open_: bool = False) -> str:

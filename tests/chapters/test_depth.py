@@ -547,3 +547,30 @@ def test_intro_states_the_confirmatory_numbers_it_names():
     gap = float(re.match(r"(-?[0-9.]+) points", resnet.detail).group(1))
     assert gap < -2
     assert f"the learned model is {-gap:.1f} points below a ResNet18" in flat
+
+
+def test_intro_says_every_reproduced_verdict_is_fragile_under_holm():
+    """The intro's "All N reproduced verdicts are fragile: none passes Holm's adjustment over
+    the 18 claims, which a share of 8 seeds never can", against the judge and the binomial arithmetic."""
+    import json
+
+    from attnconv.evidence.judge import confirmatory_verdicts
+    from attnconv.evidence.rule import SHARE_ALPHA
+
+    got = confirmatory_verdicts()
+    holm = "Holm's adjustment over the family"
+    reproduced = [v for v in got.values() if v.verdict == REPRODUCED]
+    assert reproduced and all(v.alternatives[holm] != REPRODUCED for v in reproduced)
+    n_seeds = len(reproduced[0].seeds)
+    # the smallest p a share of n seeds can give (all show it, against 1/2) is above
+    # Holm's first step: no share claim can pass it
+    assert 0.5**n_seeds > SHARE_ALPHA / len(got)
+    intro = json.loads((PAPER_MAP.parent / "intro.ipynb").read_text())
+    flat = " ".join(
+        " ".join("".join(c["source"]) for c in intro["cells"]).replace("*", "").split()
+    )
+    assert (
+        f"All {len(reproduced)} reproduced verdicts are {{ref}}`fragile "
+        f"<glossary-fragile>`: none passes Holm's adjustment over the {len(got)} claims, "
+        f"which a share of {n_seeds} seeds never can" in flat
+    )
