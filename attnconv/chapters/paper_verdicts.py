@@ -47,6 +47,7 @@ from .shared.badges import (
     VERDICT_BADGES,
     VERDICT_COLOURS,
     category_badge,
+    outlined,
     stated_verdicts,
     text_colour,
     verdict_badge,
@@ -924,10 +925,19 @@ def plot_scorecard(
             if not count:
                 continue
             colour = VERDICT_COLOURS[key]
-            # a light fill (the "imprecise" badge's) gets the badge's darker edge
+            # a light fill (the "imprecise" badge's) gets the badge's darker edge; an outlined
+            # badge ("exact") is drawn as one: white inside a border of its colour
             edge = "#c9cfd6" if key == "imprecise" else "white"
+            if outlined(key):
+                colour, edge = "white", colour
             (bar,) = ax.barh(
-                y, count, left=left, color=colour, edgecolor=edge, height=height
+                y,
+                count,
+                left=left,
+                color=colour,
+                edgecolor=edge,
+                linewidth=1.5 if outlined(key) else None,
+                height=height,
             )
             text = ax.text(
                 left + count / 2,

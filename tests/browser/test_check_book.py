@@ -323,10 +323,25 @@ def test_an_outlined_badge_is_checked_by_its_outline_class():
     teaching = check_book.teaching
     assert teaching.badge_class("bdg-dark-line") == "sd-outline-dark"
     assert teaching.badge_class("bdg-primary") == "sd-bg-primary"
-    word = next(w for w, r in teaching._CATEGORY_BADGES.items() if r.endswith("-line"))
-    outlined = (
-        f'<article><span class="sd-badge sd-outline-dark">{word}</span></article>'
-    )
-    filled = f'<article><span class="sd-badge sd-bg-dark">{word}</span></article>'
-    assert teaching.badge_problems(BeautifulSoup(outlined, "html.parser").article) == []
-    assert teaching.badge_problems(BeautifulSoup(filled, "html.parser").article)
+    lines = [
+        (w, r) for w, r in teaching._CATEGORY_BADGES.items() if r.endswith("-line")
+    ]
+    assert {w for w, _ in lines} >= {"exact", "exploratory"}
+    for word, role in lines:
+        colour = role.removeprefix("bdg-").removesuffix("-line")
+        outlined = f'<article><span class="sd-badge sd-outline-{colour}">{word}</span></article>'
+        filled = (
+            f'<article><span class="sd-badge sd-bg-{colour}">{word}</span></article>'
+        )
+        assert (
+            teaching.badge_problems(BeautifulSoup(outlined, "html.parser").article)
+            == []
+        )
+        assert teaching.badge_problems(BeautifulSoup(filled, "html.parser").article)
+    # "exact" in the reproduced badge's filled green, as the book drew it before
+    assert teaching.badge_problems(
+        BeautifulSoup(
+            '<article><span class="sd-badge sd-bg-success">exact</span></article>',
+            "html.parser",
+        ).article
+    ) == ["badge 'exact': not coloured sd-outline-success"]

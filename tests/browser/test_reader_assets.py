@@ -201,3 +201,281 @@ def test_every_badge_is_visible_and_distinct_in_dark_mode(browser):
     assert page.evaluate(style, ["outline", "color"]) == "rgb(206, 214, 221)"
     assert page.evaluate(style, ["outline", "borderTopColor"]) == "rgb(206, 214, 221)"
     context.close()
+
+
+# ---- book/_ext/reader_html.py, on a small book built with the book's own settings: inline maths
+# kept with the brackets that touch it, and the toggles of hidden cells in the reader's words.
+EXT = ROOT / "book" / "_ext"
+MATH = r"\mathbf{r}_{\boldsymbol\delta} + \alpha\|\boldsymbol\Delta\|^2"
+WORDS = " ".join(["word"] * 6)
+MATH_TEXT = (
+    f"{WORDS} the score at each shift (${MATH}$), {WORDS} the same score (${MATH}$), "
+    f"{WORDS} a bracket (${MATH}$). {WORDS} a ${MATH}$-dependent term, {WORDS} and $x$."
+)
+
+
+def _cell(source: str, tags: list[str], outputs: bool, prompt: str = "") -> dict:
+    metadata: dict = {"tags": tags}
+    if prompt:
+        metadata["mystnb"] = {
+            "code_prompt_show": f"Show {prompt}",
+            "code_prompt_hide": f"Hide {prompt}",
+        }
+    out = [{"name": "stdout", "output_type": "stream", "text": ["printed\n"]}]
+    return {
+        "cell_type": "code",
+        "id": source[0],
+        "execution_count": 1,
+        "metadata": metadata,
+        "outputs": out if outputs else [],
+        "source": [source],
+    }
+
+
+def _notebook() -> dict:
+    cells = [
+        {
+            "cell_type": "markdown",
+            "id": "title",
+            "metadata": {},
+            "source": ["# A page"],
+        },
+        {"cell_type": "markdown", "id": "text", "metadata": {}, "source": [MATH_TEXT]},
+        _cell("a = 1", ["hide-input"], True),
+        _cell("b = 2", ["hide-output"], True),
+        _cell("c = 3", ["hide-cell"], True),
+        _cell("d = 4", ["hide-cell"], False),
+        _cell("e = 5", ["hide-cell"], True, prompt="the check"),
+    ]
+    return {
+        "cells": cells,
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+
+
+@pytest.fixture(scope="module")
+def small_book(tmp_path_factory) -> Path:
+    """A one-page book built by Sphinx with myst-nb, sphinx-togglebutton, reader_html and
+    reader.css, and the book's prompt and hint settings from _config.yml; MathJax from the
+    installed sphinx-mathjax-offline. Returns the page's HTML file."""
+    import json
+    import sys
+    from importlib.util import find_spec
+
+    pytest.importorskip("myst_nb")
+    pytest.importorskip("sphinx_togglebutton")
+    from sphinx.application import Sphinx
+
+    src = tmp_path_factory.mktemp("small_book")
+    (src / "index.ipynb").write_text(json.dumps(_notebook()))
+    config = sphinx_config()
+    settings = {
+        k: config[k]
+        for k in (
+            "nb_code_prompt_show",
+            "nb_code_prompt_hide",
+            "togglebutton_hint",
+            "togglebutton_hint_hide",
+        )
+    }
+    spec = find_spec("sphinx-mathjax-offline")
+    mathjax = (
+        Path(spec.origin).parent / "static" / "mathjax" / "tex-chtml.js"
+        if spec
+        else None
+    )
+    (src / "conf.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(EXT)!r})\n"
+        "extensions = ['myst_nb', 'sphinx_togglebutton', 'reader_html']\n"
+        "nb_execution_mode = 'off'\n"
+        "myst_enable_extensions = ['dollarmath']\n"
+        f"html_static_path = [{str(STATIC)!r}]\n"
+        "html_css_files = ['reader.css']\n"
+        + (f"mathjax_path = {mathjax.as_uri()!r}\n" if mathjax else "")
+        + "".join(f"{k} = {v!r}\n" for k, v in settings.items())
+    )
+    out = src / "_build"
+    path = list(sys.path)
+    try:
+        app = Sphinx(
+            str(src), str(src), str(out), str(src / "_doctrees"), "html",
+            status=None, warning=None, freshenv=True,
+        )  # fmt: skip
+        app.build()
+    finally:
+        sys.path[:] = path
+    return out / "index.html"
+
+
+def test_toggles_of_hidden_cells_say_what_they_show(small_book):
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(small_book.read_text(), "html.parser")
+    toggles = [
+        (d.select_one(".collapsed").get_text(), d.select_one(".expanded").get_text())
+        for d in soup.select("details.hide")
+    ]
+    assert toggles == [
+        ("Show code", "Hide code"),  # hide-input
+        ("Show output", "Hide output"),  # hide-output
+        ("Show code and output", "Hide code and output"),  # hide-cell
+        ("Show code", "Hide code"),  # hide-cell, no output
+        ("Show the check", "Hide the check"),  # the cell's own words
+    ]
+    html = small_book.read_text()
+    assert "let toggleHintShow = 'Show';" in html
+    assert "let toggleHintHide = 'Hide';" in html
+
+
+def test_inline_maths_is_wrapped_with_the_text_touching_it(small_book):
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(small_book.read_text(), "html.parser")
+    spans = soup.select("span.math-nowrap")
+    outside = [
+        "".join(str(c) for c in s.children if getattr(c, "name", None) is None)
+        for s in spans
+    ]
+    assert outside == ["(),", "(),", "().", "-dependent", "."]
+    assert all(s.select("span.math") for s in spans)
+    assert 'the score at each shift <span class="math-nowrap">(' in str(soup)
+
+
+LINES_JS = """() => {
+  const p = document.querySelector('.math-nowrap').closest('p');
+  const out = [];
+  for (const s of p.querySelectorAll('.math-nowrap')) {
+    const formula = s.querySelector('mjx-container').getBoundingClientRect();
+    for (const node of [s.firstChild, s.lastChild]) {
+      if (node.nodeType !== Node.TEXT_NODE) continue;
+      const r = document.createRange();
+      const at = node === s.firstChild ? node.length - 1 : 0;
+      r.setStart(node, at); r.setEnd(node, at + 1);
+      const c = r.getBoundingClientRect();
+      out.push(c.bottom > formula.top && c.top < formula.bottom);  // the formula's line
+    }
+  }
+  return out;
+}"""
+
+
+def test_a_bracket_never_ends_a_line_alone_before_inline_maths(browser, small_book):
+    """At every column width from 200 to 700 px, each "(" before a typeset formula and each
+    ")," after it sit on the formula's line; without reader.css's rule they do not always."""
+    context = browser.new_context(viewport={"width": 900, "height": 900})
+    page = context.new_page()
+    page.goto(small_book.as_uri())
+    page.wait_for_function(
+        "() => document.querySelectorAll('mjx-container').length >= 5"
+    )
+
+    def parted(rule: str) -> list[int]:
+        page.evaluate(
+            "(w) => document.querySelectorAll('.math-nowrap')"
+            ".forEach(s => s.style.whiteSpace = w)",
+            rule,
+        )
+        widths = []
+        for width in range(200, 701, 4):
+            page.evaluate(
+                "(w) => document.querySelector('.math-nowrap').closest('p')"
+                ".style.width = w + 'px'",
+                width,
+            )
+            if not all(page.evaluate(LINES_JS)):
+                widths.append(width)
+        return widths
+
+    assert parted("") == []  # reader.css: white-space nowrap
+    assert parted("normal")  # the browser's own line breaking parts them somewhere
+    context.close()
+
+
+# ---- the badges as the built book draws them: the installed themes' CSS (pydata-sphinx-theme,
+# sphinx-book-theme, sphinx-design) and book/_static, in an "In short" box, in both colour modes
+THEME_CSS = (
+    ("pydata_sphinx_theme", "theme/pydata_sphinx_theme/static/styles/pydata-sphinx-theme.css"),
+    ("sphinx_book_theme", "theme/sphinx_book_theme/static/styles/sphinx-book-theme.css"),
+    ("sphinx_design", "static/sphinx-design.min.css"),
+)  # fmt: skip
+
+BADGE_LOOK_JS = """() => {
+  const lum = (c) => {
+    const [r, g, b] = c.match(/[\\d.]+/g).slice(0, 3).map(Number).map((v) => {
+      v /= 255; return v <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const opaque = (el) => {
+    for (; el; el = el.parentElement) {
+      const bg = getComputedStyle(el).backgroundColor;
+      if (!/rgba\\(.*, 0\\)$|transparent/.test(bg)) return bg;
+    }
+    return 'rgb(255, 255, 255)';
+  };
+  const out = {};
+  for (const b of document.querySelectorAll('.sd-badge')) {
+    const s = getComputedStyle(b), bg = opaque(b);
+    const [hi, lo] = [lum(s.color), lum(bg)].sort((x, y) => y - x);
+    out[b.textContent] = {color: s.color, background: bg, border: s.borderTopColor,
+                          borderStyle: s.borderTopStyle, contrast: (hi + 0.05) / (lo + 0.05)};
+  }
+  return out;
+}"""
+
+
+def _badge_classes(role: str) -> str:
+    """The classes sphinx-design 0.8 gives a badge role (its ``_make_badge_classes``)."""
+    colour = role.removeprefix("bdg-")
+    if colour.endswith("-line"):
+        colour = colour.removesuffix("-line")
+        return f"sd-sphinx-override sd-badge sd-outline-{colour} sd-text-{colour}"
+    return f"sd-sphinx-override sd-badge sd-bg-{colour} sd-bg-text-{colour}"
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_badges_are_readable_and_exact_is_not_drawn_as_reproduced(browser, theme):
+    """Every badge word's text has a contrast of at least 4.5:1 (WCAG AA) with what lies under
+    it, in an "In short" box (a tip admonition) in both colour modes; "exact" (a proof or exact
+    check holds) is green like "reproduced" but outlined, so that the two never look alike, and
+    no two words share a look."""
+    from importlib.util import find_spec
+
+    from attnconv.chapters.shared.badges import CATEGORY_BADGES, VERDICT_BADGES
+
+    words = {word: role for role, word in VERDICT_BADGES.values()}
+    words.update(CATEGORY_BADGES)
+    badges = "".join(
+        f"<span class='{_badge_classes(role)}'>{word}</span> "
+        for word, role in words.items()
+    )
+    context, page = _reader_page(
+        browser,
+        "<div class='bd-article'><section><div class='admonition tip result-box'>"
+        f"<p class='admonition-title'>In short</p><p>{badges}</p></div></section></div>",
+        theme=theme,
+    )
+    for package, css in THEME_CSS:
+        spec = find_spec(package)
+        if spec is None:
+            pytest.skip(f"{package} is not installed")
+        page.add_style_tag(path=str(Path(spec.origin).parent / css))
+    for css in sphinx_config()[
+        "html_css_files"
+    ]:  # the book's own, last, as in the book
+        page.add_style_tag(path=str(STATIC / css))
+    looks = page.evaluate(BADGE_LOOK_JS)
+    context.close()
+    assert set(looks) == set(words)
+    low = {w: round(x["contrast"], 2) for w, x in looks.items() if x["contrast"] < 4.5}
+    assert not low, low
+    exact, reproduced = looks["exact"], looks["reproduced"]
+    assert exact["borderStyle"] == "solid" and exact["border"] == exact["color"]
+    assert exact["color"] == reproduced["background"]  # the same green ...
+    assert exact["background"] != reproduced["background"]  # ... as an outline
+    shown = {
+        w: (x["color"], x["background"], x["border"], x["borderStyle"])
+        for w, x in looks.items()
+    }
+    assert len(set(shown.values())) == len(shown), shown

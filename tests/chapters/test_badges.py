@@ -211,3 +211,27 @@ def test_figure_colours_are_the_badges_colours_in_the_built_book():
         assert (
             VERDICT_COLOURS[word] == BADGE_ROLE_COLOURS[role.removesuffix("-line")][0]
         )
+        # an outlined badge's word is drawn in its border's colour
+        if role.endswith("-line"):
+            assert text_colour(word) == VERDICT_COLOURS[word]
+
+
+def test_every_badge_word_has_a_look_of_its_own():
+    """No two words share a badge role: "exact" (a proof or exact check holds) is not drawn as
+    "reproduced" (an experimental claim at CPU scale), though both are green; it is the
+    outline."""
+    from attnconv.chapters.shared.badges import (
+        CATEGORY_BADGES,
+        VERDICT_BADGES,
+        outlined,
+        text_colour,
+    )
+
+    roles = [role for role, _ in VERDICT_BADGES.values()] + list(
+        CATEGORY_BADGES.values()
+    )
+    assert len(set(roles)) == len(roles), roles
+    assert CATEGORY_BADGES["exact"] == "bdg-success-line"
+    assert outlined("exact") and outlined("exploratory")
+    assert not any(outlined(v) for v in VERDICT_BADGES)
+    assert text_colour("exact") == "#00843f" != text_colour(REPRODUCED)

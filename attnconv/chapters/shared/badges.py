@@ -16,6 +16,7 @@ __all__ = [
     "BADGE_ROLE_COLOURS",
     "VERDICT_COLOURS",
     "text_colour",
+    "outlined",
     "verdict_badge",
     "CATEGORY_BADGES",
     "category_badge",
@@ -61,9 +62,11 @@ def verdict_badge(verdict: str) -> str:
 
 #: Badges that are not verdicts on an experimental claim, each with its colour and a glossary
 #: entry: the theory's categories, claims shown without a verdict, and confirmatory claims still
-#: waiting for their runs.
+#: waiting for their runs. "exact" (a proof or an exact check holds) is the reproduced badge's
+#: green as an outline (green word and border on the page's background), so that the two never
+#: look alike; "exploratory" is outlined too, in the dark grey of "not counted".
 CATEGORY_BADGES = {
-    "exact": "bdg-success",
+    "exact": "bdg-success-line",
     "beyond the paper": "bdg-info",
     "errata": "bdg-danger",
     "imprecise": "bdg-light",
@@ -72,19 +75,34 @@ CATEGORY_BADGES = {
     "exploratory": "bdg-dark-line",
 }
 
-#: The fill colour of each verdict and category badge, for figures: the badge's own colour
-#: (:data:`BADGE_ROLE_COLOURS`), keyed by verdict or by category word ("exact", "errata", ...).
+#: The colour of each verdict and category badge, for figures: the badge's own colour
+#: (:data:`BADGE_ROLE_COLOURS`), keyed by verdict or by category word ("exact", "errata", ...):
+#: its fill, or the colour of its border and word when it is :func:`outlined`.
 VERDICT_COLOURS = {
     **{v: _fill(role) for v, (role, _) in VERDICT_BADGES.items()},
     **{word: _fill(role) for word, role in CATEGORY_BADGES.items()},
 }
 
 
+def _role(key: str) -> str:
+    return VERDICT_BADGES[key][0] if key in VERDICT_BADGES else CATEGORY_BADGES[key]
+
+
+def outlined(key: str) -> bool:
+    """Whether the badge of a verdict or category ``key`` is an outline (a ``bdg-*-line`` role:
+    its word and border in :data:`VERDICT_COLOURS`, no fill), as "exact" and "exploratory" are.
+    A figure draws such a key the same way: the page's background inside a border of that
+    colour, the label in that colour."""
+    return _role(key).endswith("-line")
+
+
 def text_colour(key: str) -> str:
-    """The colour of the text on the badge of a verdict or category ``key`` (dark on the light
-    fills, white on the others)."""
-    role = VERDICT_BADGES[key][0] if key in VERDICT_BADGES else CATEGORY_BADGES[key]
-    return BADGE_ROLE_COLOURS[role.removesuffix("-line")][1]
+    """The colour of the text on the badge of a verdict or category ``key``: dark on the light
+    fills, white on the others, and the badge's own colour on an :func:`outlined` one."""
+    role = _role(key)
+    if outlined(key):
+        return _fill(role)
+    return BADGE_ROLE_COLOURS[role][1]
 
 
 def category_badge(word: str, count: int = 0) -> str:
