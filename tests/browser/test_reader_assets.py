@@ -188,11 +188,13 @@ def test_sidebar_search_stays_in_view_when_the_sidebar_scrolls(browser):
 
 def test_every_badge_is_visible_and_distinct_in_dark_mode(browser):
     """Dark mode: the inconclusive badge (muted) is grey with white text, unlike the imprecise one
-    (light); the exploratory outline (dark) is drawn in the dark theme's light text colour."""
+    (light); the exploratory outline (dark) is drawn in the dark theme's light text colour, and the filled
+    "not counted" badge (dark) gets an edge in it."""
     context, page = _reader_page(
         browser,
         "<span id='muted' class='sd-badge sd-bg-muted'>inconclusive</span>"
-        "<span id='outline' class='sd-badge sd-outline-dark'>exploratory</span>",
+        "<span id='outline' class='sd-badge sd-outline-dark'>exploratory</span>"
+        "<span id='filled' class='sd-badge sd-bg-dark'>not counted</span>",
         theme="dark",
     )
     style = "([id, p]) => getComputedStyle(document.getElementById(id))[p]"
@@ -200,6 +202,9 @@ def test_every_badge_is_visible_and_distinct_in_dark_mode(browser):
     assert page.evaluate(style, ["muted", "color"]) == "rgb(255, 255, 255)"
     assert page.evaluate(style, ["outline", "color"]) == "rgb(206, 214, 221)"
     assert page.evaluate(style, ["outline", "borderTopColor"]) == "rgb(206, 214, 221)"
+    # the filled "not counted" badge has an edge of its own on the dark page
+    assert page.evaluate(style, ["filled", "borderTopColor"]) == "rgb(206, 214, 221)"
+    assert page.evaluate(style, ["filled", "borderTopWidth"]) == "1px"
     context.close()
 
 
