@@ -531,12 +531,12 @@ def claim_dropdowns(claims: Sequence[Claim], open_: bool = False) -> str:
             f"*Exploratory verdict* (runs made before the protocol's freeze, not counted). "
             f"**{c.verdict}** — {_one_line(c.reason)}."
         )
-        body += ["", fresh_sentence(c.key)]
+        body[2:2] = [fresh_sentence(c.key), ""]  # the fresh seeds' verdict leads
         opts = [":color: light"] + ([":open:"] if open_ else [])
         blocks.append(
             "\n".join(
                 [
-                    f"::::{{dropdown}} {title}: {shown_verdict(c)}",
+                    f"::::{{dropdown}} {title}: {dropdown_verdict(c)}",
                     *opts,
                     "",
                     *body,
@@ -578,6 +578,15 @@ EXACT_CHECKS = tuple(k for k in ("local_fewer_flops",) if k in NOT_JUDGED)
 #: Statements that report one run of the paper: the book's runs are described beside it, without
 #: a verdict (:data:`~attnconv.evidence.protocol.NOT_JUDGED`).
 DESCRIBED = tuple(k for k in ("pruned_counts",) if k in NOT_JUDGED)
+
+
+def dropdown_verdict(c: Claim) -> str:
+    """A claim dropdown's title verdict: on the fresh seeds first where the frozen protocol has
+    judged it, then the exploratory one (:func:`shown_verdict`)."""
+    got = fresh_verdicts().get(c.key)
+    if got is None or got.verdict == PENDING:
+        return shown_verdict(c)
+    return f"{got.verdict} on fresh seeds (exploratory: {shown_verdict(c)})"
 
 
 def shown_verdict(c: Claim) -> str:

@@ -8,7 +8,7 @@ from typing import Dict, List
 
 from ..evidence import freeze, protocol
 from ..evidence.judge import PENDING, ConfirmatoryVerdict, interim_words, tally
-from ..evidence.runs import beyond_tuning_runs, tuning_runs
+from ..evidence.runs import TUNING_FILE, _read_tuning, beyond_tuning_runs, tuning_runs
 from ..experiments.registry import RUNS, run_state
 from .shared.tables import keep_words, markdown_table
 
@@ -16,6 +16,8 @@ __all__ = [
     "freeze_table",
     "claims_table",
     "arms_table",
+    "tuning_table",
+    "fresh_arms_table",
     "contrasts_table",
     "progress_table",
     "verdicts_table",
@@ -83,6 +85,85 @@ def arms_table():
                 "arm": a.key,
                 "model": a.description,
                 "tuned on validation": grid or f"as {a.tuned_as}",
+            }
+        )
+    return _table(rows)
+
+
+def _value_words(values: dict) -> str:
+    return ", ".join(
+        f"{k} {v[0]}–{v[-1]}" if k == "widths" else f"{k} {v}"
+        for k, v in values.items()
+    )
+
+
+def tuning_table():
+    """Each tuned arm's grid on the validation images: every combination's mean validation
+    accuracy (last 3 epochs) and last training accuracy (one tuning seed), the choice marked,
+    and whether the choice sits at an end of a value's range in the grid."""
+    rows = []
+    for arm, a in protocol.ARMS.items():
+        if not a.grid:
+            continue
+        saved = _read_tuning(TUNING_FILE.format(arm=arm))
+        choice = saved["choice"]
+        edge = [
+            k
+            for k, grid in a.grid.items()
+            if list(grid).index(_grid_value(choice[k])) in (0, len(grid) - 1)
+        ]
+        for r in saved["runs"]:
+            chosen = r["values"] == choice
+            rows.append(
+                {
+                    "arm": arm,
+                    "values": _value_words(r["values"]),
+                    "validation": f"{100 * r['val_acc_last3']:.1f} %",
+                    "training": f"{100 * r['train_acc_last']:.1f} %",
+                    "chosen": (
+                        "chosen"
+                        + (f" (at the grid's end: {', '.join(edge)})" if edge else "")
+                        if chosen
+                        else ""
+                    ),
+                }
+            )
+    return _table(rows)
+
+
+def _grid_value(v):
+    return tuple(v) if isinstance(v, list) else v
+
+
+def fresh_arms_table():
+    """Each six-layer arm's fresh seeds at a glance, from their histories: parameters, the mean
+    last-epoch training accuracy and the mean test accuracy with its spread over seeds (sample
+    standard deviation), and the devices the runs were made on."""
+    import json
+    import statistics
+
+    from ..experiments.store import runs_dir
+
+    rows = []
+    for arm in protocol.ARMS:
+        paths = [
+            runs_dir() / f"confirm/{arm}/seed{s}/history.json"
+            for s in protocol.CONFIRMATORY_SEEDS
+        ]
+        hs = [json.loads(p.read_text()) for p in paths if p.is_file()]
+        if not hs:
+            continue
+        test = [100 * h["epochs"][-1]["test_acc"] for h in hs]
+        train = [100 * h["epochs"][-1]["train_acc"] for h in hs]
+        devices = sorted({s["device"] for h in hs for s in h.get("sessions", [])})
+        rows.append(
+            {
+                "arm": arm,
+                "seeds": str(len(hs)),
+                "parameters": f"{hs[0]['num_parameters']:,}",
+                "training": f"{statistics.mean(train):.1f} %",
+                "test": f"{statistics.mean(test):.1f} % ± {statistics.stdev(test):.1f}",
+                "devices": ", ".join(devices),
             }
         )
     return _table(rows)

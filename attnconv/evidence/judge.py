@@ -30,6 +30,7 @@ from .protocol import CLAIMS, CONFIRMATORY_SEEDS, INTERIM_SEEDS, ProtocolClaim
 from .rule import (
     COMPARISON_ALPHA,
     SHARE_ALPHA,
+    binomial_upper_tail,
     holm,
     one_sided_p,
     share_interval,
@@ -46,6 +47,7 @@ __all__ = [
     "tally_sentence",
     "interim_words",
     "one_sided_bounds",
+    "detectable_share",
 ]
 
 #: The state of a claim whose arms do not have their seeds yet (not a verdict).
@@ -122,14 +124,39 @@ def one_sided_bounds(k: int, n: int) -> Tuple[float, float]:
     return share_interval(k, n, level=1 - 2 * SHARE_ALPHA)
 
 
-def _share_words(sv, null: str) -> str:
+def detectable_share(seeds: int, bar: float, power: float = 0.8) -> Optional[float]:
+    """The smallest true share (to 0.01) that ``seeds`` seeds would call *reproduced* against
+    ``bar`` with probability ``power``; ``None`` when no count of seeds can pass ``bar``."""
+    passing = [
+        k for k in range(seeds + 1) if binomial_upper_tail(k, seeds, bar) < SHARE_ALPHA
+    ]
+    if not passing:
+        return None
+    k = passing[0]
+    return next(
+        q / 100
+        for q in range(1, 101)
+        if binomial_upper_tail(k, seeds, q / 100) >= power - 1e-12
+    )
+
+
+def _share_words(sv, null: str, computed: bool = True) -> str:
     lo, hi = one_sided_bounds(sv.shown, sv.seeds)
-    return (
+    chance = f"{sv.chance:.2f}" if computed else "not computed, taken as 0"
+    words = (
         f"{sv.shown} of {sv.seeds} seeds (share {lo:.2f}-{hi:.2f}, each end a one-sided "
         f"95 % bound); "
-        f"null ({null}): {sv.chance:.2f}; one-sided p = {sv.p_above:.3g} against "
+        f"null ({null}): {chance}; one-sided p = {sv.p_above:.3g} against "
         f"{sv.bar:.2f}"
     )
+    if sv.verdict == INCONCLUSIVE:
+        q = detectable_share(sv.seeds, sv.bar)
+        words += (
+            f"; these runs could detect a true share of about {q:.2f} (80 % power)"
+            if q is not None
+            else "; no true share could pass the bar with these seeds"
+        )
+    return words
 
 
 def _vertical(run, score: float = M.SYMMETRIC_SCORE) -> bool:
@@ -185,10 +212,13 @@ def _study_share(claim, runs) -> ConfirmatoryVerdict:
         )
 
     sv = verdict_at(arg)
-    null = "the rule's floor" if claim.key == "vertical_rare" else "untrained models"
+    floor = claim.key == "vertical_rare"
+    null = "the rule's floor" if floor else "untrained models"
     alts = {name: verdict_at(v).verdict for name, v in alternatives.items()}
+    # a study of untrained models' weights is not made: their share is not computed
+    words = _share_words(sv, null, computed=floor)
     return ConfirmatoryVerdict(
-        claim.key, sv.verdict, _share_words(sv, null), (), sv.p_above, SHARE_ALPHA, alts
+        claim.key, sv.verdict, words, (), sv.p_above, SHARE_ALPHA, alts
     )
 
 

@@ -82,9 +82,10 @@ LOCAL_DROPOUT_CONFOUND = (
     "runs use dense attention."
 )
 SCHEDULE_CONFOUND = (
-    "The ResNet18 divides its learning rate by 10 at epochs 11, 20 and 33 (a step "
-    "schedule) while the attention models follow a cosine to epoch 40, so the epochs to "
-    "converge measure the schedules as much as the architectures."
+    "In the runs made before the freeze, the ResNet18 divides its learning rate by 10 at "
+    "epochs 11, 20 and 33 (a step schedule) while the attention models follow a cosine to "
+    "epoch 40, so the epochs to converge measure the schedules as much as the "
+    "architectures. The fresh ResNet18 follows the same cosine as the attention arms."
 )
 NO_CONTROL_CONFOUND = (
     "No unpruned model was retrained for the same epochs, so the extra epochs alone could "

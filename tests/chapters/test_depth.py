@@ -547,6 +547,19 @@ def test_intro_states_the_confirmatory_numbers_it_names():
     gap = float(re.match(r"(-?[0-9.]+) points", resnet.detail).group(1))
     assert gap < -2
     assert f"the learned model is {-gap:.1f} points below a ResNet18" in flat
+    # and the size it names, from the fresh runs' histories
+    from attnconv.experiments.store import runs_dir
+
+    size = {
+        a: json.loads((runs_dir() / f"confirm/{a}/seed1000/history.json").read_text())[
+            "num_parameters"
+        ]
+        for a in ("learned", "resnet18")
+    }
+    assert (
+        f"that ResNet18 is {size['resnet18'] / size['learned']:.1f} times its size"
+        in flat
+    )
 
 
 def test_intro_says_every_reproduced_verdict_is_fragile_under_holm():

@@ -34,3 +34,51 @@ def test_a_fragile_verdict_is_marked():
     table = page.verdicts_table(v, {}).data
     assert "reproduced at CPU scale (fragile)" in table
     assert page.tally_words(v).startswith("of 18 claims: 1 reproduced")
+
+
+def test_the_tuning_table_marks_each_arms_best_validation_run_and_its_grid_ends():
+    """Against the saved tuning files read with a plain loop: one row per tuning run, the chosen
+    row is the arm's best mean validation accuracy, and "at the grid's end" names exactly the
+    values whose choice is the first or last of the frozen grid."""
+    import json
+
+    from attnconv.chapters import protocol as page
+    from attnconv.evidence import protocol
+    from attnconv.experiments.store import results_dir
+
+    rows = page.tuning_table().data.splitlines()[2:]
+    tuned = [k for k, a in protocol.ARMS.items() if a.grid]
+    for arm in tuned:
+        saved = json.loads((results_dir() / f"confirm/tuning-{arm}.json").read_text())
+        mine = [r for r in rows if r.startswith(f"| {arm} |")]
+        assert len(mine) == len(saved["runs"])
+        best = max(saved["runs"], key=lambda r: r["val_acc_last3"])
+        chosen = [r for r in mine if "chosen" in r]
+        assert len(chosen) == 1 and f"{100 * best['val_acc_last3']:.1f} %" in chosen[0]
+        ends = []
+        for k, grid in protocol.ARMS[arm].grid.items():
+            v = saved["choice"][k]
+            v = tuple(v) if isinstance(v, list) else v
+            if v in (grid[0], grid[-1]):
+                ends.append(k)
+        assert ("grid's end" in chosen[0]) == bool(ends), arm
+        for k in ends:
+            assert k in chosen[0].split("grid's end:")[1]
+
+
+def test_the_fresh_arms_table_reads_every_fresh_history():
+    """Against the histories read with a plain loop: one row per arm with all its seeds, and the
+    learned arm's mean test accuracy."""
+    import json
+
+    from attnconv.experiments.store import runs_dir
+
+    rows = page.fresh_arms_table().data.splitlines()[2:]
+    assert len(rows) == len(protocol.ARMS)
+    test = [
+        json.loads(p.read_text())["epochs"][-1]["test_acc"]
+        for p in sorted((runs_dir() / "confirm/learned").glob("seed*/history.json"))
+    ]
+    row = next(r for r in rows if r.startswith("| learned |"))
+    assert f"| {len(test)} |" in row
+    assert f"{100 * sum(test) / len(test):.1f} % ±" in row

@@ -151,3 +151,15 @@ def test_redundancy_note_says_when_only_a_helpful_removal_can_pass():
     assert "can pass only when removing a head helps" in note
     assert "at least 0.9 points" in note and "more than 0.4 points" in note
     assert pc.redundancy_margin_note(0.004, 0.005) == ""
+
+
+def test_a_dropdown_leads_with_the_fresh_seeds_verdict():
+    """A claim the frozen protocol judged: its dropdown's title gives the fresh verdict first
+    and the exploratory one in brackets; its body gives the fresh line before the exploratory."""
+    c = _claim(REPRODUCED)
+    fresh = pv.fresh_verdicts()["grid_layer4"].verdict
+    text = pv.claim_dropdowns([c])
+    assert text.splitlines()[0].endswith(
+        f": {fresh} on fresh seeds (exploratory: {REPRODUCED})"
+    )
+    assert text.index("*Fresh seeds*") < text.index("*Exploratory verdict*")

@@ -85,3 +85,20 @@ def test_one_sided_p_matches_the_interval():
 
     tost = rule.one_sided_p("equivalence", 0.0, se, df, 0.02)
     assert tost == pytest.approx(1 - t_cdf(2.0, df), abs=1e-12)
+
+
+def test_detectable_share_is_the_smallest_share_with_80_percent_power():
+    """Against a plain binomial loop: 8 seeds reproduce from 7 (P(X >= 7 | 1/2) = 9/256 < 0.05),
+    which a true share of 0.90 reaches with power 0.813 and 0.89 does not (0.788)."""
+    from math import comb
+
+    from attnconv.evidence.judge import detectable_share
+
+    def power(k, n, q):
+        return sum(comb(n, i) * q**i * (1 - q) ** (n - i) for i in range(k, n + 1))
+
+    assert power(7, 8, 0.5) < 0.05 <= power(6, 8, 0.5)
+    assert power(7, 8, 0.90) >= 0.8 > power(7, 8, 0.89)
+    assert detectable_share(8, 0.5) == 0.90
+    assert detectable_share(5, 0.5) == 0.96  # 5 of 5 needed: 0.96**5 = 0.815
+    assert detectable_share(8, 0.9) is None  # 8 of 8 against 0.9 has p = 0.43
