@@ -303,7 +303,7 @@ def claims_table(
         cells = (title,) + (() if fresh else (r.kind,))
         cells += (margin, c.interval or "—", shown)
         if fresh:
-            cells += (fresh_badge(key),)
+            cells += (fresh_badge(key) + _fragile_mark(key),)
         if badge:  # a range of layers ("5-6") stays on one line in a narrow column
             cells = tuple(_RANGE_HYPHEN.sub("\u2011", x) for x in cells)
         lines.append("| " + " | ".join(x.replace("|", "\\|") for x in cells) + " |")
@@ -313,7 +313,13 @@ def claims_table(
                 continue
             r = FROZEN_CLAIMS[key]
             title = f"{r.source.split(' (')[0]}: {r.prop} (frozen protocol only)"
-            cells = (keep_words(title), "—", "—", "—", fresh_badge(key))
+            cells = (
+                keep_words(title),
+                "—",
+                "—",
+                "—",
+                fresh_badge(key) + _fragile_mark(key),
+            )
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -423,6 +429,13 @@ def paper_map_text(text: str) -> str:
             line = f"{body} | {lead}{MAP_JOIN}{old} |\n"
         out.append(line)
     return "".join(out)
+
+
+def _fragile_mark(key: str) -> str:
+    """`` *fragile*`` after a fresh badge whose verdict changes under an alternative."""
+    got = fresh_verdicts().get(key)
+    judged = got is not None and got.verdict != PENDING
+    return " *fragile*" if judged and fragile_words(key) else ""
 
 
 def fresh_counts(keys: Sequence[str]) -> Dict[str, int]:

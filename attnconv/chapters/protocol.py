@@ -8,7 +8,7 @@ from typing import Dict, List
 
 from ..evidence import freeze, protocol
 from ..evidence.judge import PENDING, ConfirmatoryVerdict, interim_words, tally
-from ..evidence.runs import TUNING_FILE, _read_tuning, beyond_tuning_runs, tuning_runs
+from ..evidence.runs import beyond_tuning_runs, tuning_record, tuning_runs
 from ..experiments.registry import RUNS, run_state
 from .shared.tables import keep_words, markdown_table
 
@@ -105,7 +105,7 @@ def tuning_table():
     for arm, a in protocol.ARMS.items():
         if not a.grid:
             continue
-        saved = _read_tuning(TUNING_FILE.format(arm=arm))
+        saved = tuning_record(arm)
         choice = saved["choice"]
         edge = [
             k

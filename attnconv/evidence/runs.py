@@ -60,6 +60,7 @@ __all__ = [
     "tuning_runs",
     "choose",
     "tuned_values",
+    "tuning_record",
     "confirm_run_name",
     "register_confirmatory",
     "beyond_changes",
@@ -177,6 +178,12 @@ def _read_tuning(file: str) -> dict:
             f"attnconv.regenerate --only {name}"
         )
     return json.loads(path.read_text())
+
+
+def tuning_record(arm: str) -> dict:
+    """``arm``'s saved tuning: its runs (values, validation and training accuracy) and its
+    choice (raises :class:`MissingResultError` while it is not made)."""
+    return _read_tuning(TUNING_FILE.format(arm=arm))
 
 
 def tuned_values(arm: str) -> Optional[dict]:

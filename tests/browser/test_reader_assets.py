@@ -186,6 +186,28 @@ def test_sidebar_search_stays_in_view_when_the_sidebar_scrolls(browser):
     context.close()
 
 
+def test_the_sticky_search_field_leaves_the_book_title_above_it_visible(browser):
+    """The sticky search field paints nothing over the sidebar's book title above it (a shadow
+    it once cast upwards hid the title's last line)."""
+    context, page = _reader_page(
+        browser,
+        "<style>:root { --pst-color-background: #ffffff; }</style>"  # the theme's variable
+        "<div class='bd-sidebar-primary' style='height:300px;overflow-y:auto'>"
+        "<div class='sidebar-primary-items__start'>"
+        "<div class='sidebar-primary-item'><p id='title' style='margin:0'>Self-attention"
+        " and convolution, executed</p></div>"
+        "<div class='sidebar-primary-item'><button class='search-button-field'>Search"
+        "</button></div></div></div>",
+    )
+    # a shadow cast upwards by the sticky item would cover the title's last line
+    shadow = page.evaluate(
+        "() => getComputedStyle(document.querySelector("
+        "'.sidebar-primary-item:has(> .search-button-field)')).boxShadow"
+    )
+    assert shadow == "none", shadow
+    context.close()
+
+
 def test_every_badge_is_visible_and_distinct_in_dark_mode(browser):
     """Dark mode: the inconclusive badge (muted) is grey with white text, unlike the imprecise one
     (light); the exploratory outline (dark) is drawn in the dark theme's light text colour, and the filled
