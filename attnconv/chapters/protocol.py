@@ -92,7 +92,7 @@ def arms_table():
 
 def _value_words(values: dict) -> str:
     return ", ".join(
-        f"{k} {v[0]}–{v[-1]}" if k == "widths" else f"{k} {v}"
+        f"{k} {v[0]}\u2060–\u2060{v[-1]}" if k == "widths" else f"{k} {v}"  # unbroken
         for k, v in values.items()
     )
 
