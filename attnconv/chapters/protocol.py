@@ -7,8 +7,14 @@ from __future__ import annotations
 from typing import Dict, List
 
 from ..evidence import freeze, protocol
-from ..evidence.judge import PENDING, ConfirmatoryVerdict, interim_words, tally
-from ..evidence.runs import beyond_tuning_runs, tuning_record, tuning_runs
+from ..evidence.judge import (
+    PENDING,
+    ConfirmatoryVerdict,
+    arm_runs,
+    interim_words,
+    tally,
+)
+from ..evidence.runs import beyond_tuning_runs, tuned_values, tuning_record, tuning_runs
 from ..experiments.registry import RUNS, run_state
 from .shared.tables import keep_words, markdown_table
 
@@ -110,7 +116,7 @@ def tuning_table():
         edge = [
             k
             for k, grid in a.grid.items()
-            if list(grid).index(_grid_value(choice[k])) in (0, len(grid) - 1)
+            if list(grid).index(tuned_values(arm)[k]) in (0, len(grid) - 1)
         ]
         for r in saved["runs"]:
             chosen = r["values"] == choice
@@ -131,36 +137,26 @@ def tuning_table():
     return _table(rows)
 
 
-def _grid_value(v):
-    return tuple(v) if isinstance(v, list) else v
-
-
 def fresh_arms_table():
-    """Each six-layer arm's fresh seeds at a glance, from their histories: parameters, the mean
-    last-epoch training accuracy and the mean test accuracy with its spread over seeds (sample
-    standard deviation), and the devices the runs were made on."""
-    import json
+    """Each six-layer arm's fresh seeds at a glance (:func:`judge.arm_runs`): parameters, the
+    mean last-epoch training accuracy and the mean test accuracy with its spread over seeds
+    (sample standard deviation), and the devices the runs were made on."""
     import statistics
-
-    from ..experiments.store import runs_dir
 
     rows = []
     for arm in protocol.ARMS:
-        paths = [
-            runs_dir() / f"confirm/{arm}/seed{s}/history.json"
-            for s in protocol.CONFIRMATORY_SEEDS
-        ]
-        hs = [json.loads(p.read_text()) for p in paths if p.is_file()]
-        if not hs:
+        runs = arm_runs(arm, protocol.CONFIRMATORY_SEEDS)
+        if not runs:
             continue
-        test = [100 * h["epochs"][-1]["test_acc"] for h in hs]
-        train = [100 * h["epochs"][-1]["train_acc"] for h in hs]
-        devices = sorted({s["device"] for h in hs for s in h.get("sessions", [])})
+        hs = [r.history for r in runs]
+        test = [100 * h.epochs[-1]["test_acc"] for h in hs]
+        train = [100 * h.epochs[-1]["train_acc"] for h in hs]
+        devices = sorted({s["device"] for h in hs for s in h.get("sessions") or []})
         rows.append(
             {
                 "arm": arm,
                 "seeds": str(len(hs)),
-                "parameters": f"{hs[0]['num_parameters']:,}",
+                "parameters": f"{hs[0].num_parameters:,}",
                 "training": f"{statistics.mean(train):.1f} %",
                 "test": f"{statistics.mean(test):.1f} % ± {statistics.stdev(test):.1f}",
                 "devices": ", ".join(devices),
