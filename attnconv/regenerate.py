@@ -38,6 +38,7 @@ import time
 from typing import List, Optional, Sequence
 
 from .evidence import beyond as _beyond  # noqa: F401 (registers chapter 18's reference)
+from .evidence import followup_runs as _followup_runs  # noqa: F401 (registers its runs)
 from .evidence import runs as _protocol_runs  # noqa: F401 (registers the protocol's runs)
 from .experiments.device import fp32_everywhere
 from .experiments.registry import RUNS, RunEntry, load_run, run_state, train_entry
@@ -212,7 +213,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--protocol",
-        choices=("confirm", "beyond"),
+        choices=("confirm", "beyond", "followup"),
         help="make the frozen protocol's runs and studies in their order (the six-layer "
         "arms, or chapter 18's): tuning, each choice, then the fresh seeds; several "
         "processes may share one queue (each takes the next entry nobody holds)",
@@ -252,9 +253,10 @@ def _run_protocol(part: str) -> int:
     to it (and what depends on it waits until it is done)."""
     import shutil
 
+    from .evidence.followup_runs import followup_queue
     from .evidence.runs import queue, thin_made_run
 
-    for name in queue(part):
+    for name in followup_queue() if part == "followup" else queue(part):
         entry = RUNS.get(name) or STUDIES.get(name)
         if entry is None:
             print(

@@ -12,6 +12,9 @@ __all__ = [
     "FREEZE_DATE",
     "GUARDED_PATHS",
     "PROTOCOL_RUN_FOLDERS",
+    "FOLLOWUP_DIGEST",
+    "FOLLOWUP_FREEZE_COMMIT",
+    "FOLLOWUP_GUARDED_PATHS",
 ]
 
 #: SHA-256 of :func:`attnconv.evidence.protocol.content` at the freeze.
@@ -30,8 +33,16 @@ GUARDED_PATHS = (
     "results/confirm",
     "results/beyond3",
 )
+#: SHA-256 of :func:`attnconv.evidence.followup.content` at the registered follow-up's freeze.
+FOLLOWUP_DIGEST = "7e24518c8082fb80df8d6d832ef1b52764b80bc40f8b783ce0405996f7dae0c7"
+#: The commit that froze the follow-up (None until the commit after it names it).
+FOLLOWUP_FREEZE_COMMIT = None
+#: The follow-up's runs and results: none of it may be in git at or before its freeze commit.
+FOLLOWUP_GUARDED_PATHS = ("runs/followup", "runs/followup-tuning", "results/followup")
 #: The protocol's run folders under book/runs/ (the benchmark appendix leaves them to the
 #: protocol page, which counts them as they arrive).
 PROTOCOL_RUN_FOLDERS = tuple(
-    p[len("runs/") :] for p in GUARDED_PATHS if p.startswith("runs/")
+    p[len("runs/") :]
+    for p in GUARDED_PATHS + FOLLOWUP_GUARDED_PATHS
+    if p.startswith("runs/")
 )

@@ -48,6 +48,7 @@ __all__ = [
     "interim_words",
     "one_sided_bounds",
     "detectable_share",
+    "followup_verdicts",
 ]
 
 #: The state of a claim whose arms do not have their seeds yet (not a verdict).
@@ -399,3 +400,78 @@ def tally_sentence(verdicts: Dict[str, ConfirmatoryVerdict]) -> str:
         f"{t[INCONCLUSIVE]} inconclusive",
     ] + ([f"{t[PENDING]} pending"] if t[PENDING] else [])
     return head + "; ".join(parts)
+
+
+# --------------------------------------------------------------------------- the follow-up
+def _followup_runs(arm: str) -> Optional[list]:
+    from .followup import SEEDS
+    from .followup_runs import followup_run_name
+
+    names = [followup_run_name(arm, s) for s in SEEDS]
+    if any(n not in RUNS or run_state(RUNS[n]) != "present" for n in names):
+        return None
+    return [load_run(n) for n in names]
+
+
+def _control(run) -> float:
+    """The last test accuracy of ``run``'s unpruned model retrained like its pruned one."""
+    from ..experiments.studies_pruning import load_pruning_study
+
+    study = load_pruning_study(run, verbose=False)
+    return next(_last(r["test_acc"]) for r in study["retrained"] if r["k"] == 0)
+
+
+def _controlled(claim, runs) -> ConfirmatoryVerdict:
+    rows = [_pruning_pair(r) + (_control(r),) for r in runs]
+    unpruned, pruned, retrained, control = (list(c) for c in zip(*rows))
+    if claim.key == "pruning_hurts_fresh":
+        iv = paired_seed_interval(unpruned, pruned)
+        alts = {}
+    else:
+        iv = paired_seed_interval(retrained, control)
+        before = paired_seed_interval(retrained, unpruned)
+        alts = {
+            **_margin_alts(claim, iv),
+            claim.alternatives[2]: decide("non-inferiority", iv, claim.margin)[0],
+            claim.alternatives[3]: decide(claim.kind, before, claim.margin)[0],
+        }
+    verdict, reason = decide(claim.kind, iv, claim.margin)
+    return ConfirmatoryVerdict(
+        claim.key, verdict, reason, (), _p(claim, iv, claim.margin),
+        COMPARISON_ALPHA, alts,
+    )  # fmt: skip
+
+
+def followup_verdicts() -> Dict[str, ConfirmatoryVerdict]:
+    """The registered follow-up's verdicts (:mod:`~attnconv.evidence.followup`) by the frozen
+    rule at all of its seeds (*pending* while an arm lacks one), with Holm's adjustment over its
+    own family as every claim's alternative."""
+    from .followup import CLAIMS as FOLLOWUP_CLAIMS
+    from .followup import SEEDS
+
+    out = {}
+    for key, claim in FOLLOWUP_CLAIMS.items():
+        runs = {arm: _followup_runs(arm) for arm in claim.arms}
+        if any(r is None for r in runs.values()):
+            out[key] = ConfirmatoryVerdict(key, PENDING, "runs not all made")
+            continue
+        first = runs[claim.arms[0]]
+        try:
+            if claim.key.startswith("pruning_"):
+                v = _controlled(claim, first)
+            else:
+                v = _accuracy_claim(claim, first, runs[claim.arms[1]])
+        except (MissingResultError, StaleResultError, FileNotFoundError) as e:
+            v = ConfirmatoryVerdict(key, PENDING, f"a study is missing: {e}")
+        v.seeds = tuple(SEEDS) if v.verdict != PENDING else ()
+        out[key] = v
+    judged = {k: v for k, v in out.items() if v.verdict != PENDING and v.p is not None}
+    adjusted = holm(
+        {k: v.p for k, v in judged.items()}, {k: v.alpha for k, v in judged.items()}
+    )
+    for key, v in judged.items():
+        held = adjusted[key] < SHARE_ALPHA
+        v.alternatives["Holm's adjustment over the follow-up's family"] = (
+            v.verdict if (v.verdict != REPRODUCED or held) else INCONCLUSIVE
+        )
+    return out

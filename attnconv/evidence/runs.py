@@ -52,6 +52,14 @@ from .protocol import (
 )
 
 __all__ = [
+    "arm_changes",
+    "values_tag",
+    "grid_values",
+    "last3",
+    "write_result",
+    "read_result",
+    "thin_run",
+    "thin_file",
     "TUNING_FILE",
     "BEYOND_TUNING_FILE",
     "BEYOND_STEPS",
@@ -91,7 +99,7 @@ _TUNING_ORDER = ("learned", "resnet18", "quadratic", "quadratic-16heads", "gener
 _TIE = 0.001
 
 
-def _changes(arm: Arm, values: dict) -> dict:
+def arm_changes(arm: Arm, values: dict) -> dict:
     """The changes to the deep profile's config of ``arm``'s model: the arm's own, ``values``
     (tuned), the budget and the validation split; model fields go into ``model_overrides``."""
     wanted = {**arm.changes, **values}
@@ -103,7 +111,7 @@ def _changes(arm: Arm, values: dict) -> dict:
     return dict(train, epochs=EPOCHS, validation=_VALIDATION)
 
 
-def _tag(values: dict) -> str:
+def values_tag(values: dict) -> str:
     """``lr0.1`` or ``lr0.1-w16`` (a ResNet's first width)."""
     parts = [f"lr{values['lr']:g}"]
     if "widths" in values:
@@ -111,7 +119,7 @@ def _tag(values: dict) -> str:
     return "-".join(parts)
 
 
-def _grid(arm: Arm) -> Iterator[dict]:
+def grid_values(arm: Arm) -> Iterator[dict]:
     keys = sorted(arm.grid)
     for combo in itertools.product(*(arm.grid[k] for k in keys)):
         yield dict(zip(keys, combo))
@@ -123,14 +131,14 @@ def tuning_runs() -> Dict[str, List[Tuple[str, dict]]]:
     for arm in sorted(ARMS.values(), key=lambda a: _TUNING_ORDER.index(a.key)):
         if arm.grid:
             out[arm.key] = [
-                (f"confirm-tuning/{arm.key}/{_tag(v)}/seed{seed}", v)
-                for v in _grid(arm)
+                (f"confirm-tuning/{arm.key}/{values_tag(v)}/seed{seed}", v)
+                for v in grid_values(arm)
                 for seed in TUNING_SEEDS
             ]
     return out
 
 
-def _last3(history, key: str = "val_acc") -> float:
+def last3(history, key: str = "val_acc") -> float:
     values = [e[key] for e in history.epochs if e.get(key) is not None]
     return sum(values[-3:]) / len(values[-3:])
 
@@ -148,28 +156,28 @@ def _make_tuning(arm: str) -> None:
     only their validation and training accuracy are ever read again."""
     rows = []
     for name, values in tuning_runs()[arm]:
-        _thin(name)
+        thin_run(name)
         h = load_run(name).history
         rows.append(
             {
                 "run": name,
                 "values": values,
-                "val_acc_last3": _last3(h),
+                "val_acc_last3": last3(h),
                 "train_acc_last": h.epochs[-1].train_acc,
             }
         )
     scores = [(r["values"], r["val_acc_last3"]) for r in rows]
     out = {"arm": arm, "runs": rows, "choice": choose(scores)}
-    _write(TUNING_FILE.format(arm=arm), out)
+    write_result(TUNING_FILE.format(arm=arm), out)
 
 
-def _write(file: str, obj) -> None:
+def write_result(file: str, obj) -> None:
     path = results_dir() / file
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(obj, indent=1, sort_keys=True) + "\n")
 
 
-def _read_tuning(file: str) -> dict:
+def read_result(file: str) -> dict:
     path = results_dir() / file
     if not path.is_file():
         name = "results/" + file.removesuffix(".json").replace("/tuning-", "-tuning-")
@@ -183,7 +191,7 @@ def _read_tuning(file: str) -> dict:
 def tuning_record(arm: str) -> dict:
     """``arm``'s saved tuning: its runs (values, validation and training accuracy) and its
     choice (raises :class:`MissingResultError` while it is not made)."""
-    return _read_tuning(TUNING_FILE.format(arm=arm))
+    return read_result(TUNING_FILE.format(arm=arm))
 
 
 def tuned_values(arm: str) -> Optional[dict]:
@@ -191,7 +199,7 @@ def tuned_values(arm: str) -> Optional[dict]:
     while its tuning is not saved."""
     own = ARMS[arm].tuned_as or arm
     try:
-        chosen = _read_tuning(TUNING_FILE.format(arm=own))["choice"]
+        chosen = read_result(TUNING_FILE.format(arm=own))["choice"]
     except MissingResultError:
         return None
     return {k: tuple(v) if isinstance(v, list) else v for k, v in chosen.items()}
@@ -228,7 +236,7 @@ def register_confirmatory() -> List[str]:
                 series=f"confirm/{arm.key}",
                 chapters=("12b", "17"),
                 seed=seed,
-                **_changes(arm, values),
+                **arm_changes(arm, values),
             )
             new.append(name)
             for study in _STUDIES.get(arm.key, ()):
@@ -277,18 +285,18 @@ def beyond_tuning(size: int) -> Optional[dict]:
     """Chapter 18's tuning at ``size`` images: per arm its mean validation accuracy at each rate
     (``scores``) and the rate chosen (``choice``); ``None`` while it is not saved."""
     try:
-        return _read_tuning(BEYOND_TUNING_FILE.format(size=size))
+        return read_result(BEYOND_TUNING_FILE.format(size=size))
     except MissingResultError:
         return None
 
 
-def _thin(name: str) -> None:
+def thin_run(name: str) -> None:
     """Thin a complete protocol run's saved history in place (:func:`thin_history`): its claims
     read the heads before training and after the last epoch, never the epochs between."""
-    _thin_file(RUNS[name].path / HISTORY)
+    thin_file(RUNS[name].path / HISTORY)
 
 
-def _thin_file(path: Path) -> None:
+def thin_file(path: Path) -> None:
     if not path.is_file():
         return
     got = json.loads(path.read_text())
@@ -307,9 +315,9 @@ def _make_beyond_tuning(size: int) -> None:
     for name, arm, n, lr, _ in beyond_tuning_runs():
         if n != size:
             continue
-        _thin(name)
+        thin_run(name)
         h = load_run(name).history
-        groups.setdefault((arm, size), {}).setdefault(lr, []).append(_last3(h))
+        groups.setdefault((arm, size), {}).setdefault(lr, []).append(last3(h))
     out = {}
     for (arm, size), by_lr in groups.items():
         scores = [({"lr": lr}, sum(v) / len(v)) for lr, v in by_lr.items()]
@@ -317,7 +325,7 @@ def _make_beyond_tuning(size: int) -> None:
             "scores": {f"{lr:g}": sum(v) / len(v) for lr, v in by_lr.items()},
             "choice": choose(scores)["lr"],
         }
-    _write(BEYOND_TUNING_FILE.format(size=size), out)
+    write_result(BEYOND_TUNING_FILE.format(size=size), out)
 
 
 def register_beyond() -> List[str]:
@@ -325,7 +333,7 @@ def register_beyond() -> List[str]:
     tuned = {}
     for size in BEYOND["sizes"]:
         try:
-            tuned[size] = _read_tuning(BEYOND_TUNING_FILE.format(size=size))
+            tuned[size] = read_result(BEYOND_TUNING_FILE.format(size=size))
         except MissingResultError:
             tuned[size] = {}
     new = []
@@ -413,7 +421,7 @@ def held_out_study(name: str) -> StudyEntry:
 
 def _study(name: str, file: str, runs: tuple, make, description: str) -> StudyEntry:
     def read():
-        return _read_tuning(file)
+        return read_result(file)
 
     return StudyEntry(
         name, f"results/{file}", runs, make, read, description=description
@@ -430,7 +438,7 @@ def _register() -> None:
                 f"tuning run of {arm} (validation only)",
                 chapters=("appendix",),
                 seed=int(name.rsplit("seed", 1)[1]),
-                **_changes(ARMS[arm], values),
+                **arm_changes(ARMS[arm], values),
             )
     for name, arm, size, lr, seed in beyond_tuning_runs():
         register_run(
@@ -517,10 +525,10 @@ def thin_made_run(name: str) -> None:
     still training): a six-layer history keeps a twentieth of its size, so that the 40 fresh
     seeds fit the repository (:func:`thin_history`)."""
     if name in RUNS and run_state(RUNS[name]) == "present":
-        _thin(name)
+        thin_run(name)
     run, _, study = name.rpartition("/")
     if study == "pruning" and run in RUNS:  # its retraining, written beside the run
-        _thin_file(Path(f"{RUNS[run].path}-pruned") / HISTORY)
+        thin_file(Path(f"{RUNS[run].path}-pruned") / HISTORY)
 
 
 def queue(part: str) -> Iterator[str]:

@@ -301,7 +301,7 @@ def retrain_folder(work_dir, k: int, k_selected: int) -> Path:
     degenerate heads (``k_selected``; the chapter reads its history), else ``retrain-k<k>`` in it
     (ignored by git)."""
     work_dir = Path(work_dir)
-    return work_dir if k == k_selected else work_dir / f"retrain-k{k}"
+    return work_dir if k == k_selected and k else work_dir / f"retrain-k{k}"
 
 
 def _retrained(model, config, data, order, counts, k_sel, epochs, work_dir, verbose):
@@ -323,7 +323,7 @@ def _retrained(model, config, data, order, counts, k_sel, epochs, work_dir, verb
                 "test_predictions": hist["epochs"][-1]["test_predictions"],
             }
         )
-        if k == k_sel:
+        if k == k_sel and k:
             pruned_history = hist
     return retrained, pruned_history
 
@@ -340,6 +340,7 @@ def pruning_study(
     seed: int = 0,
     verbose: bool = False,
     work_dir=None,
+    control: bool = False,
 ) -> dict:
     """Everything Figs. 8 and 9 need, from a trained generalized ``model`` (its run's ``config``;
     ``data``: the run's data set, cut to the config's subsets here):
@@ -355,7 +356,9 @@ def pruning_study(
       predictions before and after; each retraining runs in :func:`retrain_folder` of
       ``work_dir`` (default: temporary folders) and resumes there when interrupted;
     * ``parameters`` and ``macs`` (per image) of the unpruned and the pruned model;
-    * ``pruned_history``: the degenerate heads' retraining history (``None`` when none is).
+    * ``pruned_history``: the degenerate heads' retraining history (``None`` when none is);
+    * with ``control``, ``retrained`` also holds k = 0: the unpruned model retrained the same
+      way from the same weights (what a pruned model's recovery is measured against).
 
     Every evaluation is in the precision of the run's config. Returns a JSON-ready dict."""
     device = next(model.parameters()).device
@@ -381,6 +384,7 @@ def pruning_study(
         else [int(c) for c in retrain_counts]
     )
     counts = sorted({c for c in counts + ([k_sel] if k_sel else []) if 0 < c <= total})
+    counts = [0] + counts if control else counts
     retrained, pruned_history = _retrained(
         model, config, data, order, counts, k_sel, epochs, work_dir, verbose
     )

@@ -92,3 +92,70 @@ def test_every_claim_names_what_it_needs():
             assert c.null or c.margin, key
     seeds = set(protocol.CONFIRMATORY_SEEDS) | set(protocol.TUNING_SEEDS)
     assert seeds.isdisjoint(range(0, 10))  # never used by the exploratory series
+
+
+# --------------------------------------------------------------------------- the follow-up
+def test_followup_content_is_the_frozen_one():
+    from attnconv.evidence import followup
+
+    assert followup.digest() == freeze.FOLLOWUP_DIGEST, (
+        "the registered follow-up's content changed after its freeze: leave it as frozen"
+    )
+
+
+def test_followup_digest_sees_a_change(monkeypatch):
+    from attnconv.evidence import followup
+
+    monkeypatch.setattr(followup, "SEEDS", followup.SEEDS[:-1])
+    assert followup.digest() != freeze.FOLLOWUP_DIGEST
+
+
+def test_no_followup_file_before_its_freeze():
+    if not _history_available():
+        pytest.skip("no full git history here: the order of commits cannot be read")
+    paths = [f"book/{p}" for p in freeze.FOLLOWUP_GUARDED_PATHS]
+    if freeze.FOLLOWUP_FREEZE_COMMIT is None:
+        assert _git("ls-files", *paths) == ""
+        return
+    _git("merge-base", "--is-ancestor", freeze.FOLLOWUP_FREEZE_COMMIT, "HEAD")
+    for commit in _git("log", "--diff-filter=A", "--format=%H", "--", *paths).split():
+        assert commit != freeze.FOLLOWUP_FREEZE_COMMIT
+        subprocess.run(
+            [
+                "git",
+                "merge-base",
+                "--is-ancestor",
+                freeze.FOLLOWUP_FREEZE_COMMIT,
+                commit,
+            ],
+            cwd=ROOT,
+            check=True,
+        )
+
+
+def test_followup_names_fresh_seeds_and_matches_the_learned_size():
+    from attnconv.evidence import followup
+    from attnconv.experiments.models import build_model
+
+    used = set(protocol.CONFIRMATORY_SEEDS) | set(protocol.TUNING_SEEDS)
+    used |= set(protocol.BEYOND["seeds"]) | {900, 901}  # chapter 18's tuning seeds
+    fresh = set(followup.SEEDS) | set(followup.TUNING_SEEDS)
+    assert fresh.isdisjoint(used) and fresh.isdisjoint(range(0, 10))
+
+    def size(model, **kw):
+        return sum(p.numel() for p in build_model(model, **kw).parameters())
+
+    learned = size(
+        "learned", hidden_size=32, intermediate_size=64, num_layers=6, downsample=2
+    )
+    w = followup.MATCHED_WIDTHS
+    assert size("resnet18", widths=w) <= learned
+    wider = tuple(x + x // w[0] for x in w)  # the next width (w + 1, ...)
+    assert size("resnet18", widths=wider) > learned
+    # every follow-up claim quotes the frozen claim it re-asks, word for word
+    for c in followup.CLAIMS.values():
+        assert any(c.quote == f.quote for f in protocol.CLAIMS.values()), c.key
+    # no frozen grid value is at the end of the follow-up's grid
+    frozen = {v for a in protocol.ARMS.values() for v in a.grid.get("lr", ())}
+    grid = followup.LR_GRID["lr"]
+    assert min(grid) < min(frozen) and max(grid) > max(frozen)

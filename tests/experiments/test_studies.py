@@ -290,3 +290,29 @@ def test_a_pruning_study_of_other_weights_is_stale(tmp_path, data):
     other = Run(tmp_path, cfg, {"epochs": [{"test_acc": full + 0.01}]})
     with pytest.raises(StaleResultError, match="other weights.*--force"):
         sp.load_pruning_study(other, verbose=False)
+
+
+def test_the_control_retrains_the_unpruned_model_as_the_training_loop_would(
+    tmp_path, data
+):
+    """``control``: k = 0 is retrained from the unpruned weights, in its own folder, exactly as
+    :func:`retrain` trains an unpruned copy (an independent call of the training loop)."""
+    torch.manual_seed(0)
+    model = build_model("generalized", **TINY).eval()
+    cfg = tiny_config()
+    study = sp.pruning_study(
+        model, cfg, data, retrain_counts=[], epochs=1, random_orders=0,
+        work_dir=tmp_path / "pruned", control=True,
+    )  # fmt: skip
+    control = next(r for r in study["retrained"] if r["k"] == 0)
+    assert control["heads"] == []
+    assert control["test_acc_before"] == study["curve"]["degenerate_first"][0]
+    alone = sp.retrain(sp.pruned_copy(model, []), cfg, data, 1, tmp_path / "alone")
+    assert control["test_acc"] == [e["test_acc"] for e in alone["epochs"]]
+    assert (tmp_path / "pruned" / "retrain-k0" / CHECKPOINT).is_file()
+    # without the control, no k = 0 is retrained
+    plain = sp.pruning_study(
+        model, cfg, data, retrain_counts=[], epochs=1, random_orders=0,
+        work_dir=tmp_path / "plain",
+    )  # fmt: skip
+    assert all(r["k"] > 0 for r in plain["retrained"])
