@@ -14,6 +14,7 @@ __all__ = [
     "PROTOCOL_RUN_FOLDERS",
     "FOLLOWUP_DIGEST",
     "FOLLOWUP_FREEZE_COMMIT",
+    "FOLLOWUP_FREEZE_DATE",
     "FOLLOWUP_GUARDED_PATHS",
 ]
 
@@ -36,7 +37,9 @@ GUARDED_PATHS = (
 #: SHA-256 of :func:`attnconv.evidence.followup.content` at the registered follow-up's freeze.
 FOLLOWUP_DIGEST = "7e24518c8082fb80df8d6d832ef1b52764b80bc40f8b783ce0405996f7dae0c7"
 #: The commit that froze the follow-up (None until the commit after it names it).
-FOLLOWUP_FREEZE_COMMIT = None
+FOLLOWUP_FREEZE_COMMIT = "e10d2ddba06ce94fe0566e2d8173588367801963"
+#: Its date (UTC), as git records it.
+FOLLOWUP_FREEZE_DATE = "2026-11-28T03:16:52+00:00"
 #: The follow-up's runs and results: none of it may be in git at or before its freeze commit.
 FOLLOWUP_GUARDED_PATHS = ("runs/followup", "runs/followup-tuning", "results/followup")
 #: The protocol's run folders under book/runs/ (the benchmark appendix leaves them to the
