@@ -8,9 +8,10 @@ Each phase has a share of the budget (:data:`PHASES`; :data:`MARGIN_SECONDS` kep
 packing): its limit is the time left less the shares of the phases after it, so a phase gets
 its own share and whatever the phases before it left unused, and the last one all that is left:
 
-1. ``confirm``, ``beyond`` — the protocol's runs the book most needs:
+1. ``confirm``, ``followup``, ``beyond`` — the protocol's runs the book most needs:
    ``python -m attnconv.regenerate --protocol confirm --fp32`` in ``--workers`` processes side by
-   side (they share one queue with locks), then ``--protocol beyond`` likewise. Runs are written
+   side (they share one queue with locks), then ``--protocol followup`` (the registered
+   follow-up) and ``--protocol beyond`` likewise. Runs are written
    into the book (``--book``; default this checkout's), and a killed run resumes from its
    folder on the next call.
 2. ``smoke`` — :mod:`attnconv.gpu_smoke` (its ``gpu-smoke.json``).
@@ -23,8 +24,8 @@ its own share and whatever the phases before it left unused, and the last one al
 
 ``--out`` gets at most 8 files, each under 16 MiB, no folders: ``summary.json`` (the phases:
 state, seconds, limit), ``gpu-smoke.json``, ``paper-epoch.json``, ``runs.tar.gz`` (the protocol's
-histories, configs and results: ``runs/confirm*``, ``runs/beyond3*``, ``results/confirm``,
-``results/beyond3``; the checkpoints of runs stopped part-way, so the CPU resumes them, and of
+histories, configs and results: ``runs/confirm*``, ``runs/followup*``, ``runs/beyond3*``,
+``results/confirm``, ``results/followup``, ``results/beyond3``; the checkpoints of runs stopped part-way, so the CPU resumes them, and of
 runs a study not yet made reads, so the CPU makes it from the GPU's weights; then
 ``runs-2.tar.gz`` … should one pass 12 MiB) and
 ``window.log`` (the tail of every phase's output).
@@ -89,8 +90,10 @@ SUMMARY, SMOKE, PAPER_EPOCH, ARCHIVE, LOG = (
 ARCHIVED = (
     "runs/confirm*/**/*.json",
     "runs/beyond3*/**/*.json",
+    "runs/followup*/**/*.json",
     "results/confirm/*",
     "results/beyond3/*",
+    "results/followup/*",
 )
 #: The checkpoints of a protocol run the window stopped part-way (its ``history.json`` not
 #: ``complete``): about 1 MB each, so the CPU resumes it where the GPU stopped. (The weights of a
@@ -98,6 +101,7 @@ ARCHIVED = (
 UNFINISHED_CHECKPOINTS = (
     "runs/confirm*/**/checkpoint*.pt",
     "runs/beyond3*/**/checkpoint*.pt",
+    "runs/followup*/**/checkpoint*.pt",
 )
 PAPER_EPOCH_MODELS = ("quadratic", "learned_content", "resnet18")
 #: Tiny models of ``--dry-run``.
@@ -139,7 +143,9 @@ def _module(name: str, *args: str) -> List[str]:
 def _protocol(part: str) -> Callable[[_Context], List[List[str]]]:
     def commands(ctx: _Context) -> List[List[str]]:
         if ctx.dry_run:  # tiny runs where the protocol's would go, in as many processes
-            prefix = "confirm-dry" if part == "confirm" else "beyond3-dry"
+            prefix = {"confirm": "confirm-dry", "followup": "followup-dry"}.get(
+                part, "beyond3-dry"
+            )
             return [
                 _module(_SELF, "--tiny-run", f"{prefix}/worker{i}")
                 for i in range(ctx.workers)
@@ -178,7 +184,8 @@ def _sample_runs(ctx: _Context) -> List[List[str]]:
 
 #: The phases in priority order and their shares of the budget (the last: what is left).
 PHASES = (
-    Phase("confirm", 0.40, _protocol("confirm")),
+    Phase("confirm", 0.05, _protocol("confirm")),
+    Phase("followup", 0.35, _protocol("followup")),
     Phase("beyond", 0.15, _protocol("beyond")),
     Phase("smoke", 0.22, _smoke),
     Phase("paper_epoch", 0.18, _paper_epoch),
@@ -401,13 +408,14 @@ def _study_inputs(book: Path) -> List[Path]:
     (a pruning study, a removal study): the weights are never committed, so without them the
     CPU would train the run again to make the study, on another device."""
     from .evidence import beyond as _b  # noqa: F401 (registers chapter 18's runs)
+    from .evidence import followup_runs as _f  # noqa: F401 (registers the follow-up's)
     from .evidence import runs as _r  # noqa: F401 (registers the protocol's runs, studies)
     from .experiments.registry import RUNS
     from .experiments.studies import STUDIES, study_state
 
     found = []
     for study in STUDIES.values():
-        if not study.name.startswith(("confirm", "beyond3")):
+        if not study.name.startswith(("confirm", "beyond3", "followup")):
             continue
         runs = [RUNS[n].path / "checkpoint.pt" for n in study.runs if n in RUNS]
         runs = [

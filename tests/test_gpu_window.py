@@ -52,8 +52,9 @@ def test_dry_run_returns_a_flat_folder_resumes_and_unpacks(tmp_path, capsys):
     with tarfile.open(out / "runs.tar.gz") as tar:
         members = tar.getnames()
     assert members and all(
-        m.startswith(("runs/confirm", "runs/beyond3")) for m in members
+        m.startswith(("runs/confirm", "runs/beyond3", "runs/followup")) for m in members
     )
+    assert any(m.startswith("runs/followup-dry") for m in members)  # the follow-up's phase
     assert not any(m.endswith(".pt") for m in members)  # no checkpoints come back
     # a second call with the same folder skips what finished
     t0 = time.monotonic()
