@@ -54,7 +54,9 @@ def test_dry_run_returns_a_flat_folder_resumes_and_unpacks(tmp_path, capsys):
     assert members and all(
         m.startswith(("runs/confirm", "runs/beyond3", "runs/followup")) for m in members
     )
-    assert any(m.startswith("runs/followup-dry") for m in members)  # the follow-up's phase
+    assert any(
+        m.startswith("runs/followup-dry") for m in members
+    )  # the follow-up's phase
     assert not any(m.endswith(".pt") for m in members)  # no checkpoints come back
     # a second call with the same folder skips what finished
     t0 = time.monotonic()
