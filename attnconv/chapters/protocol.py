@@ -29,6 +29,9 @@ __all__ = [
     "verdicts_table",
     "tally_words",
     "robustness_table",
+    "followup_record_table",
+    "followup_arms_table",
+    "followup_claims_table",
 ]
 
 
@@ -277,4 +280,86 @@ def robustness_table(confirmatory: Dict[str, ConfirmatoryVerdict]):
                     else ("yes" if got != v.verdict else "no"),
                 }
             )
+    return _table(rows)
+
+
+# --------------------------------------------------------------------------- the follow-up
+def followup_record_table():
+    """The registered follow-up's freeze record (its digest checked, asserted) and its runs made
+    so far, by kind."""
+    from ..evidence import followup
+    from ..evidence.followup_runs import followup_run_name, followup_tuning_runs
+
+    now = followup.digest()
+    assert now == freeze.FOLLOWUP_DIGEST, "the follow-up changed after its freeze"
+    tuning = [n for runs in followup_tuning_runs().values() for n, _ in runs]
+    seeds = [followup_run_name(a, s) for a in followup.ARMS for s in followup.SEEDS]
+    return _table(
+        [
+            {
+                "item": "freeze commit",
+                "value": f"`{freeze.FOLLOWUP_FREEZE_COMMIT[:10]}`",
+            },
+            {"item": "frozen on (UTC)", "value": freeze.FOLLOWUP_FREEZE_DATE},
+            {"item": "digest now", "value": f"`{now[:16]}…`, the frozen one (checked)"},
+            {"item": "fresh seeds", "value": ", ".join(map(str, followup.SEEDS))},
+            {
+                "item": "tuning runs made (validation)",
+                "value": f"{_present(tuning)} of {len(tuning)}",
+            },
+            {
+                "item": "fresh runs made",
+                "value": f"{_present(seeds)} of {len(seeds)}",
+            },
+        ]
+    )
+
+
+def _followup_choice(arm: str) -> str:
+    from ..evidence.followup_runs import followup_tuned_values
+
+    chosen = followup_tuned_values(arm)
+    return "not yet chosen" if chosen is None else f"lr {chosen['lr']:g}"
+
+
+def followup_arms_table():
+    """The follow-up's arms: parameters, its one grid and the value chosen on validation."""
+    from ..evidence import followup
+    from ..evidence.runs import arm_changes
+    from ..experiments.models import build_model
+    from ..experiments.profiles import make_config
+
+    rows = []
+    for a in followup.ARMS.values():
+        overrides = arm_changes(a, {}).get("model_overrides")
+        base = make_config(a.model, "deep").model_overrides
+        model = build_model(a.model, **(overrides or base))
+        rows.append(
+            {
+                "arm": a.key,
+                "parameters": f"{sum(p.numel() for p in model.parameters()):,}",
+                "grid": "lr ∈ {" + ", ".join(f"{v:g}" for v in a.grid["lr"]) + "}",
+                "chosen on validation": _followup_choice(a.key),
+            }
+        )
+    return _table(rows)
+
+
+def followup_claims_table(verdicts: Dict[str, ConfirmatoryVerdict]):
+    """The follow-up's claims: type, measure, margin and the verdict (pending until made)."""
+    from ..evidence import followup
+
+    rows = []
+    for key, c in followup.CLAIMS.items():
+        v = verdicts[key]
+        mark = " (fragile)" if v.verdict != PENDING and v.fragile else ""
+        rows.append(
+            {
+                "claim": key.replace("_", " "),
+                "type": c.kind,
+                "measure": _short(c.prop, 110),
+                "margin": "—" if c.margin is None else f"{100 * c.margin:g} point(s)",
+                "verdict": v.verdict + mark,
+            }
+        )
     return _table(rows)

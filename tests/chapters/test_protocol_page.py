@@ -82,3 +82,27 @@ def test_the_fresh_arms_table_reads_every_fresh_history():
     row = next(r for r in rows if r.startswith("| learned |"))
     assert f"| {len(test)} |" in row
     assert f"{100 * sum(test) / len(test):.1f} % ±" in row
+
+
+def test_the_followup_tables_read_its_freeze_and_its_runs():
+    import json
+    from pathlib import Path
+
+    from attnconv.evidence import followup
+    from attnconv.evidence.judge import PENDING, followup_verdicts
+
+    record = page.followup_record_table().data
+    assert freeze.FOLLOWUP_FREEZE_COMMIT[:10] in record
+    arms = page.followup_arms_table().data
+    # the learned arm's size, as its fresh runs recorded it when they were trained
+    saved = Path(__file__).resolve().parents[2] / "book/runs/confirm/learned/seed1000"
+    if (saved / "history.json").is_file():
+        n = json.loads((saved / "history.json").read_text())["num_parameters"]
+        assert f"| learned | {n:,} |" in arms
+    verdicts = followup_verdicts()
+    assert set(verdicts) == set(followup.CLAIMS)
+    claims = page.followup_claims_table(verdicts).data
+    for v in verdicts.values():
+        assert v.verdict in claims
+        if v.verdict == PENDING:
+            assert not v.seeds
