@@ -66,6 +66,9 @@ def test_the_chapter_shows_them(stand_ins):
     assert all(
         chapter.CONTRAST_TITLES[c["key"]] in claims for c in fair.BEYOND["contrasts"]
     )
+    # the start-only contrast says it tests ConViT's claim only in part
+    row = next(r for r in claims.splitlines() if "ConViT start − default" in r)
+    assert "the start alone" in row and "last row" in row
     badges = chapter.fair_badges(verdicts)
     total = sum(int(b.split("`")[1].split()[0]) for b in badges.split("{")[1:])
     assert total == len(fair.BEYOND["contrasts"])
