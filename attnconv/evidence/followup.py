@@ -21,8 +21,10 @@ content; :mod:`attnconv.evidence.freeze` records it and the commit that froze it
 from __future__ import annotations
 
 import hashlib
+import importlib
+import inspect
 import json
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Dict, Tuple
 
 from .protocol import ARMS as FROZEN_ARMS
@@ -40,6 +42,18 @@ __all__ = [
     "FAMILY",
     "content",
     "digest",
+    "FollowupAmendment",
+    "AMENDMENTS",
+    "KINDS",
+    "GATES",
+    "PAPER_PRUNED",
+    "ADDED_CLAIMS",
+    "CONFOUNDS",
+    "REPORTING",
+    "FUNCTIONS",
+    "all_claims",
+    "amendment_content",
+    "amendment_digest",
 ]
 
 #: Fresh seeds of every follow-up arm (never used by a run of the book before this freeze).
@@ -179,5 +193,213 @@ def digest() -> str:
     """The SHA-256 of :func:`content` as canonical JSON (sorted keys, no spaces)."""
     text = json.dumps(
         content(), sort_keys=True, separators=(",", ":"), ensure_ascii=True
+    )
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+# --------------------------------------------------------------------------- amendment 1
+# Everything below is outside :func:`content` (the follow-up's frozen digest, unchanged): it is the
+# follow-up's first amendment, made after an independent review of the frozen design and before
+# any run it changes existed, with its own digest (:func:`amendment_digest`) and commit
+# (:data:`attnconv.evidence.freeze.FOLLOWUP_AMENDMENT_COMMIT`).
+
+
+@dataclass(frozen=True)
+class FollowupAmendment:
+    """A dated change to the follow-up: the ``claims`` it touches, ``what`` changed, ``why``, and
+    what of the follow-up's runs existed (``visible``) when it was made."""
+
+    date: str
+    claims: Tuple[str, ...]
+    what: str
+    why: str
+    visible: str
+
+
+_VISIBLE = (
+    "on disk, none in git: the size-matched ResNet18's first four tuning runs (validation "
+    "only; two complete, two training); no test accuracy of any follow-up run; nothing of the "
+    "learned or generalized arms"
+)
+
+AMENDMENTS: Tuple[FollowupAmendment, ...] = (
+    FollowupAmendment(
+        "2026-11-28",
+        ("pruning_recovers_controlled",),
+        "typed as non-inferiority (the pruned model, retrained, loses at most the margin "
+        "against its control); equivalence becomes an alternative",
+        "'recovers its unpruned value' states a floor: a pruned model that ends above its "
+        "control recovers, which equivalence would call not reproduced",
+        _VISIBLE,
+    ),
+    FollowupAmendment(
+        "2026-11-28",
+        ("pruning_recovers_controlled", "pruning_recovers_15"),
+        "a recovery claim is judged only when its pruning measurably hurts first (a fixed "
+        "sequence): otherwise it is inconclusive, 'nothing measurable to recover'",
+        "a seed whose rule marks no head contributes an exact 0, so without the gate recovery "
+        "could be reproduced when nothing was lost",
+        _VISIBLE,
+    ),
+    FollowupAmendment(
+        "2026-11-28",
+        ("pruning_recovers_15",),
+        "a fourth claim: recovery after pruning the 15 most degenerate heads (the paper's "
+        "count: [2,4,1,2,6,0]), each seed's pruned model retrained like the control; the "
+        "family (Holm) has four claims",
+        "the rule marks 1-4 of 54 heads on the frozen seeds, too few to lose much; the paper "
+        "pruned 15",
+        _VISIBLE,
+    ),
+    FollowupAmendment(
+        "2026-11-28",
+        tuple(CLAIMS),
+        "a comparison whose interval has no spread (every seed's difference the same) is "
+        "inconclusive, 'not testable'; each pruning seed's exact McNemar test is printed "
+        "beside the interval",
+        "a zero-width interval is no test, and it escaped Holm's adjustment",
+        _VISIBLE,
+    ),
+    FollowupAmendment(
+        "2026-11-28",
+        ("close_to_resnet_matched",),
+        "the confounds corrected and completed (CONFOUNDS); the multiply-accumulates per image "
+        "are shown beside the parameters",
+        "the frozen text called the size-matched comparison 'not the paper's'; the paper's "
+        "models have near-equal parameters (11.2 M and 12.3 M). In compute the learned model "
+        "uses 27x the size-matched ResNet18's multiply-accumulates and 3.9x the frozen one's "
+        "(the paper's: 5.6x), so the two ResNet18 arms bracket the paper's comparison",
+        _VISIBLE,
+    ),
+    FollowupAmendment(
+        "2026-11-28",
+        tuple(CLAIMS),
+        "the reporting rule (REPORTING) and the expected power of 'close' are stated",
+        "so that how the book states the follow-up does not depend on its results",
+        _VISIBLE,
+    ),
+)
+
+#: The type each amended claim is judged as (the frozen type otherwise).
+KINDS = {
+    "pruning_recovers_controlled": "non-inferiority",
+    "pruning_recovers_15": "non-inferiority",
+}
+#: A recovery claim is judged only when its pruning hurts first: claim → what must hurt.
+GATES = {
+    "pruning_recovers_controlled": "pruning_hurts_fresh",
+    "pruning_recovers_15": "k15",
+}
+#: The pruning count of the fourth claim (the paper's pruned heads, App. A.1).
+PAPER_PRUNED = 15
+
+#: The claims added by the amendment (judged like the frozen ones; in the family).
+ADDED_CLAIMS: Dict[str, ProtocolClaim] = {
+    "pruning_recovers_15": ProtocolClaim(
+        "pruning_recovers_15",
+        FROZEN_CLAIMS["pruning_recovers"].quote,
+        FROZEN_CLAIMS["pruning_recovers"].source + "; the paper's 15 pruned heads",
+        "non-inferiority",
+        ("generalized",),
+        "retrained minus control test accuracy after pruning the 15 most degenerate heads "
+        "(no retraining: unpruned minus pruned must be above 0 first), per seed on the same "
+        "images; the interval over seeds of the per-seed differences",
+        margin=FROZEN_CLAIMS["pruning_recovers"].margin,
+        reason=FROZEN_CLAIMS["pruning_recovers"].reason,
+        alternatives=(_HALF, _DOUBLE, "typed as equivalence", _HOLM),
+    ),
+}
+
+#: Every follow-up claim's confounds as amended.
+CONFOUNDS = {
+    "close_to_resnet_matched": (
+        "the paper compares near-equal parameters (11.2 M and 12.3 M); this arm matches the "
+        "parameters, the frozen ResNet18 arm is nearer the paper's compute ratio: the two "
+        "bracket the paper's comparison",
+        "budget: 40 epochs leave the learned arm under-fit (training accuracy about 0.63 on "
+        "the frozen seeds)",
+        "recipe: the x10 positional learning rate was set on attention models; the ResNet18 "
+        "takes the attention arms' schedule and weight decay",
+        "device: every run records its device; runs made on a GPU use fp32 (--fp32), the "
+        "CPU's arithmetic, yet round differently",
+        "power: on the frozen runs the test images dominate the interval (half-width about "
+        "2.2 points against the 2-point margin): at parity 'reproduced' has probability about "
+        "0.43, so 'inconclusive' is the expected verdict if the arms are equal",
+    ),
+    "pruning_recovers_controlled": (
+        "where the rule marks no head of a seed its difference is an exact 0",
+        "the interval carries the seeds, not the test images (each seed's McNemar test is "
+        "printed beside it)",
+    ),
+    "pruning_recovers_15": (
+        "the interval carries the seeds, not the test images (each seed's McNemar test is "
+        "printed beside it)",
+    ),
+    "pruning_hurts_fresh": (
+        "it re-asks the frozen pruning_hurts on other seeds: the two verdicts stand side by "
+        "side, never pooled",
+    ),
+}
+
+#: How the book states the follow-up, whatever its verdicts.
+REPORTING = {
+    "where": "the protocol page (every verdict, its alternatives and each arm's runs), "
+    "chapter 17 and the intro beside the frozen verdicts",
+    "close": "the frozen close_to_resnet verdict and the size-matched one are stated side by "
+    "side, each with its interval and its ResNet18's parameters and multiply-accumulates; "
+    "neither replaces the other",
+    "pruning": "each frozen pruning verdict is stated beside its follow-up verdict; "
+    "pruning_hurts_fresh stands alone (no pooled analysis)",
+    "runs": "no run is repeated or left out (a diverged seed is reported as made); the tuning "
+    "runs' validation accuracies are shown in full",
+}
+
+#: The analysis code the amendment freezes with it (its source is in the amendment's digest).
+FUNCTIONS = (
+    "attnconv.evidence.judge.followup_verdicts",
+    "attnconv.evidence.judge._followup_claim",
+    "attnconv.evidence.judge._controlled",
+    "attnconv.evidence.judge._gate",
+    "attnconv.evidence.judge._mcnemar",
+    "attnconv.evidence.judge._study_row",
+    "attnconv.experiments.studies_pruning.pruning_study",
+    "attnconv.experiments.studies_pruning.retrain_config",
+    "attnconv.experiments.studies._pruning_make",
+    "attnconv.evidence.followup_runs._studies",
+)
+
+
+def all_claims() -> Dict[str, ProtocolClaim]:
+    """The follow-up's claims as amended: the frozen three (their kind as :data:`KINDS` says)
+    and :data:`ADDED_CLAIMS`."""
+    from dataclasses import replace
+
+    out = {k: replace(c, kind=KINDS.get(k, c.kind)) for k, c in CLAIMS.items()}
+    return {**out, **ADDED_CLAIMS}
+
+
+def _source(dotted: str) -> str:
+    module, _, name = dotted.rpartition(".")
+    return inspect.getsource(getattr(importlib.import_module(module), name))
+
+
+def amendment_content() -> dict:
+    """Everything the amendment fixes, with the source of :data:`FUNCTIONS`."""
+    return {
+        "amendments": [asdict(a) for a in AMENDMENTS],
+        "kinds": KINDS,
+        "gates": GATES,
+        "paper_pruned": PAPER_PRUNED,
+        "added": {k: asdict(c) for k, c in ADDED_CLAIMS.items()},
+        "confounds": CONFOUNDS,
+        "reporting": REPORTING,
+        "functions": {name: _source(name) for name in FUNCTIONS},
+    }
+
+
+def amendment_digest() -> str:
+    """The SHA-256 of :func:`amendment_content` as canonical JSON."""
+    text = json.dumps(
+        amendment_content(), sort_keys=True, separators=(",", ":"), ensure_ascii=True
     )
     return hashlib.sha256(text.encode()).hexdigest()

@@ -17,7 +17,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 from ..experiments.registry import RUNS, load_run, register_run
 from ..experiments.store import MissingResultError
 from ..experiments.studies import StudyEntry, pruning_entry, register_study
-from .followup import ARMS, SEEDS, TUNING_SEEDS
+from .followup import ARMS, PAPER_PRUNED, SEEDS, TUNING_SEEDS
 from .protocol import Arm
 from .runs import (
     arm_changes,
@@ -42,8 +42,9 @@ __all__ = [
 
 #: book/results/followup/tuning-<arm>.json: one arm's tuning runs and its choice.
 FOLLOWUP_TUNING_FILE = "followup/tuning-{arm}.json"
-#: The generalized arm's pruning study: no random order, no count besides the rule's, the control.
-_PRUNING = (0, "control", None)
+#: The generalized arm's pruning study: no random order; the rule's count, the paper's 15 pruned
+#: heads (the follow-up's amendment) and the control.
+_PRUNING = (0, ("control", PAPER_PRUNED), None)
 #: The order the arms are tuned and made in: the cheapest first.
 _ORDER = ("resnet18-matched", "learned", "generalized")
 

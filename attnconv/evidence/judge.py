@@ -413,56 +413,128 @@ def _followup_runs(arm: str) -> Optional[list]:
     return [load_run(n) for n in names]
 
 
-def _control(run) -> float:
-    """The last test accuracy of ``run``'s unpruned model retrained like its pruned one."""
+def _mcnemar(study, k: int, labels) -> float:
+    """The exact McNemar p of the model retrained after pruning ``k`` heads against the control
+    (the unpruned model retrained the same way), on the same test images."""
+    from ..experiments.studies_pruning import study_predictions
+    from ..experiments.verdicts import mcnemar_p
+
+    a = study_predictions(study, k, "retrained")
+    b = study_predictions(study, 0, "retrained")
+    right = [(x == y, z == y) for x, z, y in zip(a, b, labels)]
+    return mcnemar_p(
+        sum(p and not q for p, q in right), sum(q and not p for p, q in right)
+    )
+
+
+def _study_row(run) -> dict:
+    """One seed's pruning study: unpruned accuracy, the rule's count ``k``, the pruned and
+    retrained accuracies at ``k`` and at the paper's 15, the control's, and McNemar's p of each
+    retrained model against the control."""
+    from ..experiments.data import load_cifar10
     from ..experiments.studies_pruning import load_pruning_study
+    from .followup import PAPER_PRUNED as P
 
     study = load_pruning_study(run, verbose=False)
-    return next(_last(r["test_acc"]) for r in study["retrained"] if r["k"] == 0)
+    k = sum(len(v) for v in study["selected_paper_thresholds"].values())
+    curve = study["curve"]["degenerate_first"]
+    after = {r["k"]: _last(r["test_acc"]) for r in study["retrained"]}
+    data = load_cifar10(run.config.data, verbose=False)
+    labels = data.subset(run.config.train_subset, run.config.test_subset).y_test
+    return {
+        "unpruned": curve[0],
+        "k": k,
+        "pruned": curve[k],
+        "retrained": after[
+            k
+        ],  # k = 0: the pruned model is the unpruned one, the control
+        "control": after[0],
+        "pruned15": curve[P],
+        "retrained15": after[P],
+        "mcnemar": _mcnemar(study, k, labels) if k else 1.0,
+        "mcnemar15": _mcnemar(study, P, labels),
+    }
 
 
-def _controlled(claim, runs) -> ConfirmatoryVerdict:
-    rows = [_pruning_pair(r) + (_control(r),) for r in runs]
-    unpruned, pruned, retrained, control = (list(c) for c in zip(*rows))
+def _gate(claim, rows) -> str:
+    """The verdict of the loss a recovery claim needs first (amendment: a fixed sequence)."""
+    from .followup import GATES
+
+    at15 = GATES[claim.key] == "k15"
+    iv = paired_seed_interval(
+        [r["unpruned"] for r in rows],
+        [r["pruned15" if at15 else "pruned"] for r in rows],
+    )
+    return decide("superiority", iv, None)[0]
+
+
+def _controlled(claim, rows) -> ConfirmatoryVerdict:
+    """A pruning claim of the follow-up, as amended: ``pruning_hurts_fresh`` (unpruned minus
+    pruned), or a recovery (retrained minus control, judged only once pruning hurts)."""
+    col, mc = ("retrained15", "mcnemar15") if claim.key.endswith("15") else (
+        "retrained", "mcnemar")  # fmt: skip
     if claim.key == "pruning_hurts_fresh":
-        iv = paired_seed_interval(unpruned, pruned)
-        alts = {}
+        iv = paired_seed_interval(
+            [r["unpruned"] for r in rows], [r["pruned"] for r in rows]
+        )
+        alternatives, tests = {}, ""
     else:
-        iv = paired_seed_interval(retrained, control)
-        before = paired_seed_interval(retrained, unpruned)
-        alts = {
+        gate = _gate(claim, rows)
+        if gate != REPRODUCED:
+            return ConfirmatoryVerdict(
+                claim.key, INCONCLUSIVE, "nothing measurable to recover: its pruning's "
+                f"cost is {gate}", alternatives={},
+            )  # fmt: skip
+        iv = paired_seed_interval([r[col] for r in rows], [r["control"] for r in rows])
+        other = "equivalence" if claim.kind == "non-inferiority" else "non-inferiority"
+        alternatives = {
             **_margin_alts(claim, iv),
-            claim.alternatives[2]: decide("non-inferiority", iv, claim.margin)[0],
-            claim.alternatives[3]: decide(claim.kind, before, claim.margin)[0],
+            f"typed as {other}": decide(other, iv, claim.margin)[0],
         }
+        if col == "retrained":
+            before = paired_seed_interval(
+                [r[col] for r in rows], [r["unpruned"] for r in rows]
+            )
+            alternatives["against the unpruned model before retraining"] = decide(
+                claim.kind, before, claim.margin
+            )[0]
+        tests = "; each seed's exact McNemar p against its control: " + ", ".join(
+            f"{r[mc]:.2g}" for r in rows
+        )
+    if iv.se <= 0:
+        return ConfirmatoryVerdict(
+            claim.key, INCONCLUSIVE, "not testable: every seed's difference is the same",
+            alternatives={},
+        )  # fmt: skip
     verdict, reason = decide(claim.kind, iv, claim.margin)
     return ConfirmatoryVerdict(
-        claim.key, verdict, reason, (), _p(claim, iv, claim.margin),
-        COMPARISON_ALPHA, alts,
+        claim.key, verdict, reason + tests, (), _p(claim, iv, claim.margin),
+        COMPARISON_ALPHA, alternatives,
     )  # fmt: skip
 
 
+def _followup_claim(claim) -> ConfirmatoryVerdict:
+    runs = {arm: _followup_runs(arm) for arm in claim.arms}
+    if any(r is None for r in runs.values()):
+        return ConfirmatoryVerdict(claim.key, PENDING, "runs not all made")
+    first = runs[claim.arms[0]]
+    try:
+        if claim.key.startswith("pruning_"):
+            return _controlled(claim, [_study_row(r) for r in first])
+        return _accuracy_claim(claim, first, runs[claim.arms[1]])
+    except (MissingResultError, StaleResultError, FileNotFoundError) as e:
+        return ConfirmatoryVerdict(claim.key, PENDING, f"a study is missing: {e}")
+
+
 def followup_verdicts() -> Dict[str, ConfirmatoryVerdict]:
-    """The registered follow-up's verdicts (:mod:`~attnconv.evidence.followup`) by the frozen
-    rule at all of its seeds (*pending* while an arm lacks one), with Holm's adjustment over its
-    own family as every claim's alternative."""
-    from .followup import CLAIMS as FOLLOWUP_CLAIMS
-    from .followup import SEEDS
+    """The registered follow-up's verdicts, as amended (:func:`~attnconv.evidence.followup.
+    all_claims`), by the frozen rule at all of its seeds (*pending* while an arm lacks one),
+    with Holm's adjustment over its own family as every claim's alternative."""
+    from .followup import SEEDS, all_claims
 
     out = {}
-    for key, claim in FOLLOWUP_CLAIMS.items():
-        runs = {arm: _followup_runs(arm) for arm in claim.arms}
-        if any(r is None for r in runs.values()):
-            out[key] = ConfirmatoryVerdict(key, PENDING, "runs not all made")
-            continue
-        first = runs[claim.arms[0]]
-        try:
-            if claim.key.startswith("pruning_"):
-                v = _controlled(claim, first)
-            else:
-                v = _accuracy_claim(claim, first, runs[claim.arms[1]])
-        except (MissingResultError, StaleResultError, FileNotFoundError) as e:
-            v = ConfirmatoryVerdict(key, PENDING, f"a study is missing: {e}")
+    for key, claim in all_claims().items():
+        v = _followup_claim(claim)
         v.seeds = tuple(SEEDS) if v.verdict != PENDING else ()
         out[key] = v
     judged = {k: v for k, v in out.items() if v.verdict != PENDING and v.p is not None}

@@ -200,7 +200,8 @@ def attention_maps_study(name: str) -> StudyEntry:
 #: The pruning studies: run → (random pruning orders (each costs one evaluation per head), retraining
 #: counts besides the degenerate heads' (None: a third and two thirds of the heads; "code": the count the
 #: authors' code's condition threshold 1e3 selects; "control": none besides, and the unpruned model
-#: retrained the same way, k = 0), minutes on 2 cores). A paper-size run is read by
+#: retrained the same way, k = 0; ("control", 15, ...): those counts too, and the control), minutes
+#: on 2 cores). A paper-size run is read by
 #: chapter 8 (its profile) and chapter 12b (``ATTNCONV_DEEP_PROFILE``): "code" serves both.
 PRUNING_STUDIES = {
     "cpu/generalized": (3, None, None),
@@ -219,7 +220,9 @@ def _pruning_make(name: str, settings=None) -> None:
 
     random_orders, counts, _ = settings or PRUNING_STUDIES[name]
     trained = trained_run(name)
-    retrain_counts = [] if counts == "control" else None
+    extra = isinstance(counts, tuple) and counts[:1] == ("control",)
+    control = counts == "control" or extra
+    retrain_counts = list(counts[1:]) if extra else ([] if control else None)
     if counts == "code":
         rows = head_table(
             trained.model,
@@ -238,7 +241,7 @@ def _pruning_make(name: str, settings=None) -> None:
         retrain_counts=retrain_counts,
         verbose=True,
         work_dir=pruned_folder(trained),  # the retrainings' run folders (resumable)
-        control=counts == "control",
+        control=control,
     )
     study.pop("pruned_history")  # written by the training loop into <run>-pruned
     _write_json(Path(trained.run_dir) / PRUNING_FILE, study)

@@ -159,3 +159,40 @@ def test_followup_names_fresh_seeds_and_matches_the_learned_size():
     frozen = {v for a in protocol.ARMS.values() for v in a.grid.get("lr", ())}
     grid = followup.LR_GRID["lr"]
     assert min(grid) < min(frozen) and max(grid) > max(frozen)
+
+
+def test_followup_amendment_is_the_recorded_one():
+    from attnconv.evidence import followup
+
+    assert followup.amendment_digest() == freeze.FOLLOWUP_AMENDMENT_DIGEST, (
+        "the follow-up's amendment or the analysis code it fixes changed: record a new "
+        "dated amendment instead"
+    )
+
+
+def test_no_learned_or_generalized_followup_run_before_the_amendment():
+    """The amendment changes the learned and generalized arms' analysis: none of their runs (nor
+    any fresh follow-up run) entered git at or before its commit."""
+    if not _history_available():
+        pytest.skip("no full git history here: the order of commits cannot be read")
+    paths = [
+        "book/runs/followup",
+        "book/runs/followup-tuning/learned",
+        "book/runs/followup-tuning/generalized",
+    ]
+    if freeze.FOLLOWUP_AMENDMENT_COMMIT is None:
+        assert _git("ls-files", *paths) == ""
+        return
+    for commit in _git("log", "--diff-filter=A", "--format=%H", "--", *paths).split():
+        assert commit != freeze.FOLLOWUP_AMENDMENT_COMMIT
+        subprocess.run(
+            [
+                "git",
+                "merge-base",
+                "--is-ancestor",
+                freeze.FOLLOWUP_AMENDMENT_COMMIT,
+                commit,
+            ],
+            cwd=ROOT,
+            check=True,
+        )
