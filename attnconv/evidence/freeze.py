@@ -44,9 +44,11 @@ FOLLOWUP_FREEZE_COMMIT = "e10d2ddba06ce94fe0566e2d8173588367801963"
 FOLLOWUP_FREEZE_DATE = "2026-11-28T03:16:52+00:00"
 #: SHA-256 of :func:`attnconv.evidence.followup.amendment_content` (its first amendment, with the
 #: source of the analysis it fixes), made before any run it changes existed.
-FOLLOWUP_AMENDMENT_DIGEST = "ce8a9c6a4619b7bb74a8b5abe081ba8528f13c81f0bf6822f0bfa684dd83f658"
+FOLLOWUP_AMENDMENT_DIGEST = (
+    "ce8a9c6a4619b7bb74a8b5abe081ba8528f13c81f0bf6822f0bfa684dd83f658"
+)
 #: The commit of the amendment (None until the commit after it names it).
-FOLLOWUP_AMENDMENT_COMMIT = None
+FOLLOWUP_AMENDMENT_COMMIT = "5f321360a3b4c3c6f805f68d2f1a9146c60ef4fc"
 #: The follow-up's runs and results: none of it may be in git at or before its freeze commit.
 FOLLOWUP_GUARDED_PATHS = ("runs/followup", "runs/followup-tuning", "results/followup")
 #: The protocol's run folders under book/runs/ (the benchmark appendix leaves them to the
