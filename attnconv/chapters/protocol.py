@@ -32,6 +32,7 @@ __all__ = [
     "followup_record_table",
     "followup_arms_table",
     "followup_claims_table",
+    "followup_amendments_table",
 ]
 
 
@@ -292,6 +293,8 @@ def followup_record_table():
 
     now = followup.digest()
     assert now == freeze.FOLLOWUP_DIGEST, "the follow-up changed after its freeze"
+    amended = followup.amendment_digest()
+    assert amended == freeze.FOLLOWUP_AMENDMENT_DIGEST, "the amendment changed"
     tuning = [n for runs in followup_tuning_runs().values() for n, _ in runs]
     seeds = [followup_run_name(a, s) for a in followup.ARMS for s in followup.SEEDS]
     return _table(
@@ -302,6 +305,10 @@ def followup_record_table():
             },
             {"item": "frozen on (UTC)", "value": freeze.FOLLOWUP_FREEZE_DATE},
             {"item": "digest now", "value": f"`{now[:16]}…`, the frozen one (checked)"},
+            {
+                "item": "amendment (before its runs)",
+                "value": f"`{freeze.FOLLOWUP_AMENDMENT_COMMIT[:10]}`, digest checked",
+            },
             {"item": "fresh seeds", "value": ", ".join(map(str, followup.SEEDS))},
             {
                 "item": "tuning runs made (validation)",
@@ -323,9 +330,11 @@ def _followup_choice(arm: str) -> str:
 
 
 def followup_arms_table():
-    """The follow-up's arms: parameters, its one grid and the value chosen on validation."""
+    """The follow-up's arms: parameters, multiply-accumulates per image (counted while the model
+    runs), its one grid and the value chosen on validation."""
     from ..evidence import followup
     from ..evidence.runs import arm_changes
+    from ..experiments.flops import count_macs
     from ..experiments.models import build_model
     from ..experiments.profiles import make_config
 
@@ -334,10 +343,12 @@ def followup_arms_table():
         overrides = arm_changes(a, {}).get("model_overrides")
         base = make_config(a.model, "deep").model_overrides
         model = build_model(a.model, **(overrides or base))
+        macs = count_macs(model)
         rows.append(
             {
                 "arm": a.key,
                 "parameters": f"{sum(p.numel() for p in model.parameters()):,}",
+                "MACs per image": f"{(macs.total) / 1e6:.1f} M",
                 "grid": "lr ∈ {" + ", ".join(f"{v:g}" for v in a.grid["lr"]) + "}",
                 "chosen on validation": _followup_choice(a.key),
             }
@@ -350,7 +361,7 @@ def followup_claims_table(verdicts: Dict[str, ConfirmatoryVerdict]):
     from ..evidence import followup
 
     rows = []
-    for key, c in followup.CLAIMS.items():
+    for key, c in followup.all_claims().items():
         v = verdicts[key]
         mark = " (fragile)" if v.verdict != PENDING and v.fragile else ""
         rows.append(
@@ -363,3 +374,22 @@ def followup_claims_table(verdicts: Dict[str, ConfirmatoryVerdict]):
             }
         )
     return _table(rows)
+
+
+def followup_amendments_table():
+    """The follow-up's amendments: date, claims touched, what changed, what existed then."""
+    from ..evidence import followup
+
+    return _table(
+        [
+            {
+                "date": a.date,
+                "claims": "every claim"
+                if set(a.claims) == set(followup.CLAIMS)
+                else ", ".join(k.replace("_", " ") for k in a.claims),
+                "what": a.what,
+                "runs that existed then": "the same as above" if i else a.visible,
+            }
+            for i, a in enumerate(followup.AMENDMENTS)
+        ]
+    )

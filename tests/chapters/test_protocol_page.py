@@ -106,3 +106,13 @@ def test_the_followup_tables_read_its_freeze_and_its_runs():
         assert v.verdict in claims
         if v.verdict == PENDING:
             assert not v.seeds
+
+
+def test_the_followup_amendment_table_lists_each_amendment():
+    from attnconv.evidence import followup
+
+    text = page.followup_amendments_table().data
+    assert len(text.splitlines()) == 2 + len(followup.AMENDMENTS)
+    assert followup.AMENDMENTS[0].visible.split(":")[0] in text
+    record = page.followup_record_table().data
+    assert freeze.FOLLOWUP_AMENDMENT_COMMIT[:10] in record
