@@ -34,14 +34,14 @@ def book_copy(tmp_path, monkeypatch):
 
 def results():
     """The committed results (the gpu and paper runs' studies are made on a reader's GPU box)."""
-    from attnconv.evidence.freeze import GUARDED_PATHS
+    from attnconv.evidence.freeze import BACKGROUND_PATHS
     from attnconv.experiments.studies import STUDIES
 
     # the protocol's results are made over several sessions: read once they are there
     return [
         r
         for r in STUDIES.values()
-        if r.committed and (r.path.is_file() or not r.file.startswith(GUARDED_PATHS))
+        if r.committed and (r.path.is_file() or not r.file.startswith(BACKGROUND_PATHS))
     ]
 
 

@@ -18,6 +18,7 @@ __all__ = [
     "FOLLOWUP_GUARDED_PATHS",
     "FOLLOWUP_AMENDMENT_DIGEST",
     "FOLLOWUP_AMENDMENT_COMMIT",
+    "BACKGROUND_PATHS",
 ]
 
 #: SHA-256 of :func:`attnconv.evidence.protocol.content` at the freeze.
@@ -51,10 +52,11 @@ FOLLOWUP_AMENDMENT_DIGEST = (
 FOLLOWUP_AMENDMENT_COMMIT = "5f321360a3b4c3c6f805f68d2f1a9146c60ef4fc"
 #: The follow-up's runs and results: none of it may be in git at or before its freeze commit.
 FOLLOWUP_GUARDED_PATHS = ("runs/followup", "runs/followup-tuning", "results/followup")
+#: Every path the protocol's background runs fill over several sessions (the frozen protocol's and
+#: the follow-up's): a registered entry there may be missing from a checkout.
+BACKGROUND_PATHS = GUARDED_PATHS + FOLLOWUP_GUARDED_PATHS
 #: The protocol's run folders under book/runs/ (the benchmark appendix leaves them to the
 #: protocol page, which counts them as they arrive).
 PROTOCOL_RUN_FOLDERS = tuple(
-    p[len("runs/") :]
-    for p in GUARDED_PATHS + FOLLOWUP_GUARDED_PATHS
-    if p.startswith("runs/")
+    p[len("runs/") :] for p in BACKGROUND_PATHS if p.startswith("runs/")
 )

@@ -100,7 +100,7 @@ def test_the_followup_tables_read_its_freeze_and_its_runs():
         n = json.loads((saved / "history.json").read_text())["num_parameters"]
         assert f"| learned | {n:,} |" in arms
     verdicts = followup_verdicts()
-    assert set(verdicts) == set(followup.CLAIMS)
+    assert set(verdicts) == set(followup.all_claims())
     claims = page.followup_claims_table(verdicts).data
     for v in verdicts.values():
         assert v.verdict in claims

@@ -37,9 +37,9 @@ def test_every_committed_run_is_registered_with_its_settings():
         assert registry.run_state(registry.RUNS[name]) == "present", name
     # every committed book run is there (the seed series are made by the regenerate command)
     # (nor the protocol's runs, made in the background over several sessions: evidence.freeze)
-    from attnconv.evidence.freeze import GUARDED_PATHS
+    from attnconv.evidence.freeze import BACKGROUND_PATHS
 
-    background = tuple(p.removeprefix("runs/") + "/" for p in GUARDED_PATHS)
+    background = tuple(p.removeprefix("runs/") + "/" for p in BACKGROUND_PATHS)
     for entry in registry.RUNS.values():
         if entry.committed and not entry.name.startswith(("seeds/",) + background):
             assert entry.name in names, entry.name
@@ -179,13 +179,13 @@ def test_regenerate_list_and_bad_pattern(capsys):
         "seeds/deep/learned/seed1",
         "seeds/deep/learned/seed2",
     ]
-    from attnconv.evidence.freeze import GUARDED_PATHS
+    from attnconv.evidence.freeze import BACKGROUND_PATHS
 
     for r in STUDIES.values():  # every committed result file is listed with its maker
         assert (
             r.path.is_file()
             or r.name.startswith("results/benchmark")
-            or r.file.startswith(GUARDED_PATHS)  # the protocol's, made over sessions
+            or r.file.startswith(BACKGROUND_PATHS)  # the protocol's, made over sessions
             or not r.committed
         ), r.name
     listed = {r.file for r in STUDIES.values()}
