@@ -33,6 +33,7 @@ __all__ = [
     "followup_arms_table",
     "followup_claims_table",
     "followup_amendments_table",
+    "followup_beside_frozen",
 ]
 
 
@@ -393,3 +394,36 @@ def followup_amendments_table():
             for i, a in enumerate(followup.AMENDMENTS)
         ]
     )
+
+
+#: Each follow-up claim and the frozen claim it asks again.
+FOLLOWUP_OF = {
+    "close_to_resnet_matched": "close_to_resnet",
+    "pruning_hurts_fresh": "pruning_hurts",
+    "pruning_recovers_controlled": "pruning_recovers",
+    "pruning_recovers_15": "pruning_recovers",
+}
+_FOLLOWUP_TITLES = {
+    "close_to_resnet_matched": "close to ResNet18, against a ResNet18 of the same size",
+    "pruning_hurts_fresh": "pruning hurts a bit, on other seeds",
+    "pruning_recovers_controlled": "pruning recovers, against a retrained unpruned model",
+    "pruning_recovers_15": "pruning the paper's 15 heads recovers, against the same control",
+}
+
+
+def followup_beside_frozen(
+    frozen: Dict[str, ConfirmatoryVerdict], followup: Dict[str, ConfirmatoryVerdict]
+):
+    """The follow-up's verdicts beside the frozen ones they ask again (its reporting rule: side
+    by side, neither replacing the other)."""
+    rows = []
+    for key, base in FOLLOWUP_OF.items():
+        v = followup[key]
+        rows.append(
+            {
+                "question": _FOLLOWUP_TITLES[key],
+                "frozen protocol": f"{frozen[base].verdict} ({base.replace('_', ' ')})",
+                "registered follow-up": v.verdict,
+            }
+        )
+    return _table(rows)

@@ -116,3 +116,15 @@ def test_the_followup_amendment_table_lists_each_amendment():
     assert followup.AMENDMENTS[0].visible.split(":")[0] in text
     record = page.followup_record_table().data
     assert freeze.FOLLOWUP_AMENDMENT_COMMIT[:10] in record
+
+
+def test_the_followup_stands_beside_the_frozen_verdicts():
+    from attnconv.evidence import followup
+    from attnconv.evidence.judge import followup_verdicts
+
+    frozen = confirmatory_verdicts()
+    text = page.followup_beside_frozen(frozen, followup_verdicts()).data
+    assert set(page.FOLLOWUP_OF) == set(followup.all_claims())
+    for key, base in page.FOLLOWUP_OF.items():
+        assert base in protocol.CLAIMS
+        assert f"{frozen[base].verdict} ({base.replace('_', ' ')})" in text
