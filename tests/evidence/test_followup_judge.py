@@ -112,3 +112,44 @@ def test_a_missing_arm_leaves_every_claim_pending(monkeypatch):
     got = judge.followup_verdicts()
     assert set(got) == set(followup.all_claims())
     assert {v.verdict for v in got.values()} == {judge.PENDING}
+
+
+def test_study_row_reads_a_real_study(tmp_path, monkeypatch):
+    """`_study_row` on a study made by the real pruning study (a tiny model, with the control and
+    a count standing in for the paper's 15): every number is the study's own."""
+    import json
+    from types import SimpleNamespace
+
+    import torch
+
+    from attnconv.experiments import studies_pruning as sp
+    from attnconv.experiments.data import load_cifar10_sample
+    from attnconv.experiments.models import build_model
+    from attnconv.experiments.store import PRUNING_FILE
+    from attnconv.experiments.train_config import TrainConfig
+
+    tiny = dict(
+        hidden_size=8, intermediate_size=12, num_layers=2, num_heads=4, downsample=8
+    )
+    cfg = TrainConfig(
+        model="generalized", model_overrides=tiny, epochs=3, batch_size=50,
+        eval_batch_size=100, data="sample", train_subset=200, test_subset=100,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    model = build_model("generalized", **tiny).eval()
+    monkeypatch.setattr(followup, "PAPER_PRUNED", 3)
+    study = sp.pruning_study(
+        model, cfg, load_cifar10_sample(), retrain_counts=[3], epochs=1,
+        random_orders=0, work_dir=tmp_path / "pruned", control=True,
+    )  # fmt: skip
+    study.pop("pruned_history")
+    (tmp_path / PRUNING_FILE).write_text(json.dumps(study))
+    curve = study["curve"]["degenerate_first"]
+    run = SimpleNamespace(run_dir=tmp_path, config=cfg, epochs=[{"test_acc": curve[0]}])
+    row = judge._study_row(run)
+    k = sum(len(v) for v in study["selected_paper_thresholds"].values())
+    after = {r["k"]: r["test_acc"][-1] for r in study["retrained"]}
+    assert row["control"] == after[0] and row["retrained15"] == after[3]
+    assert row["pruned15"] == curve[3] and row["unpruned"] == curve[0]
+    assert row["k"] == k and row["retrained"] == after[k] and row["pruned"] == curve[k]
+    assert 0 < row["mcnemar15"] <= 1
