@@ -247,7 +247,9 @@ def test_tables_need_a_numbered_caption_of_their_chapter(tmp_path):
         "<tr><td>a</td></tr></table>"
     )
     bare = "<table><tr><td>b</td></tr></table>"
+    bold = good.replace("Table 4.1 —", "<strong>Table 4.1 —</strong>")
     assert "unnumbered-table" not in _rules(tmp_path, "book/04_t.html", good)
+    assert "unnumbered-table" not in _rules(tmp_path, "book/04_b.html", bold)
     got = _rules(tmp_path, "book/04_u.html", good + bare)
     assert got["unnumbered-table"] == ["table starting 'b': no caption"]
 

@@ -37,7 +37,7 @@ def test_the_table_shows_rounded_values_and_bounds_never_booleans():
     checks.above("permutation error", 0.34567, 0.1)
     md = checks.table("Table 1.1 — Checks.", name="tab-checks").data
     lines = md.splitlines()
-    assert lines[:3] == ["```{table} Table 1.1 — Checks.", ":name: tab-checks", ""]
+    assert lines[:3] == ["```{table} **Table 1.1 —** Checks.", ":name: tab-checks", ""]
     assert lines[3] == "| check | measured | tolerance |" and lines[-1] == "```"
     assert "| float64 error | < 1e-14 | < 1e-12 |" in lines
     assert "| permutation error | 0.35 | > 0.1 |" in lines

@@ -2,6 +2,7 @@ import pytest
 
 from attnconv.chapters.shared.tables import (
     COLUMN_CHARS,
+    captioned,
     fit_column,
     markdown_table,
     pack_items,
@@ -37,3 +38,20 @@ def test_pack_items_never_splits_an_item():
     lines = text.splitlines()
     assert all(len(l) <= 40 for l in lines)
     assert " ".join(l.strip() for l in lines) == "peaks — " + ", ".join(items)
+
+
+def test_captioned_sets_the_table_label_in_bold():
+    table = markdown_table(["a", "b"], [[1, 2]])
+    md = captioned(
+        table, "Table 12b.1 — Six layers, on fresh seeds.", name="tab-x"
+    ).data
+    lines = md.splitlines()
+    assert lines[0] == "```{table} **Table 12b.1 —** Six layers, on fresh seeds."
+    assert lines[1] == ":name: tab-x" and lines[-1] == "```"
+    assert "| a | b |" in md
+    first = captioned(table, "Table A.8 — Every claim.").data.splitlines()[0]
+    assert first == "```{table} **Table A.8 —** Every claim."
+    # a caption without a "Table N.k —" label is kept as it is
+    assert captioned(table, "Checks").data.startswith("```{table} Checks\n")
+    with pytest.raises(ValueError, match="backtick"):
+        captioned(table, "Table 1.1 — `code`")

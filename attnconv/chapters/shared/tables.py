@@ -3,6 +3,7 @@ overflows the column."""
 
 from __future__ import annotations
 
+import re
 from typing import Sequence
 
 __all__ = ["COLUMN_CHARS", "fit_column", "pack_items", "markdown_table", "captioned"]
@@ -96,14 +97,23 @@ def markdown_table(
     return Markdown("\n".join(lines))
 
 
+#: A table caption's label, "Table 18.1 —" (the chapter part may be a letter: "Table 12b.1 —",
+#: "Table A.8 —"), and the rest of the caption.
+_TABLE_LABEL = re.compile(r"(Table [0-9A-Za-z]+\.[0-9]+ —)\s*(.*)", re.S)
+
+
 def captioned(table, caption: str, name: str = ""):
     """``table`` (a Markdown object or text) as a MyST ``{table}`` directive with ``caption`` (e.g.
     ``"Table 18.1 — ..."``), so the book renders it in the table's ``<caption>``; ``name`` is its
-    label for ``{numref}``/``{ref}``."""
+    label for ``{numref}``/``{ref}``. The label "Table 18.1 —" is set in bold, as a figure's is
+    in its caption: ``"**Table 18.1 —** ..."``."""
     from IPython.display import Markdown
 
     text = getattr(table, "data", table)
     if "`" in caption:  # CommonMark: a backtick fence's info string holds no backtick
         raise ValueError("a table caption cannot hold a backtick")
+    m = _TABLE_LABEL.fullmatch(caption)
+    if m is not None:
+        caption = f"**{m.group(1)}** {m.group(2)}".rstrip()
     label = f":name: {name}\n" if name else ""
     return Markdown(f"```{{table}} {caption}\n{label}\n{text}\n```")
