@@ -54,7 +54,7 @@ from ..experiments.studies_pruning import (
     count_selected,
 )
 from .shared.gaussian_maps import draw_mass_contours, head_attention_maps
-from .shared.plotting import COLUMN_INCHES
+from .shared.plotting import COLUMN_INCHES, model_colour
 
 __all__ = [
     "pruned_per_layer",
@@ -65,6 +65,9 @@ __all__ = [
     "plot_heads_by_layer",
     "plot_eigenvalues",
     "plot_pruning",
+    "PRUNING_COLOURS",
+    "RETRAINED_CMAP",
+    "retrained_colours",
     "NOISE_STANDARD_ERRORS",
     "initial_drop",
     "pruning_table",
@@ -365,6 +368,31 @@ def plot_eigenvalues(
     return fig
 
 
+#: Fig. 8's colours. The one model drawn is the generalized one, in its book colour; what is not
+#: a model is drawn in neutral greys, outside the models' palette.
+PRUNING_COLOURS = {
+    "degenerate first": model_colour("generalized"),
+    "random": "#a6a6a6",  # light grey: heads pruned in a random order
+    "reference": "#404040",  # dark grey: the unpruned accuracy, the rule's count
+}
+#: The colour map of the retrained models, light to dark as they prune more heads (sequential,
+#: none of its colours a model's).
+RETRAINED_CMAP = "Purples"
+
+
+def retrained_colours(counts: Sequence[int]) -> Dict[int, str]:
+    """A sequential colour for each retrained model, keyed by the number of heads it prunes: the
+    fewest lightest, the most darkest (:data:`RETRAINED_CMAP`, between 60 % and 95 % of its
+    range)."""
+    from matplotlib import colormaps
+    from matplotlib.colors import to_hex
+
+    cmap = colormaps[RETRAINED_CMAP]
+    order = sorted(set(counts))
+    n = max(len(order) - 1, 1)
+    return {k: to_hex(cmap(0.6 + 0.35 * i / n)) for i, k in enumerate(order)}
+
+
 def plot_pruning(study: dict, title: str = ""):
     """Fig. 8: (left) test accuracy against the number of heads pruned — most degenerate first
     without retraining, random heads without retraining (mean and range) and after retraining;
@@ -377,13 +405,15 @@ def plot_pruning(study: dict, title: str = ""):
 
     curve = study["curve"]
     k = curve["k"]
+    # one sequential colour per retrained model, by the number of heads it prunes
+    shades = retrained_colours([r["k"] for r in study["retrained"]])
     # 7.5 in and 9-pt text: at least 11 px on the page
     fig, (a, b) = plt.subplots(1, 2, figsize=(COLUMN_INCHES, 4.0))
     a.plot(
         k,
         pct(curve["degenerate_first"]),
         "o-",
-        color="C0",
+        color=PRUNING_COLOURS["degenerate first"],
         ms=4,
         label="most degenerate first, no retraining",
     )
@@ -393,7 +423,7 @@ def plot_pruning(study: dict, title: str = ""):
             k,
             pct(rnd.mean(0).tolist()),
             "s-",
-            color="C7",
+            color=PRUNING_COLOURS["random"],
             ms=3,
             label=f"random heads, no retraining (mean of {len(rnd)})",
         )
@@ -401,25 +431,30 @@ def plot_pruning(study: dict, title: str = ""):
             k,
             pct(rnd.min(0).values.tolist()),
             pct(rnd.max(0).values.tolist()),
-            color="C7",
-            alpha=0.2,
+            color=PRUNING_COLOURS["random"],
+            alpha=0.25,
         )
-    if study["retrained"]:
+    for i, r in enumerate(study["retrained"]):
         a.plot(
-            [r["k"] for r in study["retrained"]],
-            [100 * r["test_acc"][-1] for r in study["retrained"]],
+            [r["k"]],
+            [100 * r["test_acc"][-1]],
             "*",
-            color="C3",
+            color=shades[r["k"]],
+            mec=PRUNING_COLOURS["reference"],
+            mew=0.5,
             ms=13,
-            label=f"most degenerate first, after {study['retrain_epochs']} epochs of retraining",
+            label=f"most degenerate first, after {study['retrain_epochs']} epochs of retraining"
+            if i == 0
+            else None,
         )
     k_sel = count_selected(study["selected"])
+    grey = PRUNING_COLOURS["reference"]
     a.axhline(
-        100 * curve["degenerate_first"][0], color="k", lw=0.8, ls=":", label="unpruned"
+        100 * curve["degenerate_first"][0], color=grey, lw=0.8, ls=":", label="unpruned"
     )
     if k_sel:
         a.axvline(
-            k_sel, color="C3", lw=0.8, ls="--", label=f"degenerate heads ({k_sel})"
+            k_sel, color=grey, lw=0.8, ls="--", label=f"degenerate heads ({k_sel})"
         )
     a.set_xlabel("number of heads pruned"), a.set_ylabel("test accuracy (%)")
     handles, labels = a.get_legend_handles_labels()
@@ -430,11 +465,11 @@ def plot_pruning(study: dict, title: str = ""):
             acc,
             "o-",
             ms=3,
-            color=f"C{(i + 1) % 10}",
+            color=shades[r["k"]],
             label=f"{r['k']} heads pruned",
         )
     b.axhline(
-        100 * curve["degenerate_first"][0], color="k", lw=0.8, ls=":", label="unpruned"
+        100 * curve["degenerate_first"][0], color=grey, lw=0.8, ls=":", label="unpruned"
     )
     b.set_xlabel("retraining epoch (learning rate ÷ 10)")
     b.set_ylabel("test accuracy (%)")

@@ -74,6 +74,7 @@ __all__ = [
     "SEEDS_PAIRED",
     "paired_seed_interval",
     "MCNEMAR",
+    "MINUS",
     "t_cdf",
     "t_quantile",
     "Side",
@@ -387,6 +388,8 @@ UNPAIRED = "unpaired (conservative)"
 SEEDS_ONLY = "seeds only"
 SEEDS_PAIRED = "seeds only, paired within each run"
 MCNEMAR = "paired, one model, exact McNemar"
+#: The minus sign intervals print (U+2212), as the book's text writes negative numbers.
+MINUS = "\u2212"
 
 
 def _betacf(a: float, b: float, x: float) -> float:
@@ -521,8 +524,12 @@ class Interval:
     ) -> str:
         """``+4.7 points, 95 % CI [+3.1, +6.3] (paired, 5 v 5 seeds)``; with one run on a side
         (the spread over seeds unknown) no interval: ``+3 heads (1 v 1 seed; one run on a side:
-        no interval)``."""
-        f = lambda v: f"{round(scale * v, digits) + 0.0:+.{digits}f}"
+        no interval)``. Negative numbers carry a true minus sign (−, U+2212), as the book's
+        text prints them: ``−2.9 points, 95 % CI [−4.8, −1.0]``."""
+
+        def f(v: float) -> str:
+            return f"{round(scale * v, digits) + 0.0:+.{digits}f}".replace("-", MINUS)
+
         if "one model" in self.method:
             seeds = ""
         elif self.method == SEEDS_PAIRED:

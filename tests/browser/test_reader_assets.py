@@ -230,6 +230,39 @@ def test_every_badge_is_visible_and_distinct_in_dark_mode(browser):
     context.close()
 
 
+def test_plotly_figures_fit_their_box_in_dark_mode(browser):
+    """Dark mode: the theme frames HTML outputs in a light box with 0.5rem of padding (its rule is
+    copied here); a Plotly figure, repainted dark, has no frame, so a figure 680 px wide fits the
+    688 px output of a 1280 px window. Other HTML outputs keep the theme's frame."""
+    theme_rule = (
+        "<style>html[data-theme=dark] .bd-content div.cell_output "
+        ".text_html:not(:has(table.dataframe)) { background-color: #ced6dd; "
+        "padding: .5rem; }</style>"
+    )
+    output = (
+        "<div class='bd-content'><div class='cell_output' style='width:688px'>"
+        "<div id='{id}' class='output text_html' style='overflow:visible'>{body}</div>"
+        "</div></div>"
+    )
+    plot = (
+        "<div><div class='js-plotly-plot' style='width:680px;height:10px'></div></div>"
+    )
+    context, page = _reader_page(
+        browser,
+        theme_rule
+        + output.format(id="plotly", body=plot)
+        + output.format(id="other", body="<p>text</p>"),
+        theme="dark",
+    )
+    box = "(id) => { const e = document.getElementById(id); return [e.scrollWidth, e.clientWidth]; }"
+    scroll, client = page.evaluate(box, "plotly")
+    assert scroll <= client == 688, (scroll, client)
+    style = "([id, p]) => getComputedStyle(document.getElementById(id))[p]"
+    assert page.evaluate(style, ["plotly", "backgroundColor"]) == "rgba(0, 0, 0, 0)"
+    assert page.evaluate(style, ["other", "paddingLeft"]) == "8px"
+    context.close()
+
+
 # ---- book/_ext/reader_html.py, on a small book built with the book's own settings: inline maths
 # kept with the brackets that touch it, and the toggles of hidden cells in the reader's words.
 EXT = ROOT / "book" / "_ext"

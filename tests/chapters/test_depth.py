@@ -544,7 +544,9 @@ def test_intro_states_the_confirmatory_numbers_it_names():
     n_seeds = len(pixels.seeds)
     assert pixels.detail.startswith(f"0 of {n_seeds} seeds")
     assert f"in none of {n_seeds} seeds is a learned head" in flat
-    gap = float(re.match(r"(-?[0-9.]+) points", resnet.detail).group(1))
+    gap = float(
+        re.match(r"(−?[0-9.]+) points", resnet.detail).group(1).replace("−", "-")
+    )
     assert gap < -2
     assert f"the learned model is {-gap:.1f} points below a ResNet18" in flat
     # and the size it names, from the fresh runs' histories

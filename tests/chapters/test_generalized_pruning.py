@@ -434,3 +434,22 @@ def test_plot_eigenvalues_marks_the_degenerate_heads():
     ]
     assert len(ax.lines) == 3  # the two thresholds and the code's
     plt.close(fig)
+
+
+def test_pruning_figure_keeps_model_colours_for_models():
+    """Fig. 8 draws one model, the generalized one, in its book colour; the random order, the
+    reference lines and the retrained models take colours outside the models' palette, the
+    retrained ones sequential (lighter for fewer heads pruned)."""
+    from matplotlib.colors import to_hex, to_rgb
+
+    from attnconv.chapters.shared.plotting import MODEL_COLOURS
+
+    palette = {to_hex(c) for c in MODEL_COLOURS.values()}
+    assert gf.PRUNING_COLOURS["degenerate first"] == MODEL_COLOURS["generalized"]
+    others = [gf.PRUNING_COLOURS[k] for k in ("random", "reference")]
+    shades = gf.retrained_colours([6, 5, 9])
+    assert list(shades) == [5, 6, 9]
+    assert not {to_hex(c) for c in others + list(shades.values())} & palette
+    lightness = [sum(to_rgb(shades[k])) for k in (5, 6, 9)]
+    assert lightness == sorted(lightness, reverse=True)
+    assert len(gf.retrained_colours([5])) == 1

@@ -277,6 +277,18 @@ def test_one_run_on_a_side_prints_no_interval():
     assert "95 % CI [" in two.format(1.0, "") and "2 v 2 seeds" in two.format(1.0, "")
 
 
+def test_intervals_print_a_true_minus_sign():
+    """Negative numbers of an interval carry the book's minus sign (U+2212), never "-"; zero
+    prints as +0.0, not −0.0."""
+    iv = v.difference_interval(v.exact_side([0.0, 1.0]), v.exact_side([3.0, 3.5]))
+    text = iv.format(1.0, " heads", 1)
+    assert text.startswith("−2.8 heads, 95 % CI [−") and "-" not in text.split(" (")[0]
+    one = v.difference_interval(v.exact_side([0.0]), v.exact_side([3.0]))
+    assert one.format(1.0, " heads", 2).startswith("−3.00 heads (")
+    zero = v.difference_interval(v.exact_side([1.0, 2.0]), v.exact_side([1.0, 2.0]))
+    assert zero.format(1.0, "").startswith("+0.0, 95 % CI")
+
+
 def test_existence_reasons_count_runs_in_words():
     """No "run(s)" template: one run is "the one run", several are "k of n runs"."""
     _, one = v.judge_existence({"a": 0.8}, 0.5, (0.9,))

@@ -19,6 +19,7 @@ from ...experiments.existence import Observation, Setting, existence_verdict
 from ...experiments.studies_removal import removal_interval
 from ...experiments.verdicts import (
     INCONCLUSIVE,
+    MINUS,
     NOT_REPRODUCED,
     REPRODUCED,
     Claim,
@@ -465,10 +466,12 @@ def _removal_evidence(r: ClaimRecord, ivs: Mapping, at: bool) -> str:
     of them the rule calls harmless (their interval's lower end above −margin)."""
     # + 0.0: a head that changes nothing prints as 0.0, not -0.0
     drops = sorted(-100 * iv.estimate + 0.0 for iv in ivs.values())
+    signed = lambda v: f"{v:.1f}".replace("-", MINUS)  # a true minus sign
     ok = sum(iv.lo > -r.margin for iv in ivs.values())
     method = next(iter(ivs.values())).method
     return (
-        f"layers 5-6: drops when one head is removed {drops[0]:.1f} to {drops[-1]:.1f} "
+        f"layers 5-6: drops when one head is removed {signed(drops[0])} to "
+        f"{signed(drops[-1])} "
         f"points; {ok} of {len(drops)} with the lower end of their interval above "
         f"−{100 * r.margin:g} points ({method})"
         + ("" if at else " (not the claim's setting: listed, not counted)")
