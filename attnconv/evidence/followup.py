@@ -20,16 +20,14 @@ content; :mod:`attnconv.evidence.freeze` records it and the commit that froze it
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import inspect
-import json
 from dataclasses import asdict, dataclass
 from typing import Dict, Tuple
 
 from .protocol import ARMS as FROZEN_ARMS
 from .protocol import CLAIMS as FROZEN_CLAIMS
-from .protocol import EPOCHS, SPLIT, Arm, ProtocolClaim
+from .protocol import EPOCHS, SPLIT, Arm, ProtocolClaim, canonical_sha256
 
 __all__ = [
     "SEEDS",
@@ -190,11 +188,8 @@ def content() -> dict:
 
 
 def digest() -> str:
-    """The SHA-256 of :func:`content` as canonical JSON (sorted keys, no spaces)."""
-    text = json.dumps(
-        content(), sort_keys=True, separators=(",", ":"), ensure_ascii=True
-    )
-    return hashlib.sha256(text.encode()).hexdigest()
+    """The SHA-256 of :func:`content` as canonical JSON."""
+    return canonical_sha256(content())
 
 
 # --------------------------------------------------------------------------- amendment 1
@@ -399,7 +394,4 @@ def amendment_content() -> dict:
 
 def amendment_digest() -> str:
     """The SHA-256 of :func:`amendment_content` as canonical JSON."""
-    text = json.dumps(
-        amendment_content(), sort_keys=True, separators=(",", ":"), ensure_ascii=True
-    )
-    return hashlib.sha256(text.encode()).hexdigest()
+    return canonical_sha256(amendment_content())

@@ -14,18 +14,16 @@ from __future__ import annotations
 
 from typing import Dict, Iterator, List, Optional, Tuple
 
-from ..experiments.registry import RUNS, load_run, register_run
+from ..experiments.registry import RUNS, register_run
 from ..experiments.store import MissingResultError
 from ..experiments.studies import StudyEntry, pruning_entry, register_study
 from .followup import ARMS, PAPER_PRUNED, SEEDS, TUNING_SEEDS
 from .protocol import Arm
 from .runs import (
     arm_changes,
-    choose,
     grid_values,
-    last3,
     read_result,
-    thin_run,
+    tuning_choice,
     values_tag,
     write_result,
 )
@@ -62,23 +60,8 @@ def followup_tuning_runs() -> Dict[str, List[Tuple[str, dict]]]:
 
 
 def _make_tuning(arm: str) -> None:
-    rows = []
-    for name, values in followup_tuning_runs()[arm]:
-        thin_run(name)
-        h = load_run(name).history
-        rows.append(
-            {
-                "run": name,
-                "values": values,
-                "val_acc_last3": last3(h),
-                "train_acc_last": h.epochs[-1].train_acc,
-            }
-        )
-    scores = [(r["values"], r["val_acc_last3"]) for r in rows]
-    write_result(
-        FOLLOWUP_TUNING_FILE.format(arm=arm),
-        {"arm": arm, "runs": rows, "choice": choose(scores)},
-    )
+    choice = tuning_choice(arm, followup_tuning_runs()[arm])
+    write_result(FOLLOWUP_TUNING_FILE.format(arm=arm), choice)
 
 
 def followup_tuning(arm: str) -> dict:

@@ -51,6 +51,7 @@ __all__ = [
     "AMENDMENTS",
     "FROZEN_FUNCTIONS",
     "content",
+    "canonical_sha256",
     "digest",
 ]
 
@@ -738,9 +739,12 @@ def content() -> dict:
     }
 
 
-def digest() -> str:
-    """The SHA-256 of :func:`content` as canonical JSON (sorted keys, no spaces)."""
-    text = json.dumps(
-        content(), sort_keys=True, separators=(",", ":"), ensure_ascii=True
-    )
+def canonical_sha256(obj) -> str:
+    """The SHA-256 of ``obj`` as canonical JSON (sorted keys, no spaces, ASCII)."""
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def digest() -> str:
+    """The SHA-256 of :func:`content` as canonical JSON (:func:`canonical_sha256`)."""
+    return canonical_sha256(content())

@@ -60,6 +60,7 @@ __all__ = [
     "read_result",
     "thin_run",
     "thin_file",
+    "tuning_choice",
     "TUNING_FILE",
     "BEYOND_TUNING_FILE",
     "BEYOND_STEPS",
@@ -151,11 +152,12 @@ def choose(scores: List[Tuple[dict, float]]) -> dict:
     return min(tied, key=lambda v: (v["lr"], v.get("widths", (0,))[0]))
 
 
-def _make_tuning(arm: str) -> None:
-    """``arm``'s choice on validation; the tuning runs it reads are thinned (:func:`thin_history`):
-    only their validation and training accuracy are ever read again."""
+def tuning_choice(arm: str, runs: Sequence[Tuple[str, dict]]) -> dict:
+    """``arm``'s choice on validation among its tuning ``runs`` (name, values), with each run's
+    validation and training accuracy; the runs are thinned (:func:`thin_history`): only these
+    are ever read again."""
     rows = []
-    for name, values in tuning_runs()[arm]:
+    for name, values in runs:
         thin_run(name)
         h = load_run(name).history
         rows.append(
@@ -167,8 +169,11 @@ def _make_tuning(arm: str) -> None:
             }
         )
     scores = [(r["values"], r["val_acc_last3"]) for r in rows]
-    out = {"arm": arm, "runs": rows, "choice": choose(scores)}
-    write_result(TUNING_FILE.format(arm=arm), out)
+    return {"arm": arm, "runs": rows, "choice": choose(scores)}
+
+
+def _make_tuning(arm: str) -> None:
+    write_result(TUNING_FILE.format(arm=arm), tuning_choice(arm, tuning_runs()[arm]))
 
 
 def write_result(file: str, obj) -> None:
