@@ -18,6 +18,7 @@ import numpy as np
 from ..evidence import beyond as fair
 from ..evidence.protocol import BEYOND
 from ..evidence.runs import BEYOND_LRS, beyond_tuning
+from ..experiments.verdicts import MINUS
 from .shared.badges import VERDICT_BADGES, verdict_badge
 from .shared.plotting import COLUMN_INCHES, model_colour
 from .shared.tables import markdown_table
@@ -199,7 +200,9 @@ def plot_fair_curves(size: int = 1000):
 
 
 def _signed(iv) -> str:
-    return f"{100 * iv.estimate:+.1f} [{100 * iv.lo:+.1f}, {100 * iv.hi:+.1f}]"
+    """``+5.4 [+3.1, +7.7]`` in points, negative numbers with a true minus sign (−)."""
+    text = f"{100 * iv.estimate:+.1f} [{100 * iv.lo:+.1f}, {100 * iv.hi:+.1f}]"
+    return text.replace("-", MINUS)
 
 
 def _p(p: Optional[float]) -> str:

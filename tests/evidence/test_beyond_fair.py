@@ -44,6 +44,8 @@ def test_the_chapter_shows_them(stand_ins):
     assert "plain ViT" in table and "pending" not in table
     rows = chapter.fair_contrasts_table(fair.contrast_results()).data.splitlines()
     assert len(rows) == 2 + sum(len(c["sizes"]) for c in fair.BEYOND["contrasts"])
+    # negative differences carry a true minus sign, as the book's text writes them
+    assert all("[-" not in r and "-0" not in r for r in rows[2:])
     fig = chapter.plot_fair({"sizes": {"1000": {"test": 0.27}, "4000": {"test": 0.33}}})
     assert len(fig.axes) == 2
     # every arm and the reference line named in the one legend, nothing written on the panels
