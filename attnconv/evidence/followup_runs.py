@@ -12,17 +12,18 @@ Every value of a run comes from the follow-up's protocol; nothing here chooses o
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Dict, Iterator, List, Optional, Tuple
 
-from ..experiments.registry import RUNS, register_run
+from ..experiments.registry import register_run
 from ..experiments.store import MissingResultError
 from ..experiments.studies import StudyEntry, pruning_entry, register_study
 from .followup import ARMS, PAPER_PRUNED, SEEDS, TUNING_SEEDS
-from .protocol import Arm
 from .runs import (
     arm_changes,
     grid_values,
     read_result,
+    register_arm_seeds,
     tuning_choice,
     values_tag,
     write_result,
@@ -92,26 +93,16 @@ def register_followup() -> List[str]:
     new = []
     for key in _ORDER:
         values = followup_tuned_values(key)
-        if values is None:
-            continue
-        arm: Arm = ARMS[key]
-        for seed in SEEDS:
-            name = followup_run_name(key, seed)
-            if name in RUNS:
-                continue
-            register_run(
-                name,
-                arm.model,
-                "deep",
-                f"follow-up seed {seed} of {key} (registered follow-up)",
-                series=f"followup/{key}",
+        if values is not None:
+            new += register_arm_seeds(
+                ARMS[key],
+                values,
+                SEEDS,
+                name_of=followup_run_name,
+                purpose="follow-up seed {seed} of {arm} (registered follow-up)",
                 chapters=("17", "appendix"),
-                seed=seed,
-                **arm_changes(arm, values),
+                studies=partial(_studies, key),
             )
-            new.append(name)
-            for study in _studies(key, name):
-                register_study(study)
     return new
 
 

@@ -19,7 +19,7 @@ import itertools
 import json
 from dataclasses import fields
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from ..experiments import beyond as beyond_exp
 from ..experiments.checkpoints import write_json
@@ -71,6 +71,7 @@ __all__ = [
     "tuned_values",
     "tuning_record",
     "confirm_run_name",
+    "register_arm_seeds",
     "register_confirmatory",
     "beyond_changes",
     "beyond_tuning_runs",
@@ -221,31 +222,63 @@ _STUDIES = {
 }
 
 
+def register_arm_seeds(
+    arm: Arm,
+    values: dict,
+    seeds: Sequence[int],
+    *,
+    name_of: Callable[[str, int], str],
+    purpose: str,
+    chapters: Tuple[str, ...],
+    studies: Callable[[str], Iterable[StudyEntry]],
+) -> List[str]:
+    """Register ``arm``'s runs at ``seeds`` with its tuned ``values`` (and the ``studies`` each
+    run needs), skipping names already registered; returns the names newly registered.
+
+    ``name_of(arm_key, seed)`` names a run; ``purpose`` is its description, which names the
+    seed and the arm (``"{seed}"`` and ``"{arm}"`` are filled in); its series is the run name's
+    folder."""
+    new = []
+    for seed in seeds:
+        name = name_of(arm.key, seed)
+        if name in RUNS:
+            continue
+        register_run(
+            name,
+            arm.model,
+            "deep",
+            purpose.format(seed=seed, arm=arm.key),
+            series=name.rsplit("/", 1)[0],
+            chapters=chapters,
+            seed=seed,
+            **arm_changes(arm, values),
+        )
+        new.append(name)
+        for study in studies(name):
+            register_study(study)
+    return new
+
+
+def _confirmatory_studies(arm: str) -> Callable[[str], List[StudyEntry]]:
+    return lambda name: [study(name) for study in _STUDIES.get(arm, ())]
+
+
 def register_confirmatory() -> List[str]:
     """Register the confirmatory runs (and their studies) of every arm whose tuning is saved;
     returns the names newly registered (idempotent)."""
     new = []
     for arm in ARMS.values():
         values = tuned_values(arm.key)
-        if values is None:
-            continue
-        for seed in CONFIRMATORY_SEEDS:
-            name = confirm_run_name(arm.key, seed)
-            if name in RUNS:
-                continue
-            register_run(
-                name,
-                arm.model,
-                "deep",
-                f"confirmatory seed {seed} of {arm.key} (protocol)",
-                series=f"confirm/{arm.key}",
+        if values is not None:
+            new += register_arm_seeds(
+                arm,
+                values,
+                CONFIRMATORY_SEEDS,
+                name_of=confirm_run_name,
+                purpose="confirmatory seed {seed} of {arm} (protocol)",
                 chapters=("12b", "17"),
-                seed=seed,
-                **arm_changes(arm, values),
+                studies=_confirmatory_studies(arm.key),
             )
-            new.append(name)
-            for study in _STUDIES.get(arm.key, ()):
-                register_study(study(name))
     return new
 
 

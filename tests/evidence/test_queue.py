@@ -105,3 +105,41 @@ def test_a_pruning_study_thins_its_retraining_beside_the_run(tmp_path, monkeypat
     saved = json.loads((pruned / "history.json").read_text())
     assert saved["attention_epochs"] == THINNED_NOTE
     assert ["attention" in e for e in saved["epochs"]] == [False, True]
+
+
+def test_an_arms_seeds_are_registered_once_with_its_tuned_values():
+    """``register_arm_seeds`` (shared by the frozen protocol and the follow-up) registers each
+    seed's run with the arm's tuned values, in its series, with its studies, and nothing twice."""
+    from attnconv.evidence import protocol
+    from attnconv.evidence.runs import register_arm_seeds
+    from attnconv.experiments.registry import RUNS, SERIES
+    from attnconv.experiments.studies import STUDIES, StudyEntry
+
+    arm = protocol.ARMS["learned"]
+    names = ["test-only/learned/seed7", "test-only/learned/seed3"]
+
+    def study(name):
+        return [StudyEntry(f"{name}-study", "x.json", (name,), print, print)]
+
+    kwargs = dict(
+        name_of=lambda arm, seed: f"test-only/{arm}/seed{seed}",
+        purpose="seed {seed} of {arm}",
+        chapters=("17",),
+        studies=study,
+    )
+    try:
+        assert register_arm_seeds(arm, {"lr": 0.0125}, (7, 3), **kwargs) == names
+        for name, seed in zip(names, (7, 3)):
+            entry = RUNS[name]
+            assert entry.description == f"seed {seed} of learned"
+            assert entry.series == "test-only/learned" and entry.chapters == ("17",)
+            assert entry.config.seed == seed and entry.config.lr == 0.0125
+            assert entry.config.epochs == protocol.EPOCHS
+            assert f"{name}-study" in STUDIES
+        assert SERIES["test-only/learned"] == names[::-1]
+        assert register_arm_seeds(arm, {"lr": 0.0125}, (7, 3), **kwargs) == []
+    finally:
+        for name in names:
+            RUNS.pop(name, None)
+            STUDIES.pop(f"{name}-study", None)
+        SERIES.pop("test-only/learned", None)
