@@ -295,7 +295,7 @@ def followup_record_table():
     now = followup.digest()
     assert now == freeze.FOLLOWUP_DIGEST, "the follow-up changed after its freeze"
     amended = followup.amendment_digest()
-    assert amended == freeze.FOLLOWUP_AMENDMENT_DIGEST, "the amendment changed"
+    assert amended == freeze.FOLLOWUP_AMENDMENTS[-1][1], "the amendments changed"
     tuning = [n for runs in followup_tuning_runs().values() for n, _ in runs]
     seeds = [followup_run_name(a, s) for a in followup.ARMS for s in followup.SEEDS]
     return _table(
@@ -306,10 +306,7 @@ def followup_record_table():
             },
             {"item": "frozen on (UTC)", "value": freeze.FOLLOWUP_FREEZE_DATE},
             {"item": "digest now", "value": f"`{now[:16]}…`, the frozen one (checked)"},
-            {
-                "item": "amendment (before its runs)",
-                "value": f"`{freeze.FOLLOWUP_AMENDMENT_COMMIT[:10]}`, digest checked",
-            },
+            *_amendment_rows(),
             {"item": "fresh seeds", "value": ", ".join(map(str, followup.SEEDS))},
             {
                 "item": "tuning runs made (validation)",
@@ -321,6 +318,21 @@ def followup_record_table():
             },
         ]
     )
+
+
+def _amendment_rows() -> List[dict]:
+    """One row per amendment: its commit (or "this version" until one names it)."""
+    rows = []
+    for i, (_, _, commit) in enumerate(freeze.FOLLOWUP_AMENDMENTS, 1):
+        where = f"`{commit[:10]}`" if commit else "this version"
+        last = i == len(freeze.FOLLOWUP_AMENDMENTS)
+        rows.append(
+            {
+                "item": f"amendment {i} (before its runs)",
+                "value": where + (", digest checked" if last else ", digest recorded"),
+            }
+        )
+    return rows
 
 
 def _followup_choice(arm: str) -> str:
@@ -389,7 +401,9 @@ def followup_amendments_table():
                 if set(a.claims) == set(followup.CLAIMS)
                 else ", ".join(k.replace("_", " ") for k in a.claims),
                 "what": a.what,
-                "runs that existed then": "the same as above" if i else a.visible,
+                "runs that existed then": "the same as above"
+                if i and a.visible == followup.AMENDMENTS[i - 1].visible
+                else a.visible,
             }
             for i, a in enumerate(followup.AMENDMENTS)
         ]

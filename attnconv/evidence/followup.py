@@ -192,11 +192,11 @@ def digest() -> str:
     return canonical_sha256(content())
 
 
-# --------------------------------------------------------------------------- amendment 1
+# --------------------------------------------------------------------------- amendments
 # Everything below is outside :func:`content` (the follow-up's frozen digest, unchanged): it is the
-# follow-up's first amendment, made after an independent review of the frozen design and before
-# any run it changes existed, with its own digest (:func:`amendment_digest`) and commit
-# (:data:`attnconv.evidence.freeze.FOLLOWUP_AMENDMENT_COMMIT`).
+# follow-up's amendments, the first made after an independent review of the frozen design and
+# before any run it changes existed, the second code only; each with its digest
+# (:func:`amendment_digest`) and commit (:data:`attnconv.evidence.freeze.FOLLOWUP_AMENDMENTS`).
 
 
 @dataclass(frozen=True)
@@ -272,6 +272,16 @@ AMENDMENTS: Tuple[FollowupAmendment, ...] = (
         "the reporting rule (REPORTING) and the expected power of 'close' are stated",
         "so that how the book states the follow-up does not depend on its results",
         _VISIBLE,
+    ),
+    FollowupAmendment(
+        "2026-11-28",
+        tuple(CLAIMS),
+        "code only: Holm's step is one function shared with the frozen protocol's judge "
+        "(judge._holm_alternative); what it computes is unchanged",
+        "one home for each step of the rule; the duplicated step could drift apart",
+        "in git: the size-matched ResNet18's six tuning runs (validation only); on disk: the "
+        "learned arm's first two tuning runs, training (validation only); no test accuracy "
+        "of any follow-up run",
     ),
 )
 
@@ -353,6 +363,7 @@ REPORTING = {
 FUNCTIONS = (
     "attnconv.evidence.judge.followup_verdicts",
     "attnconv.evidence.judge._followup_claim",
+    "attnconv.evidence.judge._holm_alternative",
     "attnconv.evidence.judge._controlled",
     "attnconv.evidence.judge._gate",
     "attnconv.evidence.judge._mcnemar",

@@ -18,6 +18,7 @@ __all__ = [
     "FOLLOWUP_GUARDED_PATHS",
     "FOLLOWUP_AMENDMENT_DIGEST",
     "FOLLOWUP_AMENDMENT_COMMIT",
+    "FOLLOWUP_AMENDMENTS",
     "BACKGROUND_PATHS",
 ]
 
@@ -43,13 +44,25 @@ FOLLOWUP_DIGEST = "7e24518c8082fb80df8d6d832ef1b52764b80bc40f8b783ce0405996f7dae
 FOLLOWUP_FREEZE_COMMIT = "e10d2ddba06ce94fe0566e2d8173588367801963"
 #: Its date (UTC), as git records it.
 FOLLOWUP_FREEZE_DATE = "2026-11-28T03:16:52+00:00"
-#: SHA-256 of :func:`attnconv.evidence.followup.amendment_content` (its first amendment, with the
-#: source of the analysis it fixes), made before any run it changes existed.
+#: SHA-256 of :func:`attnconv.evidence.followup.amendment_content` at the follow-up's first
+#: amendment (its first six records, with the source of the analysis it fixes), made before any
+#: run it changes existed; kept as the record of what that commit fixed.
 FOLLOWUP_AMENDMENT_DIGEST = (
     "ce8a9c6a4619b7bb74a8b5abe081ba8528f13c81f0bf6822f0bfa684dd83f658"
 )
-#: The commit of the amendment (None until the commit after it names it).
+#: The commit of the first amendment.
 FOLLOWUP_AMENDMENT_COMMIT = "5f321360a3b4c3c6f805f68d2f1a9146c60ef4fc"
+#: Every amendment of the follow-up in order: (how many records of ``followup.AMENDMENTS`` it
+#: covers, the digest of :func:`~attnconv.evidence.followup.amendment_content` then, its commit:
+#: None until the commit after it names it). The last digest is the one checked now.
+FOLLOWUP_AMENDMENTS = (
+    (6, FOLLOWUP_AMENDMENT_DIGEST, FOLLOWUP_AMENDMENT_COMMIT),
+    (
+        7,
+        "81da70d41f6e5c8b5d2cd947133e83b89951714036b1faf015ca5ae8ea84d3ee",
+        None,
+    ),
+)
 #: The follow-up's runs and results: none of it may be in git at or before its freeze commit.
 FOLLOWUP_GUARDED_PATHS = ("runs/followup", "runs/followup-tuning", "results/followup")
 #: Every path the protocol's background runs fill over several sessions (the frozen protocol's and

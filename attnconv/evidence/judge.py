@@ -354,13 +354,21 @@ def confirmatory_verdicts(
         full = all(arm_runs(a, CONFIRMATORY_SEEDS) is not None for a in _arms())
         seeds = CONFIRMATORY_SEEDS if full else INTERIM_SEEDS
     out = {key: _judge(claim, seeds) for key, claim in CLAIMS.items()}
+    return _holm_alternative(out, "Holm's adjustment over the family")
+
+
+def _holm_alternative(
+    out: Dict[str, ConfirmatoryVerdict], label: str
+) -> Dict[str, ConfirmatoryVerdict]:
+    """``out`` with Holm's adjustment over its judged claims as each one's alternative ``label``:
+    a *reproduced* whose adjusted p is not below 0.05 becomes *inconclusive*."""
     judged = {k: v for k, v in out.items() if v.verdict != PENDING and v.p is not None}
     adjusted = holm(
         {k: v.p for k, v in judged.items()}, {k: v.alpha for k, v in judged.items()}
     )
     for key, v in judged.items():
         held = adjusted[key] < SHARE_ALPHA
-        v.alternatives["Holm's adjustment over the family"] = (
+        v.alternatives[label] = (
             v.verdict if (v.verdict != REPRODUCED or held) else INCONCLUSIVE
         )
     return out
@@ -537,13 +545,4 @@ def followup_verdicts() -> Dict[str, ConfirmatoryVerdict]:
         v = _followup_claim(claim)
         v.seeds = tuple(SEEDS) if v.verdict != PENDING else ()
         out[key] = v
-    judged = {k: v for k, v in out.items() if v.verdict != PENDING and v.p is not None}
-    adjusted = holm(
-        {k: v.p for k, v in judged.items()}, {k: v.alpha for k, v in judged.items()}
-    )
-    for key, v in judged.items():
-        held = adjusted[key] < SHARE_ALPHA
-        v.alternatives["Holm's adjustment over the follow-up's family"] = (
-            v.verdict if (v.verdict != REPRODUCED or held) else INCONCLUSIVE
-        )
-    return out
+    return _holm_alternative(out, "Holm's adjustment over the follow-up's family")

@@ -164,10 +164,38 @@ def test_followup_names_fresh_seeds_and_matches_the_learned_size():
 def test_followup_amendment_is_the_recorded_one():
     from attnconv.evidence import followup
 
-    assert followup.amendment_digest() == freeze.FOLLOWUP_AMENDMENT_DIGEST, (
+    count, digest, _ = freeze.FOLLOWUP_AMENDMENTS[-1]
+    assert followup.amendment_digest() == digest, (
         "the follow-up's amendment or the analysis code it fixes changed: record a new "
         "dated amendment instead"
     )
+    assert count == len(followup.AMENDMENTS)
+    # each amendment adds records, and only the first is the one that fixed the analysis
+    counts = [c for c, _, _ in freeze.FOLLOWUP_AMENDMENTS]
+    assert counts == sorted(set(counts))
+    assert freeze.FOLLOWUP_AMENDMENTS[0][1:] == (
+        freeze.FOLLOWUP_AMENDMENT_DIGEST,
+        freeze.FOLLOWUP_AMENDMENT_COMMIT,
+    )
+
+
+def test_each_followup_amendment_commit_recorded_the_digest_it_names():
+    """What git shows at each amendment's commit: freeze.py there records its digest, and the
+    commits follow one another."""
+    if not _history_available():
+        pytest.skip("no full git history here: the order of commits cannot be read")
+    earlier = freeze.FOLLOWUP_FREEZE_COMMIT
+    for _, digest, commit in freeze.FOLLOWUP_AMENDMENTS:
+        if commit is None:
+            continue
+        then = _git("show", f"{commit}:attnconv/evidence/freeze.py")
+        assert digest in then
+        subprocess.run(
+            ["git", "merge-base", "--is-ancestor", earlier, commit],
+            cwd=ROOT,
+            check=True,
+        )
+        earlier = commit
 
 
 def test_no_learned_or_generalized_followup_run_before_the_amendment():
