@@ -60,7 +60,7 @@ FOLLOWUP_AMENDMENTS = (
     (
         7,
         "81da70d41f6e5c8b5d2cd947133e83b89951714036b1faf015ca5ae8ea84d3ee",
-        None,
+        "225c88e273306a4b3e7dff205c1114773215b9a3",
     ),
 )
 #: The follow-up's runs and results: none of it may be in git at or before its freeze commit.
