@@ -23,6 +23,8 @@ __all__ = [
     "claims_table",
     "arms_table",
     "tuning_table",
+    "tuning_points",
+    "tuning_curves_figure",
     "fresh_arms_table",
     "contrasts_table",
     "progress_table",
@@ -142,6 +144,112 @@ def tuning_table():
     return _table(rows)
 
 
+def tuning_points() -> Dict[str, List[dict]]:
+    """Every tuning run made so far, frozen and follow-up, by series (``"frozen: learned"``,
+    ``"follow-up: resnet18-matched"``, ``"frozen: resnet18, width 8"``): its learning rate, mean
+    validation accuracy of its last 3 epochs, and whether it is its arm's choice (``None`` while
+    the follow-up's choice is not made)."""
+    from ..evidence import followup
+    from ..evidence.followup_runs import followup_tuned_values, followup_tuning_runs
+    from ..evidence.runs import last3
+    from ..experiments.registry import load_run
+
+    out: Dict[str, List[dict]] = {}
+    for arm, a in protocol.ARMS.items():
+        if not a.grid:
+            continue
+        saved = tuning_record(arm)
+        for r in saved["runs"]:
+            v = r["values"]
+            width = f", width {v['widths'][0]}" if "widths" in v else ""
+            out.setdefault(f"frozen: {arm}{width}", []).append(
+                {
+                    "lr": v["lr"],
+                    "val": r["val_acc_last3"],
+                    "chosen": v == saved["choice"],
+                }
+            )
+    for arm, runs in followup_tuning_runs().items():
+        choice = followup_tuned_values(arm)
+        for name, v in runs:
+            if _present([name]):
+                out.setdefault(f"follow-up: {arm}", []).append(
+                    {
+                        "lr": v["lr"],
+                        "val": last3(load_run(name).history),
+                        "chosen": None if choice is None else v == choice,
+                    }
+                )
+    assert set(followup.ARMS) >= {k.split(": ")[1] for k in out if "follow" in k}
+    return out
+
+
+def tuning_curves_figure():
+    """The tuning curves: validation accuracy (last 3 epochs' mean) against the learning rate,
+    the frozen protocol's (tuning seed 900) and the follow-up's (902) side by side, each point
+    with ±1 binomial standard error over the validation images; the choice ringed."""
+    import matplotlib.pyplot as plt
+
+    from ..evidence import followup
+    from .shared.plotting import COLUMN_INCHES, model_colour
+
+    n = protocol.SPLIT["validation_images"]
+    points = tuning_points()
+    fig, axes = plt.subplots(
+        1,
+        2,
+        figsize=(COLUMN_INCHES, 3.0),
+        sharex=True,
+        sharey=True,
+        constrained_layout=True,
+    )
+    for ax, part, title in zip(
+        axes, ("frozen", "follow-up"), ("frozen protocol", "registered follow-up")
+    ):
+        for series, rows in points.items():
+            if not series.startswith(part + ":"):
+                continue
+            label = series.split(": ")[1]
+            model = label.split(",")[0].removesuffix("-matched")
+            rows = sorted(rows, key=lambda r: r["lr"])
+            x = [r["lr"] for r in rows]
+            y = [100 * r["val"] for r in rows]
+            se = [100 * (r["val"] * (1 - r["val"]) / n) ** 0.5 for r in rows]
+            style = ":" if "matched" in label else "--" if "width 16" in label else "-"
+            ax.errorbar(
+                x,
+                y,
+                yerr=se,
+                color=model_colour(model),
+                ls=style,
+                marker="o",
+                ms=3.5,
+                capsize=2,
+                lw=1.2,
+                label=label.replace("resnet18", "ResNet18"),
+            )
+            for r in rows:
+                if r["chosen"]:
+                    ax.plot(
+                        r["lr"],
+                        100 * r["val"],
+                        "o",
+                        ms=9,
+                        mfc="none",
+                        mec=model_colour(model),
+                        mew=1.3,
+                    )
+        ax.set_xscale("log", base=2)
+        grid = followup.LR_GRID["lr"]
+        ax.set_xticks(grid, [f"{g:g}" for g in grid], rotation=45)
+        ax.minorticks_off()
+        ax.set_title(title)
+        ax.set_xlabel("learning rate")
+        ax.legend(loc="lower left", frameon=False, fontsize=7.5)
+    axes[0].set_ylabel("validation accuracy (%)")
+    return fig
+
+
 def fresh_arms_table():
     """Each six-layer arm's fresh seeds at a glance (:func:`judge.arm_runs`): parameters, the
     mean last-epoch training accuracy and the mean test accuracy with its spread over seeds
@@ -257,31 +365,39 @@ def tally_words(confirmatory: Dict[str, ConfirmatoryVerdict]) -> str:
 
 
 #: An alternative read on the exploratory runs only: no verdict on the fresh seeds to compare.
-NOT_COMPUTED = "exploratory runs only (not computed here)"
+NOT_COMPUTED = "not computed (exploratory runs only)"
+
+
+def _short_verdict(verdict: str) -> str:
+    return verdict.replace(" at CPU scale", "")
 
 
 def robustness_table(confirmatory: Dict[str, ConfirmatoryVerdict]):
-    """Each claim × each of its frozen alternatives → the verdict under it (pending while the
-    claim is); a claim whose verdict changes under one is fragile."""
+    """One row per claim: its confirmatory verdict, each frozen alternative under which that
+    verdict changes (with the verdict there), and those under which it holds; a claim whose
+    verdict changes under one is fragile (*pending* and *not computed* are shown as such)."""
     rows = []
     for key, claim in protocol.CLAIMS.items():
         v = confirmatory[key]
+        changes, holds = [], []
         for alt in claim.alternatives:
             got = v.alternatives.get(alt)
-            if v.verdict == PENDING:
-                got = PENDING
-            elif got is None:
-                got = NOT_COMPUTED
-            rows.append(
-                {
-                    "claim": key.replace("_", " "),
-                    "alternative": alt,
-                    "verdict under it": got,
-                    "changes?": "—"
-                    if v.verdict == PENDING or got == NOT_COMPUTED
-                    else ("yes" if got != v.verdict else "no"),
-                }
-            )
+            if v.verdict == PENDING or got is None:
+                holds.append(
+                    f"{alt}: {PENDING if v.verdict == PENDING else NOT_COMPUTED}"
+                )
+            elif got != v.verdict:
+                changes.append(f"{alt}: **{_short_verdict(got)}**")
+            else:
+                holds.append(alt)
+        rows.append(
+            {
+                "claim": key.replace("_", " "),
+                "verdict": _short_verdict(v.verdict),
+                "changes under": "; ".join(changes) or "—",
+                "holds under (or not computed)": "; ".join(holds) or "—",
+            }
+        )
     return _table(rows)
 
 
@@ -328,7 +444,8 @@ def _amendment_rows() -> List[dict]:
         last = i == len(freeze.FOLLOWUP_AMENDMENTS)
         rows.append(
             {
-                "item": f"amendment {i} (before its runs)",
+                "item": f"amendment {i}"
+                + (" (code only)" if i > 1 else " (before its runs)"),
                 "value": where + (", digest checked" if last else ", digest recorded"),
             }
         )

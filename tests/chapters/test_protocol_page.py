@@ -18,9 +18,19 @@ def test_freeze_table_names_the_commit_and_fails_on_a_change(monkeypatch):
 def test_every_claim_and_alternative_is_listed():
     claims = page.claims_table().data
     assert claims.count("\n") == 1 + len(protocol.CLAIMS)
-    rows = page.robustness_table(confirmatory_verdicts()).data
-    n = sum(len(c.alternatives) for c in protocol.CLAIMS.values())
-    assert rows.count("\n") == 1 + n
+    from attnconv.chapters.shared.tables import keep_words
+
+    verdicts = confirmatory_verdicts()
+    rows = page.robustness_table(verdicts).data.splitlines()[2:]
+    assert len(rows) == len(protocol.CLAIMS)
+    for row, (key, c) in zip(rows, protocol.CLAIMS.items()):
+        assert row.startswith(f"| {keep_words(key.replace('_', ' '))} |")
+        for alt in c.alternatives:
+            assert keep_words(alt) in row
+        fragile = any(
+            got != verdicts[key].verdict for got in verdicts[key].alternatives.values()
+        )
+        assert (row.split(" | ")[2] != "—") == fragile
 
 
 def test_a_fragile_verdict_is_marked():
@@ -128,3 +138,33 @@ def test_the_followup_stands_beside_the_frozen_verdicts():
     for key, base in page.FOLLOWUP_OF.items():
         assert base in protocol.CLAIMS
         assert f"{frozen[base].verdict} ({base.replace('_', ' ')})" in text
+
+
+def test_the_tuning_curves_are_the_saved_runs_validation_accuracies():
+    """Figure A.1's points against a plain reading of each run's history.json: the mean of the
+    last three epochs' validation accuracy, every complete tuning run of both protocols."""
+    import json
+    from pathlib import Path
+
+    from attnconv.evidence.followup_runs import followup_tuning_runs
+
+    points = page.tuning_points()
+    assert len(points["frozen: learned"]) == len(protocol.ARMS["learned"].grid["lr"])
+    book = Path(__file__).resolve().parents[2] / "book/runs"
+    seen = 0
+    for arm, runs in followup_tuning_runs().items():
+        for name, values in runs:
+            path = book / name / "history.json"
+            if not path.is_file():
+                continue
+            raw = json.loads(path.read_text())
+            if raw["status"] != "complete":
+                continue
+            val = [e["val_acc"] for e in raw["epochs"] if e.get("val_acc") is not None]
+            expected = sum(val[-3:]) / 3
+            got = [p for p in points[f"follow-up: {arm}"] if p["lr"] == values["lr"]]
+            assert got and abs(got[0]["val"] - expected) < 1e-12
+            seen += 1
+    assert seen == sum(len(v) for k, v in points.items() if k.startswith("follow-up"))
+    fig = page.tuning_curves_figure()
+    assert len(fig.axes) == 2
