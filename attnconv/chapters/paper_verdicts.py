@@ -75,6 +75,7 @@ from .shared.tables import keep_words
 
 __all__ = [
     "book_claims",
+    "compact_interval",
     "claim_key",
     "format_claim_blocks",
     "claims_table",
@@ -275,6 +276,29 @@ def _number(x: float) -> str:
     return f"{x:g}" if x < 1000 else f"1e{round(math.log10(x))}"
 
 
+_INTERVAL = re.compile(
+    r"^(?P<est>\S+)(?P<unit> [^,(]+?)?(?:, 95 % CI \[(?P<lo>[^,]+), (?P<hi>[^\]]+)\])? "
+    r"\((?P<why>.*)\)$"
+)
+_SEEDS = re.compile(r"\d+ v \d+ seeds?|\d+ seeds?|one model")
+
+
+def compact_interval(text: str) -> str:
+    """An interval as :meth:`~attnconv.experiments.verdicts.Interval.format` writes it, cut to
+    its numbers for a table cell: ``+1.75 tokens [+0.39, +3.12], 3 seeds`` or ``+3 heads, 1 v
+    1 seed: no interval`` (the method, the pairing and McNemar's p are left to the claim's own
+    block); a text of another form is returned as it is."""
+    m = _INTERVAL.match(text or "")
+    if m is None:
+        return text
+    unit = m["unit"] or ""
+    seeds = _SEEDS.search(m["why"])
+    seeds = f", {seeds.group(0)}" if seeds else ""
+    if m["lo"] is None:
+        return f"{m['est']}{unit}{seeds}: no interval"
+    return f"{m['est']}{unit} [{m['lo']}, {m['hi']}]{seeds}"
+
+
 def claims_table(
     claims: Sequence[Claim], link: bool = True, badge: bool = False, fresh: bool = False
 ) -> str:
@@ -301,7 +325,8 @@ def claims_table(
         )
         shown = verdict_badge(c.verdict) if badge else f"*{c.verdict}*"
         cells = (title,) + (() if fresh else (r.kind,))
-        cells += (margin, c.interval or "—", shown)
+        interval = (compact_interval(c.interval) if fresh else c.interval) or "—"
+        cells += (margin, interval, shown)
         if fresh:
             cells += (fresh_badge(key) + _fragile_mark(key),)
         if badge:  # a range of layers ("5-6") stays on one line in a narrow column

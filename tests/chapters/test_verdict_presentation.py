@@ -163,3 +163,21 @@ def test_a_dropdown_leads_with_the_fresh_seeds_verdict():
         f": {fresh} on fresh seeds (exploratory: {REPRODUCED})"
     )
     assert text.index("*Fresh seeds*") < text.index("*Exploratory verdict*")
+
+
+def test_a_compact_interval_keeps_the_numbers_of_the_formatted_one():
+    """Table 17.2's cell, against :meth:`Interval.format` on made-up intervals: the estimate,
+    both ends and the seed counts stay, the method's words go; one run on a side says so."""
+    from attnconv.chapters.paper_verdicts import compact_interval
+    from attnconv.experiments.verdicts import PAIRED, SEEDS_PAIRED, Interval
+
+    paired = Interval(-0.037, -0.077, 0.003, 0.02, 7, 0.05, PAIRED, (8, 8))
+    assert compact_interval(paired.format()) == "−3.7 points [−7.7, +0.3], 8 v 8 seeds"
+    seeds = Interval(1.75, 0.39, 3.12, 0.3, 2, 1.0, SEEDS_PAIRED, (3, 3))
+    text = seeds.format(scale=1, unit=" tokens", digits=2)
+    assert compact_interval(text) == "+1.75 tokens [+0.39, +3.12], 3 seeds"
+    one = Interval(3, 3, 3, 0, 0, 0, PAIRED, (1, 1), seed_term_known=False)
+    assert compact_interval(one.format(scale=1, unit=" heads", digits=0)) == (
+        "+3 heads, 1 v 1 seed: no interval"
+    )
+    assert compact_interval("something else") == "something else"
