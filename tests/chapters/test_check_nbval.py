@@ -77,7 +77,7 @@ def test_a_planted_failing_check_in_chapter_1_fails_nbval(tmp_path):
     cell = planted[0]
     assert "    1e-12,\n    shown_below=1e-14," in cell.source
     cell.source = cell.source.replace(  # the first: the float64 comparison
-        "    1e-12,\n    shown_below=1e-14,", "    1e-30,\n    shown_below=1e-30,", 1
+        "    1e-12,\n    shown_below=1e-14,", "    1e-30,\n    shown_below=1e-31,", 1
     )
     copy = tmp_path / "01_planted.ipynb"
     nbformat.write(nb, copy)

@@ -5,6 +5,7 @@ from attnconv.chapters.shared.checks import (
     CheckFailed,
     Checks,
     check_table,
+    format_bound,
     format_measured,
 )
 
@@ -60,3 +61,21 @@ def test_format_measured():
     assert format_measured(38.123) == "38"
     assert format_measured(1.23e-7) == "1.2e-7"
     assert format_measured(0.0456, digits=1) == "0.05"
+
+
+def test_a_shown_bound_must_lie_below_the_tolerance():
+    checks = Checks()
+    with pytest.raises(ValueError, match="below the tolerance"):
+        checks.below("round-off", 1e-13, 1e-12, shown_below=1e-12)
+    with pytest.raises(ValueError, match="below the tolerance"):
+        checks.below("round-off", 1e-13, 1e-12, shown_below=1e-11)
+    assert checks.rows == []
+    checks.below("float32 error", 1.2e-7, 1e-6, shown_below=2e-7)
+    assert (checks.rows[0].measured, checks.rows[0].tolerance) == ("< 2e-7", "< 1e-6")
+
+
+def test_format_bound():
+    assert format_bound(1e-12) == "1e-12"
+    assert format_bound(2e-7) == "2e-7"
+    assert format_bound(0.005) == "0.005"
+    assert format_bound(5) == "5"

@@ -215,3 +215,19 @@ def test_a_chapter_shows_bounds_every_cpu_meets_and_asserts(tmp_path, monkeypatc
     checks = Checks()
     recheck(checks, big, "quadratic")
     assert len(checks.rows) == 1 and "--check" in checks.rows[0].tolerance
+
+
+def test_a_chapter_never_shows_a_bound_equal_to_its_tolerance(tmp_path, monkeypatch):
+    from attnconv.chapters.shared.checks import Checks
+    from attnconv.chapters.shared.recheck import recheck
+
+    run = fake_run(tmp_path, precision="bf16")  # no shown bounds: each is its tolerance
+    monkeypatch.setattr(
+        runs, "replay_first_epoch", lambda r: replay(step_scale=1 + 1e-3)
+    )
+    checks = Checks()
+    recheck(checks, run, "quadratic")
+    assert checks.rows and all(
+        r.measured == "within; differs by CPU" and r.tolerance.startswith("< ")
+        for r in checks.rows
+    )

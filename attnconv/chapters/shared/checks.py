@@ -12,21 +12,32 @@ import math
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
-__all__ = ["CheckFailed", "Check", "Checks", "check_table", "format_measured"]
+__all__ = [
+    "CheckFailed",
+    "Check",
+    "Checks",
+    "check_table",
+    "format_bound",
+    "format_measured",
+]
 
 
 class CheckFailed(AssertionError):
     """A chapter's check did not hold."""
 
 
-def _sci(x: float) -> str:
+def format_bound(x: float) -> str:
     """``1e-12`` style for a power of ten, else the value as written (``1.001``, ``0.5``)."""
     if x == 0:
         return "0"
     exponent = math.floor(math.log10(abs(x)))
     if abs(x) == 10.0**exponent and abs(exponent) >= 3:
         return f"{'-' if x < 0 else ''}1e{exponent}"
-    return f"{x:g}"
+    text = f"{x:g}"
+    if "e" in text:  # 2e-07 -> 2e-7
+        mantissa, power = text.split("e")
+        return f"{mantissa}e{int(power)}"
+    return text
 
 
 def format_measured(value: float, digits: int = 2) -> str:
@@ -106,17 +117,21 @@ class Checks:
         digits: int = 2,
     ) -> None:
         """``measured < bound``. With ``shown_below`` (for round-off, which differs between
-        CPUs) the table shows "< shown_below" and that bound is asserted too."""
+        CPUs) the table shows "< shown_below" and that bound is asserted too; it must lie below
+        the tolerance, else the row would say nothing beyond "passed"."""
         measured = _number(measured)
         passed = measured < bound
         if shown_below is not None:
-            if shown_below > bound:
-                raise ValueError("shown_below must not exceed the tolerance")
-            shown = f"< {_sci(shown_below)}"
+            if shown_below >= bound:
+                raise ValueError(
+                    "shown_below must lie below the tolerance (a bound equal to it says "
+                    "nothing beyond 'passed')"
+                )
+            shown = f"< {format_bound(shown_below)}"
             passed = passed and measured < shown_below
         else:
             shown = format_measured(measured, digits)
-        self._add(Check(name, shown, f"< {_sci(bound)}", passed))
+        self._add(Check(name, shown, f"< {format_bound(bound)}", passed))
 
     def above(
         self, name: str, measured: float, bound: float, *, digits: int = 2
@@ -127,7 +142,7 @@ class Checks:
             Check(
                 name,
                 format_measured(measured, digits),
-                f"> {_sci(bound)}",
+                f"> {format_bound(bound)}",
                 measured > bound,
             )
         )
@@ -141,7 +156,7 @@ class Checks:
             Check(
                 name,
                 format_measured(measured, digits),
-                f"{_sci(low)} to {_sci(high)}",
+                f"{format_bound(low)} to {format_bound(high)}",
                 low < measured < high,
             )
         )

@@ -2,14 +2,15 @@
 
 Each measured deviation (:func:`attnconv.experiments.runs.verify_first_epoch`) is asserted against
 its tolerance and shown as a bound every CPU meets (:func:`~attnconv.experiments.runs.shown_bounds`),
-since the deviation itself differs between kernel paths."""
+since the deviation itself differs between kernel paths; where no such bound lies below the
+tolerance, the row says that the value differs by CPU."""
 
 from __future__ import annotations
 
 from typing import Optional
 
 from ...experiments.runs import shown_bounds, verify_first_epoch
-from .checks import Checks
+from .checks import Checks, format_bound
 
 __all__ = ["recheck", "RECHECK_ROWS"]
 
@@ -40,9 +41,20 @@ def recheck(checks: Checks, run, label: Optional[str] = None) -> None:
         value = check["deviations"][key]
         if value is None:  # nothing saved to compare (ResNet18 has no heads)
             continue
+        bound = scale * check["bounds"][key]
+        if shown[key] >= check["bounds"][key]:
+            # no bound below the tolerance holds on every CPU (ResNet18's epoch-1 loss, a
+            # chaotic model): the row says so instead of repeating the tolerance
+            checks.holds(
+                f"{label}: {what}",
+                scale * value < bound,
+                "within; differs by CPU",
+                f"< {format_bound(bound)}",
+            )
+            continue
         checks.below(
             f"{label}: {what}",
             scale * value,
-            scale * check["bounds"][key],
+            bound,
             shown_below=scale * shown[key],
         )
