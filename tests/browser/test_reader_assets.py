@@ -539,3 +539,47 @@ def test_badges_are_readable_and_exact_is_not_drawn_as_reproduced(browser, theme
         for w, x in looks.items()
     }
     assert len(set(shown.values())) == len(shown), shown
+
+
+def test_no_band_above_the_sticky_search_field_shows_the_entries_beneath(browser):
+    """With the sidebar's 1rem top padding (the theme's), the sticky search item covers the
+    sidebar from its very top once scrolled: no entry shows through a band above the field."""
+    nav = "".join(f"<li>chapter {i}</li>" for i in range(80))
+    context, page = _reader_page(
+        browser,
+        "<style>:root { --pst-color-background: #ffffff; }</style>"
+        "<div class='bd-sidebar-primary' style='height:300px;overflow-y:auto;padding-top:1rem'>"
+        "<div class='sidebar-primary-items__start'>"
+        "<div class='sidebar-primary-item'><button class='search-button-field'>Search"
+        "</button></div><div class='sidebar-primary-item'><ul>" + nav + "</ul></div>"
+        "</div></div>",
+    )
+    page.evaluate(
+        "() => { document.querySelector('.bd-sidebar-primary').scrollTop = 200; }"
+    )
+    item = page.evaluate(
+        "() => { const i = document.querySelector('.sidebar-primary-item');"
+        " const s = document.querySelector('.bd-sidebar-primary');"
+        " return [i.getBoundingClientRect().top - s.getBoundingClientRect().top,"
+        " getComputedStyle(i).backgroundColor]; }"
+    )
+    assert item == [0, "rgb(255, 255, 255)"], item
+    context.close()
+
+
+def test_a_dropdown_in_dark_mode_takes_the_themes_surface(browser):
+    """A claim's evidence dropdown (sphinx-design "light" title) is not a light slab on the dark
+    page: it takes the theme's surface colour and its text colour."""
+    context, page = _reader_page(
+        browser,
+        "<style>:root { --pst-color-surface: #29313d; --pst-color-text-base: #ced6dd; }"
+        ".sd-bg-light { background-color: #a3abb2 !important; }</style>"
+        "<details class='sd-dropdown'><summary class='sd-bg-light'>evidence</summary></details>",
+        theme="dark",
+    )
+    colours = page.evaluate(
+        "() => { const s = getComputedStyle(document.querySelector('summary'));"
+        " return [s.backgroundColor, s.color]; }"
+    )
+    assert colours == ["rgb(41, 49, 61)", "rgb(206, 214, 221)"], colours
+    context.close()
