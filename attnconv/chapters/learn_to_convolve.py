@@ -119,7 +119,7 @@ def plot_seed_sweep(sweeps, kernel_size: int = 3):
 
     colours = {0: model_colour("quadratic"), 1: model_colour("quadratic, 16 heads")}
     markers = ("o", "s", "^", "D")
-    fig, ax = plt.subplots(figsize=(COLUMN_INCHES * 0.62, 2.7), layout="constrained")
+    fig, ax = plt.subplots(figsize=(COLUMN_INCHES * 0.9, 2.9), layout="constrained")
     k2 = kernel_size**2
     ax.axhline(k2, color="0.5", ls=":", lw=1)
     first = min(r["seed"] for rows in sweeps.values() for r in rows)

@@ -633,7 +633,7 @@ def plot_pruned_counts(counts: Mapping[str, Sequence[int]]):
 
     from .plotting import COLUMN_INCHES
 
-    fig, ax = plt.subplots(figsize=(COLUMN_INCHES * 0.7, 2.4), constrained_layout=True)
+    fig, ax = plt.subplots(figsize=(COLUMN_INCHES, 2.6), constrained_layout=True)
     width = 0.8 / len(counts)
     for i, (label, c) in enumerate(counts.items()):
         x = np.arange(1, len(c) + 1) + (i - (len(counts) - 1) / 2) * width

@@ -463,7 +463,7 @@ def plot_accuracy_curves(
     import matplotlib.pyplot as plt
 
     if ax is None:
-        _, ax = plt.subplots(figsize=(5.5, 3.6))
+        _, ax = plt.subplots(figsize=(COLUMN_INCHES, 3.4))  # a result: the whole column
     percent = key.endswith("_acc")
     for label, run in runs.items():
         values = [100 * v for v in run.series(key)] if percent else run.series(key)
