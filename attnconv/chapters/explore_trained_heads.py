@@ -260,7 +260,7 @@ def _trajectory_layout(
     height = _trajectory_height(rows, cols, margin)
     below = height - margin["t"] - margin["b"]  # the plotting area's height (px)
     fig.update_layout(
-        width=FIGURE_WIDTH,
+        autosize=True,  # the column's width, up to FIGURE_WIDTH (figure_html)
         height=height,
         font={"size": FONT_SIZE},
         template="plotly_white",
@@ -595,7 +595,7 @@ def _image_slider(images, labels, length: float) -> dict:
 def _query_layout(fig, zmax: float, img_w: float, sliders) -> None:
     """The figure's size, the shared colour axis (its bar under the image), legend and sliders."""
     fig.update_layout(
-        width=FIGURE_WIDTH,
+        autosize=True,  # the column's width, up to FIGURE_WIDTH (figure_html)
         height=520,
         font={"size": FONT_SIZE},
         template="plotly_white",

@@ -34,8 +34,6 @@ __all__ = [
     "linked_sliders_script",
 ]
 
-#: The head explorer's width: it fits the content column at a 1280 px window too (684 px).
-EXPLORER_WIDTH = 660
 EXPLORER_DELTAS = tuple(
     x / 2 for x in range(-4, 5)
 )  # −2, −1.5, …, 2 (rows and columns)
@@ -236,7 +234,7 @@ def _explorer_slider(name, label, values, active, y) -> dict:
 def _explorer_layout(fig, title: str, deltas, alphas, start) -> None:
     """The explorer's size, title, legend and its three sliders."""
     fig.update_layout(
-        width=EXPLORER_WIDTH,
+        autosize=True,  # the column's width, up to FIGURE_WIDTH (figure_html)
         height=700,
         font={"size": FONT_SIZE},
         template="plotly_white",

@@ -451,6 +451,7 @@ class LearnedRelativeEncoding(RelativeEncoding):
         return delta.long() + self.max_shift
 
     def features(self, delta: torch.Tensor) -> torch.Tensor:
+        """The r_δ of eq. (8), here concat(e^row_{δ_1}, e^col_{δ_2}): ``(..., D_p)``."""
         idx = self._indices(delta)
         return torch.cat(
             [emb(idx[..., a]) for a, emb in enumerate(self.axis_embeddings)], dim=-1
@@ -465,6 +466,8 @@ class LearnedRelativeEncoding(RelativeEncoding):
         ]
 
     def _position_scores(self, delta: torch.Tensor) -> torch.Tensor:
+        """The position-only term v_hᵀ Ŵ_key r_δ = w_hᵀ r_δ of eq. (8), a row score plus a column
+        score (:meth:`axis_scores`): ``(N_h, ...)``."""
         idx = self._indices(delta)
         out = None
         for a, table in enumerate(self.axis_scores()):

@@ -250,6 +250,8 @@ def depth_to_space(t: torch.Tensor, factor: int) -> torch.Tensor:
 
 # --------------------------------------------------------------------------- encodings
 def _quadratic(cfg: SelfAttentionConfig, num_heads: int) -> QuadraticEncoding:
+    """One layer's quadratic encoding (eq. 9), initialised as in the authors' code: centres
+    Δ ~ N(0, 2²) per coordinate, spreads s = 1 + N(0, 0.01²)."""
     centers = torch.randn(num_heads, 2) * cfg.center_init_std
     s = 1.0 + cfg.spread_init_std * torch.randn(num_heads)
     return QuadraticEncoding(
@@ -266,6 +268,8 @@ def _generalized(
 
 
 def _learned(cfg: SelfAttentionConfig, num_heads: int) -> LearnedRelativeEncoding:
+    """One layer's learned relative encoding (Sec. 4.3) with D_p = 2·hidden, i.e. 400 per axis at
+    paper size, as in the authors' code, for shifts up to ``cfg.max_shift``."""
     return LearnedRelativeEncoding(num_heads, 2 * cfg.hidden_size, cfg.max_shift)
 
 
@@ -333,6 +337,8 @@ class SelfAttentionLayer(nn.Module):
     def make_attention(
         cfg: SelfAttentionConfig, num_heads: int
     ) -> MultiHeadSelfAttention2d:
+        """One layer's MHSA of eq. (4) without value projection. Its score is the position-only
+        term of eq. (8), plus the content-content term when ``cfg.content``."""
         terms = (
             ScoreTerms(True, False, False, True)
             if cfg.content

@@ -30,10 +30,10 @@ code) that scrolls sideways at 1400 px (overflow-code); every experiment chapter
 first FIRST_SCREEN_PX px of its content (no-result-box). The reader's rules (READER_RULES and
 sidebar-order, see the constants below): a figure within the first FIRST_SCREEN_PX px of the
 intro and of every chapter (late-figure), no visible output line ending in True/False outside a
-collapsed block (true-false-output), nothing scrolling sideways at NARROW_WIDTH px (code,
-outputs, tables, Plotly; overflow-1280), every chapter image in a <figure> captioned "Figure
-<chapter>.k" (unnumbered-figure), the sidebar in chapter-number order (sidebar-order), at most
-MAX_CODE_LINES visible code lines per chapter (code-lines); pages being reworked elsewhere list
+collapsed block (true-false-output), nothing scrolling sideways at NARROW_WIDTH px (outputs,
+tables, Plotly; a code block only inside its own box; overflow-1280), every chapter image in a
+<figure> captioned "Figure <chapter>.k" (unnumbered-figure), the sidebar in chapter-number
+order (sidebar-order), at most MAX_CODE_LINES visible code lines per chapter (code-lines); pages being reworked elsewhere list
 their failures as EXPECTED (EXPECTED_READER_FAILURES) until the entry is removed. Each page's
 height at 1400 px, its visible code lines and its first figure's position are recorded and
 printed (page_height, visible_code_lines, first_figure_top in --json). A full-page screenshot of every page at 1400 px width goes to

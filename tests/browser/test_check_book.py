@@ -136,6 +136,34 @@ def test_code_block_that_scrolls(browser):
     assert len(code) == 1 and code[0]["cell"] == 0 and code[0]["chars"] == len(long)
 
 
+def test_code_scrolls_in_its_box_at_the_narrow_width_an_output_does_not(browser):
+    """At NARROW_WIDTH a long line of code scrolls inside its own box (reader.css) and passes;
+    a printed output that scrolls sideways, or a code block wider than the column, fails."""
+    long = "x = " + "1 + " * 60 + "1"
+    pre = "<pre style='overflow:auto;white-space:pre;{}'>{}</pre>"
+    html = (
+        "<div class='cell'><div class='cell_input'><div class='highlight-ipython3'>"
+        f"<div class='highlight'>{pre.format('', long)}</div></div></div>"
+        "<div class='cell_output'><div class='highlight-python'><div class='highlight'>"
+        f"{pre.format('', long)}</div></div>"  # a source listing: code
+        "<div class='output stream highlight-myst-ansi'><div class='highlight'>"
+        f"{pre.format('', long)}</div></div></div></div>"  # printed: an output
+        "<div class='cell'><div class='cell_input'><div class='highlight-ipython3'>"
+        f"<div class='highlight'>{pre.format('width:2000px', 'y = 1')}</div></div></div></div>"
+    )
+    context = browser.new_context(viewport={"width": 600, "height": 900})
+    page = context.new_page()
+    page.set_content(
+        "<html><body style='margin:0;font:16px sans-serif'><main>"
+        "<article class='bd-article' style='width:500px'>"
+        + html
+        + "</article></main></body></html>"
+    )
+    out = page.evaluate(check_book.NARROW_OVERFLOW_JS, check_book.OUTPUT_PRE_SELECTOR)
+    context.close()
+    assert sorted((o["cell"], o["what"]) for o in out) == [(0, "output"), (1, "code")]
+
+
 def test_result_box_position(browser):
     box = "<div class='admonition tip result-box'>In short</div>"
     assert _measure(browser, box)["box"] == 0

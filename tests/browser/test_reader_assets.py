@@ -583,3 +583,175 @@ def test_a_dropdown_in_dark_mode_takes_the_themes_surface(browser):
     )
     assert colours == ["rgb(41, 49, 61)", "rgb(206, 214, 221)"], colours
     context.close()
+
+
+def _themed_page(browser, html: str, theme: str = "light", height: int = 600):
+    """A 1280 px page with the installed themes' CSS and the book's own (last, as in the book)."""
+    from importlib.util import find_spec
+
+    context, page = _reader_page(browser, html, theme=theme, height=height)
+    for package, css in THEME_CSS:
+        spec = find_spec(package)
+        if spec is None:
+            context.close()
+            pytest.skip(f"{package} is not installed")
+        page.add_style_tag(path=str(Path(spec.origin).parent / css))
+    for css in sphinx_config()["html_css_files"]:
+        page.add_style_tag(path=str(STATIC / css))
+    return context, page
+
+
+DROPDOWN = (
+    "<div class='bd-content'><details class='sd-sphinx-override sd-dropdown sd-card sd-mb-3'>"
+    "<summary id='bar' class='sd-summary-title sd-card-header sd-bg-light sd-bg-text-light'>"
+    "<span class='sd-summary-text'>Fig. 2: not reproduced</span></summary>"
+    "<div class='sd-summary-content sd-card-body'><p>why</p></div></details></div>"
+)
+
+
+@pytest.mark.parametrize(
+    "theme, background, color",
+    [
+        ("light", "rgb(247, 247, 248)", "rgb(20, 24, 30)"),  # the theme's own
+        (
+            "dark",
+            "rgb(41, 49, 61)",
+            "rgb(206, 214, 221)",
+        ),  # its surface and text colours
+    ],
+)
+def test_verdict_dropdown_bars_follow_the_colour_mode(
+    browser, theme, background, color
+):
+    """The "light" dropdown bars (the verdicts of the experiment chapters) are no light grey slab
+    on the dark page: the theme's surface colour with its text colour."""
+    context, page = _themed_page(browser, DROPDOWN, theme=theme)
+    style = "(p) => getComputedStyle(document.getElementById('bar'))[p]"
+    assert page.evaluate(style, "backgroundColor") == background
+    assert page.evaluate(style, "color") == color
+    context.close()
+
+
+SIDEBAR_LEAK_JS = """() => {
+  const s = document.querySelector('.bd-sidebar-primary');
+  s.scrollTop = 400;
+  const item = document.querySelector('.sidebar-primary-item:has(> .search-button-field)');
+  const box = s.getBoundingClientRect(), r = item.getBoundingClientRect();
+  const seen = [];
+  for (let y = box.top + 1; y < r.bottom - 1; y += 2)
+    for (let x = box.left + 2; x < box.right - 4; x += 4) {
+      const e = document.elementFromPoint(x, y);
+      if (e && e.closest('li')) seen.push([x, y]);
+    }
+  return {top: r.top - box.top, seen: seen.length};
+}"""
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_nothing_shows_through_around_the_sticky_search_field(browser, theme):
+    """With the theme's sidebar (1rem of padding): once the sidebar is scrolled, no entry of the
+    list shows above or beside the search field; its opaque item covers the sidebar's top band
+    and its full width."""
+    nav = "".join(f"<li>part title {i}</li>" for i in range(80))
+    context, page = _themed_page(
+        browser,
+        "<div class='bd-sidebar-primary' style='height:300px;width:256px'>"
+        "<div class='sidebar-primary-items__start sidebar-primary__section'>"
+        "<div class='sidebar-primary-item'><p style='margin:0'>Self-attention and convolution,"
+        " executed</p></div>"
+        "<div class='sidebar-primary-item'><button class='search-button-field'>Search"
+        "</button></div><div class='sidebar-primary-item'><ul>" + nav + "</ul></div>"
+        "</div></div>",
+        theme=theme,
+    )
+    out = page.evaluate(SIDEBAR_LEAK_JS)
+    context.close()
+    assert out["top"] == 0 and out["seen"] == 0, out
+
+
+def test_code_scrolls_and_outputs_wrap_at_1280(browser):
+    """At 1280 px a long line of code (an input, a source listing) keeps to one line and scrolls
+    inside its box; a printed output wraps; the page itself never scrolls sideways."""
+    long = "x = " + "value + " * 30 + "1"
+    context, page = _themed_page(
+        browser,
+        "<div class='bd-article' style='width:700px'><section>"
+        "<div class='cell'><div class='cell_input'><div class='highlight-ipython3'>"
+        f"<div class='highlight'><pre id='input'>{long}</pre></div></div></div>"
+        "<div class='cell_output'><div class='highlight-python'><div class='highlight'>"
+        f"<pre id='listing'>{long}</pre></div></div>"
+        "<div class='output stream highlight-myst-ansi'><div class='highlight'>"
+        f"<pre id='printed'>{long}</pre></div></div></div></div></section></div>",
+    )
+    look = """(id) => { const p = document.getElementById(id), s = getComputedStyle(p);
+      return [Math.round(p.clientHeight / parseFloat(s.lineHeight)), p.scrollWidth > p.clientWidth,
+              p.getBoundingClientRect().right <= 708]; }"""
+    for code in ("input", "listing"):
+        lines, scrolls, inside = page.evaluate(look, code)
+        assert scrolls and inside, code
+    lines, scrolls, _ = page.evaluate(look, "printed")
+    assert not scrolls and lines >= 2
+    page_scrolls = page.evaluate(
+        "() => document.documentElement.scrollWidth > document.documentElement.clientWidth"
+    )
+    assert not page_scrolls
+    context.close()
+
+
+def test_table_text_is_14px_and_captions_normal(browser):
+    context, page = _themed_page(
+        browser,
+        "<article class='bd-article'><table><caption>Table 1.1 — A table</caption>"
+        "<tr><th>check</th></tr><tr><td id='td'>1.00</td></tr></table></article>",
+    )
+    style = "([sel, p]) => getComputedStyle(document.querySelector(sel))[p]"
+    assert page.evaluate(style, ["#td", "fontSize"]) == "14px"
+    assert page.evaluate(style, ["th", "fontSize"]) == "14px"
+    assert page.evaluate(style, ["caption", "fontWeight"]) == "400"
+    context.close()
+
+
+def test_plotly_figures_take_the_column_width(browser, tmp_path):
+    """A book figure (figure_html) has no fixed width: in the 624 px column of a 1200 px window it
+    is 624 px wide, in a wider column FIGURE_WIDTH (the width it is designed for), and it follows
+    the column when the window is resized."""
+    plotly = pytest.importorskip("plotly")
+    from attnconv.chapters.shared.plotly_style import (
+        FIGURE_WIDTH,
+        figure_html,
+        plotly_go,
+    )
+
+    go = plotly_go()
+    fig = go.Figure(
+        go.Scatter(x=[0, 1], y=[1, 0]), layout={"autosize": True, "height": 300}
+    )
+    with pytest.raises(ValueError, match="fixed width"):
+        figure_html(go.Figure(layout={"width": 700}), "fixed")
+    plotly_js = (
+        Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js"
+    )
+    page_file = tmp_path / "page.html"
+    page_file.write_text(
+        f"<html><head><script src='{plotly_js.as_uri()}'></script></head><body>"
+        f"<div class='bd-article' id='column' style='width:624px'>"
+        f"{figure_html(fig, 'fig').data}</div></body></html>"
+    )
+    context = browser.new_context(viewport={"width": 1200, "height": 600})
+    page = context.new_page()
+    page.goto(page_file.as_uri())
+    page.wait_for_function("() => document.querySelector('#fig svg.main-svg')")
+    width = (
+        "() => Math.round(document.querySelector('#fig svg.main-svg')"
+        ".getBoundingClientRect().width)"
+    )
+    assert page.evaluate(width) == 624
+    page.evaluate("() => { document.getElementById('column').style.width = '790px'; }")
+    page.set_viewport_size(
+        {"width": 1600, "height": 600}
+    )  # Plotly follows the resize event
+    page.wait_for_function(f"() => ({width})() === {FIGURE_WIDTH}", timeout=5_000)
+    page.evaluate("() => { document.getElementById('column').style.width = '600px'; }")
+    page.set_viewport_size({"width": 1100, "height": 600})
+    page.wait_for_function(f"() => ({width})() === 600", timeout=5_000)
+    context.close()

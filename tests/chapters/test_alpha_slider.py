@@ -65,7 +65,7 @@ def test_query_outside_grid_raises():
 
 def test_figure(frames):
     fig = alpha_slider_figure(frames, QUERY, 1)
-    assert fig.layout.width == FIGURE_WIDTH
+    assert fig.layout.width is None and fig.layout.autosize  # the column's width
     assert len(fig.frames) == len(SLIDER_ALPHAS)
     (slider,) = fig.layout.sliders
     assert [list(s.args[0]) for s in slider.steps] == [
@@ -73,5 +73,8 @@ def test_figure(frames):
     ]
     assert all("S(α)" in fr.layout.title.text for fr in fig.frames)
     html = figure_html(fig, "alpha-slider", alt="a <test> alt").data
-    assert html.startswith('<div role="figure" aria-label="a &lt;test&gt; alt">')
-    assert figure_html(fig, "x").data.startswith("<p ")
+    assert html.startswith(
+        f'<div role="figure" aria-label="a &lt;test&gt; alt" class="book-plotly" '
+        f'style="max-width:{FIGURE_WIDTH}px">'
+    )
+    assert figure_html(fig, "x").data.startswith('<div class="book-plotly"')

@@ -38,6 +38,12 @@ def test_the_table_shows_rounded_values_and_bounds_never_booleans():
     checks.above("permutation error", 0.34567, 0.1)
     md = checks.table("Table 1.1 — Checks.", name="tab-checks").data
     lines = md.splitlines()
+    # folded in a dropdown whose title counts the checks, the captioned table inside it
+    assert lines[0] == (
+        "````{dropdown} Table 1.1 — all 2 checks hold: measured beside tolerance"
+    )
+    assert lines[-1] == "````" and lines[-2] == "```"
+    lines = lines[1:-1]
     assert lines[:3] == ["```{table} **Table 1.1 —** Checks.", ":name: tab-checks", ""]
     assert lines[3] == "| check | measured | tolerance |" and lines[-1] == "```"
     assert "| float64 error | < 1e-14 | < 1e-12 |" in lines

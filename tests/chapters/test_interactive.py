@@ -34,7 +34,7 @@ from attnconv.chapters.shared.head_state import (
     head_state_kernel,
     head_state_probabilities,
 )
-from attnconv.chapters.shared.plotly_style import figure_html
+from attnconv.chapters.shared.plotly_style import FIGURE_WIDTH, figure_html
 from attnconv.chapters.shared.trained_heads import center_trajectories, layer_records
 
 HISTORY = (
@@ -418,7 +418,8 @@ def test_query_figure_on_a_synthetic_history():
 # ----------------------------------------------------------------- sizes and output
 def test_figures_fit_the_column_with_readable_fonts(explorer, trajectories, query_fig):
     for fig in (explorer, trajectories, query_fig):
-        assert fig.layout.width <= 780
+        # no fixed width: the figure takes the column's width, up to FIGURE_WIDTH (figure_html)
+        assert fig.layout.width is None and fig.layout.autosize
         assert min(fonts(fig)) >= 12
         assert legends(fig) == ["legend"]
         leg = fig.layout.legend
@@ -434,3 +435,6 @@ def test_figure_html_is_offline_and_deterministic(explorer):
     assert a == b
     assert 'id="fixed-id"' in a and "plotly_sliderchange" in a
     assert "<script src" not in a and "cdn.plot.ly" not in a
+    # the column's width, capped, and following the window
+    assert a.startswith(f'<div class="book-plotly" style="max-width:{FIGURE_WIDTH}px">')
+    assert '"responsive": true' in a and "width:100%" in a

@@ -204,3 +204,33 @@ def test_bar_labels_stay_inside_where_they_fit_and_move_out_where_not():
         boxes.append(box)
     assert not boxes[0].overlaps(boxes[1])
     plt.close(fig)
+
+
+def test_the_lowest_bars_moved_label_goes_below_it():
+    """Two stacked bars: a label moved out of the lower bar sits below it, not in the gap
+    between the two bars where it would read as the upper bar's."""
+    from attnconv.chapters.shared.plotting import fit_bar_labels
+
+    fig, ax = plt.subplots(figsize=(6, 2.5), dpi=100)
+    pairs = []
+    for y in (0, 1):
+        left = 0
+        for count, word in ((12, "reproduced"), (1, "not reproduced")):
+            (bar,) = ax.barh(y, count, left=left, height=0.7)
+            text = ax.text(left + count / 2, y, f"{count}\n{word}", ha="center")
+            pairs.append((bar, text))
+            left += count
+    ax.set_xlim(0, 14)
+    ax.set_ylim(1.65, -0.65)  # inverted: y = 1 is the lower bar on screen
+    fit_bar_labels(ax, pairs)
+    renderer = fig.canvas.get_renderer()
+    upper, lower = pairs[1], pairs[3]
+    assert (
+        upper[1].get_window_extent(renderer).y0
+        >= upper[0].get_window_extent(renderer).y1
+    )
+    assert (
+        lower[1].get_window_extent(renderer).y1
+        <= lower[0].get_window_extent(renderer).y0
+    )
+    plt.close(fig)

@@ -25,9 +25,15 @@ from attnconv.core.conv import (
     conv_to_mhsa,
     head_weights_from_kernel,
 )
-from attnconv.core.encodings import GeneralizedQuadraticEncoding, QuadraticEncoding
+from attnconv.core.encodings import (
+    GeneralizedQuadraticEncoding,
+    LearnedRelativeEncoding,
+    QuadraticEncoding,
+)
+from attnconv.experiments.models import SelfAttentionLayer, _learned, _quadratic
+from attnconv.experiments.pruning import inverse_covariance_spectrum, is_degenerate
 
-# What the theory chapters (1-5) show with show_source.
+# What the chapters show with show_source: the theory (1-5), then the models trained in 7-9.
 BOOK_OBJECTS = [
     MultiHeadSelfAttention._forward_naive,
     merge_heads,
@@ -42,6 +48,16 @@ BOOK_OBJECTS = [
     GeneralizedQuadraticEncoding.features,
     GeneralizedQuadraticEncoding.v,
     GeneralizedQuadraticEncoding._position_scores,
+    SelfAttentionLayer.make_attention,
+    SelfAttentionLayer.forward,
+    _quadratic,
+    QuadraticEncoding.width,
+    inverse_covariance_spectrum,
+    is_degenerate,
+    _learned,
+    LearnedRelativeEncoding.features,
+    LearnedRelativeEncoding.axis_scores,
+    LearnedRelativeEncoding._position_scores,
 ]
 
 

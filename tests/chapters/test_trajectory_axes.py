@@ -20,6 +20,7 @@ from attnconv.chapters.explore_trained_heads import (  # noqa: E402
     trajectory_axis_limit,
     trajectory_figure,
 )
+from attnconv.chapters.shared.plotly_style import FIGURE_WIDTH  # noqa: E402
 from attnconv.chapters.shared.trained_heads import center_trajectories  # noqa: E402
 
 RUNS = Path(__file__).resolve().parents[2] / "book" / "runs"
@@ -131,12 +132,12 @@ def test_the_limit_follows_the_data_not_the_grid():
 
 
 def test_panels_are_square():
-    """The figure's size makes each panel square (from its margins and the panels' domains), so
-    equal ranges need no widening and the panels fill their cells."""
+    """The figure's size makes each panel square (from its margins and the panels' domains) at
+    its widest, FIGURE_WIDTH, so equal ranges need no widening and the panels fill their cells."""
     for name, h in HISTORIES.items():
         fig = trajectory_figure(h)
         lay, m = fig.layout, fig.layout.margin
-        w, hgt = lay.width - m.l - m.r, lay.height - m.t - m.b
+        w, hgt = FIGURE_WIDTH - m.l - m.r, lay.height - m.t - m.b
         for k in range(1, len(h["initial_attention"]) + 1):
             xd = lay[f"xaxis{k if k > 1 else ''}"].domain
             yd = lay[f"yaxis{k if k > 1 else ''}"].domain

@@ -2,7 +2,9 @@
 size, the heads' colours, the Plotly module (imported on first use) and number formats, and
 :func:`figure_html`, which writes a figure as a ``<div>`` without plotly.js (served from the book's
 ``_static`` folder by ``book/_ext/plotly_offline.py``) and with a fixed id, so a notebook's saved
-output is the same on every run. The figures: :mod:`attnconv.chapters.alpha_slider` (chapter 4),
+output is the same on every run. The figures have no fixed width: each fills the content column,
+up to :data:`FIGURE_WIDTH`, and follows it when the window is resized. The figures:
+:mod:`attnconv.chapters.alpha_slider` (chapter 4),
 :mod:`attnconv.chapters.interactive` (chapter 6),
 :mod:`attnconv.chapters.explore_trained_heads` (chapter 7b) and
 :mod:`attnconv.chapters.pruning_slider` (chapter 8)."""
@@ -30,7 +32,11 @@ __all__ = [
     "figure_html",
 ]
 
-FIGURE_WIDTH = 680  # px: the column is 688 px wide in a 1280 px window
+#: The widest a figure is drawn (px). Below it a figure takes the column's width (624 px in a
+#: 1200 px window, 688 px at 1280 px): its layout sets ``autosize`` and no ``width``, and
+#: :func:`figure_html` caps it here and makes it responsive. Heights stay fixed; the panels that
+#: must stay square keep their shape (``constrain="domain"``) and leave a margin instead.
+FIGURE_WIDTH = 680
 FONT_SIZE = 13  # px, every text of the figures (at least 12)
 HEAD_COLORS = (
     "#1f77b4",
@@ -92,8 +98,8 @@ def add_slider_frames(
     """Make ``fig`` a figure of frames with a :func:`frame_slider` under it: frame ``"i"`` redraws
     traces 0 and 1 with ``dynamic(states[i])`` and titles the figure ``title(states[i])``; the
     figure opens at ``states[initial]``. Sets the layout the sliders share (the column's width,
-    ``height``, ``margin``, the book's font, a white template, the title at the left), then
-    ``layout`` (e.g. a legend), and sizes the subplot titles."""
+    see :data:`FIGURE_WIDTH`; ``height``, ``margin``, the book's font, a white template, the title
+    at the left), then ``layout`` (e.g. a legend), and sizes the subplot titles."""
     go = plotly_go()
     fig.frames = [
         go.Frame(
@@ -105,7 +111,7 @@ def add_slider_frames(
         for i, state in enumerate(states)
     ]
     fig.update_layout(
-        width=FIGURE_WIDTH,
+        autosize=True,  # the column's width, up to FIGURE_WIDTH (figure_html)
         height=height,
         font={"size": FONT_SIZE},
         template="plotly_white",
@@ -148,23 +154,35 @@ def square_outline(x0: float, y0: float, size: float):
 
 
 def figure_html(
-    fig, div_id: str, post_script: Optional[str] = None, alt: Optional[str] = None
+    fig,
+    div_id: str,
+    post_script: Optional[str] = None,
+    alt: Optional[str] = None,
+    max_width: int = FIGURE_WIDTH,
 ):
     """``fig`` as an :class:`IPython.display.HTML` ``<div id=div_id>`` without plotly.js (the book
-    serves it from ``_static``; a fixed id keeps a notebook's saved output deterministic). Where
-    plotly.js is absent (a notebook in Jupyter), a line says so instead of an empty space; there,
-    ``fig.show()`` draws the figure with Plotly's own renderer. ``alt``, when given, is the
-    figure's text alternative: the figure is wrapped in a ``<div role="figure">`` with it as
+    serves it from ``_static``; a fixed id keeps a notebook's saved output deterministic). The
+    figure takes the width of the column it sits in, up to ``max_width`` px, and follows the window
+    when it is resized (Plotly's ``responsive`` option); its layout must leave ``width`` unset.
+    Where plotly.js is absent (a notebook in Jupyter), a line says so instead of an empty space;
+    there, ``fig.show()`` draws the figure with Plotly's own renderer. ``alt``, when given, is the
+    figure's text alternative: the wrapping ``<div>`` gets ``role="figure"`` and it as
     ``aria-label``."""
     from IPython.display import HTML
 
+    if fig.layout.width is not None:
+        raise ValueError(
+            f"{div_id}: the layout has a fixed width ({fig.layout.width} px); the book's figures "
+            "leave it unset and follow the column (figure_html caps them at max_width)"
+        )
     html = fig.to_html(
         include_plotlyjs=False,
         full_html=False,
         div_id=div_id,
         post_script=post_script,
         auto_play=False,
-        config={"displayModeBar": False, "responsive": False},
+        default_width="100%",
+        config={"displayModeBar": False, "responsive": True},
     )
     note = (
         f'<p id="{div_id}-note" style="font-style:italic">Interactive figure: plotly.js is not loaded here '
@@ -172,7 +190,10 @@ def figure_html(
         f"<script>if (window.Plotly) {{ var n = document.getElementById({json.dumps(div_id + '-note')});"
         f" if (n) n.remove(); }}</script>"
     )
+    role = ""
     if alt is not None:
         label = html_escape(alt, quote=True)
-        return HTML(f'<div role="figure" aria-label="{label}">{note}{html}</div>')
-    return HTML(note + html)
+        role = f'role="figure" aria-label="{label}" '
+    return HTML(
+        f'<div {role}class="book-plotly" style="max-width:{int(max_width)}px">{note}{html}</div>'
+    )

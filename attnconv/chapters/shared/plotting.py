@@ -254,7 +254,7 @@ def fit_bar_labels(ax, pairs, pad_px: float = 3.0, offset_pt: float = 2.0) -> li
     Rectangle from ``barh``) and its label, centred in it. A label that fits its bar as drawn,
     with ``pad_px`` to spare on every side, stays inside. Any other is moved out of the bar: one
     line, black, centred on the bar just above it or, where that would cover a label already
-    moved, just below; shifted sideways to stay within the axes. Draws the figure to measure
+    moved, just below (the lowest bar's label below first, where no bar can claim it); shifted sideways to stay within the axes. Draws the figure to measure
     (call it once the figure's layout is final); the moved labels take no part in the layout.
     Returns the labels moved."""
     from matplotlib.transforms import offset_copy
@@ -264,6 +264,9 @@ def fit_bar_labels(ax, pairs, pad_px: float = 3.0, offset_pt: float = 2.0) -> li
     renderer = fig.canvas.get_renderer()
     frame = ax.get_window_extent(renderer)
     moved, placed = [], []
+    # the lowest bar's label goes below it first: above, it would sit between two bars and read
+    # as the upper one's
+    lowest = min(bar.get_window_extent(renderer).y0 for bar, _ in pairs)
     for bar, text in pairs:
         room = bar.get_window_extent(renderer)
         size = text.get_window_extent(renderer)
@@ -278,7 +281,10 @@ def fit_bar_labels(ax, pairs, pad_px: float = 3.0, offset_pt: float = 2.0) -> li
         x = bar.get_x() + bar.get_width() / 2
         low, high = bar.get_y(), bar.get_y() + bar.get_height()
         top, bottom = (low, high) if ax.yaxis_inverted() else (high, low)
-        for y, va, sign in ((top, "bottom", 1), (bottom, "top", -1)):
+        sides = ((top, "bottom", 1), (bottom, "top", -1))
+        if room.y0 <= lowest + 0.5:
+            sides = sides[::-1]
+        for y, va, sign in sides:
             text.set_position((x, y))
             text.set_va(va)
             text.set_ha("center")

@@ -185,8 +185,9 @@ FIGURE_TOP_JS = r"""
 }
 """
 
-# At the narrow width: code, text outputs and table wrappers that scroll sideways, and output
-# elements (Plotly figures, images, widgets, iframes) that reach past the content column.
+# At the narrow width: text outputs and table wrappers that scroll sideways, code blocks whose own
+# box reaches past the content column (a long line of code scrolls inside its box there, see
+# reader.css), and output elements (Plotly figures, images, widgets, iframes) that reach past it.
 NARROW_OVERFLOW_JS = r"""
 (sel) => {
   const visible = el => !!(el.offsetWidth || el.offsetHeight || el.getClientRects().length);
@@ -203,10 +204,20 @@ NARROW_OVERFLOW_JS = r"""
   const scrolling = [...content.querySelectorAll(
       'div.cell_input pre, div.highlight pre, ' + sel), ...tables]
     .filter((p, i, all) => all.indexOf(p) === i).filter(visible);
+  // code: a cell's input, a source listing, a Markdown code block (not a printed output)
+  const isCode = p => p.matches('pre') && !p.closest('div.output')
+    && !!p.closest('div.cell_input, div[class*="highlight-"]');
   for (const p of scrolling) {
+    if (isCode(p)) {
+      const r = p.getBoundingClientRect();
+      if (r.right > right + 1)
+        out.push({cell: cellOf(p), what: 'code', scrollWidth: Math.round(r.right - content.getBoundingClientRect().left),
+                  clientWidth: Math.round(content.getBoundingClientRect().width), text: longest(p)});
+      continue;
+    }
     const els = [p, ...[p.parentElement].filter(e => e && e.matches('div.highlight'))];
     const w = els.find(e => e.scrollWidth > e.clientWidth + 1);
-    if (w) out.push({cell: cellOf(p), what: p.closest('div.cell_output, div.output') ? 'output' : 'code',
+    if (w) out.push({cell: cellOf(p), what: 'output',
                      scrollWidth: w.scrollWidth, clientWidth: w.clientWidth, text: longest(p)});
   }
   const wide = [...content.querySelectorAll(

@@ -49,8 +49,9 @@ FIRST_SCREEN_PX = 1400
 #                       a <figure>) starting within the first FIRST_SCREEN_PX px of the content
 #   true-false-output   no visible output line ends in True / False (checks belong in a
 #                       collapsed Checks block that prints numbers with their tolerance)
-#   overflow-1280       nothing scrolls sideways at NARROW_WIDTH px: code, text outputs, tables,
-#                       Plotly figures (wider than the column)
+#   overflow-1280       nothing scrolls sideways at NARROW_WIDTH px: text outputs, tables,
+#                       Plotly figures (wider than the column); a code block may scroll inside
+#                       its own box (reader.css), which stays within the column
 #   unnumbered-figure   every image of a chapter sits in a <figure> whose caption starts with
 #                       the chapter's own number: "Figure 4.1 — ..."
 #   sidebar-order       the sidebar lists the numbered chapters in number order (7, 7b, 8, ...)
@@ -150,7 +151,8 @@ KIND_TEXT = {
     "no-result-box": "experiment chapter without a result box on its first screen",
     "late-figure": f"no figure within the first {FIRST_SCREEN_PX} px of the page",
     "true-false-output": "visible output line ending in True/False (not in a collapsed block)",
-    "overflow-1280": f"code, output, table or Plotly figure scrolls sideways at {NARROW_WIDTH} px",
+    "overflow-1280": f"output, table or Plotly figure scrolls sideways (or a code block is wider "
+    f"than the column) at {NARROW_WIDTH} px",
     "unnumbered-figure": "chapter image not in a numbered figure with a caption",
     "sidebar-order": "sidebar not in chapter-number order",
     "code-lines": f"more than {MAX_CODE_LINES} lines of code visible outside collapsed cells",
