@@ -162,17 +162,25 @@ def _reader_page(browser, html: str, theme: str = "light", height: int = 600):
     return context, page
 
 
+def _sidebar(style: str, items_class: str, title: str = "") -> str:
+    """A sidebar as the theme builds it: an optional title item, the search field's item, then
+    80 chapter entries (enough to scroll)."""
+    nav = "".join(f"<li>chapter {i}</li>" for i in range(80))
+    return (
+        f"<div class='bd-sidebar-primary' {style}><div class={items_class}>{title}"
+        "<div class='sidebar-primary-item'><button class='search-button-field'>Search"
+        f"</button></div><div class='sidebar-primary-item'><ul>{nav}</ul></div></div></div>"
+    )
+
+
 def test_sidebar_search_stays_in_view_when_the_sidebar_scrolls(browser):
     """The theme scrolls the sidebar to the current chapter on load; its search field (the only
     one at 1280 px, the top bar's being hidden) stays at the sidebar's top."""
-    nav = "".join(f"<li>chapter {i}</li>" for i in range(80))
     context, page = _reader_page(
         browser,
-        "<div class='bd-sidebar-primary' style='height:300px;overflow-y:auto'>"
-        "<div class='sidebar-primary-items__start'>"
-        "<div class='sidebar-primary-item'><button class='search-button-field'>Search"
-        "</button></div><div class='sidebar-primary-item'><ul>" + nav + "</ul></div>"
-        "</div></div>",
+        _sidebar(
+            "style='height:300px;overflow-y:auto'", "'sidebar-primary-items__start'"
+        ),
     )
     page.evaluate(
         "() => { const s = document.querySelector('.bd-sidebar-primary');"
@@ -541,50 +549,6 @@ def test_badges_are_readable_and_exact_is_not_drawn_as_reproduced(browser, theme
     assert len(set(shown.values())) == len(shown), shown
 
 
-def test_no_band_above_the_sticky_search_field_shows_the_entries_beneath(browser):
-    """With the sidebar's 1rem top padding (the theme's), the sticky search item covers the
-    sidebar from its very top once scrolled: no entry shows through a band above the field."""
-    nav = "".join(f"<li>chapter {i}</li>" for i in range(80))
-    context, page = _reader_page(
-        browser,
-        "<style>:root { --pst-color-background: #ffffff; }</style>"
-        "<div class='bd-sidebar-primary' style='height:300px;overflow-y:auto;padding-top:1rem'>"
-        "<div class='sidebar-primary-items__start'>"
-        "<div class='sidebar-primary-item'><button class='search-button-field'>Search"
-        "</button></div><div class='sidebar-primary-item'><ul>" + nav + "</ul></div>"
-        "</div></div>",
-    )
-    page.evaluate(
-        "() => { document.querySelector('.bd-sidebar-primary').scrollTop = 200; }"
-    )
-    item = page.evaluate(
-        "() => { const i = document.querySelector('.sidebar-primary-item');"
-        " const s = document.querySelector('.bd-sidebar-primary');"
-        " return [i.getBoundingClientRect().top - s.getBoundingClientRect().top,"
-        " getComputedStyle(i).backgroundColor]; }"
-    )
-    assert item == [0, "rgb(255, 255, 255)"], item
-    context.close()
-
-
-def test_a_dropdown_in_dark_mode_takes_the_themes_surface(browser):
-    """A claim's evidence dropdown (sphinx-design "light" title) is not a light slab on the dark
-    page: it takes the theme's surface colour and its text colour."""
-    context, page = _reader_page(
-        browser,
-        "<style>:root { --pst-color-surface: #29313d; --pst-color-text-base: #ced6dd; }"
-        ".sd-bg-light { background-color: #a3abb2 !important; }</style>"
-        "<details class='sd-dropdown'><summary class='sd-bg-light'>evidence</summary></details>",
-        theme="dark",
-    )
-    colours = page.evaluate(
-        "() => { const s = getComputedStyle(document.querySelector('summary'));"
-        " return [s.backgroundColor, s.color]; }"
-    )
-    assert colours == ["rgb(41, 49, 61)", "rgb(206, 214, 221)"], colours
-    context.close()
-
-
 def _themed_page(browser, html: str, theme: str = "light", height: int = 600):
     """A 1280 px page with the installed themes' CSS and the book's own (last, as in the book)."""
     from importlib.util import find_spec
@@ -652,16 +616,14 @@ def test_nothing_shows_through_around_the_sticky_search_field(browser, theme):
     """With the theme's sidebar (1rem of padding): once the sidebar is scrolled, no entry of the
     list shows above or beside the search field; its opaque item covers the sidebar's top band
     and its full width."""
-    nav = "".join(f"<li>part title {i}</li>" for i in range(80))
     context, page = _themed_page(
         browser,
-        "<div class='bd-sidebar-primary' style='height:300px;width:256px'>"
-        "<div class='sidebar-primary-items__start sidebar-primary__section'>"
-        "<div class='sidebar-primary-item'><p style='margin:0'>Self-attention and convolution,"
-        " executed</p></div>"
-        "<div class='sidebar-primary-item'><button class='search-button-field'>Search"
-        "</button></div><div class='sidebar-primary-item'><ul>" + nav + "</ul></div>"
-        "</div></div>",
+        _sidebar(
+            "style='height:300px;width:256px'",
+            "'sidebar-primary-items__start sidebar-primary__section'",
+            "<div class='sidebar-primary-item'><p style='margin:0'>Self-attention and"
+            " convolution, executed</p></div>",
+        ),
         theme=theme,
     )
     out = page.evaluate(SIDEBAR_LEAK_JS)
