@@ -245,7 +245,7 @@ def tuning_curves_figure():
         ax.minorticks_off()
         ax.set_title(title)
         ax.set_xlabel("learning rate")
-        ax.legend(loc="lower left", frameon=False, fontsize=7.5)
+        ax.legend(loc="lower left", frameon=False)
     axes[0].set_ylabel("validation accuracy (%)")
     return fig
 

@@ -40,7 +40,7 @@ def test_the_table_shows_rounded_values_and_bounds_never_booleans():
     lines = md.splitlines()
     # folded in a dropdown whose title counts the checks, the captioned table inside it
     assert lines[0] == (
-        "````{dropdown} Table 1.1 — all 2 checks hold: measured beside tolerance"
+        "````{dropdown} Table 1.1 — All 2 checks hold: measured beside tolerance"
     )
     assert lines[-1] == "````" and lines[-2] == "```"
     lines = lines[1:-1]

@@ -27,3 +27,38 @@ def test_every_figure_has_a_caption_and_descriptive_alt_text():
         assert len(alt.split()) >= 10, where  # a sentence, not a label
         assert not re.match(r"(?i)figure\b", alt), where
         assert "/" not in alt.split()[0] and not alt.endswith(".png"), where
+
+
+#: A numbered caption or dropdown title as the book writes it: "Figure 7.2 — Text", "**Table 4.1 —**
+#: Text" (the dash may close the bold number); what follows the dash is its first word.
+_NUMBERED = re.compile(
+    r"\b(?:Figure|Table) [0-9]+[a-z]?\.[0-9]+ —(?:\*\*)? (?P<first>\S)"
+)
+_LETTERED = re.compile(r"\b(?:Figure|Table) [A-Z]\.[0-9]+ —(?:\*\*)? (?P<first>\S)")
+
+
+def _texts():
+    """Every notebook's sources, figure captions and text outputs, and the Markdown pages."""
+    for path in sorted(BOOK.glob("*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            yield path.name, "".join(cell["source"])
+            yield path.name, json.dumps(cell.get("metadata", {}), ensure_ascii=False)
+            for out in cell.get("outputs", []):
+                for value in out.get("data", {}).values():
+                    yield (
+                        path.name,
+                        "".join(value) if isinstance(value, list) else str(value),
+                    )
+    for path in sorted(BOOK.glob("*.md")):
+        yield path.name, path.read_text()
+
+
+def test_every_numbered_caption_starts_with_a_capital():
+    """One style for every caption and dropdown title: "Table 4.1 — All 58 checks hold"."""
+    seen = 0
+    for name, text in _texts():
+        for m in [*_NUMBERED.finditer(text), *_LETTERED.finditer(text)]:
+            seen += 1
+            first = m["first"]
+            assert not first.islower(), (name, text[m.start() : m.end() + 30])
+    assert seen > 100

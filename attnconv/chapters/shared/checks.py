@@ -94,10 +94,11 @@ def check_table(rows: Iterable[Check], caption: str = "", name: str = ""):
 
 def collapsed(table: str, caption: str, n: int) -> str:
     """A captioned check table folded in a dropdown whose title says how many checks hold
-    ("Table 4.1 — all 58 checks hold"), so that a long table does not stand in the reading; the
+    ("Table 4.1 — All 58 checks hold"), so that a long table does not stand in the reading; the
     table, its caption and its label are inside, as they were."""
     label = caption.split(" — ")[0] if " — " in caption else "Checks"
-    title = f"{label} — all {n} check{'s' * (n != 1)} hold: measured beside tolerance"
+    holds = "The check holds" if n == 1 else f"All {n} checks hold"
+    title = f"{label} — {holds}: measured beside tolerance"
     return f"````{{dropdown}} {title}\n{table}\n````"
 
 

@@ -1,0 +1,24 @@
+"""A hidden code cell that prints and draws nothing is removed from the page, not folded: a
+"Show code" bar with nothing under it (the imports) would stand between a chapter's verdict box
+and its first figure."""
+
+import json
+from pathlib import Path
+
+BOOK = Path(__file__).resolve().parents[2] / "book"
+
+
+def test_a_hidden_cell_without_output_leaves_no_bar():
+    seen = 0
+    for path in sorted(BOOK.glob("*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            if cell["cell_type"] != "code":
+                continue
+            tags = cell["metadata"].get("tags", [])
+            seen += 1
+            if not cell.get("outputs"):
+                assert "hide-input" not in tags, (
+                    path.name,
+                    "".join(cell["source"])[:60],
+                )
+    assert seen > 100
