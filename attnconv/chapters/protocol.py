@@ -16,6 +16,7 @@ from ..evidence.judge import (
 )
 from ..evidence.runs import beyond_tuning_runs, tuned_values, tuning_record, tuning_runs
 from ..experiments.registry import RUNS, run_state
+from .shared.badges import verdict_word
 from .shared.tables import keep_words, markdown_table
 
 __all__ = [
@@ -151,8 +152,7 @@ def tuning_points() -> Dict[str, List[dict]]:
     the follow-up's choice is not made)."""
     from ..evidence import followup
     from ..evidence.followup_runs import followup_tuned_values, followup_tuning_runs
-    from ..evidence.runs import last3
-    from ..experiments.registry import load_run
+    from ..evidence.runs import tuning_row
 
     out: Dict[str, List[dict]] = {}
     for arm, a in protocol.ARMS.items():
@@ -176,7 +176,7 @@ def tuning_points() -> Dict[str, List[dict]]:
                 out.setdefault(f"follow-up: {arm}", []).append(
                     {
                         "lr": v["lr"],
-                        "val": last3(load_run(name).history),
+                        "val": tuning_row(name, v)["val_acc_last3"],
                         "chosen": None if choice is None else v == choice,
                     }
                 )
@@ -368,10 +368,6 @@ def tally_words(confirmatory: Dict[str, ConfirmatoryVerdict]) -> str:
 NOT_COMPUTED = "not computed (exploratory runs only)"
 
 
-def _short_verdict(verdict: str) -> str:
-    return verdict.replace(" at CPU scale", "")
-
-
 def robustness_table(confirmatory: Dict[str, ConfirmatoryVerdict]):
     """One row per claim: its confirmatory verdict, each frozen alternative under which that
     verdict changes (with the verdict there), and those under which it holds; a claim whose
@@ -387,13 +383,13 @@ def robustness_table(confirmatory: Dict[str, ConfirmatoryVerdict]):
                     f"{alt}: {PENDING if v.verdict == PENDING else NOT_COMPUTED}"
                 )
             elif got != v.verdict:
-                changes.append(f"{alt}: **{_short_verdict(got)}**")
+                changes.append(f"{alt}: **{verdict_word(got)}**")
             else:
                 holds.append(alt)
         rows.append(
             {
                 "claim": key.replace("_", " "),
-                "verdict": _short_verdict(v.verdict),
+                "verdict": verdict_word(v.verdict),
                 "changes under": "; ".join(changes) or "—",
                 "holds under (or not computed)": "; ".join(holds) or "—",
             }

@@ -61,6 +61,7 @@ __all__ = [
     "thin_run",
     "thin_file",
     "tuning_choice",
+    "tuning_row",
     "TUNING_FILE",
     "BEYOND_TUNING_FILE",
     "BEYOND_STEPS",
@@ -153,22 +154,25 @@ def choose(scores: List[Tuple[dict, float]]) -> dict:
     return min(tied, key=lambda v: (v["lr"], v.get("widths", (0,))[0]))
 
 
+def tuning_row(name: str, values: dict) -> dict:
+    """One tuning run as the choice reads it (it only reads): its ``values``, the mean validation
+    accuracy of its last 3 epochs (:func:`last3`) and its last training accuracy."""
+    h = load_run(name).history
+    return {
+        "run": name,
+        "values": values,
+        "val_acc_last3": last3(h),
+        "train_acc_last": h.epochs[-1].train_acc,
+    }
+
+
 def tuning_choice(arm: str, runs: Sequence[Tuple[str, dict]]) -> dict:
     """``arm``'s choice on validation among its tuning ``runs`` (name, values), with each run's
     validation and training accuracy; the runs are thinned (:func:`thin_history`): only these
     are ever read again."""
-    rows = []
-    for name, values in runs:
+    for name, _ in runs:
         thin_run(name)
-        h = load_run(name).history
-        rows.append(
-            {
-                "run": name,
-                "values": values,
-                "val_acc_last3": last3(h),
-                "train_acc_last": h.epochs[-1].train_acc,
-            }
-        )
+    rows = [tuning_row(name, values) for name, values in runs]
     scores = [(r["values"], r["val_acc_last3"]) for r in rows]
     return {"arm": arm, "runs": rows, "choice": choose(scores)}
 

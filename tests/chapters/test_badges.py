@@ -235,3 +235,16 @@ def test_every_badge_word_has_a_look_of_its_own():
     assert outlined("exact") and outlined("exploratory")
     assert not any(outlined(v) for v in VERDICT_BADGES)
     assert text_colour("exact") == "#00843f" != text_colour(REPRODUCED)
+
+
+def test_a_verdict_word_is_its_badge_word():
+    """Tables that name a verdict in words use the badge's word; other words pass through."""
+    from attnconv.chapters.shared.badges import VERDICT_BADGES, verdict_word
+    from attnconv.experiments.verdicts import NOT_REPRODUCED, REPRODUCED
+
+    assert verdict_word(REPRODUCED) == "reproduced" != REPRODUCED
+    assert verdict_word(NOT_REPRODUCED) == "not reproduced"
+    assert verdict_word("pending") == "pending"
+    assert {verdict_word(v) for v in VERDICT_BADGES} == {
+        w for _, w in VERDICT_BADGES.values()
+    }

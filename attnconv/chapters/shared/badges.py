@@ -23,6 +23,7 @@ __all__ = [
     "stated_verdicts",
     "verdict_counts",
     "counts_text",
+    "verdict_word",
 ]
 
 #: sphinx-design badge role per verdict (green, orange, dark grey: the theme's "secondary" is
@@ -51,6 +52,12 @@ BADGE_ROLE_COLOURS = {
 
 def _fill(role: str) -> str:
     return BADGE_ROLE_COLOURS[role.removesuffix("-line")][0]
+
+
+def verdict_word(verdict: str) -> str:
+    """The short word a verdict's badge shows ("reproduced" for *reproduced at CPU scale*); any
+    other word (*pending*, *not computed*) as it is."""
+    return VERDICT_BADGES[verdict][1] if verdict in VERDICT_BADGES else verdict
 
 
 def verdict_badge(verdict: str) -> str:
