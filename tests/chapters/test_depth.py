@@ -405,9 +405,16 @@ def test_intro_tally_counts_the_rules_verdicts():
     flat = " ".join(text.replace("*", "").split())
     # the intro leaves the exploratory tally to chapter 17 (checked below)
     # and the confirmatory tally, the frozen protocol's, leads
-    from attnconv.evidence.judge import confirmatory_verdicts, tally_sentence
+    from attnconv.evidence.judge import confirmatory_verdicts, tally, tally_sentence
 
-    assert tally_sentence(confirmatory_verdicts()) in flat
+    got = confirmatory_verdicts()
+    t = tally(got)
+    assert f"Each of the paper's {len(got)} claims about trained models" in flat
+    box = (
+        f"{{bdg-success}}`{t[REPRODUCED]} reproduced` {{bdg-warning}}`{t[NOT_REPRODUCED]} "
+        f"not reproduced` {{bdg-muted}}`{t[INCONCLUSIVE]} inconclusive`"
+    )
+    assert box in flat
     # chapter 17's box is displayed from the rule's tally: its saved output states it
     what_holds = json.loads((PAPER_MAP.parent / "17_what_holds.ipynb").read_text())
     shown = " ".join(
@@ -565,9 +572,8 @@ def test_intro_states_the_confirmatory_numbers_it_names():
 
 
 def test_intro_says_every_reproduced_verdict_is_fragile_under_holm():
-    """The intro's "All N reproduced verdicts are fragile: none survives a correction for
-    testing 18 claims at once (Holm's), which a share of 8 seeds never can", against the judge
-    and the binomial arithmetic."""
+    """The intro's "All N reproduced verdicts are fragile", with Holm's first threshold and the
+    smallest p a share of the seeds can give, against the judge and the binomial arithmetic."""
     import json
 
     from attnconv.evidence.judge import confirmatory_verdicts
@@ -587,6 +593,9 @@ def test_intro_says_every_reproduced_verdict_is_fragile_under_holm():
     )
     assert (
         f"All {len(reproduced)} reproduced verdicts are {{ref}}`fragile "
-        f"<glossary-fragile>`: none survives a correction for testing {len(got)} claims "
-        f"at once, which a share of {n_seeds} seeds never can" in flat
+        f"<glossary-fragile>`. Testing {len(got)} claims at once, Holm's correction asks "
+        f"the strongest claim for $p < {SHARE_ALPHA:g}/{len(got)} = "
+        f"{SHARE_ALPHA / len(got):.4f}$" in flat
     )
+    assert f"at best $p = 0.5^{n_seeds} = {0.5**n_seeds:.4f}$" in flat
+    assert f"{SHARE_ALPHA / len(got):.4f}" < f"{0.5**n_seeds:.4f}"
