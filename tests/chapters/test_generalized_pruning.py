@@ -465,7 +465,11 @@ def _plot_study(n_random: int):
             "random": [[0.5, 0.46 - 0.01 * i, 0.41, 0.2] for i in range(n_random)],
         },
         "retrained": [
-            {"k": 2, "test_acc_before": 0.45, "test_acc": [0.46 + 0.001 * e for e in range(13)]}
+            {
+                "k": 2,
+                "test_acc_before": 0.45,
+                "test_acc": [0.46 + 0.001 * e for e in range(13)],
+            }
         ],
         "retrain_epochs": 13,
         "base_epochs": 40,
