@@ -150,7 +150,7 @@ def plot_layer_head_maps(
     rows_per_layer = -(-n_heads // ncols)
     wrapped = rows_per_layer > 1
     panel = min(
-        panel_size, (COLUMN_INCHES - 0.6) / ncols
+        panel_size, (COLUMN_INCHES - 0.3) / ncols
     )  # never wider than the book's column
     fig, axes = plt.subplots(
         len(maps) * rows_per_layer,
