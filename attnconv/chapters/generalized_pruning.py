@@ -474,10 +474,12 @@ def plot_pruning(study: dict, title: str = ""):
         100 * curve["degenerate_first"][0], color=grey, lw=0.8, ls=":", label="unpruned"
     )
     b.set_xlabel("retraining epoch (learning rate ÷ 10)")
-    b.xaxis.set_major_locator(MaxNLocator(integer=True))  # epochs are whole numbers
     b.set_ylabel("test accuracy (%)")
     for ax in (a, b):
         ax.tick_params(labelsize=9)
+        ax.xaxis.set_major_locator(
+            MaxNLocator(integer=True)
+        )  # heads and epochs: whole numbers
     for handle, label in zip(*b.get_legend_handles_labels()):
         if label not in labels:  # one legend for the figure, below both panels
             handles.append(handle)

@@ -478,16 +478,16 @@ def _plot_study(n_random: int):
 
 @pytest.mark.parametrize("n_random", [1, 3])
 def test_pruning_figure_ticks_epochs_as_integers_and_names_the_draws(n_random):
-    """Fig. 8.1: the retraining epochs (right panel) are ticked at whole numbers only, and the
+    """Fig. 8.1: heads pruned and retraining epochs are ticked at whole numbers only, and the
     random order's legend entry says one draw, not "mean of 1"."""
     fig = gf.plot_pruning(_plot_study(n_random))
     fig.canvas.draw()
-    right = fig.axes[1]
-    lo, hi = right.get_xlim()
-    ticks = [t for t in right.get_xticks() if lo <= t <= hi]
-    assert len(ticks) >= 3 and all(float(t).is_integer() for t in ticks)
-    labels = [t.get_text() for t in right.get_xticklabels() if t.get_text()]
-    assert labels and all("." not in s for s in labels)
+    for ax in fig.axes:  # heads pruned (left), retraining epochs (right)
+        lo, hi = ax.get_xlim()
+        ticks = [t for t in ax.get_xticks() if lo <= t <= hi]
+        assert len(ticks) >= 3 and all(float(t).is_integer() for t in ticks)
+        labels = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+        assert labels and all("." not in s for s in labels)
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
     random_label = next(s for s in legend if s.startswith("random heads"))
     assert "mean of 1" not in random_label
