@@ -20,6 +20,7 @@ import torch
 from attnconv import conv_to_mhsa, kernel_shifts, off_target_mass_bound
 
 from .shared.plotly_style import (
+    NEUTRAL_COLOR,
     add_slider_frames,
     fmt_number,
     fmt_small,
@@ -178,7 +179,10 @@ def alpha_slider_figure(
         cols=2,
         column_widths=[0.5, 0.5],
         horizontal_spacing=0.27,
-        subplot_titles=("attention over the padded keys", "off-target mass"),
+        subplot_titles=(
+            "attention over the padded keys",
+            "off-target mass and its bound",
+        ),
     )
     start = frames[initial]
     dyn = _dynamic(start)
@@ -204,7 +208,7 @@ def alpha_slider_figure(
             y=[off_target_mass_bound(a) for a in dense],
             mode="lines",
             name="bound S(α)",
-            line={"color": "black", "dash": "dash"},
+            line={"color": NEUTRAL_COLOR, "dash": "dash", "width": 2.5},
             hoverinfo="skip",
         ),
         1,
@@ -249,10 +253,33 @@ def alpha_slider_figure(
     fig.update_yaxes(
         range=[h - 0.5, -0.5], scaleanchor="x", showgrid=False, row=1, col=1
     )
-    fig.update_xaxes(type="log", title_text="α", row=1, col=2)
+    # α ticked at the decades, labelled as plain numbers, with unlabelled ticks at 2 and 5 times
+    # them (Plotly's automatic log ticks label those too, "0.1 2 5 1 2 5", at 3/4 size)
+    decades = [10.0**e for e in range(-3, 4) if alphas[0] <= 10.0**e <= alphas[-1]]
+    between = [
+        m * d for d in [decades[0] / 10] + decades for m in (2, 5)
+        if alphas[0] <= m * d <= alphas[-1]
+    ]  # fmt: skip
+    fig.update_xaxes(
+        type="log",
+        title_text="α",
+        tickmode="array",
+        tickvals=decades,
+        ticktext=[fmt_number(d) for d in decades],
+        minor={
+            "tickvals": between,
+            "ticks": "outside",
+            "ticklen": 4,
+            "showgrid": False,
+        },
+        row=1,
+        col=2,
+    )
     fig.update_yaxes(
         type="log",
+        title_text="off-target mass",
         range=[math.log10(1e-18), 1],
+        dtick=3,  # 1, 10⁻³, …, 10⁻¹⁸
         exponentformat="power",
         row=1,
         col=2,

@@ -395,10 +395,11 @@ def retrained_colours(counts: Sequence[int]) -> Dict[int, str]:
 
 def plot_pruning(study: dict, title: str = ""):
     """Fig. 8: (left) test accuracy against the number of heads pruned — most degenerate first
-    without retraining, random heads without retraining (mean and range) and after retraining;
+    without retraining, random heads without retraining (one draw, or the mean and range of several) and after retraining;
     (right) test accuracy during the retraining of each pruned model (epoch 0: before). Returns
     the figure. Accuracies in percent (0-100)."""
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     def pct(values):
         return [100 * v for v in values]
@@ -425,7 +426,8 @@ def plot_pruning(study: dict, title: str = ""):
             "s-",
             color=PRUNING_COLOURS["random"],
             ms=3,
-            label=f"random heads, no retraining (mean of {len(rnd)})",
+            label="random heads, no retraining "
+            + ("(one draw)" if len(rnd) == 1 else f"(mean of {len(rnd)} draws)"),
         )
         a.fill_between(
             k,
@@ -475,6 +477,9 @@ def plot_pruning(study: dict, title: str = ""):
     b.set_ylabel("test accuracy (%)")
     for ax in (a, b):
         ax.tick_params(labelsize=9)
+        ax.xaxis.set_major_locator(
+            MaxNLocator(integer=True)
+        )  # heads and epochs: whole numbers
     for handle, label in zip(*b.get_legend_handles_labels()):
         if label not in labels:  # one legend for the figure, below both panels
             handles.append(handle)

@@ -126,7 +126,9 @@ def plot_heads_and_matrices(
             rotation=90,
         )
         ax_a.set_xticks([]), ax_a.set_yticks([])
-    fig.colorbar(im, ax=axes, fraction=0.02, pad=0.02)
+    bar = fig.colorbar(im, ax=axes, fraction=0.02, pad=0.02)
+    bar.set_label("entry of $W^{(h)}$", fontsize=9)
+    bar.ax.tick_params(labelsize=8.5)
     fig.suptitle(
         f"query q = {tuple(query)} (red), keys within {zoom} pixels; each head's $W^{{(h)}}$ (rows: inputs, columns: outputs)",
         fontsize=9,

@@ -911,13 +911,21 @@ def scorecard_table(
     return "\n".join(lines)
 
 
+#: Segments of the scorecard outlined in the colour their badge takes in the book's dark theme,
+#: where it differs most from the light theme's fill that the figure is drawn in: the
+#: inconclusive badge is near-black (#29313d) in the light theme and sphinx-design's muted grey in
+#: the dark one. The figure, a PNG on the theme's light frame in either mode, then shows both.
+DARK_THEME_EDGES = {INCONCLUSIVE: "#6c757d"}
+
+
 def plot_scorecard(
     claims: Sequence[Claim],
     fresh: Optional[Mapping[str, ConfirmatoryVerdict]] = None,
 ):
     """Ch. 17's scorecard as a figure: one bar per part of the paper (theory, errata, experimental
     claims), split and coloured by what the book finds, each segment labelled with its count and
-    coloured as its badge (:data:`VERDICT_COLOURS`). The experimental claims get two bars: the
+    coloured as its badge (:data:`VERDICT_COLOURS`; inconclusive outlined in its dark-theme colour,
+    :data:`DARK_THEME_EDGES`). The experimental claims get two bars: the
     frozen protocol's verdicts on the fresh seeds (``fresh``, by default :func:`fresh_verdicts`;
     labelled interim while they are), and the exploratory verdicts, which count :func:`counted`
     only. Returns the figure."""
@@ -967,13 +975,16 @@ def plot_scorecard(
             edge = "#c9cfd6" if key == "imprecise" else "white"
             if outlined(key):
                 colour, edge = "white", colour
+            # the dark theme's badge colour as the segment's outline (DARK_THEME_EDGES)
+            edge = DARK_THEME_EDGES.get(key, edge)
+            thick = outlined(key) or key in DARK_THEME_EDGES
             (bar,) = ax.barh(
                 y,
                 count,
                 left=left,
                 color=colour,
                 edgecolor=edge,
-                linewidth=1.5 if outlined(key) else None,
+                linewidth=2.5 if key in DARK_THEME_EDGES else 1.5 if thick else None,
                 height=height,
             )
             text = ax.text(

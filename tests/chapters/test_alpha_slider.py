@@ -19,7 +19,13 @@ from attnconv.chapters.alpha_slider import (
     alpha_frames,
     alpha_slider_figure,
 )
-from attnconv.chapters.shared.plotly_style import FIGURE_WIDTH, figure_html
+from attnconv.chapters.shared.plotly_style import (
+    FIGURE_WIDTH,
+    MIN_FONT_SIZE,
+    NEUTRAL_COLOR,
+    figure_html,
+    small_text,
+)
 from attnconv.chapters.sweeps import head_off_target_mass, random_conv
 
 SHAPE, QUERY, HEAD = (9, 9), (4, 4), 2
@@ -78,3 +84,53 @@ def test_figure(frames):
         f'style="max-width:{FIGURE_WIDTH}px">'
     )
     assert figure_html(fig, "x").data.startswith('<div class="book-plotly"')
+
+
+def _luminance(hex_colour: str) -> float:
+    """WCAG 2 relative luminance of ``#rrggbb``."""
+    rgb = [int(hex_colour[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+def _contrast(a: str, b: str) -> float:
+    la, lb = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (la + 0.05) / (lb + 0.05)
+
+
+def test_figure_axes_and_bound_read_on_both_themes(frames):
+    """Figure 4.2: the right panel's axes are titled and ticked at plain numbers (no "0.1 2 5 1 2
+    5" log labels), its text is at least 12 px, and the bound is drawn in a colour that reads on
+    the white page and on the dark theme's background (which plotly-dark.js paints)."""
+    fig = alpha_slider_figure(frames, QUERY, 1)
+    assert small_text(fig) == []
+    assert fig.layout.xaxis2.title.text == "α"
+    assert fig.layout.yaxis2.title.text == "off-target mass"
+    x2 = fig.layout.xaxis2
+    assert list(x2.tickvals) == [0.1, 1.0, 10.0] and list(x2.ticktext) == [
+        "0.1",
+        "1",
+        "10",
+    ]
+    assert fig.layout.yaxis2.dtick == 3
+    (bound,) = [t for t in fig.data if t.name == "bound S(α)"]
+    assert bound.line.color == NEUTRAL_COLOR
+    for background in ("#ffffff", "#14181e"):  # the book's light and dark backgrounds
+        assert _contrast(NEUTRAL_COLOR, background) >= 3.0, background
+    assert _contrast("#000000", "#14181e") < 1.5  # why black would not do
+    assert MIN_FONT_SIZE >= 12
+
+
+def test_small_text_finds_small_fonts_and_automatic_log_ticks():
+    import plotly.graph_objects as go
+
+    fig = go.Figure(go.Scatter(x=[1, 10], y=[1, 2], textfont={"size": 9}))
+    fig.update_layout(legend={"font": {"size": 10}}, xaxis={"type": "log"})
+    found = small_text(fig)
+    assert any(f.startswith("data[0].textfont.size: 9") for f in found)
+    assert any(f.startswith("layout.legend.font.size: 10") for f in found)
+    assert any(f.startswith("layout.xaxis: log axis") for f in found)
+    fig.update_layout(
+        legend={"font": {"size": 12}}, xaxis={"tickvals": [1, 10]}
+    ).update_traces(textfont={"size": 13})
+    assert small_text(fig) == []

@@ -453,3 +453,46 @@ def test_pruning_figure_keeps_model_colours_for_models():
     lightness = [sum(to_rgb(shades[k])) for k in (5, 6, 9)]
     assert lightness == sorted(lightness, reverse=True)
     assert len(gf.retrained_colours([5])) == 1
+
+
+def _plot_study(n_random: int):
+    k = [0, 1, 2, 3]
+    return {
+        "selected": {"0": [1], "1": [0]},
+        "curve": {
+            "k": k,
+            "degenerate_first": [0.5, 0.48, 0.45, 0.3],
+            "random": [[0.5, 0.46 - 0.01 * i, 0.41, 0.2] for i in range(n_random)],
+        },
+        "retrained": [
+            {
+                "k": 2,
+                "test_acc_before": 0.45,
+                "test_acc": [0.46 + 0.001 * e for e in range(13)],
+            }
+        ],
+        "retrain_epochs": 13,
+        "base_epochs": 40,
+    }
+
+
+@pytest.mark.parametrize("n_random", [1, 3])
+def test_pruning_figure_ticks_epochs_as_integers_and_names_the_draws(n_random):
+    """Fig. 8.1: heads pruned and retraining epochs are ticked at whole numbers only, and the
+    random order's legend entry says one draw, not "mean of 1"."""
+    fig = gf.plot_pruning(_plot_study(n_random))
+    fig.canvas.draw()
+    for ax in fig.axes:  # heads pruned (left), retraining epochs (right)
+        lo, hi = ax.get_xlim()
+        ticks = [t for t in ax.get_xticks() if lo <= t <= hi]
+        assert len(ticks) >= 3 and all(float(t).is_integer() for t in ticks)
+        labels = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+        assert labels and all("." not in s for s in labels)
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    random_label = next(s for s in legend if s.startswith("random heads"))
+    assert "mean of 1" not in random_label
+    if n_random == 1:
+        assert random_label.endswith("(one draw)")
+    else:
+        assert random_label.endswith(f"(mean of {n_random} draws)")
+    plt.close(fig)

@@ -7,7 +7,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402
 
-from attnconv.chapters.shared.attention_maps import plot_layer_head_maps  # noqa: E402
+from attnconv.chapters.shared.attention_maps import (  # noqa: E402
+    plot_layer_head_maps,
+    shared_scale_ticks,
+)
+from attnconv.chapters.shared.plotting import COLUMN_INCHES  # noqa: E402
 
 
 def _maps(layers: int, heads: int, side: int = 8):
@@ -49,3 +53,38 @@ def test_uneven_heads_leave_the_last_places_empty():
     assert len(fig.axes) == 32
     assert len(_panel_widths(fig)) == 24  # 4 empty places in each layer's second row
     plt.close("all")
+
+
+def test_shared_scale_one_norm_and_a_labelled_colour_bar():
+    """Figure 9.1: every panel on one colour scale, read by one labelled colour bar, within the
+    column; the scale runs from the uniform head's 1/64 (8×8 tokens) to the largest probability."""
+    maps = _maps(6, 9)
+    maps[2][3] = torch.full((8, 8), 1 / 64)  # a uniform head
+    top = max(float(m.max()) for m in maps)
+    fig = plot_layer_head_maps(maps, (4, 4), shared_scale=True)
+    images = [im for ax in fig.axes for im in ax.images]
+    assert len(images) == 54
+    norms = {id(im.norm) for im in images}
+    assert len(norms) == 1
+    norm = images[0].norm
+    assert abs(norm.vmin - 1 / 64) < 1e-12 and abs(norm.vmax - top) < 1e-12
+    bars = [ax for ax in fig.axes if not ax.images and ax.get_xlabel()]
+    assert len(bars) == 1 and "attention probability" in bars[0].get_xlabel()
+    assert "log" in bars[0].get_xlabel()
+    labels = [t.get_text() for t in bars[0].get_xticklabels()]
+    assert labels[0] == "1/64"
+    assert fig.get_figwidth() <= COLUMN_INCHES
+    # the default keeps one scale per panel, and no bar
+    own = plot_layer_head_maps(maps, (4, 4))
+    assert len({id(im.norm) for ax in own.axes for im in ax.images}) == 54
+    assert len(own.axes) == 54
+    plt.close("all")
+
+
+def test_shared_scale_ticks_by_hand():
+    assert shared_scale_ticks(1 / 256, 0.351) == (
+        [1 / 256, 0.01, 0.02, 0.05, 0.1, 0.2],
+        ["1/256", "0.01", "0.02", "0.05", "0.1", "0.2"],
+    )
+    # 0.02 is within a third of a decade of 1/64 = 0.0156: left out
+    assert shared_scale_ticks(1 / 64, 0.9)[1] == ["1/64", "0.05", "0.1", "0.2", "0.5"]

@@ -34,7 +34,7 @@ from attnconv.chapters.shared.head_state import (
     head_state_kernel,
     head_state_probabilities,
 )
-from attnconv.chapters.shared.plotly_style import FIGURE_WIDTH, figure_html
+from attnconv.chapters.shared.plotly_style import FIGURE_WIDTH, figure_html, small_text
 from attnconv.chapters.shared.trained_heads import center_trajectories, layer_records
 
 HISTORY = (
@@ -438,3 +438,9 @@ def test_figure_html_is_offline_and_deterministic(explorer):
     # the column's width, capped, and following the window
     assert a.startswith(f'<div class="book-plotly" style="max-width:{FIGURE_WIDTH}px">')
     assert '"responsive": true' in a and "width:100%" in a
+
+
+def test_interactive_figures_text_at_least_12_px(explorer, trajectories, query_fig):
+    """Chapters 6 and 7b's figures: no tick, legend, slider or annotation text below 12 px."""
+    for fig in (explorer, trajectories, query_fig):
+        assert small_text(fig) == []

@@ -45,6 +45,10 @@ def test_head_matrices_are_the_kernel_slices_and_plots_draw():
         y, probs = mhsa(x, return_attention=True)
     fig = plot_heads_and_matrices(probs, (6, 7), (3, 3), mats)
     assert len(fig.axes) == 19  # 9 maps, 9 matrices, a colour bar
+    bar = fig.axes[-1]
+    assert (
+        not bar.images and "W^{(h)}" in bar.get_ylabel()
+    )  # the bar says what it reads
     plt.close(fig)
     fig = plot_outputs(x[0], conv(x)[0].detach(), y[0].detach(), (3, 3))
     assert len(fig.axes) == 9

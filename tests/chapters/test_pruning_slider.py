@@ -12,6 +12,7 @@ from attnconv.chapters.pruning_slider import (
     pruning_slider_figure,
     threshold_frames,
 )
+from attnconv.chapters.shared.plotly_style import small_text
 from attnconv.experiments import studies_pruning as sp
 from attnconv.experiments.checkpoints import load_run
 from attnconv.experiments.paper_numbers import (
@@ -68,6 +69,7 @@ def test_heads_kept_at_every_step_match_a_recount_of_the_saved_run():
         }
         assert grey == {(i, j) for i, hs in f.pruned.items() for j in hs}
     assert fig.layout.sliders[0].active == 4
+    assert small_text(fig) == []  # no text below 12 px
     assert fig.layout.title.text.startswith("condition threshold 10⁵: 5 heads pruned")
     titles = [frame.layout.title.text for frame in fig.frames]
     one = [i for i, f in enumerate(frames) if sum(f.kept) == 53]  # one head pruned

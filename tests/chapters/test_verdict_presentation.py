@@ -181,3 +181,26 @@ def test_a_compact_interval_keeps_the_numbers_of_the_formatted_one():
         "+3 heads, 1 v 1 seed: no interval"
     )
     assert compact_interval("something else") == "something else"
+
+
+def test_scorecard_inconclusive_reads_as_its_badge_in_both_themes():
+    """Figure 17.1: an inconclusive segment is filled with its badge's light-theme colour and
+    outlined with the dark theme's (sphinx-design's muted grey), so it matches its badge in
+    either mode; the other segments keep their plain edges."""
+    from matplotlib.colors import to_hex
+
+    from attnconv.chapters.shared.badges import VERDICT_COLOURS
+
+    claims = [_claim(REPRODUCED), _claim(NOT_REPRODUCED), _claim(INCONCLUSIVE)]
+    fig = pv.plot_scorecard(claims)
+    (ax,) = fig.axes
+    grey = to_hex(VERDICT_COLOURS[INCONCLUSIVE])
+    bars = [p for p in ax.patches if to_hex(p.get_facecolor()) == grey]
+    assert bars  # the exploratory bar's inconclusive segment at least
+    for p in bars:
+        assert to_hex(p.get_edgecolor()) == "#6c757d" and p.get_linewidth() >= 2
+    others = [p for p in ax.patches if to_hex(p.get_facecolor()) != grey]
+    assert others and all(to_hex(p.get_edgecolor()) != "#6c757d" for p in others)
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)

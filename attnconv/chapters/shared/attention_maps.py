@@ -29,6 +29,7 @@ __all__ = [
     "format_variation",
     "layer_attention_maps",
     "plot_layer_head_maps",
+    "shared_scale_ticks",
 ]
 
 
@@ -93,6 +94,24 @@ def layer_attention_maps(
     return None if d is None else d["layers"]
 
 
+def shared_scale_ticks(vmin: float, vmax: float):
+    """The ticks of :func:`plot_layer_head_maps`' shared colour bar from ``vmin`` (the uniform
+    head's probability 1/n, labelled as that fraction) to ``vmax``: 1, 2 and 5 times the powers
+    of ten between them, at most one every third of a decade apart from ``vmin``. Returns
+    ``(values, labels)``; labels read as plain numbers (0.01, 0.2)."""
+    import math
+
+    n = round(1.0 / vmin)
+    values, labels = [vmin], [f"1/{n}" if abs(n * vmin - 1) < 1e-9 else f"{vmin:.2g}"]
+    for e in range(math.floor(math.log10(vmin)), math.ceil(math.log10(vmax)) + 1):
+        for m in (1, 2, 5):
+            v = m * 10.0**e
+            if v <= vmax * (1 + 1e-9) and math.log10(v / values[-1]) >= 0.3:
+                values.append(v)
+                labels.append(f"{v:.{max(0, -e)}f}")
+    return values, labels
+
+
 def plot_layer_head_maps(
     maps: Sequence[Optional[torch.Tensor]],
     query: Sequence[int],
@@ -103,6 +122,7 @@ def plot_layer_head_maps(
     masses: Sequence[float] = (0.5, 0.9),
     vmax_floor: float = 0.05,
     heads_per_row: Optional[int] = None,
+    shared_scale: bool = False,
 ):
     """v1 Fig. 6 (ICLR Figs. 5 and 6): a grid of attention maps, one row per layer and one column per head, each with the
     query token marked by a red square; each panel has its own colour scale from 0 to
@@ -110,8 +130,15 @@ def plot_layer_head_maps(
     With ``contours``, the outlines of each head's 50 % (solid) and 90 % (dashed) probability-mass
     regions (:func:`attnconv.chapters.gaussian.draw_mass_contours`) are drawn too.
     ``heads_per_row`` wraps a layer's heads over several rows (e.g. 8 for 16 heads: two rows
-    per layer, each panel twice as wide as in one row of 16), every panel titled with its head."""
+    per layer, each panel twice as wide as in one row of 16), every panel titled with its head.
+
+    With ``shared_scale``, every panel shares one logarithmic colour scale instead, from the
+    uniform head's probability (1 over the number of tokens: the palest colour, as is anything below it) to
+    the largest probability of all panels (at least ``vmax_floor``), and a labelled colour bar
+    under the grid reads it (:func:`shared_scale_ticks`): a head that attends a tenth as sharply as
+    another still shows, and a nearly uniform head shows palest."""
     import matplotlib.pyplot as plt
+    from matplotlib.colors import LogNorm
     from matplotlib.patches import Rectangle
 
     if not maps:
@@ -123,14 +150,16 @@ def plot_layer_head_maps(
     rows_per_layer = -(-n_heads // ncols)
     wrapped = rows_per_layer > 1
     panel = min(
-        panel_size, (COLUMN_INCHES - 0.6) / ncols
+        panel_size, (COLUMN_INCHES - 0.3) / ncols
     )  # never wider than the book's column
     fig, axes = plt.subplots(
         len(maps) * rows_per_layer,
         ncols,
         figsize=(
             panel * ncols + 0.3,
-            (panel + (0.15 if wrapped else 0)) * len(maps) * rows_per_layer + 0.5,
+            (panel + (0.15 if wrapped else 0)) * len(maps) * rows_per_layer
+            + 0.5
+            + (0.65 if shared_scale else 0),  # the colour bar and its label
         ),
         squeeze=False,
         layout="constrained",
@@ -140,6 +169,13 @@ def plot_layer_head_maps(
         rows_per_layer - 1 :: rows_per_layer
     ].flat:
         ax.axis("off")  # the empty places of a layer's last row
+    norm = None
+    if shared_scale:
+        drawn = [m for m in maps if m is not None and m.numel()]
+        uniform = 1.0 / (drawn[0].shape[-2] * drawn[0].shape[-1])
+        top = max(float(m.max()) for m in drawn)
+        norm = LogNorm(vmin=uniform, vmax=max(top, vmax_floor, 2 * uniform), clip=True)
+    image = None
     for i, layer_maps in enumerate(maps):
         for h in range(n_heads):
             ax = axes[i * rows_per_layer + h // ncols, h % ncols]
@@ -148,7 +184,12 @@ def plot_layer_head_maps(
                 ax.axis("off")
                 continue
             m = layer_maps[h].double().numpy()
-            ax.imshow(m, cmap=cmap, vmin=0, vmax=max(float(m.max()), vmax_floor, 1e-12))
+            if norm is not None:
+                image = ax.imshow(m, cmap=cmap, norm=norm)
+            else:
+                ax.imshow(
+                    m, cmap=cmap, vmin=0, vmax=max(float(m.max()), vmax_floor, 1e-12)
+                )
             if contours:
                 draw_mass_contours(
                     ax, layer_maps[h], masses, color="darkorange", linewidth=1.0
@@ -169,6 +210,22 @@ def plot_layer_head_maps(
                 ax.set_ylabel(
                     f"layer {i + 1}" if h == 0 or not wrapped else "", fontsize=9
                 )
+    if image is not None:
+        bar = fig.colorbar(
+            image,
+            ax=axes,
+            location="bottom",
+            shrink=0.6,
+            aspect=40,
+            pad=0.02,
+        )
+        values, labels = shared_scale_ticks(norm.vmin, norm.vmax)
+        bar.set_ticks(values, labels=labels)
+        bar.minorticks_off()
+        bar.set_label(
+            "attention probability (log scale; palest: uniform or less)", fontsize=9
+        )
+        bar.ax.tick_params(labelsize=8.5)
     if suptitle:
         fig.suptitle(suptitle, fontsize=9)
     return fig

@@ -20,6 +20,9 @@ import numpy as np
 __all__ = [
     "FIGURE_WIDTH",
     "FONT_SIZE",
+    "MIN_FONT_SIZE",
+    "NEUTRAL_COLOR",
+    "small_text",
     "HEAD_COLORS",
     "IMMEDIATE",
     "frame_slider",
@@ -38,6 +41,13 @@ __all__ = [
 #: must stay square keep their shape (``constrain="domain"``) and leave a margin instead.
 FIGURE_WIDTH = 680
 FONT_SIZE = 13  # px, every text of the figures (at least 12)
+#: The smallest text a figure may draw (px): ticks, legends, colour bars, sliders, annotations;
+#: :func:`small_text` finds what is smaller.
+MIN_FONT_SIZE = 12
+#: A neutral line colour (a bound, a reference) that reads on the book's white page and on its
+#: dark theme's background (#14181e), which ``book/_static/plotly-dark.js`` paints the figures
+#: with: a contrast ratio above 3 on both, where black vanishes on the dark one.
+NEUTRAL_COLOR = "#8c8c8c"
 HEAD_COLORS = (
     "#1f77b4",
     "#ff7f0e",
@@ -121,6 +131,41 @@ def add_slider_frames(
         sliders=[frame_slider(labels, initial, prefix)],
     )
     fig.update_annotations(font_size=FONT_SIZE)
+
+
+def small_text(fig, minimum: float = MIN_FONT_SIZE) -> list:
+    """Where ``fig`` (its layout, traces and frames) draws text smaller than ``minimum`` px, as
+    ``"path: size"`` strings (empty when none does): every font size it sets (``font``,
+    ``tickfont``, ``textfont``, ``title.font``, … of the layout, its axes, legend, colour bars,
+    sliders, annotations and traces), and every log axis left to Plotly's automatic ticks, whose
+    labels between the decades ("2", "5") Plotly draws at three quarters of the tick font."""
+    found = []
+
+    def walk(node, path):
+        if isinstance(node, dict):
+            for key, value in node.items():
+                here = f"{path}.{key}" if path else key
+                if key.endswith("font") and isinstance(value, dict):
+                    size = value.get("size")
+                    if isinstance(size, (int, float)) and size < minimum:
+                        found.append(f"{here}.size: {size}")
+                if (
+                    isinstance(value, dict)
+                    and value.get("type") == "log"
+                    and key.rstrip("0123456789") in ("xaxis", "yaxis")
+                    and value.get("tickvals") is None
+                    and not isinstance(value.get("dtick"), (int, float))
+                ):
+                    found.append(
+                        f"{here}: log axis with automatic ticks (3/4-size labels)"
+                    )
+                walk(value, here)
+        elif isinstance(node, (list, tuple)):
+            for i, value in enumerate(node):
+                walk(value, f"{path}[{i}]")
+
+    walk(fig.to_plotly_json(), "")
+    return found
 
 
 def plotly_go():

@@ -341,7 +341,10 @@ def _head_panel(ax, center, inverse, grid, query, masses, colour) -> None:
     draw_mass_ellipses(
         ax, center, inverse, query, masses, colour, clip_size=4.0 * max(h, w)
     )
-    ax.plot(query[1] + center[1], query[0] + center[0], "x", color=colour)
+    # a small cross (4 pt): in a panel about 70 px wide the default one hid a small head's ellipses
+    ax.plot(
+        query[1] + center[1], query[0] + center[0], "x", color=colour, ms=4, mew=1.0
+    )
     if not min(mass_ellipse(inverse, masses[0])[:2]) <= max(h, w):
         ax.text(0.5, 0.04, "wide", transform=ax.transAxes, ha="center", fontsize=9)
 
