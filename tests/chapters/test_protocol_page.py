@@ -141,7 +141,7 @@ def test_the_followup_stands_beside_the_frozen_verdicts():
 
 
 def test_the_tuning_curves_are_the_saved_runs_validation_accuracies():
-    """Figure A.1's points against a plain reading of each run's history.json: the mean of the
+    """Figure P.1's points against a plain reading of each run's history.json: the mean of the
     last three epochs' validation accuracy, every complete tuning run of both protocols."""
     import json
     from pathlib import Path

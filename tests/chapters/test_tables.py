@@ -49,8 +49,8 @@ def test_captioned_sets_the_table_label_in_bold():
     assert lines[0] == "```{table} **Table 12b.1 —** Six layers, on fresh seeds."
     assert lines[1] == ":name: tab-x" and lines[-1] == "```"
     assert "| a | b |" in md
-    first = captioned(table, "Table A.8 — Every claim.").data.splitlines()[0]
-    assert first == "```{table} **Table A.8 —** Every claim."
+    first = captioned(table, "Table P.8 — Every claim.").data.splitlines()[0]
+    assert first == "```{table} **Table P.8 —** Every claim."
     # a caption without a "Table N.k —" label is kept as it is
     assert captioned(table, "Checks").data.startswith("```{table} Checks\n")
     with pytest.raises(ValueError, match="backtick"):
