@@ -1,0 +1,139 @@
+"""Table 17.2, led by the frozen protocol: each row's numbers are the judge's own (its
+ConfirmatoryVerdict objects), its threshold or margin the protocol's, and nothing is judged in
+the chapter layer."""
+
+import re
+
+import pytest
+
+from attnconv.chapters import paper_verdicts as pv
+from attnconv.evidence.judge import PENDING, ConfirmatoryVerdict, confirmatory_verdicts
+from attnconv.evidence.protocol import CLAIMS as FROZEN
+from attnconv.experiments.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
+
+SEEDS = tuple(range(1000, 1008))
+
+
+def _verdicts():
+    """One made-up verdict per claim of the protocol, in the judge's own words."""
+    out = {}
+    for i, (key, c) in enumerate(FROZEN.items()):
+        if c.kind == "share":
+            detail = (
+                f"{i % 9} of 8 seeds (share 0.{i:02d}-0.9{i % 10}, each end a one-sided "
+                "95 % bound); null (untrained models): 0.00; one-sided p = 0.5 against 0.50"
+            )
+        else:
+            detail = (
+                f"\u2212{i}.5 points, 95 % CI [\u2212{i + 1}.1, +0.{i % 10}] (paired, 8 v 8 "
+                "seeds): the interval does not settle it"
+            )
+        verdict = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE)[i % 3]
+        alts = {"margin halved": INCONCLUSIVE if i % 2 else verdict}
+        out[key] = ConfirmatoryVerdict(key, verdict, detail, SEEDS, 0.5, 0.05, alts)
+    return out
+
+
+def _rows(table):
+    rows = {}
+    for line in table.splitlines()[2:]:
+        cells = [x.strip() for x in line.strip("|").split(" | ")]
+        assert len(cells) == 5, line
+        rows[cells[0]] = cells
+    return rows
+
+
+def _row_of(rows, key):
+    title = (
+        pv.CLAIMS[key].title if key in pv.CLAIMS else pv.keep_words(FROZEN[key].prop)
+    )
+    title = pv._RANGE_HYPHEN.sub(
+        "\u2011", title
+    )  # as the table keeps "4-6" on one line
+    (row,) = [r for t, r in rows.items() if title in t]
+    return row
+
+
+class _Claim:
+    def __init__(self, key, verdict):
+        self.key, self.verdict = key, verdict
+
+
+def test_each_row_prints_the_judges_numbers_and_the_protocols_bound():
+    verdicts = _verdicts()
+    claims = [_Claim(k, INCONCLUSIVE) for k in pv.CLAIMS if k in FROZEN]
+    rows = _rows(
+        pv.claims_table(claims, link=False, badge=True, fresh=True, verdicts=verdicts)
+    )
+    assert len(rows) == len(FROZEN)  # every claim the protocol judges, none else
+    for key, got in verdicts.items():
+        _, bound, measure, badge, exploratory = _row_of(rows, key)
+        c = FROZEN[key]
+        # the protocol's threshold or margin, never the registry's
+        if c.margin is not None:
+            assert bound.endswith(
+                f"{100 * c.margin:g} point" + "s" * (c.margin != 0.01)
+            )
+        elif c.threshold is not None:
+            assert bound == f"threshold {pv._number(c.threshold)}"
+        else:
+            assert bound == "—"
+        # the measure: the judge's numbers as it wrote them
+        numbers = re.findall(r"\d+(?:\.\d+)?", got.detail.split(" (")[0])
+        if c.kind == "share":
+            k, n, lo, hi = re.match(
+                r"(\d+) of (\d+) seeds \(share ([\d.]+)-([\d.]+)", got.detail
+            ).groups()
+            assert measure == f"{k} of {n} seeds; share {lo}\u2060–\u2060{hi}"
+        else:
+            lo, hi = re.search(r"\[([^,]+), ([^\]]+)\]", got.detail).groups()
+            assert (
+                measure.startswith(got.detail.split(",")[0])
+                and f"[{lo}, {hi}]" in measure
+            )
+            assert numbers[0] in measure
+        word = got.verdict.removesuffix(" at CPU scale")
+        assert f"`{word}`" in badge
+        assert ("*fragile*" in badge) == got.fragile
+        assert ("—" == exploratory) == (key not in pv.CLAIMS)
+        if key in pv.CLAIMS:
+            assert exploratory.startswith(pv.verdict_badge(INCONCLUSIVE))
+
+
+def test_a_pending_claim_shows_no_number():
+    got = ConfirmatoryVerdict("close_to_resnet", PENDING, "runs made: learned 3 of 8")
+    assert pv.fresh_measure(got) == "—"
+
+
+def test_the_registrys_own_threshold_is_shown_where_it_differs():
+    """Ch. 9's claim: the registry judged heads on one key at 0.5, the protocol at 0.9."""
+    verdicts = _verdicts()
+    claims = [_Claim("learned_pixels", REPRODUCED)]
+    table = pv.claims_table(
+        claims, link=False, badge=True, fresh=True, verdicts=verdicts
+    )
+    row = _row_of(_rows(table), "learned_pixels")
+    assert row[1] == "threshold 0.9" and row[4].endswith("(threshold 0.5)")
+
+
+@pytest.fixture(scope="module")
+def judged():
+    return confirmatory_verdicts()
+
+
+def test_the_committed_runs_verdicts_as_table_17_2_prints_them(judged):
+    """On the committed fresh runs: each judged claim's cell prints only numbers of the judge's
+    detail, its estimate (or count of seeds) first, e.g. the learned model's "−10.0 points"
+    below ResNet18, and both ends of its interval."""
+    for key, got in judged.items():
+        measure = pv.fresh_measure(got)
+        if got.verdict == PENDING:
+            assert measure == "—"
+            continue
+        for number in re.findall(r"[+\u2212]?\d+(?:\.\d+)?", measure):
+            assert number in got.detail, (key, number)
+        assert measure.split(" ")[0] == got.detail.split(" ")[0].rstrip(","), key
+        ends = re.search(
+            r"(?:CI \[|share )([\d.+\u2212]+)(?:, |-)([\d.+\u2212]+)", got.detail
+        )
+        assert ends[1] in measure and ends[2] in measure, key
