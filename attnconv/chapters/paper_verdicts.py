@@ -100,6 +100,8 @@ __all__ = [
     "shown_verdict",
     "shown_badge",
     "claims_count_sentence",
+    "judged_elsewhere",
+    "elsewhere_stated",
     "tally_words",
     "what_holds_box",
     "not_counted_markdown",
@@ -736,29 +738,81 @@ def shown_badge(c: Claim) -> str:
 
 
 def claims_count_sentence(claims: Sequence[Claim]) -> str:
-    """How the book's counts of claims fit together, from the registry and the frozen protocol:
-    the statements judged, those shown apart, and the protocol's claims (the same ones and any it
-    adds)."""
+    """How the book counts the paper's experimental claims, from the frozen protocol and the
+    registry: one count (the protocol's claims, judged on fresh seeds), then what is left out and
+    why (the statements shown apart: an exact count, a description), then how the exploratory
+    count differs (the protocol's claims the registry lacks, and any it drops)."""
     mine = counted(claims)
     aside = not_counted(claims)
     keys = {c.key for c in mine}
     added = [FROZEN_CLAIMS[k].prop for k in FROZEN_CLAIMS if k not in keys]
     dropped = [c for c in mine if c.key not in FROZEN_CLAIMS]
+    why = {
+        "an exact count": "settled by counting, with no noise to judge",
+        "a description": "the paper reports one run, which no rule can test",
+    }
     kinds = [
         "an exact count" if c.key in EXACT_CHECKS else "a description" for c in aside
     ]
     text = (
-        f"The book tests {len(claims)} statements of the paper's experiments. "
-        f"{len(mine)} are claims the book's rule judges; {len(aside)} are shown apart, "
-        f"not counted ({' and '.join(kinds)})."
+        f"The book counts {len(FROZEN_CLAIMS)} experimental claims of the paper: the frozen "
+        "protocol's, each judged on fresh seeds."
     )
-    same = "the same" if not dropped else f"{len(mine) - len(dropped)} of the"
-    text += (
-        f" The frozen protocol judges {same} {len(mine) - len(dropped)} claims again"
+    if aside:
+        text += (
+            f" It leaves out {_WORDS.get(len(aside), len(aside))} more statements, shown "
+            "apart without a verdict: "
+            + "; ".join(f"{k} ({why[k]})" for k in kinds)
+            + "."
+        )
+    if added or dropped:
+        parts = []
+        if added:
+            parts.append(
+                f"the protocol added {_WORDS.get(len(added), len(added))}: "
+                + "; ".join(added)
+            )
+        if dropped:
+            parts.append(f"{len(dropped)} are not the protocol's")
+        text += (
+            " The exploratory verdicts, made before the freeze, cover "
+            f"{len(mine)} claims; " + ", and ".join(parts) + "."
+        )
+    return text
+
+
+def judged_elsewhere(keys: Sequence[str]) -> Dict[str, str]:
+    """The frozen protocol's claims not among ``keys`` (those a page judges), each with the label
+    of the section that prints its evidence (the registry's ``where``; "" where it has none)."""
+    return {
+        k: CLAIMS[k].where if k in CLAIMS else ""
+        for k in FROZEN_CLAIMS
+        if k not in keys
+    }
+
+
+def _ordinal(n: int) -> str:
+    suffix = (
+        "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
     )
-    if added:
-        text += " and " + ", ".join(f"one more ({a})" for a in added)
-    return text + f": {len(FROZEN_CLAIMS)} in all."
+    return f"{n}{suffix}"
+
+
+def elsewhere_stated(notebook, elsewhere: Mapping[str, str]) -> bool:
+    """Whether ``notebook``'s "In short" box says where the protocol's claims ``elsewhere``
+    (:func:`judged_elsewhere`) are judged: one claim as the protocol's last by number ("18th
+    claim"), with a reference to its section; several, each section referenced."""
+    cells = json.loads(Path(notebook).read_text())["cells"]
+    box = next(
+        " ".join("".join(c["source"]).split())
+        for c in cells
+        if c["cell_type"] == "markdown"
+        and "{admonition} In short" in "".join(c["source"])
+    )
+    refs = all(f"<{where}>`" in box for where in elsewhere.values() if where)
+    if len(elsewhere) == 1:
+        return refs and f"{_ordinal(len(FROZEN_CLAIMS))} claim" in box
+    return refs
 
 
 def counted(claims: Sequence[Claim]) -> List[Claim]:

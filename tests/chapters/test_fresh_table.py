@@ -137,3 +137,27 @@ def test_the_committed_runs_verdicts_as_table_17_2_prints_them(judged):
             r"(?:CI \[|share )([\d.+\u2212]+)(?:, |-)([\d.+\u2212]+)", got.detail
         )
         assert ends[1] in measure and ends[2] in measure, key
+
+
+def test_a_box_names_where_the_protocols_other_claim_is_judged(tmp_path):
+    keys = [k for k in FROZEN if k != "learned_matched_lemma"]
+    elsewhere = pv.judged_elsewhere(keys)
+    assert elsewhere == {
+        "learned_matched_lemma": pv.CLAIMS["learned_matched_lemma"].where
+    }
+    box = (
+        "```{admonition} In short\n:class: tip\n- On fresh seeds: ... The protocol's "
+        f"{len(FROZEN)}th claim is judged in\n{{ref}}`ch. 9 <{elsewhere['learned_matched_lemma']}>`.\n```"
+    )
+    nb = tmp_path / "x.ipynb"
+    cell = {"cell_type": "markdown", "source": box.splitlines(keepends=True)}
+    nb.write_text(__import__("json").dumps({"cells": [cell]}))
+    assert pv.elsewhere_stated(nb, elsewhere)
+    cell["source"] = box.replace(f"{len(FROZEN)}th", "17th").splitlines(keepends=True)
+    nb.write_text(__import__("json").dumps({"cells": [cell]}))
+    assert not pv.elsewhere_stated(nb, elsewhere)
+    assert (
+        pv._ordinal(1) == "1st"
+        and pv._ordinal(12) == "12th"
+        and pv._ordinal(22) == "22nd"
+    )
