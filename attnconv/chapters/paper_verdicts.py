@@ -82,6 +82,7 @@ __all__ = [
     "fresh_claims_table",
     "frozen_bound",
     "fresh_measure",
+    "sharpen",
     "OFF_SETTING_NOTE",
     "split_evidence",
     "claims_overview",
@@ -374,11 +375,12 @@ _SHARE = re.compile(
 )
 
 
-def fresh_measure(got: ConfirmatoryVerdict) -> str:
+def fresh_measure(got: ConfirmatoryVerdict, interval=None) -> str:
     """The number a fresh verdict rests on, cut for a table cell from the judge's own words
     (:attr:`~attnconv.evidence.judge.ConfirmatoryVerdict.detail`): a share as ``8 of 8 seeds;
     share 0.69–1.00`` (each end a one-sided 95 % bound), a comparison as ``−10.0 points
-    [−12.2, −7.8]`` (its 95 % interval); "—" while pending. Nothing is recomputed."""
+    [−12.2, −7.8]`` (its 95 % interval, an end that rounds onto the margin to one more digit:
+    :func:`sharpen`, ``interval`` passed to it); "—" while pending. Nothing is judged here."""
     if got.verdict == PENDING:
         return "—"
     m = _SHARE.match(got.detail)
@@ -392,7 +394,7 @@ def fresh_measure(got: ConfirmatoryVerdict) -> str:
     unit = _FRESH_UNITS.get(got.key, "")
     if unit and cut != head:
         cut = cut.replace(" [", f"{unit} [", 1)
-    return cut
+    return sharpen(got.key, cut, interval)
 
 
 _SEEDS_TAIL = re.compile(r", (?:\d+ v \d+ seeds?|\d+ seeds?)$")
@@ -475,6 +477,58 @@ def fresh_verdicts() -> Dict[str, ConfirmatoryVerdict]:
     """The frozen protocol's verdicts on the fresh seeds (:func:`confirmatory_verdicts`), read
     once per process."""
     return confirmatory_verdicts()
+
+
+def _fresh_interval(key: str, got: ConfirmatoryVerdict):
+    """The interval behind an accuracy comparison's fresh verdict (the judge's arms, seeds and
+    :func:`~attnconv.experiments.verdicts.difference_interval`), for printing its ends to more
+    digits; ``None`` for any other claim, or while pending. The verdict stays the judge's."""
+    from ..evidence.judge import arm_runs
+    from ..experiments.verdicts import accuracy_side, difference_interval
+
+    c = FROZEN_CLAIMS.get(key)
+    accuracy = c is not None and c.kind in (v.NON_INFERIORITY, v.EQUIVALENCE)
+    if not accuracy or key.startswith("pruning_") or got.verdict == PENDING:
+        return None
+    runs = [arm_runs(arm, got.seeds) for arm in c.arms]
+    if any(r is None for r in runs):
+        return None
+    return difference_interval(accuracy_side(runs[0]), accuracy_side(runs[1]))
+
+
+def _boundaries(key: str) -> Tuple[float, ...]:
+    """The values (in points) an interval of claim ``key`` is judged against."""
+    c = FROZEN_CLAIMS[key]
+    m = 100 * (c.margin or 0.0)
+    return {v.NON_INFERIORITY: (-m,), v.EQUIVALENCE: (-m, m)}.get(c.kind, (m,))
+
+
+_CI = re.compile(r"\[(?P<lo>[+\u2212]?\d+\.\d), (?P<hi>[+\u2212]?\d+\.\d)\]")
+
+
+def sharpen(key: str, text: str, interval=None) -> str:
+    """``text`` (the judge's words on claim ``key``, or a cell cut from them) with each end of
+    its 95 % interval that rounds onto the margin printed with one more digit, so that
+    "[−4.8, −1.0]" against a −1-point margin reads "[−4.8, −0.96]": the interval does not reach
+    the margin, though it looks as if it touched it. ``interval``: the claim's interval in
+    shares (by default :func:`_fresh_interval`); a text whose ends are printed otherwise than it
+    rounds is left as it is."""
+    got = fresh_verdicts().get(key) if interval is None else None
+    iv = interval if interval is not None else got and _fresh_interval(key, got)
+    m = _CI.search(text)
+    if iv is None or m is None:
+        return text
+
+    def digits(x: float, n: int) -> str:
+        return f"{round(100 * x, n) + 0.0:+.{n}f}".replace("-", "\u2212")
+
+    if (m["lo"], m["hi"]) != (digits(iv.lo, 1), digits(iv.hi, 1)):
+        return text  # another interval than the one printed
+    ends = []
+    for printed, x in ((m["lo"], iv.lo), (m["hi"], iv.hi)):
+        onto = any(abs(round(100 * x, 1) - b) < 1e-9 for b in _boundaries(key))
+        ends.append(digits(x, 2) if onto else printed)
+    return text[: m.start()] + f"[{ends[0]}, {ends[1]}]" + text[m.end() :]
 
 
 def fresh_badge(key: str) -> str:
@@ -625,7 +679,7 @@ def fresh_sentence(key: str) -> str:
     interim = ", interim: the first five seeds" if got.interim else ""
     return (
         f"*Fresh seeds* (frozen protocol{interim}). **{got.verdict}** — "
-        f"{_one_line(got.detail)}.{fragile_words(key)}"
+        f"{sharpen(key, _one_line(got.detail))}.{fragile_words(key)}"
     )
 
 

@@ -124,19 +124,33 @@ def judged():
 def test_the_committed_runs_verdicts_as_table_17_2_prints_them(judged):
     """On the committed fresh runs: each judged claim's cell prints only numbers of the judge's
     detail, its estimate (or count of seeds) first, e.g. the learned model's "−10.0 points"
-    below ResNet18, and both ends of its interval."""
+    below ResNet18, and both ends of its interval (an end that rounds onto the margin to one
+    more digit, which rounds back to the judge's)."""
+
+    def one_digit(number):
+        x = float(number.replace("\u2212", "-"))
+        return f"{round(x, 1) + 0.0:+.1f}".replace("-", "\u2212")
+
     for key, got in judged.items():
         measure = pv.fresh_measure(got)
         if got.verdict == PENDING:
             assert measure == "—"
             continue
         for number in re.findall(r"[+\u2212]?\d+(?:\.\d+)?", measure):
-            assert number in got.detail, (key, number)
+            if (
+                number not in got.detail
+            ):  # sharpened: two decimals, the judge's when rounded
+                assert len(number.split(".")[1]) == 2, (key, number)
+                assert one_digit(number) in got.detail, (key, number)
         assert measure.split(" ")[0] == got.detail.split(" ")[0].rstrip(","), key
         ends = re.search(
             r"(?:CI \[|share )([\d.+\u2212]+)(?:, |-)([\d.+\u2212]+)", got.detail
         )
-        assert ends[1] in measure and ends[2] in measure, key
+        shown = re.search(
+            r"(?:\[|share )([\d.+\u2212]+)(?:, |\u2060–\u2060)([\d.+\u2212]+)", measure
+        )
+        for judge_end, cell_end in zip(ends.groups(), shown.groups()):
+            assert cell_end == judge_end or one_digit(cell_end) == judge_end, key
 
 
 def test_a_box_names_where_the_protocols_other_claim_is_judged(tmp_path):
@@ -161,3 +175,29 @@ def test_a_box_names_where_the_protocols_other_claim_is_judged(tmp_path):
         and pv._ordinal(12) == "12th"
         and pv._ordinal(22) == "22nd"
     )
+
+
+def test_an_end_that_rounds_onto_the_margin_gets_one_more_digit():
+    """Against a −1-point margin, −0.958 points prints as −1.0: it reads −0.96; the other end,
+    and an end away from the margin, keep the judge's digit."""
+    from attnconv.experiments.verdicts import Interval
+
+    iv = Interval(-0.0289, -0.0482, -0.00958, 0.01, 7.0, 0.02, "paired", (8, 8))
+    text = "−2.9 points, 95 % CI [−4.8, −1.0] (paired, 8 v 8 seeds): the interval"
+    got = pv.sharpen("similar_or_better", text, iv)
+    assert "[−4.8, −0.96]" in got and got.startswith("−2.9 points")
+    # equivalence: either end against ±1 point
+    iv2 = Interval(0.0, -0.01049, 0.0102, 0.01, 7.0, 0.02, "paired", (8, 8))
+    assert "[−1.05, +1.02]" in pv.sharpen("no_gain", "[−1.0, +1.0]", iv2)
+    # away from the margin, or printed otherwise than the interval rounds: unchanged
+    assert pv.sharpen("close_to_resnet", "[−12.2, −7.8]", iv) == "[−12.2, −7.8]"
+    assert pv.sharpen("similar_or_better", "[−4.7, −1.0]", iv) == "[−4.7, −1.0]"
+
+
+def test_the_committed_runs_interval_is_the_judges(judged):
+    """The interval sharpen reads rounds to exactly what the judge printed."""
+    for key, got in judged.items():
+        iv = pv._fresh_interval(key, got)
+        if iv is None:
+            continue
+        assert iv.format() in got.detail, key
