@@ -79,6 +79,10 @@ __all__ = [
     "claim_key",
     "format_claim_blocks",
     "claims_table",
+    "fresh_claims_table",
+    "frozen_bound",
+    "fresh_measure",
+    "sharpen",
     "OFF_SETTING_NOTE",
     "split_evidence",
     "claims_overview",
@@ -97,6 +101,8 @@ __all__ = [
     "shown_verdict",
     "shown_badge",
     "claims_count_sentence",
+    "judged_elsewhere",
+    "elsewhere_stated",
     "tally_words",
     "what_holds_box",
     "not_counted_markdown",
@@ -300,52 +306,140 @@ def compact_interval(text: str) -> str:
 
 
 def claims_table(
-    claims: Sequence[Claim], link: bool = True, badge: bool = False, fresh: bool = False
+    claims: Sequence[Claim],
+    link: bool = True,
+    badge: bool = False,
+    fresh: bool = False,
+    verdicts: Optional[Mapping[str, ConfirmatoryVerdict]] = None,
 ) -> str:
     """Ch. 17's summary: one row per claim of the registry (in its order) with its kind, margin
     (or threshold), interval at the claim's setting and verdict, as a Markdown table; ``badge``:
-    the verdict as a coloured badge (:func:`verdict_badge`). ``fresh`` adds the verdict on the
-    fresh seeds (:func:`fresh_badge`) as a last column (the kind column left out, to fit the
-    column at 1280 px), and a row for each claim of the frozen protocol that the registry lacks
-    (no exploratory verdict), so that the column shows every verdict the protocol gives."""
+    the verdict as a coloured badge (:func:`verdict_badge`). ``fresh``: the table of the frozen
+    protocol instead (:func:`fresh_claims_table`, its verdicts ``verdicts``, by default
+    :func:`fresh_verdicts`)."""
+    if fresh:
+        return fresh_claims_table(claims, verdicts, link)
     by_key = {c.key: c for c in claims}
-    head = "| claim (arXiv v1) | " + ("" if fresh else "kind | ")
-    head += "margin | interval at the setting | "
-    head += "exploratory | fresh seeds |" if fresh else "verdict |"
-    lines = [head, "| :--- | :--- | :--- | :--- | :--- |"]
+    lines = [
+        "| claim (arXiv v1) | kind | margin | interval at the setting | verdict |",
+        "| :--- | :--- | :--- | :--- | :--- |",
+    ]
     for key, r in CLAIMS.items():
         c = by_key.get(key)
         if c is None:
             continue
-        title = f"{r.title}" + (f" ({{ref}}`{r.where}`)" if link and r.where else "")
-        margin = (
-            r.margin_words
-            if r.kind != v.EXISTENCE or r.margin
-            else f"threshold {_number(r.threshold)}"
-        )
         shown = verdict_badge(c.verdict) if badge else f"*{c.verdict}*"
-        cells = (title,) + (() if fresh else (r.kind,))
-        interval = (compact_interval(c.interval) if fresh else c.interval) or "—"
-        cells += (margin, interval, shown)
-        if fresh:
-            cells += (fresh_badge(key) + _fragile_mark(key),)
+        cells = (_title(key, link), r.kind, _margin(key), c.interval or "—", shown)
         if badge:  # a range of layers ("5-6") stays on one line in a narrow column
             cells = tuple(_RANGE_HYPHEN.sub("\u2011", x) for x in cells)
         lines.append("| " + " | ".join(x.replace("|", "\\|") for x in cells) + " |")
-    if fresh:
-        for key in fresh_verdicts():
-            if key in by_key or key in CLAIMS:
-                continue
+    return "\n".join(lines)
+
+
+def _title(key: str, link: bool) -> str:
+    r = CLAIMS[key]
+    return f"{r.title}" + (f" ({{ref}}`{r.where}`)" if link and r.where else "")
+
+
+def _margin(key: str) -> str:
+    """The exploratory registry's margin or threshold, in its words."""
+    r = CLAIMS[key]
+    if r.kind != v.EXISTENCE or r.margin:
+        return r.margin_words
+    return f"threshold {_number(r.threshold)}"
+
+
+def _points(x: float) -> str:
+    return f"{100 * x:g} point" + ("s" * (100 * x != 1))
+
+
+def frozen_bound(key: str) -> str:
+    """The frozen protocol's threshold or margin of claim ``key``, in the words of the
+    exploratory registry's (:func:`_margin`) so the two compare: ``threshold 0.9`` (the
+    per-seed property's), ``−2 points`` (non-inferiority, or a share's per-seed margin),
+    ``±1 point`` (equivalence), ``—`` (none: a superiority above 0, or a share with no
+    threshold)."""
+    c = FROZEN_CLAIMS[key]
+    if c.margin is not None:
+        sign = "±" if c.kind == v.EQUIVALENCE else "\u2212"
+        return sign + _points(c.margin)
+    if c.threshold is not None:
+        return f"threshold {_number(c.threshold)}"
+    return "—"
+
+
+#: The unit of a fresh comparison whose interval the judge prints without one.
+_FRESH_UNITS = {"resnet_faster": " epochs"}
+_SHARE = re.compile(
+    r"^(?P<k>\d+) of (?P<n>\d+) seeds \(share (?P<lo>[\d.]+)-(?P<hi>[\d.]+)"
+)
+
+
+def fresh_measure(got: ConfirmatoryVerdict, interval=None) -> str:
+    """The number a fresh verdict rests on, cut for a table cell from the judge's own words
+    (:attr:`~attnconv.evidence.judge.ConfirmatoryVerdict.detail`): a share as ``8 of 8 seeds;
+    share 0.69–1.00`` (each end a one-sided 95 % bound), a comparison as ``−10.0 points
+    [−12.2, −7.8]`` (its 95 % interval, an end that rounds onto the margin to one more digit:
+    :func:`sharpen`, ``interval`` passed to it); "—" while pending. Nothing is judged here."""
+    if got.verdict == PENDING:
+        return "—"
+    m = _SHARE.match(got.detail)
+    if m is not None:
+        # word joiners: the share's range stays on one line
+        return f"{m['k']} of {m['n']} seeds; share {m['lo']}\u2060–\u2060{m['hi']}"
+    head = got.detail.split("): ", 1)[0]
+    head = head if head.endswith(")") else head + ")"
+    cut = compact_interval(head)
+    cut = _SEEDS_TAIL.sub("", cut)
+    unit = _FRESH_UNITS.get(got.key, "")
+    if unit and cut != head:
+        cut = cut.replace(" [", f"{unit} [", 1)
+    return sharpen(got.key, cut, interval)
+
+
+_SEEDS_TAIL = re.compile(r", (?:\d+ v \d+ seeds?|\d+ seeds?)$")
+
+
+def fresh_claims_table(
+    claims: Sequence[Claim],
+    verdicts: Optional[Mapping[str, ConfirmatoryVerdict]] = None,
+    link: bool = True,
+) -> str:
+    """Ch. 17's master table, led by the frozen protocol: one row per claim of the registry (in
+    its order) that the protocol judges, then one per claim it adds: the protocol's threshold or
+    margin (:func:`frozen_bound`), the fresh seeds' number that decides it
+    (:func:`fresh_measure`), the fresh verdict as a badge (*fragile* marked), and the
+    exploratory verdict as a secondary column, with the registry's own threshold or margin where
+    it differs from the protocol's. ``verdicts``: the judge's
+    :class:`~attnconv.evidence.judge.ConfirmatoryVerdict` objects (by default
+    :func:`fresh_verdicts`); nothing is judged here."""
+    verdicts = fresh_verdicts() if verdicts is None else verdicts
+    by_key = {c.key: c for c in claims}
+    lines = [
+        "| claim (arXiv v1) | frozen threshold, margin | on fresh seeds | verdict "
+        "| exploratory |",
+        "| :--- | :--- | :--- | :--- | :--- |",
+    ]
+    keys = [k for k in CLAIMS if k in verdicts] + [
+        k for k in verdicts if k not in CLAIMS
+    ]
+    for key in keys:
+        got, bound = verdicts[key], frozen_bound(key)
+        if key in CLAIMS:
+            title, old = _title(key, link), _margin(key)
+            aside = f" ({old})" if old not in ("—", bound) else ""
+            c = by_key.get(key)
+            exploratory = "—" if c is None else verdict_badge(c.verdict) + aside
+        else:
             r = FROZEN_CLAIMS[key]
-            title = f"{r.source.split(' (')[0]}: {r.prop} (frozen protocol only)"
-            cells = (
-                keep_words(title),
-                "—",
-                "—",
-                "—",
-                fresh_badge(key) + _fragile_mark(key),
+            title = keep_words(
+                f"{r.source.split(' (')[0]}: {r.prop} (frozen protocol only)"
             )
-            lines.append("| " + " | ".join(cells) + " |")
+            exploratory = "—"
+        shown = _fresh_badge(got) + (" *fragile*" if _flips(got) else "")
+        cells = (title, bound, fresh_measure(got), shown, exploratory)
+        cells = tuple(_RANGE_HYPHEN.sub("\u2011", x) for x in cells)
+        lines.append("| " + " | ".join(x.replace("|", "\\|") for x in cells) + " |")
     return "\n".join(lines)
 
 
@@ -385,16 +479,77 @@ def fresh_verdicts() -> Dict[str, ConfirmatoryVerdict]:
     return confirmatory_verdicts()
 
 
+def _fresh_interval(key: str, got: ConfirmatoryVerdict):
+    """The interval behind an accuracy comparison's fresh verdict (the judge's arms, seeds and
+    :func:`~attnconv.experiments.verdicts.difference_interval`), for printing its ends to more
+    digits; ``None`` for any other claim, or while pending. The verdict stays the judge's."""
+    from ..evidence.judge import arm_runs
+    from ..experiments.verdicts import accuracy_side, difference_interval
+
+    c = FROZEN_CLAIMS.get(key)
+    accuracy = c is not None and c.kind in (v.NON_INFERIORITY, v.EQUIVALENCE)
+    if not accuracy or key.startswith("pruning_") or got.verdict == PENDING:
+        return None
+    runs = [arm_runs(arm, got.seeds) for arm in c.arms]
+    if any(r is None for r in runs):
+        return None
+    return difference_interval(accuracy_side(runs[0]), accuracy_side(runs[1]))
+
+
+def _boundaries(key: str) -> Tuple[float, ...]:
+    """The values (in points) an interval of claim ``key`` is judged against."""
+    c = FROZEN_CLAIMS[key]
+    m = 100 * (c.margin or 0.0)
+    return {v.NON_INFERIORITY: (-m,), v.EQUIVALENCE: (-m, m)}.get(c.kind, (m,))
+
+
+_CI = re.compile(r"\[(?P<lo>[+\u2212]?\d+\.\d), (?P<hi>[+\u2212]?\d+\.\d)\]")
+
+
+def sharpen(key: str, text: str, interval=None) -> str:
+    """``text`` (the judge's words on claim ``key``, or a cell cut from them) with each end of
+    its 95 % interval that rounds onto the margin printed with one more digit, so that
+    "[−4.8, −1.0]" against a −1-point margin reads "[−4.8, −0.96]": the interval does not reach
+    the margin, though it looks as if it touched it. ``interval``: the claim's interval in
+    shares (by default :func:`_fresh_interval`); a text whose ends are printed otherwise than it
+    rounds is left as it is."""
+    got = fresh_verdicts().get(key) if interval is None else None
+    iv = interval if interval is not None else got and _fresh_interval(key, got)
+    m = _CI.search(text)
+    if iv is None or m is None:
+        return text
+
+    def digits(x: float, n: int) -> str:
+        return f"{round(100 * x, n) + 0.0:+.{n}f}".replace("-", "\u2212")
+
+    if (m["lo"], m["hi"]) != (digits(iv.lo, 1), digits(iv.hi, 1)):
+        return text  # another interval than the one printed
+    ends = []
+    for printed, x in ((m["lo"], iv.lo), (m["hi"], iv.hi)):
+        onto = any(abs(round(100 * x, 1) - b) < 1e-9 for b in _boundaries(key))
+        ends.append(digits(x, 2) if onto else printed)
+    return text[: m.start()] + f"[{ends[0]}, {ends[1]}]" + text[m.end() :]
+
+
 def fresh_badge(key: str) -> str:
     """A claim's verdict on the fresh seeds as a badge: the verdict's colour (marked *interim*
     while it reads the first five seeds), "pending" while its runs are made, "—" for a statement
     the protocol does not judge."""
     got = fresh_verdicts().get(key)
-    if got is None:
-        return "—"
+    return "—" if got is None else _fresh_badge(got)
+
+
+def _fresh_badge(got: ConfirmatoryVerdict) -> str:
     if got.verdict == PENDING:
         return category_badge("pending")
     return verdict_badge(got.verdict) + (" (interim)" if got.interim else "")
+
+
+def _flips(got: ConfirmatoryVerdict) -> List[str]:
+    """Each alternative under which the judged verdict ``got`` changes, in words."""
+    if got.verdict == PENDING:
+        return []
+    return [f"{w} with {a}" for a, w in got.alternatives.items() if w != got.verdict]
 
 
 def fresh_map_cell(claims: Sequence[Tuple[str, str]]) -> str:
@@ -454,13 +609,6 @@ def paper_map_text(text: str) -> str:
             line = f"{body} | {lead}{MAP_JOIN}{old} |\n"
         out.append(line)
     return "".join(out)
-
-
-def _fragile_mark(key: str) -> str:
-    """`` *fragile*`` after a fresh badge whose verdict changes under an alternative."""
-    got = fresh_verdicts().get(key)
-    judged = got is not None and got.verdict != PENDING
-    return " *fragile*" if judged and fragile_words(key) else ""
 
 
 def fresh_counts(keys: Sequence[str]) -> Dict[str, int]:
@@ -531,15 +679,14 @@ def fresh_sentence(key: str) -> str:
     interim = ", interim: the first five seeds" if got.interim else ""
     return (
         f"*Fresh seeds* (frozen protocol{interim}). **{got.verdict}** — "
-        f"{_one_line(got.detail)}.{fragile_words(key)}"
+        f"{sharpen(key, _one_line(got.detail))}.{fragile_words(key)}"
     )
 
 
 def fragile_words(key: str) -> str:
     """`` *Fragile:* inconclusive with Holm's adjustment over the family.`` — each defensible
     alternative of the protocol under which the claim's fresh verdict changes, or nothing."""
-    got = fresh_verdicts()[key]
-    flips = [f"{v} with {a}" for a, v in got.alternatives.items() if v != got.verdict]
+    flips = _flips(fresh_verdicts()[key])
     return f" *Fragile:* {'; '.join(flips)}." if flips else ""
 
 
@@ -645,29 +792,81 @@ def shown_badge(c: Claim) -> str:
 
 
 def claims_count_sentence(claims: Sequence[Claim]) -> str:
-    """How the book's counts of claims fit together, from the registry and the frozen protocol:
-    the statements judged, those shown apart, and the protocol's claims (the same ones and any it
-    adds)."""
+    """How the book counts the paper's experimental claims, from the frozen protocol and the
+    registry: one count (the protocol's claims, judged on fresh seeds), then what is left out and
+    why (the statements shown apart: an exact count, a description), then how the exploratory
+    count differs (the protocol's claims the registry lacks, and any it drops)."""
     mine = counted(claims)
     aside = not_counted(claims)
     keys = {c.key for c in mine}
     added = [FROZEN_CLAIMS[k].prop for k in FROZEN_CLAIMS if k not in keys]
     dropped = [c for c in mine if c.key not in FROZEN_CLAIMS]
+    why = {
+        "an exact count": "settled by counting, with no noise to judge",
+        "a description": "the paper reports one run, which no rule can test",
+    }
     kinds = [
         "an exact count" if c.key in EXACT_CHECKS else "a description" for c in aside
     ]
     text = (
-        f"The book tests {len(claims)} statements of the paper's experiments. "
-        f"{len(mine)} are claims the book's rule judges; {len(aside)} are shown apart, "
-        f"not counted ({' and '.join(kinds)})."
+        f"The book counts {len(FROZEN_CLAIMS)} experimental claims of the paper: the frozen "
+        "protocol's, each judged on fresh seeds."
     )
-    same = "the same" if not dropped else f"{len(mine) - len(dropped)} of the"
-    text += (
-        f" The frozen protocol judges {same} {len(mine) - len(dropped)} claims again"
+    if aside:
+        text += (
+            f" It leaves out {_WORDS.get(len(aside), len(aside))} more statements, shown "
+            "apart without a verdict: "
+            + "; ".join(f"{k} ({why[k]})" for k in kinds)
+            + "."
+        )
+    if added or dropped:
+        parts = []
+        if added:
+            parts.append(
+                f"the protocol added {_WORDS.get(len(added), len(added))}: "
+                + "; ".join(added)
+            )
+        if dropped:
+            parts.append(f"{len(dropped)} are not the protocol's")
+        text += (
+            " The exploratory verdicts, made before the freeze, cover "
+            f"{len(mine)} claims; " + ", and ".join(parts) + "."
+        )
+    return text
+
+
+def judged_elsewhere(keys: Sequence[str]) -> Dict[str, str]:
+    """The frozen protocol's claims not among ``keys`` (those a page judges), each with the label
+    of the section that prints its evidence (the registry's ``where``; "" where it has none)."""
+    return {
+        k: CLAIMS[k].where if k in CLAIMS else ""
+        for k in FROZEN_CLAIMS
+        if k not in keys
+    }
+
+
+def _ordinal(n: int) -> str:
+    suffix = (
+        "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
     )
-    if added:
-        text += " and " + ", ".join(f"one more ({a})" for a in added)
-    return text + f": {len(FROZEN_CLAIMS)} in all."
+    return f"{n}{suffix}"
+
+
+def elsewhere_stated(notebook, elsewhere: Mapping[str, str]) -> bool:
+    """Whether ``notebook``'s "In short" box says where the protocol's claims ``elsewhere``
+    (:func:`judged_elsewhere`) are judged: one claim as the protocol's last by number ("18th
+    claim"), with a reference to its section; several, each section referenced."""
+    cells = json.loads(Path(notebook).read_text())["cells"]
+    box = next(
+        " ".join("".join(c["source"]).split())
+        for c in cells
+        if c["cell_type"] == "markdown"
+        and "{admonition} In short" in "".join(c["source"])
+    )
+    refs = all(f"<{where}>`" in box for where in elsewhere.values() if where)
+    if len(elsewhere) == 1:
+        return refs and f"{_ordinal(len(FROZEN_CLAIMS))} claim" in box
+    return refs
 
 
 def counted(claims: Sequence[Claim]) -> List[Claim]:

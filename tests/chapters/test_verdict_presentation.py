@@ -137,13 +137,17 @@ def test_the_count_sentence_reconciles_registry_and_protocol():
     judged = [replace(_claim(), key=k) for k in FROZEN if k != "pruning_finds_heads"]
     text = pv.claims_count_sentence(judged + [flops, pruned])
     n = len(judged)
+    # one count first: the protocol's claims
     assert text.startswith(
-        f"The book tests {n + 2} statements of the paper's experiments."
+        f"The book counts {len(FROZEN)} experimental claims of the paper: the frozen "
+        "protocol's, each judged on fresh seeds."
     )
-    assert f"{n} are claims the book's rule judges; 2 are shown apart" in text
-    assert f"judges the same {n} claims again" in text
-    assert FROZEN["pruning_finds_heads"].prop in text
-    assert text.endswith(f": {len(FROZEN)} in all.")
+    # then what is left out, and why
+    assert "It leaves out two more statements, shown apart without a verdict" in text
+    assert "an exact count (settled by counting" in text and "a description (" in text
+    # then the exploratory count, and the claim the protocol added
+    assert f"cover {n} claims; the protocol added one: " in text
+    assert text.endswith(FROZEN["pruning_finds_heads"].prop + ".")
 
 
 def test_redundancy_note_says_when_only_a_helpful_removal_can_pass():

@@ -1,0 +1,203 @@
+"""Table 17.2, led by the frozen protocol: each row's numbers are the judge's own (its
+ConfirmatoryVerdict objects), its threshold or margin the protocol's, and nothing is judged in
+the chapter layer."""
+
+import re
+
+import pytest
+
+from attnconv.chapters import paper_verdicts as pv
+from attnconv.evidence.judge import PENDING, ConfirmatoryVerdict, confirmatory_verdicts
+from attnconv.evidence.protocol import CLAIMS as FROZEN
+from attnconv.experiments.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
+
+SEEDS = tuple(range(1000, 1008))
+
+
+def _verdicts():
+    """One made-up verdict per claim of the protocol, in the judge's own words."""
+    out = {}
+    for i, (key, c) in enumerate(FROZEN.items()):
+        if c.kind == "share":
+            detail = (
+                f"{i % 9} of 8 seeds (share 0.{i:02d}-0.9{i % 10}, each end a one-sided "
+                "95 % bound); null (untrained models): 0.00; one-sided p = 0.5 against 0.50"
+            )
+        else:
+            detail = (
+                f"\u2212{i}.5 points, 95 % CI [\u2212{i + 1}.1, +0.{i % 10}] (paired, 8 v 8 "
+                "seeds): the interval does not settle it"
+            )
+        verdict = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE)[i % 3]
+        alts = {"margin halved": INCONCLUSIVE if i % 2 else verdict}
+        out[key] = ConfirmatoryVerdict(key, verdict, detail, SEEDS, 0.5, 0.05, alts)
+    return out
+
+
+def _rows(table):
+    rows = {}
+    for line in table.splitlines()[2:]:
+        cells = [x.strip() for x in line.strip("|").split(" | ")]
+        assert len(cells) == 5, line
+        rows[cells[0]] = cells
+    return rows
+
+
+def _row_of(rows, key):
+    title = (
+        pv.CLAIMS[key].title if key in pv.CLAIMS else pv.keep_words(FROZEN[key].prop)
+    )
+    title = pv._RANGE_HYPHEN.sub(
+        "\u2011", title
+    )  # as the table keeps "4-6" on one line
+    (row,) = [r for t, r in rows.items() if title in t]
+    return row
+
+
+class _Claim:
+    def __init__(self, key, verdict):
+        self.key, self.verdict = key, verdict
+
+
+def test_each_row_prints_the_judges_numbers_and_the_protocols_bound():
+    verdicts = _verdicts()
+    claims = [_Claim(k, INCONCLUSIVE) for k in pv.CLAIMS if k in FROZEN]
+    rows = _rows(
+        pv.claims_table(claims, link=False, badge=True, fresh=True, verdicts=verdicts)
+    )
+    assert len(rows) == len(FROZEN)  # every claim the protocol judges, none else
+    for key, got in verdicts.items():
+        _, bound, measure, badge, exploratory = _row_of(rows, key)
+        c = FROZEN[key]
+        # the protocol's threshold or margin, never the registry's
+        if c.margin is not None:
+            assert bound.endswith(
+                f"{100 * c.margin:g} point" + "s" * (c.margin != 0.01)
+            )
+        elif c.threshold is not None:
+            assert bound == f"threshold {pv._number(c.threshold)}"
+        else:
+            assert bound == "—"
+        # the measure: the judge's numbers as it wrote them
+        numbers = re.findall(r"\d+(?:\.\d+)?", got.detail.split(" (")[0])
+        if c.kind == "share":
+            k, n, lo, hi = re.match(
+                r"(\d+) of (\d+) seeds \(share ([\d.]+)-([\d.]+)", got.detail
+            ).groups()
+            assert measure == f"{k} of {n} seeds; share {lo}\u2060–\u2060{hi}"
+        else:
+            lo, hi = re.search(r"\[([^,]+), ([^\]]+)\]", got.detail).groups()
+            assert (
+                measure.startswith(got.detail.split(",")[0])
+                and f"[{lo}, {hi}]" in measure
+            )
+            assert numbers[0] in measure
+        word = got.verdict.removesuffix(" at CPU scale")
+        assert f"`{word}`" in badge
+        assert ("*fragile*" in badge) == got.fragile
+        assert ("—" == exploratory) == (key not in pv.CLAIMS)
+        if key in pv.CLAIMS:
+            assert exploratory.startswith(pv.verdict_badge(INCONCLUSIVE))
+
+
+def test_a_pending_claim_shows_no_number():
+    got = ConfirmatoryVerdict("close_to_resnet", PENDING, "runs made: learned 3 of 8")
+    assert pv.fresh_measure(got) == "—"
+
+
+def test_the_registrys_own_threshold_is_shown_where_it_differs():
+    """Ch. 9's claim: the registry judged heads on one key at 0.5, the protocol at 0.9."""
+    verdicts = _verdicts()
+    claims = [_Claim("learned_pixels", REPRODUCED)]
+    table = pv.claims_table(
+        claims, link=False, badge=True, fresh=True, verdicts=verdicts
+    )
+    row = _row_of(_rows(table), "learned_pixels")
+    assert row[1] == "threshold 0.9" and row[4].endswith("(threshold 0.5)")
+
+
+@pytest.fixture(scope="module")
+def judged():
+    return confirmatory_verdicts()
+
+
+def test_the_committed_runs_verdicts_as_table_17_2_prints_them(judged):
+    """On the committed fresh runs: each judged claim's cell prints only numbers of the judge's
+    detail, its estimate (or count of seeds) first, e.g. the learned model's "−10.0 points"
+    below ResNet18, and both ends of its interval (an end that rounds onto the margin to one
+    more digit, which rounds back to the judge's)."""
+
+    def one_digit(number):
+        x = float(number.replace("\u2212", "-"))
+        return f"{round(x, 1) + 0.0:+.1f}".replace("-", "\u2212")
+
+    for key, got in judged.items():
+        measure = pv.fresh_measure(got)
+        if got.verdict == PENDING:
+            assert measure == "—"
+            continue
+        for number in re.findall(r"[+\u2212]?\d+(?:\.\d+)?", measure):
+            if (
+                number not in got.detail
+            ):  # sharpened: two decimals, the judge's when rounded
+                assert len(number.split(".")[1]) == 2, (key, number)
+                assert one_digit(number) in got.detail, (key, number)
+        assert measure.split(" ")[0] == got.detail.split(" ")[0].rstrip(","), key
+        ends = re.search(
+            r"(?:CI \[|share )([\d.+\u2212]+)(?:, |-)([\d.+\u2212]+)", got.detail
+        )
+        shown = re.search(
+            r"(?:\[|share )([\d.+\u2212]+)(?:, |\u2060–\u2060)([\d.+\u2212]+)", measure
+        )
+        for judge_end, cell_end in zip(ends.groups(), shown.groups()):
+            assert cell_end == judge_end or one_digit(cell_end) == judge_end, key
+
+
+def test_a_box_names_where_the_protocols_other_claim_is_judged(tmp_path):
+    keys = [k for k in FROZEN if k != "learned_matched_lemma"]
+    elsewhere = pv.judged_elsewhere(keys)
+    assert elsewhere == {
+        "learned_matched_lemma": pv.CLAIMS["learned_matched_lemma"].where
+    }
+    box = (
+        "```{admonition} In short\n:class: tip\n- On fresh seeds: ... The protocol's "
+        f"{len(FROZEN)}th claim is judged in\n{{ref}}`ch. 9 <{elsewhere['learned_matched_lemma']}>`.\n```"
+    )
+    nb = tmp_path / "x.ipynb"
+    cell = {"cell_type": "markdown", "source": box.splitlines(keepends=True)}
+    nb.write_text(__import__("json").dumps({"cells": [cell]}))
+    assert pv.elsewhere_stated(nb, elsewhere)
+    cell["source"] = box.replace(f"{len(FROZEN)}th", "17th").splitlines(keepends=True)
+    nb.write_text(__import__("json").dumps({"cells": [cell]}))
+    assert not pv.elsewhere_stated(nb, elsewhere)
+    assert (
+        pv._ordinal(1) == "1st"
+        and pv._ordinal(12) == "12th"
+        and pv._ordinal(22) == "22nd"
+    )
+
+
+def test_an_end_that_rounds_onto_the_margin_gets_one_more_digit():
+    """Against a −1-point margin, −0.958 points prints as −1.0: it reads −0.96; the other end,
+    and an end away from the margin, keep the judge's digit."""
+    from attnconv.experiments.verdicts import Interval
+
+    iv = Interval(-0.0289, -0.0482, -0.00958, 0.01, 7.0, 0.02, "paired", (8, 8))
+    text = "−2.9 points, 95 % CI [−4.8, −1.0] (paired, 8 v 8 seeds): the interval"
+    got = pv.sharpen("similar_or_better", text, iv)
+    assert "[−4.8, −0.96]" in got and got.startswith("−2.9 points")
+    # equivalence: either end against ±1 point
+    iv2 = Interval(0.0, -0.01049, 0.0102, 0.01, 7.0, 0.02, "paired", (8, 8))
+    assert "[−1.05, +1.02]" in pv.sharpen("no_gain", "[−1.0, +1.0]", iv2)
+    # away from the margin, or printed otherwise than the interval rounds: unchanged
+    assert pv.sharpen("close_to_resnet", "[−12.2, −7.8]", iv) == "[−12.2, −7.8]"
+    assert pv.sharpen("similar_or_better", "[−4.7, −1.0]", iv) == "[−4.7, −1.0]"
+
+
+def test_the_committed_runs_interval_is_the_judges(judged):
+    """The interval sharpen reads rounds to exactly what the judge printed."""
+    for key, got in judged.items():
+        iv = pv._fresh_interval(key, got)
+        if iv is None:
+            continue
+        assert iv.format() in got.detail, key
