@@ -562,6 +562,7 @@ def fresh_map_cell(claims: Sequence[Tuple[str, str]]) -> str:
         judged = got[key].verdict != PENDING
         number = got[key].detail.split(" (")[0] if judged else ""
         number = re.sub(r"(?<![\w.])-(?=\d)", "\u2212", number)  # a minus sign
+        number = sharpen(key, number) if judged else number
         parts.append(" ".join(w for w in (label, fresh_badge(key), number) if w))
     return "; ".join(parts)
 
