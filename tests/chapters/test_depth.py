@@ -551,6 +551,13 @@ def test_intro_states_the_confirmatory_numbers_it_names():
     n_seeds = len(pixels.seeds)
     assert pixels.detail.startswith(f"0 of {n_seeds} seeds")
     assert f"in none of {n_seeds} seeds is a learned head" in flat
+    ch9 = json.loads((PAPER_MAP.parent / "09_learned_encoding.ipynb").read_text())
+    ch9_text = " ".join(
+        " ".join(
+            "".join(c["source"]) for c in ch9["cells"] if c["cell_type"] == "markdown"
+        ).split()
+    )
+    assert f"none of the {n_seeds} fresh seeds passes 0.9" in ch9_text
     gap = float(
         re.match(r"(−?[0-9.]+) points", resnet.detail).group(1).replace("−", "-")
     )
