@@ -26,7 +26,6 @@ from ..evidence.judge import (
     ConfirmatoryVerdict,
     confirmatory_verdicts,
     interim_words,
-    tally_sentence,
 )
 from ..evidence.protocol import CLAIMS as FROZEN_CLAIMS
 from ..evidence.protocol import NOT_JUDGED
@@ -892,14 +891,24 @@ def tally_words(claims: Sequence[Claim]) -> str:
 _WORDS = {1: "one", 2: "two", 3: "three", 4: "four"}
 
 
+def _fresh_headline(fresh: Mapping[str, ConfirmatoryVerdict]) -> str:
+    """The box's line beside the fresh-seed badges, which carry the counts: how many claims,
+    judged on how many fresh seeds per model (the most any claim read)."""
+    seeds = max((len(g.seeds) for g in fresh.values()), default=0)
+    per = f" ({seeds} per model)" if seeds else ""
+    return (
+        f"The paper's {len(fresh)} experimental claims, judged on fresh seeds{per} under the "
+        "frozen protocol."
+    )
+
+
 def what_holds_box(
     claims: Sequence[Claim],
     fresh: Optional[Mapping[str, ConfirmatoryVerdict]] = None,
 ) -> str:
     """Chapter 17's result box, so that nothing in it is typed by hand: the theory's line, then
     the frozen protocol's verdicts on the fresh seeds (``fresh``, by default
-    :func:`fresh_verdicts`) as badges and as :func:`~attnconv.evidence.judge.tally_sentence`,
-    then the exploratory counts of the rule's verdicts on the counted claims (:func:`counted`)
+    :func:`fresh_verdicts`) as badges beside one line that says what they count, then the exploratory counts of the rule's verdicts on the counted claims (:func:`counted`)
     as a secondary bullet. What the paper says and how the book checks it follow the box, in
     the chapter's text."""
     fresh = fresh_verdicts() if fresh is None else fresh
@@ -912,8 +921,7 @@ def what_holds_box(
         ":class: tip result-box\n"
         f"{category_badge('exact')} **The theory holds as stated; {wrong} statements are wrong "
         "by an exact check.**\n\n"
-        f"{count_badges(on_fresh)} **The experimental claims, on fresh seeds:** "
-        f"{tally_sentence(dict(fresh))}.\n\n"
+        f"{count_badges(on_fresh)} **{_fresh_headline(fresh)}**\n\n"
         f"- {category_badge('exploratory')} **Before the freeze** (secondary): "
         f"of {len(mine)} experimental claims, CPU-scale runs reproduce "
         f"{n[REPRODUCED]}, do not reproduce {n[NOT_REPRODUCED]} and cannot settle "
