@@ -24,14 +24,14 @@ interactive elements respond (every slider, the play button and, where the figur
 clickable, a click on its image change each Plotly figure; ipywidgets embedded from widget state
 render and respond), and the reading checks: no word or number in a table cell broken across
 lines, at 1400 px and at 1280 px (broken-table-word: every word of every visible td/th is a
-DOM Range, and its rects must lie on one line, except after a compound's own hyphen); no code block (notebook input or Markdown
-code) that scrolls sideways at 1400 px (overflow-code); every experiment chapter
+DOM Range, and its rects must lie on one line, except after a compound's own hyphen); no code block (notebook input, Markdown
+code or source listing) that scrolls sideways at 1400 px or at 1280 px (overflow-code); every experiment chapter
 (EXPERIMENT_CHAPTERS) has a result box (an admonition with class result-box) starting in the
 first FIRST_SCREEN_PX px of its content (no-result-box). The reader's rules (READER_RULES and
 sidebar-order, see the constants below): a figure within the first FIRST_SCREEN_PX px of the
 intro and of every chapter (late-figure), no visible output line ending in True/False outside a
 collapsed block (true-false-output), nothing scrolling sideways at NARROW_WIDTH px (outputs,
-tables, Plotly; a code block only inside its own box; overflow-1280), every chapter image in a
+tables, Plotly, a code block's box; overflow-1280), every chapter image in a
 <figure> captioned "Figure <chapter>.k" (unnumbered-figure), the sidebar in chapter-number
 order (sidebar-order), at most MAX_CODE_LINES visible code lines per chapter (code-lines); pages being reworked elsewhere list
 their failures as EXPECTED (EXPECTED_READER_FAILURES) until the entry is removed. Each page's

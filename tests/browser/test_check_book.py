@@ -126,14 +126,43 @@ def test_compound_broken_at_its_hyphen_passes_a_number_range_fails(browser):
 
 
 def test_code_block_that_scrolls(browser):
+    """A cell's input and a source listing (code a cell displays) that scroll sideways fail; a
+    printed output does not (it wraps, and its own checks are overflow-output)."""
     long = "x = " + "1 + " * 60 + "1"
+    pre = "<pre style='width:300px;overflow:auto'>{}</pre>"
     html = (
         "<div class='cell'><div class='cell_input'><div class='highlight'>"
-        f"<pre style='width:300px;overflow:auto'>{long}</pre></div></div></div>"
+        f"{pre.format(long)}</div></div></div>"
         "<div class='highlight'><pre style='width:300px;overflow:auto'>y = 1</pre></div>"
+        "<div class='cell'><div class='cell_output'><div class='highlight-python'>"
+        f"<div class='highlight'>{pre.format(long)}</div></div>"
+        "<div class='output stream highlight-myst-ansi'><div class='highlight'>"
+        f"{pre.format(long)}</div></div></div></div>"
     )
     code = _measure(browser, html)["code"]
-    assert len(code) == 1 and code[0]["cell"] == 0 and code[0]["chars"] == len(long)
+    assert [c["cell"] for c in code] == [0, 1]
+    assert all(c["chars"] == len(long) for c in code)
+
+
+def test_code_that_fits_at_1400_but_scrolls_at_1280_fails(browser):
+    """reading_checks measures code at the 1400 px viewport and again at NARROW_WIDTH: a block
+    that only scrolls at 1280 px is an overflow-code failure there."""
+    line = "x" * 80  # 674 px at 14 px: fits half of a 1400 px window, not of 1280 px
+    context = browser.new_context(viewport=check_book.VIEWPORT)
+    page = context.new_page()
+    page.set_content(
+        "<html><body style='margin:0'><main><article class='bd-article'>"
+        "<div class='cell'><div class='cell_input'><div class='highlight'>"
+        "<pre style='width:50vw;overflow:auto;white-space:pre;padding:0;margin:0;"
+        f"font:14px/1 monospace'>{line}</pre></div></div></div></article></main></body></html>"
+    )
+    rep = check_book.Report()
+    info: dict = {}
+    check_book.reading_checks(page, rep, "book/appendix_x.html", info, None)
+    context.close()
+    assert info["overflow_code"] == 0 and info["overflow_code_1280"] == 1, info
+    [(where, text)] = rep.failures["overflow-code"]
+    assert where == "book/appendix_x.html" and "at 1280 px" in text, text
 
 
 def test_code_scrolls_in_its_box_at_the_narrow_width_an_output_does_not(browser):

@@ -164,8 +164,15 @@ def _reader_page(browser, html: str, theme: str = "light", height: int = 600):
 
 def _sidebar(style: str, items_class: str, title: str = "") -> str:
     """A sidebar as the theme builds it: an optional title item, the search field's item, then
-    80 chapter entries (enough to scroll)."""
-    nav = "".join(f"<li>chapter {i}</li>" for i in range(80))
+    80 chapter entries (enough to scroll) in parts whose bold captions reach past the entries'
+    column (as "Theory, with numeric checks" does in the book)."""
+    caption = (
+        "<p class='caption' style='white-space:nowrap;font-weight:700'>"
+        "Theory, with numeric checks and more</p>"
+    )
+    nav = "".join(
+        (caption if i % 10 == 0 else "") + f"<li>chapter {i}</li>" for i in range(80)
+    )
     return (
         f"<div class='bd-sidebar-primary' {style}><div class={items_class}>{title}"
         "<div class='sidebar-primary-item'><button class='search-button-field'>Search"
@@ -598,24 +605,27 @@ def test_verdict_dropdown_bars_follow_the_colour_mode(
 
 SIDEBAR_LEAK_JS = """() => {
   const s = document.querySelector('.bd-sidebar-primary');
-  s.scrollTop = 400;
   const item = document.querySelector('.sidebar-primary-item:has(> .search-button-field)');
-  const box = s.getBoundingClientRect(), r = item.getBoundingClientRect();
-  const seen = [];
-  for (let y = box.top + 1; y < r.bottom - 1; y += 2)
-    for (let x = box.left + 2; x < box.right - 4; x += 4) {
-      const e = document.elementFromPoint(x, y);
-      if (e && e.closest('li')) seen.push([x, y]);
-    }
-  return {top: r.top - box.top, seen: seen.length};
+  const seen = [], tops = [];
+  for (let scroll = 200; scroll <= 800; scroll += 8) {  // entries and captions pass beneath
+    s.scrollTop = scroll;
+    const box = s.getBoundingClientRect(), r = item.getBoundingClientRect();
+    tops.push(r.top - box.top);
+    for (let y = box.top + 1; y < r.bottom - 1; y += 2)
+      for (let x = box.left + 2; x < box.right - 4; x += 4) {
+        const e = document.elementFromPoint(x, y);
+        if (e && e.closest('li, p.caption')) seen.push([scroll, x, y]);
+      }
+  }
+  return {top: Math.max(...tops.map(Math.abs)), seen: seen.length, first: seen[0] || null};
 }"""
 
 
 @pytest.mark.parametrize("theme", ["light", "dark"])
 def test_nothing_shows_through_around_the_sticky_search_field(browser, theme):
-    """With the theme's sidebar (1rem of padding): once the sidebar is scrolled, no entry of the
-    list shows above or beside the search field; its opaque item covers the sidebar's top band
-    and its full width."""
+    """With the theme's sidebar (1rem of padding): once the sidebar is scrolled, no entry or part
+    caption of the list shows above or beside the search field; its opaque item covers the
+    sidebar's top band and its full width, side paddings included."""
     context, page = _themed_page(
         browser,
         _sidebar(

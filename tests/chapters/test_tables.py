@@ -5,6 +5,7 @@ from attnconv.chapters.shared.tables import (
     captioned,
     fit_column,
     markdown_table,
+    matrices_shown,
     pack_items,
 )
 
@@ -55,3 +56,17 @@ def test_captioned_sets_the_table_label_in_bold():
     assert captioned(table, "Checks").data.startswith("```{table} Checks\n")
     with pytest.raises(ValueError, match="backtick"):
         captioned(table, "Table 1.1 — `code`")
+
+
+def test_matrices_shown_as_one_display_equation():
+    shown = matrices_shown(
+        [[1.0, 2.0], [3.0, 4.0]], [[0.0, 0.0], [0.0, 1.5]], "shift (1, 1)"
+    )
+    # oracle: the LaTeX written out by hand
+    assert shown.data == (
+        r"$$ \begin{pmatrix} 1 & 2 \\ 3 & 4 \end{pmatrix} "
+        r"\xrightarrow{\text{shift (1, 1)}} "
+        r"\begin{pmatrix} 0 & 0 \\ 0 & 1.5 \end{pmatrix} $$"
+    )
+    with pytest.raises(ValueError):
+        matrices_shown([[1]], [[1]], r"\alpha")

@@ -6,7 +6,14 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-__all__ = ["COLUMN_CHARS", "fit_column", "pack_items", "markdown_table", "captioned"]
+__all__ = [
+    "COLUMN_CHARS",
+    "fit_column",
+    "pack_items",
+    "markdown_table",
+    "captioned",
+    "matrices_shown",
+]
 
 #: Characters of printed output that fit the book's column (measured in Chromium at 1400 px and
 #: wider by tests/browser/check_book.py: 752 px of text at 8.43 px per character).
@@ -117,3 +124,25 @@ def captioned(table, caption: str, name: str = ""):
         caption = f"**{m.group(1)}** {m.group(2)}".rstrip()
     label = f":name: {name}\n" if name else ""
     return Markdown(f"```{{table}} {caption}\n{label}\n{text}\n```")
+
+
+def _latex_matrix(rows) -> str:
+    """A LaTeX ``pmatrix`` of ``rows`` (nested sequences or a 2-D tensor), each entry as
+    ``format(v, "g")``: 1.0 is written 1, -0.5 is written -0.5."""
+    rows = rows.tolist() if hasattr(rows, "tolist") else rows
+    body = r" \\ ".join(" & ".join(format(v, "g") for v in row) for row in rows)
+    return r"\begin{pmatrix} " + body + r" \end{pmatrix}"
+
+
+def matrices_shown(before, after, arrow: str):
+    """Two small matrices as one display equation, ``before`` →(``arrow``)→ ``after``: an
+    ``IPython.display.Markdown`` object the book typesets with MathJax, instead of a printed
+    ``tensor([[...]])``."""
+    from IPython.display import Markdown
+
+    if "}" in arrow or "{" in arrow or "\\" in arrow:
+        raise ValueError("the arrow's label is plain text")
+    return Markdown(
+        f"$$ {_latex_matrix(before)} \\xrightarrow{{\\text{{{arrow}}}}} "
+        f"{_latex_matrix(after)} $$"
+    )

@@ -140,14 +140,15 @@ TABLE_WORDS_JS = r"""
 }
 """
 
-# Code blocks (notebook inputs and Markdown code) that scroll sideways.
+# Code blocks that scroll sideways: notebook inputs, Markdown code and the source listings that
+# cells display (inspect.getsource, in a cell's output but no printed output: div.output).
 CODE_SCROLL_JS = r"""
 () => {
   const visible = el => !!(el.offsetWidth || el.offsetHeight || el.getClientRects().length);
   const cells = [...document.querySelectorAll('div.cell')];
   return [...document.querySelectorAll('div.cell_input pre, article div.highlight pre, main div.highlight pre')]
     .filter((p, i, all) => all.indexOf(p) === i)
-    .filter(p => visible(p) && !p.closest('div.cell_output, div.output'))
+    .filter(p => visible(p) && !p.closest('div.output'))
     .map(p => [p, ...[p.parentElement].filter(e => e && e.matches('div.highlight'))])
     .filter(els => els.some(e => e.scrollWidth > e.clientWidth + 1))
     .map(([p]) => {
@@ -186,8 +187,9 @@ FIGURE_TOP_JS = r"""
 """
 
 # At the narrow width: text outputs and table wrappers that scroll sideways, code blocks whose own
-# box reaches past the content column (a long line of code scrolls inside its box there, see
-# reader.css), and output elements (Plotly figures, images, widgets, iframes) that reach past it.
+# box reaches past the content column (a code block that scrolls inside its box is overflow-code,
+# measured at this width too by CODE_SCROLL_JS), and output elements (Plotly figures, images,
+# widgets, iframes) that reach past it.
 NARROW_OVERFLOW_JS = r"""
 (sel) => {
   const visible = el => !!(el.offsetWidth || el.offsetHeight || el.getClientRects().length);
@@ -244,21 +246,29 @@ def is_experiment_chapter(page: str) -> bool:
     return page[: -len(".html")] in EXPERIMENT_CHAPTERS
 
 
-def reading_checks(page, rep: Report, name: str, info: dict, numbers) -> None:
-    """Broken words in tables (at each of TABLE_WIDTHS), code that scrolls sideways, the result
-    box of an experiment chapter, and the page height, at the 1400 px viewport. Leaves the
-    viewport as it found it."""
-    info["page_height"] = page.evaluate("() => document.documentElement.scrollHeight")
+def code_scroll_checks(page, rep: Report, name: str, numbers, width: int) -> int:
+    """Code blocks that scroll sideways at the page's current viewport (``width`` px): each is an
+    overflow-code failure. Returns how many."""
     scrolling = page.evaluate(CODE_SCROLL_JS)
     for o in scrolling:
         label = cell_label(numbers, o["cell"])
         rep.fail(
             name,
             "overflow-code",
-            f"{label}: {o['scrollWidth']} px in {o['clientWidth']} px "
+            f"{label}, at {width} px: {o['scrollWidth']} px in {o['clientWidth']} px "
             f"({o['chars']} chars): {o['text']}",
         )
-    info["overflow_code"] = len(scrolling)
+    return len(scrolling)
+
+
+def reading_checks(page, rep: Report, name: str, info: dict, numbers) -> None:
+    """Broken words in tables (at each of TABLE_WIDTHS), code that scrolls sideways (at the
+    1400 px viewport and at NARROW_WIDTH), the result box of an experiment chapter, and the page
+    height, at the 1400 px viewport. Leaves the viewport as it found it."""
+    info["page_height"] = page.evaluate("() => document.documentElement.scrollHeight")
+    info["overflow_code"] = code_scroll_checks(
+        page, rep, name, numbers, VIEWPORT["width"]
+    )
     if is_experiment_chapter(name):
         top = page.evaluate(RESULT_BOX_JS, RESULT_BOX_SELECTOR)
         info["result_box_top"] = top
@@ -289,6 +299,9 @@ def reading_checks(page, rep: Report, name: str, info: dict, numbers) -> None:
             time.sleep(
                 0.3
             )  # Plotly's responsive figures resize on the window's resize event
+            info["overflow_code_1280"] = code_scroll_checks(
+                page, rep, name, numbers, width
+            )
             narrow = page.evaluate(NARROW_OVERFLOW_JS, OUTPUT_PRE_SELECTOR)
             info["overflow_1280"] = len(narrow)
             for o in narrow:

@@ -50,8 +50,8 @@ FIRST_SCREEN_PX = 1400
 #   true-false-output   no visible output line ends in True / False (checks belong in a
 #                       collapsed Checks block that prints numbers with their tolerance)
 #   overflow-1280       nothing scrolls sideways at NARROW_WIDTH px: text outputs, tables,
-#                       Plotly figures (wider than the column); a code block may scroll inside
-#                       its own box (reader.css), which stays within the column
+#                       Plotly figures (wider than the column), a code block's box; a code block
+#                       that scrolls inside its own box there is overflow-code, as at 1400 px
 #   unnumbered-figure   every image of a chapter sits in a <figure> whose caption starts with
 #                       the chapter's own number: "Figure 4.1 — ..."
 #   sidebar-order       the sidebar lists the numbered chapters in number order (7, 7b, 8, ...)
@@ -147,7 +147,7 @@ KIND_TEXT = {
     "missing-page": "redirect to a missing page",
     "workshop-text": "reader page names an issue, a commit, page faults or a goal",
     "broken-table-word": "word or number broken across lines in a table cell",
-    "overflow-code": "code block scrolls sideways",
+    "overflow-code": f"code block scrolls sideways (at 1400 or {NARROW_WIDTH} px)",
     "no-result-box": "experiment chapter without a result box on its first screen",
     "late-figure": f"no figure within the first {FIRST_SCREEN_PX} px of the page",
     "true-false-output": "visible output line ending in True/False (not in a collapsed block)",
