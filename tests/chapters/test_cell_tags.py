@@ -22,3 +22,11 @@ def test_a_hidden_cell_without_output_leaves_no_bar():
                     "".join(cell["source"])[:60],
                 )
     assert seen > 100
+
+
+def test_no_notebook_saves_widget_state():
+    """Saved widget state (``metadata.widgets``, written when a notebook is executed with
+    nbconvert) makes the built page load the widget manager from a CDN, which the offline book
+    must not: the explorer's widgets are live in Jupyter only."""
+    for path in sorted(BOOK.glob("*.ipynb")):
+        assert "widgets" not in json.loads(path.read_text())["metadata"], path.name
