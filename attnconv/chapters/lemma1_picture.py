@@ -105,7 +105,7 @@ def plot_heads_and_matrices(
         )
         qi, qj = query[0] + p, query[1] + p
         crop = row[qi - zoom : qi + zoom + 1, qj - zoom : qj + zoom + 1].numpy()
-        ax_a.imshow(crop, cmap="Blues", vmin=0, vmax=1)
+        ax_a.imshow(crop, cmap="Purples", vmin=0, vmax=1)
         ax_a.add_patch(
             plt.Rectangle((zoom - 0.5, zoom - 0.5), 1, 1, fill=False, ec="red", lw=1.2)
         )

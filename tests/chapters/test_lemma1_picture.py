@@ -49,6 +49,10 @@ def test_head_matrices_are_the_kernel_slices_and_plots_draw():
     assert (
         not bar.images and "W^{(h)}" in bar.get_ylabel()
     )  # the bar says what it reads
+    # attention and weights in two colour maps: the weights' blue (negative) is never the
+    # attention's dark (1)
+    maps = {ax.images[0].get_cmap().name for ax in fig.axes[:-1] if ax.images}
+    assert maps == {"Purples", "RdBu_r"}
     plt.close(fig)
     fig = plot_outputs(x[0], conv(x)[0].detach(), y[0].detach(), (3, 3))
     assert len(fig.axes) == 9
