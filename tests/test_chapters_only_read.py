@@ -139,5 +139,5 @@ def test_a_chapter_executed_on_a_copy_changes_nothing(book_copy, tmp_path):
         if c.cell_type == "code"
         for o in c.get("outputs", [])
     )
-    assert "cpu profile, saved run quadratic: {'epochs': 40}" in printed
+    assert "cpu profile, saved run quadratic: 40 epochs" in printed
     assert book_state(book_copy) == before
