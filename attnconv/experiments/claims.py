@@ -249,7 +249,7 @@ _RECORDS = (
         "Fig. 6: learned heads on single pixels",
         "layers 1-2 of the learned model, 6 layers",
         "a head of layers 1-2 on one key: its largest probability on one key (centre query) "
-        "above the threshold",
+        f"above {ONE_KEY:g} (on fresh seeds the frozen protocol asks {ONE_HOT:g}, nearly one-hot)",
         _LS,
         threshold=ONE_KEY,
         thresholds=ONE_KEY_THRESHOLDS,

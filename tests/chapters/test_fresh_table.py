@@ -201,3 +201,14 @@ def test_the_committed_runs_interval_is_the_judges(judged):
         if iv is None:
             continue
         assert iv.format() in got.detail, key
+
+
+def test_the_single_pixel_claims_test_names_both_thresholds():
+    """Table 12b.1's test cell for "learned heads on single pixels" names the exploratory
+    threshold and the frozen protocol's, as each rule reads them."""
+    from attnconv.evidence.protocol import CLAIMS as FROZEN
+    from attnconv.experiments.claims import CLAIMS
+
+    test = CLAIMS["learned_pixels"].test
+    assert f"above {CLAIMS['learned_pixels'].threshold:g} " in test
+    assert f"asks {FROZEN['learned_pixels'].threshold:g}," in test
