@@ -357,6 +357,8 @@ def fresh_measure(got: ConfirmatoryVerdict) -> str:
         return got.interval.compact(
             got.scale, got.unit, got.digits, _boundaries(got.key, got.scale)
         )
+    if got.shown is None:  # a verdict that carries no numbers: the judge's words
+        return _one_line(got.detail)
     lo, hi = one_sided_bounds(got.shown, len(got.seeds))
     # word joiners: the share's range stays on one line
     return f"{got.shown} of {len(got.seeds)} seeds; share {lo:.2f}\u2060–\u2060{hi:.2f}"
