@@ -26,6 +26,7 @@ from ..evidence.judge import (
     ConfirmatoryVerdict,
     confirmatory_verdicts,
     interim_words,
+    one_sided_bounds,
 )
 from ..evidence.protocol import CLAIMS as FROZEN_CLAIMS
 from ..evidence.protocol import NOT_JUDGED
@@ -74,14 +75,13 @@ from .shared.tables import keep_words
 
 __all__ = [
     "book_claims",
-    "compact_interval",
     "claim_key",
     "format_claim_blocks",
     "claims_table",
     "fresh_claims_table",
     "frozen_bound",
     "fresh_measure",
-    "sharpen",
+    "sharpened_detail",
     "OFF_SETTING_NOTE",
     "split_evidence",
     "claims_overview",
@@ -281,29 +281,6 @@ def _number(x: float) -> str:
     return f"{x:g}" if x < 1000 else f"1e{round(math.log10(x))}"
 
 
-_INTERVAL = re.compile(
-    r"^(?P<est>\S+)(?P<unit> [^,(]+?)?(?:, 95 % CI \[(?P<lo>[^,]+), (?P<hi>[^\]]+)\])? "
-    r"\((?P<why>.*)\)$"
-)
-_SEEDS = re.compile(r"\d+ v \d+ seeds?|\d+ seeds?|one model")
-
-
-def compact_interval(text: str) -> str:
-    """An interval as :meth:`~attnconv.experiments.verdicts.Interval.format` writes it, cut to
-    its numbers for a table cell: ``+1.75 tokens [+0.39, +3.12], 3 seeds`` or ``+3 heads, 1 v
-    1 seed: no interval`` (the method, the pairing and McNemar's p are left to the claim's own
-    block); a text of another form is returned as it is."""
-    m = _INTERVAL.match(text or "")
-    if m is None:
-        return text
-    unit = m["unit"] or ""
-    seeds = _SEEDS.search(m["why"])
-    seeds = f", {seeds.group(0)}" if seeds else ""
-    if m["lo"] is None:
-        return f"{m['est']}{unit}{seeds}: no interval"
-    return f"{m['est']}{unit} [{m['lo']}, {m['hi']}]{seeds}"
-
-
 def claims_table(
     claims: Sequence[Claim],
     link: bool = True,
@@ -367,36 +344,24 @@ def frozen_bound(key: str) -> str:
     return "—"
 
 
-#: The unit of a fresh comparison whose interval the judge prints without one.
-_FRESH_UNITS = {"resnet_faster": " epochs"}
-_SHARE = re.compile(
-    r"^(?P<k>\d+) of (?P<n>\d+) seeds \(share (?P<lo>[\d.]+)-(?P<hi>[\d.]+)"
-)
-
-
-def fresh_measure(got: ConfirmatoryVerdict, interval=None) -> str:
-    """The number a fresh verdict rests on, cut for a table cell from the judge's own words
-    (:attr:`~attnconv.evidence.judge.ConfirmatoryVerdict.detail`): a share as ``8 of 8 seeds;
-    share 0.69–1.00`` (each end a one-sided 95 % bound), a comparison as ``−10.0 points
-    [−12.2, −7.8]`` (its 95 % interval, an end that rounds onto the margin to one more digit:
-    :func:`sharpen`, ``interval`` passed to it); "—" while pending. Nothing is judged here."""
+def fresh_measure(got: ConfirmatoryVerdict) -> str:
+    """The number a fresh verdict rests on, for a table cell, from the judge's own numbers
+    (:class:`~attnconv.evidence.judge.ConfirmatoryVerdict`): a share as ``8 of 8 seeds; share
+    0.69–1.00`` (each end a one-sided 95 % bound, :func:`~attnconv.evidence.judge.
+    one_sided_bounds`), a comparison as ``−10.0 points [−12.2, −7.8]`` (its 95 % interval, an end
+    that rounds onto the margin to one more digit: :func:`_ends`); "—" while pending. Nothing is
+    judged here."""
     if got.verdict == PENDING:
         return "—"
-    m = _SHARE.match(got.detail)
-    if m is not None:
-        # word joiners: the share's range stays on one line
-        return f"{m['k']} of {m['n']} seeds; share {m['lo']}\u2060–\u2060{m['hi']}"
-    head = got.detail.split("): ", 1)[0]
-    head = head if head.endswith(")") else head + ")"
-    cut = compact_interval(head)
-    cut = _SEEDS_TAIL.sub("", cut)
-    unit = _FRESH_UNITS.get(got.key, "")
-    if unit and cut != head:
-        cut = cut.replace(" [", f"{unit} [", 1)
-    return sharpen(got.key, cut, interval)
-
-
-_SEEDS_TAIL = re.compile(r", (?:\d+ v \d+ seeds?|\d+ seeds?)$")
+    if got.interval is not None:
+        return got.interval.compact(
+            got.scale, got.unit, got.digits, _boundaries(got.key, got.scale)
+        )
+    if got.shown is None:  # a verdict that carries no numbers: the judge's words
+        return _one_line(got.detail)
+    lo, hi = one_sided_bounds(got.shown, len(got.seeds))
+    # word joiners: the share's range stays on one line
+    return f"{got.shown} of {len(got.seeds)} seeds; share {lo:.2f}\u2060–\u2060{hi:.2f}"
 
 
 def fresh_claims_table(
@@ -478,56 +443,29 @@ def fresh_verdicts() -> Dict[str, ConfirmatoryVerdict]:
     return confirmatory_verdicts()
 
 
-def _fresh_interval(key: str, got: ConfirmatoryVerdict):
-    """The interval behind an accuracy comparison's fresh verdict (the judge's arms, seeds and
-    :func:`~attnconv.experiments.verdicts.difference_interval`), for printing its ends to more
-    digits; ``None`` for any other claim, or while pending. The verdict stays the judge's."""
-    from ..evidence.judge import arm_runs
-    from ..experiments.verdicts import accuracy_side, difference_interval
-
-    c = FROZEN_CLAIMS.get(key)
-    accuracy = c is not None and c.kind in (v.NON_INFERIORITY, v.EQUIVALENCE)
-    if not accuracy or key.startswith("pruning_") or got.verdict == PENDING:
-        return None
-    runs = [arm_runs(arm, got.seeds) for arm in c.arms]
-    if any(r is None for r in runs):
-        return None
-    return difference_interval(accuracy_side(runs[0]), accuracy_side(runs[1]))
-
-
-def _boundaries(key: str) -> Tuple[float, ...]:
-    """The values (in points) an interval of claim ``key`` is judged against."""
+def _boundaries(key: str, scale: float = 100.0) -> Tuple[float, ...]:
+    """The values, in printed units (``scale`` × the protocol's margin), an interval of claim
+    ``key`` is judged against."""
     c = FROZEN_CLAIMS[key]
-    m = 100 * (c.margin or 0.0)
+    m = scale * (c.margin or 0.0)
     return {v.NON_INFERIORITY: (-m,), v.EQUIVALENCE: (-m, m)}.get(c.kind, (m,))
 
 
-_CI = re.compile(r"\[(?P<lo>[+\u2212]?\d+\.\d), (?P<hi>[+\u2212]?\d+\.\d)\]")
+def _ends(got: ConfirmatoryVerdict, margin: bool = True) -> str:
+    """``[−4.8, −0.96]``: the fresh interval's ends as the judge prints them, or (``margin``) with
+    an end that rounds onto the margin to one more digit
+    (:meth:`~attnconv.experiments.verdicts.Interval.ends`)."""
+    bounds = _boundaries(got.key, got.scale) if margin else ()
+    return "[{}, {}]".format(*got.interval.ends(got.scale, got.digits, bounds))
 
 
-def sharpen(key: str, text: str, interval=None) -> str:
-    """``text`` (the judge's words on claim ``key``, or a cell cut from them) with each end of
-    its 95 % interval that rounds onto the margin printed with one more digit, so that
-    "[−4.8, −1.0]" against a −1-point margin reads "[−4.8, −0.96]": the interval does not reach
-    the margin, though it looks as if it touched it. ``interval``: the claim's interval in
-    shares (by default :func:`_fresh_interval`); a text whose ends are printed otherwise than it
-    rounds is left as it is."""
-    got = fresh_verdicts().get(key) if interval is None else None
-    iv = interval if interval is not None else got and _fresh_interval(key, got)
-    m = _CI.search(text)
-    if iv is None or m is None:
+def sharpened_detail(got: ConfirmatoryVerdict) -> str:
+    """The judge's words on a fresh verdict, on one line, with its interval's ends as
+    :func:`_ends` prints them (the words keep the judge's numbers otherwise)."""
+    text = _one_line(got.detail)
+    if got.interval is None or not got.interval.seed_term_known:
         return text
-
-    def digits(x: float, n: int) -> str:
-        return f"{round(100 * x, n) + 0.0:+.{n}f}".replace("-", "\u2212")
-
-    if (m["lo"], m["hi"]) != (digits(iv.lo, 1), digits(iv.hi, 1)):
-        return text  # another interval than the one printed
-    ends = []
-    for printed, x in ((m["lo"], iv.lo), (m["hi"], iv.hi)):
-        onto = any(abs(round(100 * x, 1) - b) < 1e-9 for b in _boundaries(key))
-        ends.append(digits(x, 2) if onto else printed)
-    return text[: m.start()] + f"[{ends[0]}, {ends[1]}]" + text[m.end() :]
+    return text.replace(_ends(got, margin=False), _ends(got), 1)
 
 
 def fresh_badge(key: str) -> str:
@@ -551,6 +489,17 @@ def _flips(got: ConfirmatoryVerdict) -> List[str]:
     return [f"{w} with {a}" for a, w in got.alternatives.items() if w != got.verdict]
 
 
+def _map_number(got: ConfirmatoryVerdict) -> str:
+    """A paper-map cell's number: ``8 of 8 seeds``, or ``−10.0 points, 95 % CI [−12.2, −7.8]``
+    (:func:`_ends`); nothing while pending."""
+    if got.verdict == PENDING:
+        return ""
+    if got.interval is None:
+        return f"{got.shown} of {len(got.seeds)} seeds"
+    bounds = _boundaries(got.key, got.scale)
+    return got.interval.compact(got.scale, got.unit, got.digits, bounds, named=True)
+
+
 def fresh_map_cell(claims: Sequence[Tuple[str, str]]) -> str:
     """A paper-map row's lead: for each ``(label, key)`` the claim's badge on the fresh seeds
     (:func:`fresh_badge`) and the number the verdict rests on (the share of seeds, or the
@@ -558,10 +507,7 @@ def fresh_map_cell(claims: Sequence[Tuple[str, str]]) -> str:
     got = fresh_verdicts()
     parts = []
     for label, key in claims:
-        judged = got[key].verdict != PENDING
-        number = got[key].detail.split(" (")[0] if judged else ""
-        number = re.sub(r"(?<![\w.])-(?=\d)", "\u2212", number)  # a minus sign
-        number = sharpen(key, number) if judged else number
+        number = _map_number(got[key])
         parts.append(" ".join(w for w in (label, fresh_badge(key), number) if w))
     return "; ".join(parts)
 
@@ -679,7 +625,7 @@ def fresh_sentence(key: str) -> str:
     interim = ", interim: the first five seeds" if got.interim else ""
     return (
         f"*Fresh seeds* (frozen protocol{interim}). **{got.verdict}** — "
-        f"{sharpen(key, _one_line(got.detail))}.{fragile_words(key)}"
+        f"{sharpened_detail(got)}.{fragile_words(key)}"
     )
 
 

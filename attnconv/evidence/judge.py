@@ -19,6 +19,7 @@ from ..experiments.verdicts import (
     INCONCLUSIVE,
     NOT_REPRODUCED,
     REPRODUCED,
+    Interval,
     accuracy_side,
     decide,
     exact_side,
@@ -60,7 +61,9 @@ class ConfirmatoryVerdict:
     """A claim's confirmatory verdict: ``verdict`` (one of the three, or :data:`PENDING`),
     ``detail`` (the numbers, in words), ``seeds`` judged, ``p`` (the one-sided p-value of the
     test that reproduces it, for Holm), ``alpha`` (its level), ``alternatives`` (alternative →
-    verdict) and ``fragile``."""
+    verdict) and ``fragile``; and the numbers ``detail`` prints, for a table to show without
+    reading them back from the words: a share claim's ``shown`` (seeds that show the property),
+    a comparison's ``interval`` with the ``scale``, ``unit`` and ``digits`` it is printed in."""
 
     key: str
     verdict: str
@@ -69,6 +72,11 @@ class ConfirmatoryVerdict:
     p: Optional[float] = None
     alpha: float = SHARE_ALPHA
     alternatives: Dict[str, str] = field(default_factory=dict)
+    shown: Optional[int] = None
+    interval: Optional[Interval] = None
+    scale: float = 100.0
+    unit: str = " points"
+    digits: int = 1
 
     @property
     def fragile(self) -> bool:
@@ -219,7 +227,7 @@ def _study_share(claim, runs) -> ConfirmatoryVerdict:
     # a study of untrained models' weights is not made: their share is not computed
     words = _share_words(sv, null, computed=floor)
     return ConfirmatoryVerdict(
-        claim.key, sv.verdict, words, (), sv.p_above, SHARE_ALPHA, alts
+        claim.key, sv.verdict, words, (), sv.p_above, SHARE_ALPHA, alts, sv.shown
     )
 
 
@@ -237,8 +245,9 @@ def _share_claim(claim, runs, other_runs=None) -> ConfirmatoryVerdict:
         elif alt.startswith("the 9-head arm") and other_runs is not None:
             alts[alt] = _share(claim, other_runs)[0].verdict
     return ConfirmatoryVerdict(
-        claim.key, sv.verdict, _share_words(sv, null), (), sv.p_above, SHARE_ALPHA, alts
-    )
+        claim.key, sv.verdict, _share_words(sv, null), (), sv.p_above, SHARE_ALPHA, alts,
+        sv.shown,
+    )  # fmt: skip
 
 
 # --------------------------------------------------------------------------- comparisons
@@ -263,7 +272,7 @@ def _accuracy_claim(claim, a_runs, b_runs) -> ConfirmatoryVerdict:
     )
     return ConfirmatoryVerdict(
         claim.key, verdict, reason, (), _p(claim, iv, claim.margin),
-        COMPARISON_ALPHA, _margin_alts(claim, iv),
+        COMPARISON_ALPHA, _margin_alts(claim, iv), interval=iv,
     )  # fmt: skip
 
 
@@ -283,9 +292,11 @@ def _faster(claim, a_runs, b_runs) -> ConfirmatoryVerdict:
 
     verdict, reason, iv = at(0.95)
     alts = {"90 % of the final validation accuracy instead of 95 %": at(0.90)[0]}
+    # epochs, exact per seed: printed as :func:`judge` prints an exact side, to 2 digits
     return ConfirmatoryVerdict(
-        claim.key, verdict, reason, (), _p(claim, iv, None), COMPARISON_ALPHA, alts
-    )
+        claim.key, verdict, reason, (), _p(claim, iv, None), COMPARISON_ALPHA, alts,
+        interval=iv, scale=1.0, unit=" epochs", digits=2,
+    )  # fmt: skip
 
 
 def _last(values):
@@ -315,7 +326,7 @@ def _pruning_claim(claim, runs) -> ConfirmatoryVerdict:
     verdict, reason = decide(claim.kind, iv, claim.margin)
     return ConfirmatoryVerdict(
         claim.key, verdict, reason, (), _p(claim, iv, claim.margin),
-        COMPARISON_ALPHA, _margin_alts(claim, iv),
+        COMPARISON_ALPHA, _margin_alts(claim, iv), interval=iv,
     )  # fmt: skip
 
 

@@ -528,7 +528,7 @@ class Interval:
         text prints them: ``−2.9 points, 95 % CI [−4.8, −1.0]``."""
 
         def f(v: float) -> str:
-            return f"{round(scale * v, digits) + 0.0:+.{digits}f}".replace("-", MINUS)
+            return _signed(v, scale, digits)
 
         if "one model" in self.method:
             seeds = ""
@@ -546,6 +546,42 @@ class Interval:
             f"{f(self.estimate)}{unit}, 95 % CI [{f(self.lo)}, {f(self.hi)}] "
             f"({self.method}{seeds}{p})"
         )
+
+    def ends(
+        self, scale: float = 100.0, digits: int = 1, boundaries: Sequence[float] = ()
+    ) -> Tuple[str, str]:
+        """The interval's two ends as :meth:`format` prints them (``"−4.8", "−1.0"``), except
+        that an end which rounds onto one of ``boundaries`` (in printed units: a −1-point
+        margin is −1.0) gets one more digit, ``"−0.96"``: the interval does not reach the
+        margin, though at ``digits`` it would look as if it touched it."""
+
+        def end(v: float) -> str:
+            onto = any(abs(round(scale * v, digits) - b) < 1e-9 for b in boundaries)
+            return _signed(v, scale, digits + 1 if onto else digits)
+
+        return end(self.lo), end(self.hi)
+
+    def compact(
+        self,
+        scale: float = 100.0,
+        unit: str = " points",
+        digits: int = 1,
+        boundaries: Sequence[float] = (),
+        named: bool = False,
+    ) -> str:
+        """The estimate and its interval for a table cell, ``−10.0 points [−12.2, −7.8]``
+        (ends as :meth:`ends`), or ``named``: ``−10.0 points, 95 % CI [−12.2, −7.8]``; with one
+        run on a side, ``+3 heads: no interval``."""
+        head = f"{_signed(self.estimate, scale, digits)}{unit}"
+        if not self.seed_term_known:
+            return f"{head}: no interval"
+        lo, hi = self.ends(scale, digits, boundaries)
+        return f"{head}{', 95 % CI ' if named else ' '}[{lo}, {hi}]"
+
+
+def _signed(v: float, scale: float, digits: int) -> str:
+    """``scale · v`` to ``digits`` decimals with its sign, minus as U+2212 (−)."""
+    return f"{round(scale * v, digits) + 0.0:+.{digits}f}".replace("-", MINUS)
 
 
 def _welch_df(parts: Sequence[Tuple[float, float]]) -> float:

@@ -15,22 +15,29 @@ SEEDS = tuple(range(1000, 1008))
 
 
 def _verdicts():
-    """One made-up verdict per claim of the protocol, in the judge's own words."""
+    """One made-up verdict per claim of the protocol, with its numbers and the judge's words."""
+    from attnconv.evidence.judge import one_sided_bounds
+    from attnconv.experiments.verdicts import PAIRED, Interval
+
     out = {}
     for i, (key, c) in enumerate(FROZEN.items()):
-        if c.kind == "share":
-            detail = (
-                f"{i % 9} of 8 seeds (share 0.{i:02d}-0.9{i % 10}, each end a one-sided "
-                "95 % bound); null (untrained models): 0.00; one-sided p = 0.5 against 0.50"
-            )
-        else:
-            detail = (
-                f"\u2212{i}.5 points, 95 % CI [\u2212{i + 1}.1, +0.{i % 10}] (paired, 8 v 8 "
-                "seeds): the interval does not settle it"
-            )
         verdict = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE)[i % 3]
         alts = {"margin halved": INCONCLUSIVE if i % 2 else verdict}
-        out[key] = ConfirmatoryVerdict(key, verdict, detail, SEEDS, 0.5, 0.05, alts)
+        if c.kind == "share":
+            lo, hi = one_sided_bounds(i % 9, 8)
+            detail = (
+                f"{i % 9} of 8 seeds (share {lo:.2f}-{hi:.2f}, each end a one-sided "
+                "95 % bound); null (untrained models): 0.00; one-sided p = 0.5 against 0.50"
+            )
+            extra = {"shown": i % 9}
+        else:
+            iv = Interval(-(i + 0.5) / 100, -(i + 1.1) / 100, i % 10 / 1000, 0.01, 7, 0.02,
+                          PAIRED, (8, 8))  # fmt: skip
+            detail = f"{iv.format()}: the interval does not settle it"
+            extra = {"interval": iv}
+        out[key] = ConfirmatoryVerdict(
+            key, verdict, detail, SEEDS, 0.5, 0.05, alts, **extra
+        )
     return out
 
 
@@ -103,6 +110,8 @@ def test_each_row_prints_the_judges_numbers_and_the_protocols_bound():
 def test_a_pending_claim_shows_no_number():
     got = ConfirmatoryVerdict("close_to_resnet", PENDING, "runs made: learned 3 of 8")
     assert pv.fresh_measure(got) == "—"
+    words = ConfirmatoryVerdict("close_to_resnet", INCONCLUSIVE, "not testable: no spread")
+    assert pv.fresh_measure(words) == "not testable: no spread"
 
 
 def test_the_registrys_own_threshold_is_shown_where_it_differs():
@@ -183,24 +192,50 @@ def test_an_end_that_rounds_onto_the_margin_gets_one_more_digit():
     from attnconv.experiments.verdicts import Interval
 
     iv = Interval(-0.0289, -0.0482, -0.00958, 0.01, 7.0, 0.02, "paired", (8, 8))
-    text = "−2.9 points, 95 % CI [−4.8, −1.0] (paired, 8 v 8 seeds): the interval"
-    got = pv.sharpen("similar_or_better", text, iv)
-    assert "[−4.8, −0.96]" in got and got.startswith("−2.9 points")
+    assert iv.ends() == ("−4.8", "−1.0")  # as the judge prints it
+    assert iv.ends(boundaries=(-1.0,)) == ("−4.8", "−0.96")
+    assert iv.compact(boundaries=(-1.0,)) == "−2.9 points [−4.8, −0.96]"
     # equivalence: either end against ±1 point
     iv2 = Interval(0.0, -0.01049, 0.0102, 0.01, 7.0, 0.02, "paired", (8, 8))
-    assert "[−1.05, +1.02]" in pv.sharpen("no_gain", "[−1.0, +1.0]", iv2)
-    # away from the margin, or printed otherwise than the interval rounds: unchanged
-    assert pv.sharpen("close_to_resnet", "[−12.2, −7.8]", iv) == "[−12.2, −7.8]"
-    assert pv.sharpen("similar_or_better", "[−4.7, −1.0]", iv) == "[−4.7, −1.0]"
+    assert iv2.ends(boundaries=(-1.0, 1.0)) == ("−1.05", "+1.02")
+    # away from the margin: unchanged
+    far = Interval(-0.1, -0.122, -0.078, 0.01, 7.0, 0.02, "paired", (8, 8))
+    assert far.ends(boundaries=(-2.0,)) == far.ends() == ("−12.2", "−7.8")
+    # the chapter's margins, in printed units: a non-inferiority claim's −margin
+    assert pv._boundaries("similar_or_better") == (
+        -100 * FROZEN["similar_or_better"].margin,
+    )
 
 
-def test_the_committed_runs_interval_is_the_judges(judged):
-    """The interval sharpen reads rounds to exactly what the judge printed."""
+def test_the_committed_runs_numbers_are_the_judges(judged):
+    """The interval and share a verdict carries print exactly as the judge's words print them:
+    the table's numbers are the judge's, not read back from its text."""
+    from attnconv.evidence.judge import one_sided_bounds
+
     for key, got in judged.items():
-        iv = pv._fresh_interval(key, got)
-        if iv is None:
+        if got.verdict == PENDING:
             continue
-        assert iv.format() in got.detail, key
+        if got.interval is None:
+            lo, hi = one_sided_bounds(got.shown, len(got.seeds))
+            assert got.detail.startswith(
+                f"{got.shown} of {len(got.seeds)} seeds (share {lo:.2f}-{hi:.2f}"
+            ), key
+            continue
+        unit = "" if got.scale == 1.0 else got.unit
+        printed = got.interval.format(got.scale, unit, got.digits).split(" (")[0]
+        assert got.detail.startswith(printed), key
+        assert pv._ends(got, margin=False) in got.detail, key
+
+
+def test_the_dropdown_sharpens_only_the_interval(judged):
+    """The dropdown's line keeps the judge's words but for the interval's ends."""
+    for key, got in judged.items():
+        if got.verdict == PENDING or got.interval is None:
+            continue
+        line = pv.sharpened_detail(got)
+        assert line.replace(pv._ends(got), pv._ends(got, margin=False)) == pv._one_line(
+            got.detail
+        )
 
 
 def test_the_single_pixel_claims_test_names_both_thresholds():

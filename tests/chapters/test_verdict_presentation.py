@@ -170,21 +170,25 @@ def test_a_dropdown_leads_with_the_fresh_seeds_verdict():
 
 
 def test_a_compact_interval_keeps_the_numbers_of_the_formatted_one():
-    """Table 17.2's cell, against :meth:`Interval.format` on made-up intervals: the estimate,
-    both ends and the seed counts stay, the method's words go; one run on a side says so."""
-    from attnconv.chapters.paper_verdicts import compact_interval
+    """Table 17.2's cell, against :meth:`Interval.format` on made-up intervals: the estimate and
+    both ends as format prints them, the method's words and seed counts left out; one run on a
+    side says so."""
     from attnconv.experiments.verdicts import PAIRED, SEEDS_PAIRED, Interval
 
     paired = Interval(-0.037, -0.077, 0.003, 0.02, 7, 0.05, PAIRED, (8, 8))
-    assert compact_interval(paired.format()) == "−3.7 points [−7.7, +0.3], 8 v 8 seeds"
+    assert paired.format().startswith("−3.7 points, 95 % CI [−7.7, +0.3] (")
+    assert paired.compact() == "−3.7 points [−7.7, +0.3]"
+    assert paired.compact(named=True) == "−3.7 points, 95 % CI [−7.7, +0.3]"
     seeds = Interval(1.75, 0.39, 3.12, 0.3, 2, 1.0, SEEDS_PAIRED, (3, 3))
-    text = seeds.format(scale=1, unit=" tokens", digits=2)
-    assert compact_interval(text) == "+1.75 tokens [+0.39, +3.12], 3 seeds"
-    one = Interval(3, 3, 3, 0, 0, 0, PAIRED, (1, 1), seed_term_known=False)
-    assert compact_interval(one.format(scale=1, unit=" heads", digits=0)) == (
-        "+3 heads, 1 v 1 seed: no interval"
+    assert seeds.format(scale=1, unit=" tokens", digits=2).startswith(
+        "+1.75 tokens, 95 % CI [+0.39, +3.12] ("
     )
-    assert compact_interval("something else") == "something else"
+    assert (
+        seeds.compact(scale=1, unit=" tokens", digits=2)
+        == "+1.75 tokens [+0.39, +3.12]"
+    )
+    one = Interval(3, 3, 3, 0, 0, 0, PAIRED, (1, 1), seed_term_known=False)
+    assert one.compact(scale=1, unit=" heads", digits=0) == "+3 heads: no interval"
 
 
 def test_scorecard_inconclusive_reads_as_its_badge_in_both_themes():
