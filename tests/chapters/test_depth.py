@@ -382,6 +382,22 @@ def test_paper_map_names_the_rules_verdicts():
     assert judged == set(pv.fresh_verdicts())
 
 
+def test_paper_map_states_the_frozen_protocols_tally():
+    """The paper map's opening counts the frozen protocol's verdicts on the fresh seeds, and
+    names how many seeds per model."""
+    from attnconv.evidence.judge import confirmatory_verdicts, tally
+
+    got = confirmatory_verdicts()
+    t = tally(got)
+    n_seeds = len(next(iter(got.values())).seeds)
+    flat = " ".join(PAPER_MAP.read_text().split())
+    assert (
+        f"{n_seeds} fresh seeds per model, trained after a protocol was {{ref}}`frozen "
+        f"<glossary-frozen>` in git ({{ref}}`appendix-protocol`): {t[REPRODUCED]} "
+        f"reproduced, {t[NOT_REPRODUCED]} not reproduced, {t[INCONCLUSIVE]} inconclusive."
+    ) in flat
+
+
 def test_intro_tally_counts_the_rules_verdicts():
     """The intro's "N claims: a reproduced at CPU scale; b not reproduced at CPU scale; c
     inconclusive", and chapter 17's box, count the rule's verdicts over the committed runs: the
