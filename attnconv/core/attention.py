@@ -100,11 +100,13 @@ def merge_heads(
     per-head loops backward, which moved several times the memory;
     :func:`attnconv.experiments.bench.merge_heads_comparison` times both.)"""
     n_h, n, d_h = heads.shape
+    # region plumbing: outside autocast, W_out in the heads' dtype
     kind = heads.device.type
     autocast = torch.amp.is_autocast_available(kind) and torch.is_autocast_enabled(kind)
     if not autocast:  # W_out in the heads' dtype
         weight = weight.to(heads.dtype)
         bias = None if bias is None else bias.to(heads.dtype)
+    # endregion
     side_by_side = heads.transpose(0, 1).reshape(n, n_h * d_h)
     return torch.nn.functional.linear(side_by_side, weight, bias)
 
@@ -490,15 +492,17 @@ class MultiHeadSelfAttention(nn.Module):
                 scores if scores.dtype == torch.float64 else scores.float(), dim=-1
             )
         )
-        lead = "bhqk" if probs.ndim == 4 else "hqk"
+        lead = "bhqk" if probs.ndim == 4 else "hqk"  # plumbing: lead, the axes of probs
         if self.value is None:
             heads = torch.einsum(f"{lead},bkc->bqhc", probs.to(keys.dtype), keys)
         else:
             v = self.value(keys).view(b, t_k, self.num_heads, self.head_dim)
             heads = torch.einsum(f"{lead},bkhd->bqhd", probs.to(v.dtype), v)
         y = self.out(heads.reshape(b, tokens.shape[0], -1)).transpose(0, 1)
+        # region plumbing: with return_attention, the probabilities too
         if return_attention:
             return y, (probs.unsqueeze(0) if probs.ndim == 3 else probs)
+        # endregion
         return y
 
     def _forward_local(self, tokens: torch.Tensor, shape, return_attention: bool):
