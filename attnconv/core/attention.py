@@ -371,6 +371,7 @@ class MultiHeadSelfAttention(nn.Module):
         )
         if not terms.uses_content:
             return position
+        # region plumbing: a faster path for content-content (+ position) alone
         if not (terms.key_bias or terms.content_position):
             # content-content (+ position): the scale is applied by the matrix product itself
             # (no pass over the B·N_h·T_q·T_k scores, nor a copy), and the position term is added in
@@ -383,6 +384,7 @@ class MultiHeadSelfAttention(nn.Module):
                 q3.new_empty(()), q3, k3, beta=0, alpha=self.scale
             ).view(b, nh, t_q, -1)
             return _add_position(scores, position)
+        # endregion
         q = self._heads_first(self.query(qk_tokens)) if self.query is not None else None
         k = (
             self._heads_first(self.key(self._pad_tokens(qk_tokens, shape)))
