@@ -100,11 +100,13 @@ def merge_heads(
     per-head loops backward, which moved several times the memory;
     :func:`attnconv.experiments.bench.merge_heads_comparison` times both.)"""
     n_h, n, d_h = heads.shape
+    # region plumbing: outside autocast, W_out in the heads' dtype
     kind = heads.device.type
     autocast = torch.amp.is_autocast_available(kind) and torch.is_autocast_enabled(kind)
     if not autocast:  # W_out in the heads' dtype
         weight = weight.to(heads.dtype)
         bias = None if bias is None else bias.to(heads.dtype)
+    # endregion
     side_by_side = heads.transpose(0, 1).reshape(n, n_h * d_h)
     return torch.nn.functional.linear(side_by_side, weight, bias)
 
@@ -369,6 +371,7 @@ class MultiHeadSelfAttention(nn.Module):
         )
         if not terms.uses_content:
             return position
+        # region plumbing: a faster path for content-content (+ position) alone
         if not (terms.key_bias or terms.content_position):
             # content-content (+ position): the scale is applied by the matrix product itself
             # (no pass over the B·N_h·T_q·T_k scores, nor a copy), and the position term is added in
@@ -381,6 +384,7 @@ class MultiHeadSelfAttention(nn.Module):
                 q3.new_empty(()), q3, k3, beta=0, alpha=self.scale
             ).view(b, nh, t_q, -1)
             return _add_position(scores, position)
+        # endregion
         q = self._heads_first(self.query(qk_tokens)) if self.query is not None else None
         k = (
             self._heads_first(self.key(self._pad_tokens(qk_tokens, shape)))
@@ -490,15 +494,17 @@ class MultiHeadSelfAttention(nn.Module):
                 scores if scores.dtype == torch.float64 else scores.float(), dim=-1
             )
         )
-        lead = "bhqk" if probs.ndim == 4 else "hqk"
+        lead = "bhqk" if probs.ndim == 4 else "hqk"  # plumbing: lead, the axes of probs
         if self.value is None:
             heads = torch.einsum(f"{lead},bkc->bqhc", probs.to(keys.dtype), keys)
         else:
             v = self.value(keys).view(b, t_k, self.num_heads, self.head_dim)
             heads = torch.einsum(f"{lead},bkhd->bqhd", probs.to(v.dtype), v)
         y = self.out(heads.reshape(b, tokens.shape[0], -1)).transpose(0, 1)
+        # region plumbing: with return_attention, the probabilities too
         if return_attention:
             return y, (probs.unsqueeze(0) if probs.ndim == 3 else probs)
+        # endregion
         return y
 
     def _forward_local(self, tokens: torch.Tensor, shape, return_attention: bool):

@@ -38,10 +38,10 @@ def test_the_table_shows_rounded_values_and_bounds_never_booleans():
     checks.above("permutation error", 0.34567, 0.1)
     md = checks.table("Table 1.1 — Checks.", name="tab-checks").data
     lines = md.splitlines()
-    # folded in a dropdown whose title counts the checks, the captioned table inside it
-    assert lines[0] == (
-        "````{dropdown} Table 1.1 — All 2 checks hold: measured beside tolerance"
-    )
+    # folded in a dropdown whose bar counts the checks (no second title: the table's number
+    # is said once, by its caption), the captioned table inside it
+    assert lines[0] == "````{dropdown} All 2 checks hold: measured beside tolerance"
+    assert md.count("Table 1.1") == 1
     assert lines[-1] == "````" and lines[-2] == "```"
     lines = lines[1:-1]
     assert lines[:3] == ["```{table} **Table 1.1 —** Checks.", ":name: tab-checks", ""]

@@ -54,7 +54,7 @@ def _texts():
 
 
 def test_every_numbered_caption_starts_with_a_capital():
-    """One style for every caption and dropdown title: "Table 4.1 — All 58 checks hold"."""
+    """One style for every numbered caption: "Table 4.1 — The checks of chapter 4."."""
     seen = 0
     for name, text in _texts():
         for m in [*_NUMBERED.finditer(text), *_LETTERED.finditer(text)]:

@@ -12,6 +12,7 @@ import pytest
 import attnconv.core
 from attnconv.chapters.shared.source import (
     CODE_CHARS,
+    elide_plumbing,
     fold_long_lines,
     plain_source,
     plain_text,
@@ -267,3 +268,76 @@ def test_every_core_function_shows_as_valid_code_without_markup():
         assert all(
             len(line) <= CODE_CHARS or line in wide_code for line in shown.splitlines()
         ), obj
+
+
+# A small function with every kind of plumbing marker, and what an excerpt and a full listing of
+# it show, written out by hand.
+MARKED = textwrap.dedent(
+    """\
+    def f(x, dtype=None, verbose=False):
+        \"\"\"Double x.\"\"\"
+        s = "# plumbing"  # a string is not a marker
+        x = x.to(dtype)  # plumbing
+        y = 2 * x
+        # region plumbing: say what it did
+        if verbose:
+            print(y)
+
+        # endregion
+        z = y.float()  # plumbing: float32
+        w = z  # plumbing
+        return w
+    """
+)
+MARKED_EXCERPT = textwrap.dedent(
+    """\
+    def f(x, dtype=None, verbose=False):
+        \"\"\"Double x.\"\"\"
+        s = "# plumbing"  # a string is not a marker
+        # …
+        y = 2 * x
+        # … say what it did
+        # … float32
+        return w"""
+)
+MARKED_FULL = textwrap.dedent(
+    """\
+    def f(x, dtype=None, verbose=False):
+        \"\"\"Double x.\"\"\"
+        s = "# plumbing"  # a string is not a marker
+        x = x.to(dtype)
+        y = 2 * x
+        if verbose:
+            print(y)
+
+        z = y.float()
+        w = z
+        return w"""
+)
+
+
+def test_an_excerpt_shows_each_run_of_plumbing_as_one_elision_line():
+    assert elide_plumbing(MARKED.rstrip()) == MARKED_EXCERPT
+    assert elide_plumbing(MARKED.rstrip(), excerpt=False) == MARKED_FULL
+    assert (
+        elide_plumbing(MARKED_FULL) == MARKED_FULL
+    )  # no markers: nothing to leave out
+    with pytest.raises(ValueError, match="endregion"):
+        elide_plumbing("def g():\n    # region plumbing\n    return 1")
+
+
+def test_the_book_s_excerpts_keep_the_heading_and_drop_only_marked_lines():
+    full = source_markdown(merge_heads)
+    excerpt = source_markdown(merge_heads, excerpt=True)
+    head, code = excerpt.split("\n\n", 1)
+    assert head.startswith(full.split(" (", 1)[0])  # the same file and lines
+    assert "excerpt: `# …` marks lines left out" in head
+    assert "plumbing" not in full and "plumbing" not in excerpt
+    assert "is_autocast_enabled" in full and "is_autocast_enabled" not in code
+    kept = [line for line in code.splitlines() if "# …" not in line]
+    assert set(kept) <= set(full.splitlines())
+    naive = source_markdown(MultiHeadSelfAttention._forward_naive, excerpt=True)
+    assert "if return_attention" not in naive and "lead = " not in naive
+    assert "    return y" in naive
+    # an object without markers: the excerpt is the full listing
+    assert source_markdown(conv_to_mhsa, excerpt=True) == source_markdown(conv_to_mhsa)

@@ -89,17 +89,16 @@ def check_table(rows: Iterable[Check], caption: str = "", name: str = ""):
     ).data
     if not caption:
         return Markdown(table)
-    return Markdown(collapsed(captioned(table, caption, name).data, caption, len(rows)))
+    return Markdown(collapsed(captioned(table, caption, name).data, len(rows)))
 
 
-def collapsed(table: str, caption: str, n: int) -> str:
-    """A captioned check table folded in a dropdown whose title says how many checks hold
-    ("Table 4.1 — All 58 checks hold"), so that a long table does not stand in the reading; the
-    table, its caption and its label are inside, as they were."""
-    label = caption.split(" — ")[0] if " — " in caption else "Checks"
+def collapsed(table: str, n: int) -> str:
+    """A captioned check table folded in a dropdown whose bar says how many checks hold ("All
+    58 checks hold: measured beside tolerance"), so that a long table does not stand in the
+    reading; the table, its caption and its label are inside, as they were. The bar is no
+    second title: the table's number and caption are said once, by the caption."""
     holds = "The check holds" if n == 1 else f"All {n} checks hold"
-    title = f"{label} — {holds}: measured beside tolerance"
-    return f"````{{dropdown}} {title}\n{table}\n````"
+    return f"````{{dropdown}} {holds}: measured beside tolerance\n{table}\n````"
 
 
 def _number(value) -> float:

@@ -3,7 +3,14 @@ from the package when the notebook runs (``inspect.getsource``), never a copy th
 
 What the reader sees is that source with its docstrings cut to their first paragraph and their
 reStructuredText markup turned into plain text (:func:`plain_source`); the code itself, comments
-aside, is the package's line for line."""
+aside, is the package's line for line.
+
+An *excerpt* (``show_source(..., excerpt=True)``) leaves out the lines the package marks as
+plumbing (dtype casts, dropout, optional returns), each run of them shown as one ``# …`` line
+(:func:`elide_plumbing`); the heading still names the file and lines of the whole source. The
+markers are comments: a trailing ``# plumbing`` marks its line, a ``# region plumbing`` …
+``# endregion`` pair the lines between them; ``# plumbing: text`` or ``# region plumbing: text``
+makes the elision read ``# … text``. A full listing drops the markers and keeps the lines."""
 
 from __future__ import annotations
 
@@ -22,6 +29,7 @@ __all__ = [
     "plain_text",
     "plain_source",
     "fold_long_lines",
+    "elide_plumbing",
     "source_markdown",
     "show_source",
 ]
@@ -226,27 +234,110 @@ def fold_long_lines(code: str, width: int = CODE_CHARS) -> str:
     return "\n".join(out)
 
 
+_MARK = re.compile(r"#\s*plumbing\b\s*(?::\s*(.*\S))?\s*$")
+_REGION = re.compile(r"#\s*region\s+plumbing\b\s*(?::\s*(.*\S))?\s*$")
+_END = re.compile(r"#\s*endregion\b.*$")
+
+
+def _comments(code: str) -> dict:
+    """Line index -> (column, text) of each comment in ``code`` (found by ``tokenize``, so a
+    ``#`` inside a string is never taken for one)."""
+    found = {}
+    for tok in tokenize.generate_tokens(io.StringIO(code + "\n").readline):
+        if tok.type == tokenize.COMMENT:
+            found[tok.start[0] - 1] = (tok.start[1], tok.string)
+    return found
+
+
+def elide_plumbing(code: str, excerpt: bool = True) -> str:
+    """``code`` with its plumbing markers applied (see the module's docstring).
+
+    With ``excerpt``, each run of marked lines (blank lines inside a run included) becomes one
+    line ``# …`` (``# … text`` when its first marker has a text), indented as the run's first
+    line; a region or a marker with a text starts a run of its own; without, the marked lines stay and only the markers go. Lines between a
+    ``# region plumbing`` and its ``# endregion`` count as marked; regions do not nest."""
+    lines = code.splitlines()
+    comments = _comments(code)
+    marked: dict[int, str] = {}  # line index -> label ("" for none)
+    starts: set[int] = set()  # markers that open a run of their own: a region, a label
+    drop: set[int] = set()  # marker lines (a region's first and last)
+    strip: set[int] = set()  # lines whose trailing marker goes in a full listing
+    region = None  # (index of its opening line, label) while inside a region
+    for i, line in enumerate(lines):
+        col, text = comments.get(i, (None, ""))
+        whole = col is not None and not line[:col].strip()
+        if region is None and whole and _REGION.fullmatch(text):
+            region = (i, _REGION.fullmatch(text).group(1) or "")
+            drop.add(i)
+            marked[i] = region[1]
+            starts.add(i)
+        elif region is not None:
+            if whole and _END.fullmatch(text):
+                drop.add(i)
+                region = None
+            marked[i] = ""
+        elif col is not None and not whole and _MARK.fullmatch(text):
+            marked[i] = _MARK.fullmatch(text).group(1) or ""
+            strip.add(i)
+            if marked[i]:
+                starts.add(i)
+    if region is not None:
+        raise ValueError(
+            f"'# region plumbing' on line {region[0] + 1} has no '# endregion'"
+        )
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        if i not in marked:
+            out.append(lines[i])
+        elif not excerpt:
+            if i in strip:
+                out.append(lines[i][: comments[i][0]].rstrip())
+            elif i not in drop:
+                out.append(lines[i])
+        else:
+            first, label = i, marked[i]
+            while i + 1 < len(lines) and (
+                (i + 1 in marked and i + 1 not in starts)
+                or (
+                    not lines[i + 1].strip() and i + 2 in marked and i + 2 not in starts
+                )
+            ):
+                i += 1
+            lead = lines[first][: len(lines[first]) - len(lines[first].lstrip())]
+            out.append(f"{lead}# …" + (f" {label}" if label else ""))
+        i += 1
+    return "\n".join(out)
+
+
 def _name(obj) -> str:
     target = obj.fget if isinstance(obj, property) else obj
     return getattr(target, "__qualname__", getattr(target, "__name__", repr(target)))
 
 
-def source_markdown(*objs, note: str = "") -> str:
+def source_markdown(*objs, note: str = "", excerpt: bool = False) -> str:
     """Markdown for the source of ``objs`` (functions, classes, methods or properties): one
     heading line per object with its file and lines, then its code in a ``python`` block, as
     :func:`plain_source` gives it (a shortened docstring is said in the heading), with any
     line still wider than the book's code column folded (:func:`fold_long_lines`).
-    ``note`` (Markdown) is put before the code, e.g. which equations it computes."""
+    ``note`` (Markdown) is put before the code, e.g. which equations it computes. With
+    ``excerpt`` the lines marked as plumbing are left out (:func:`elide_plumbing`), which the
+    heading says; the file and lines it names stay those of the whole source."""
     if not objs:
         raise ValueError("show at least one object")
     parts = [note] if note else []
     for obj in objs:
         target = obj.fget if isinstance(obj, property) else obj
-        code = textwrap.dedent(inspect.getsource(inspect.unwrap(target))).rstrip()
-        code, abridged = plain_source(code)
+        raw = textwrap.dedent(inspect.getsource(inspect.unwrap(target))).rstrip()
+        full = elide_plumbing(raw, excerpt=False)
+        trimmed = elide_plumbing(raw) if excerpt else full
+        code, abridged = plain_source(trimmed)
         code = fold_long_lines(code)
         rel, first, last = _where(obj)
-        shortened = " (docstring shortened)" if abridged else ""
+        notes = ["docstring shortened"] if abridged else []
+        if trimmed != full:
+            notes.insert(0, "excerpt: `# …` marks lines left out")
+        shortened = f" ({'; '.join(notes)})" if notes else ""
         parts.append(
             f"`{_name(obj)}` · source: `{rel}`, lines {first}–{last}{shortened}\n\n"
             f"```python\n{code}\n```"
@@ -254,9 +345,9 @@ def source_markdown(*objs, note: str = "") -> str:
     return "\n\n".join(parts)
 
 
-def show_source(*objs, note: str = ""):
+def show_source(*objs, note: str = "", excerpt: bool = False):
     """:func:`source_markdown` as an ``IPython.display.Markdown`` object: the book renders it as
     highlighted code (the displaying cell is tagged ``remove-input``)."""
     from IPython.display import Markdown
 
-    return Markdown(source_markdown(*objs, note=note))
+    return Markdown(source_markdown(*objs, note=note, excerpt=excerpt))
