@@ -489,11 +489,10 @@ class MultiHeadSelfAttention(nn.Module):
         """Reference: softmax, an einsum per image and head, concatenation, W_out (no tricks)."""
         keys = self._pad_tokens(tokens, shape).transpose(0, 1)  # (B, T_k, C)
         b, t_k, _ = keys.shape
-        probs = self.attention_dropout(
-            torch.softmax(
-                scores if scores.dtype == torch.float64 else scores.float(), dim=-1
-            )
-        )
+        if scores.dtype != torch.float64:  # plumbing: softmax in float32 at least
+            scores = scores.float()  # plumbing
+        probs = torch.softmax(scores, dim=-1)
+        probs = self.attention_dropout(probs)  # plumbing: dropout, in training only
         lead = "bhqk" if probs.ndim == 4 else "hqk"  # plumbing: lead, the axes of probs
         if self.value is None:
             heads = torch.einsum(f"{lead},bkc->bqhc", probs.to(keys.dtype), keys)
