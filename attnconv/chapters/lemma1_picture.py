@@ -92,7 +92,13 @@ def plot_heads_and_matrices(
 
     h_img, w_img = shape
     shifts = kernel_shifts(3).tolist()
-    fig, axes = plt.subplots(3, 6, figsize=(COLUMN_INCHES, 4.2))
+    # three pairs of panels a row (a head's attention, its W^(h)), a gap between pairs; each
+    # pair titled once, so that no title runs into its neighbour's
+    fig = plt.figure(figsize=(COLUMN_INCHES, 4.4), layout="constrained")
+    grid = fig.add_gridspec(3, 8, width_ratios=[1, 1, 0.3, 1, 1, 0.3, 1, 1])
+    axes = np.array(
+        [[fig.add_subplot(grid[r, c]) for c in (0, 1, 3, 4, 6, 7)] for r in range(3)]
+    )
     vmax = float(matrices.abs().max())
     p = key_padding
     for h, (d1, d2) in enumerate(shifts):
@@ -109,14 +115,17 @@ def plot_heads_and_matrices(
         ax_a.add_patch(
             plt.Rectangle((zoom - 0.5, zoom - 0.5), 1, 1, fill=False, ec="red", lw=1.2)
         )
-        ax_a.set_title(f"head {h + 1}, Δ = ({d1:+d}, {d2:+d})", fontsize=8.5)
+        ax_a.set_title(
+            f"head {h + 1}: Δ = ({d1:+d}, {d2:+d})".replace("-", "−"),
+            fontsize=8.5,
+            loc="left",
+        )
         im = ax_w.imshow(
             matrices[h].double().numpy(), cmap="RdBu_r", vmin=-vmax, vmax=vmax
         )
-        ax_w.set_title(f"$W^{{({h + 1})}}$", fontsize=8.5)
         ax_w.set_yticks(
             range(len(in_names)),
-            in_names if h % 3 == 0 else [""] * len(in_names),
+            in_names,  # on every matrix: the gap between the pairs holds them
             fontsize=8.5,
         )
         ax_w.set_xticks(
@@ -130,7 +139,8 @@ def plot_heads_and_matrices(
     bar.set_label("entry of $W^{(h)}$", fontsize=9)
     bar.ax.tick_params(labelsize=8.5)
     fig.suptitle(
-        f"query q = {tuple(query)} (red), keys within {zoom} pixels; each head's $W^{{(h)}}$ (rows: inputs, columns: outputs)",
+        f"each head: its attention around q = {tuple(query)} (red), keys within {zoom} "
+        f"pixels,\nthen its $W^{{(h)}}$ (rows: inputs, columns: outputs)",
         fontsize=9,
     )
     return fig
