@@ -14,6 +14,7 @@ convolution's output and the attention layer's output.
 
 from __future__ import annotations
 
+import math
 from typing import Sequence, Tuple
 
 import numpy as np
@@ -212,8 +213,8 @@ def plot_kernel_as_heads(kernel_size: int = 3, alpha: float = 6.0, grid: int = 7
     k, c = kernel_size, grid // 2
     shifts = [tuple(int(v) for v in s) for s in kernel_shifts(k).tolist()]
     colours = plt.cm.tab10(np.arange(len(shifts)) % 10)
-    fig = plt.figure(figsize=(6.8, 3.2))
-    gs = GridSpec(k, 2 * k, figure=fig, wspace=0.25, hspace=0.45)
+    fig = plt.figure(figsize=(COLUMN_INCHES, 3.7))
+    gs = GridSpec(k, 2 * k, figure=fig, wspace=0.3, hspace=0.5, top=0.82, bottom=0.02)
     ax = fig.add_subplot(gs[:, :k])
     ax.imshow(np.zeros((grid, grid)), cmap="Greys", vmin=0, vmax=1)
     for h, (d1, d2) in enumerate(shifts):
@@ -227,6 +228,7 @@ def plot_kernel_as_heads(kernel_size: int = 3, alpha: float = 6.0, grid: int = 7
     ax.grid(which="minor", color="0.8", lw=0.6)
     ax.tick_params(which="both", length=0, labelbottom=False, labelleft=False)
     ax.set_title(f"a {k}×{k} convolution at the query (red):\n{k * k} taps")
+    on_tap, heads = [], []
     for h, (d1, d2) in enumerate(shifts):
         a = fig.add_subplot(gs[h // k, k + h % k])
         state = HeadState(delta=(d1, d2), alpha=alpha, query=(c, c), grid=(grid, grid))
@@ -237,7 +239,24 @@ def plot_kernel_as_heads(kernel_size: int = 3, alpha: float = 6.0, grid: int = 7
             side.set_color(colours[h])
             side.set_linewidth(2.5)
         a.set_xticks([]), a.set_yticks([])
-        a.set_title(f"head {h + 1}: {probs.max():.2f}", fontsize=8.5, pad=2)
+        a.set_title(f"head {h + 1}", fontsize=8.5, pad=4)
+        on_tap.append(float(probs[c + d1, c + d2]))
+        heads.append(a)
+    # the heads' weight on their taps said once above them (rounded down), not in every title,
+    # where "head 1: 0.99" ran into its neighbour
+    low = math.floor(100 * min(on_tap)) / 100
+    fig.canvas.draw()  # the panels' final places (equal aspect) and their titles'
+    to_fig = fig.transFigure.inverted()
+    boxes = [a.get_position() for a in heads]
+    top = max(a.title.get_window_extent().transformed(to_fig).y1 for a in heads)
+    fig.text(
+        (min(b.x0 for b in boxes) + max(b.x1 for b in boxes)) / 2,
+        top + 0.02,
+        f"{k * k} heads, each ≥ {low:.2f} on its tap",
+        ha="center",
+        va="bottom",
+        fontsize=ax.title.get_fontsize(),
+    )
     return fig
 
 
