@@ -517,7 +517,7 @@ def plot_pruning(study: dict, title: str = "", test_size: Optional[int] = None):
 
         band = shades[study["retrained"][-1]["k"]]
         handles.append(Patch(color=band, alpha=0.3, lw=0))
-        labels.append(f"retraining: ±1.96 SE ({test_size:,} test images)")
+        labels.append(f"±1.96 SE ({test_size:,} test images)")
     fig.legend(
         handles, labels, fontsize=9, loc="outside lower center", ncol=2, frameon=False
     )
