@@ -158,7 +158,7 @@ def plot_fair(linear: Optional[Mapping] = None):
     ]
     if linear is not None:
         # the reference line named in the legend: at the book's 8.5 pt its name no longer fits
-        # between two arms' intervals in the 672 px column
+        # between two arms' intervals in the column
         handles.append(
             Line2D([], [], color="0.4", lw=1, ls="--", label="linear on pixels")
         )
