@@ -58,6 +58,9 @@ SLIDER_ALPHAS = (
 )
 #: Colours below this probability are drawn as this value (log scale).
 LOG_FLOOR = -18.0
+#: Gap (px) between the right panel's axes and their tick labels, so that the labels meeting
+#: at its lower-left corner ("10⁻¹⁸" and "0.1") stay apart.
+TICK_STANDOFF = 8
 
 
 @dataclass(frozen=True)
@@ -272,15 +275,19 @@ def alpha_slider_figure(
             "ticklen": 4,
             "showgrid": False,
         },
+        ticklabelstandoff=TICK_STANDOFF,
         row=1,
         col=2,
     )
+    # the lowest mass label ("10⁻¹⁸") and the first α label ("0.1") meet at the panel's corner:
+    # both stand off their axes, so that they do not touch
     fig.update_yaxes(
         type="log",
         title_text="off-target mass",
         range=[math.log10(1e-18), 1],
         dtick=3,  # 1, 10⁻³, …, 10⁻¹⁸
         exponentformat="power",
+        ticklabelstandoff=TICK_STANDOFF,
         row=1,
         col=2,
     )

@@ -118,7 +118,7 @@ def fair_table():
 
 def plot_fair(linear: Optional[Mapping] = None):
     """Figure: test accuracy of every arm at each size (mean, 95 % interval over seeds and test
-    images), with the linear-on-pixels reference."""
+    images), with the linear-on-pixels reference; the panels share one y scale, labelled on each."""
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
@@ -146,6 +146,9 @@ def plot_fair(linear: Optional[Mapping] = None):
         ax.set_title(f"{size:,} training images")
         ax.grid(axis="y", alpha=0.3)
     axes[0].set_ylabel("final test accuracy (%)")
+    # one y scale for both sizes (sharey), labelled on each panel so that it reads as one
+    for ax in axes[1:]:
+        ax.tick_params(labelleft=True)
     # the arms' full names, by colour, in a legend under the panels
     handles = [
         Line2D(
@@ -155,7 +158,7 @@ def plot_fair(linear: Optional[Mapping] = None):
     ]
     if linear is not None:
         # the reference line named in the legend: at the book's 8.5 pt its name no longer fits
-        # between two arms' intervals in the 672 px column
+        # between two arms' intervals in the column
         handles.append(
             Line2D([], [], color="0.4", lw=1, ls="--", label="linear on pixels")
         )

@@ -393,10 +393,27 @@ def retrained_colours(counts: Sequence[int]) -> Dict[int, str]:
     return {k: to_hex(cmap(0.6 + 0.35 * i / n)) for i, k in enumerate(order)}
 
 
-def plot_pruning(study: dict, title: str = ""):
+#: The half-width of the band around a test accuracy in standard errors: a 95 % normal interval.
+BAND_STANDARD_ERRORS = 1.96
+
+
+def binomial_band(accuracy, test_size: int, z: float = BAND_STANDARD_ERRORS):
+    """The band ``accuracy ± z · SE`` around test accuracies (fractions), with the binomial
+    standard error SE = sqrt(p (1 − p) / n) of each accuracy p over ``test_size`` images: returns
+    ``(low, high)``, two lists."""
+    if test_size <= 0:
+        raise ValueError(f"test_size must be positive, not {test_size}")
+    p = [float(a) for a in accuracy]
+    half = [z * math.sqrt(a * (1 - a) / test_size) for a in p]
+    return [a - h for a, h in zip(p, half)], [a + h for a, h in zip(p, half)]
+
+
+def plot_pruning(study: dict, title: str = "", test_size: Optional[int] = None):
     """Fig. 8: (left) test accuracy against the number of heads pruned — most degenerate first
     without retraining, random heads without retraining (one draw, or the mean and range of several) and after retraining;
-    (right) test accuracy during the retraining of each pruned model (epoch 0: before). Returns
+    (right) test accuracy during the retraining of each pruned model (epoch 0: before), with
+    ``test_size`` (the run's number of test images) a band of ±1.96 binomial standard errors
+    around each curve (:func:`binomial_band`): the epoch-to-epoch noise of the test set. Returns
     the figure. Accuracies in percent (0-100)."""
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
@@ -408,7 +425,7 @@ def plot_pruning(study: dict, title: str = ""):
     k = curve["k"]
     # one sequential colour per retrained model, by the number of heads it prunes
     shades = retrained_colours([r["k"] for r in study["retrained"]])
-    # 7.5 in and 9-pt text: at least 11 px on the page
+    # the column's width and 9-pt text: 13.5 px on the page
     fig, (a, b) = plt.subplots(1, 2, figsize=(COLUMN_INCHES, 4.0))
     a.plot(
         k,
@@ -461,7 +478,8 @@ def plot_pruning(study: dict, title: str = ""):
     a.set_xlabel("number of heads pruned"), a.set_ylabel("test accuracy (%)")
     handles, labels = a.get_legend_handles_labels()
     for i, r in enumerate(study["retrained"]):
-        acc = pct([r["test_acc_before"]] + r["test_acc"])
+        raw = [r["test_acc_before"]] + r["test_acc"]
+        acc = pct(raw)
         b.plot(
             range(len(acc)),
             acc,
@@ -470,6 +488,16 @@ def plot_pruning(study: dict, title: str = ""):
             color=shades[r["k"]],
             label=f"{r['k']} heads pruned",
         )
+        if test_size:
+            low, high = binomial_band(raw, test_size)
+            b.fill_between(
+                range(len(acc)),
+                pct(low),
+                pct(high),
+                color=shades[r["k"]],
+                alpha=0.2,
+                lw=0,
+            )
     b.axhline(
         100 * curve["degenerate_first"][0], color=grey, lw=0.8, ls=":", label="unpruned"
     )
@@ -484,6 +512,12 @@ def plot_pruning(study: dict, title: str = ""):
         if label not in labels:  # one legend for the figure, below both panels
             handles.append(handle)
             labels.append(label)
+    if test_size and study["retrained"]:
+        from matplotlib.patches import Patch
+
+        band = shades[study["retrained"][-1]["k"]]
+        handles.append(Patch(color=band, alpha=0.3, lw=0))
+        labels.append(f"±1.96 SE ({test_size:,} test images)")
     fig.legend(
         handles, labels, fontsize=9, loc="outside lower center", ncol=2, frameon=False
     )

@@ -14,6 +14,7 @@ convolution's output and the attention layer's output.
 
 from __future__ import annotations
 
+import math
 from typing import Sequence, Tuple
 
 import numpy as np
@@ -92,7 +93,13 @@ def plot_heads_and_matrices(
 
     h_img, w_img = shape
     shifts = kernel_shifts(3).tolist()
-    fig, axes = plt.subplots(3, 6, figsize=(COLUMN_INCHES, 4.2))
+    # three pairs of panels a row (a head's attention, its W^(h)), a gap between pairs; each
+    # pair titled once, so that no title runs into its neighbour's
+    fig = plt.figure(figsize=(COLUMN_INCHES, 4.4), layout="constrained")
+    grid = fig.add_gridspec(3, 8, width_ratios=[1, 1, 0.3, 1, 1, 0.3, 1, 1])
+    axes = np.array(
+        [[fig.add_subplot(grid[r, c]) for c in (0, 1, 3, 4, 6, 7)] for r in range(3)]
+    )
     vmax = float(matrices.abs().max())
     p = key_padding
     for h, (d1, d2) in enumerate(shifts):
@@ -109,14 +116,17 @@ def plot_heads_and_matrices(
         ax_a.add_patch(
             plt.Rectangle((zoom - 0.5, zoom - 0.5), 1, 1, fill=False, ec="red", lw=1.2)
         )
-        ax_a.set_title(f"head {h + 1}, Δ = ({d1:+d}, {d2:+d})", fontsize=8.5)
+        ax_a.set_title(
+            f"head {h + 1}: Δ = ({d1:+d}, {d2:+d})".replace("-", "−"),
+            fontsize=8.5,
+            loc="left",
+        )
         im = ax_w.imshow(
             matrices[h].double().numpy(), cmap="RdBu_r", vmin=-vmax, vmax=vmax
         )
-        ax_w.set_title(f"$W^{{({h + 1})}}$", fontsize=8.5)
         ax_w.set_yticks(
             range(len(in_names)),
-            in_names if h % 3 == 0 else [""] * len(in_names),
+            in_names,  # on every matrix: the gap between the pairs holds them
             fontsize=8.5,
         )
         ax_w.set_xticks(
@@ -130,7 +140,8 @@ def plot_heads_and_matrices(
     bar.set_label("entry of $W^{(h)}$", fontsize=9)
     bar.ax.tick_params(labelsize=8.5)
     fig.suptitle(
-        f"query q = {tuple(query)} (red), keys within {zoom} pixels; each head's $W^{{(h)}}$ (rows: inputs, columns: outputs)",
+        f"each head: its attention around q = {tuple(query)} (red), keys within {zoom} "
+        f"pixels,\nthen its $W^{{(h)}}$ (rows: inputs, columns: outputs)",
         fontsize=9,
     )
     return fig
@@ -202,8 +213,8 @@ def plot_kernel_as_heads(kernel_size: int = 3, alpha: float = 6.0, grid: int = 7
     k, c = kernel_size, grid // 2
     shifts = [tuple(int(v) for v in s) for s in kernel_shifts(k).tolist()]
     colours = plt.cm.tab10(np.arange(len(shifts)) % 10)
-    fig = plt.figure(figsize=(6.8, 3.2))
-    gs = GridSpec(k, 2 * k, figure=fig, wspace=0.25, hspace=0.45)
+    fig = plt.figure(figsize=(COLUMN_INCHES, 3.7))
+    gs = GridSpec(k, 2 * k, figure=fig, wspace=0.3, hspace=0.5, top=0.82, bottom=0.02)
     ax = fig.add_subplot(gs[:, :k])
     ax.imshow(np.zeros((grid, grid)), cmap="Greys", vmin=0, vmax=1)
     for h, (d1, d2) in enumerate(shifts):
@@ -217,6 +228,7 @@ def plot_kernel_as_heads(kernel_size: int = 3, alpha: float = 6.0, grid: int = 7
     ax.grid(which="minor", color="0.8", lw=0.6)
     ax.tick_params(which="both", length=0, labelbottom=False, labelleft=False)
     ax.set_title(f"a {k}×{k} convolution at the query (red):\n{k * k} taps")
+    on_tap, heads = [], []
     for h, (d1, d2) in enumerate(shifts):
         a = fig.add_subplot(gs[h // k, k + h % k])
         state = HeadState(delta=(d1, d2), alpha=alpha, query=(c, c), grid=(grid, grid))
@@ -227,7 +239,24 @@ def plot_kernel_as_heads(kernel_size: int = 3, alpha: float = 6.0, grid: int = 7
             side.set_color(colours[h])
             side.set_linewidth(2.5)
         a.set_xticks([]), a.set_yticks([])
-        a.set_title(f"head {h + 1}: {probs.max():.2f}", fontsize=8.5, pad=2)
+        a.set_title(f"head {h + 1}", fontsize=8.5, pad=4)
+        on_tap.append(float(probs[c + d1, c + d2]))
+        heads.append(a)
+    # the heads' weight on their taps said once above them (rounded down), not in every title,
+    # where "head 1: 0.99" ran into its neighbour
+    low = math.floor(100 * min(on_tap)) / 100
+    fig.canvas.draw()  # the panels' final places (equal aspect) and their titles'
+    to_fig = fig.transFigure.inverted()
+    boxes = [a.get_position() for a in heads]
+    top = max(a.title.get_window_extent().transformed(to_fig).y1 for a in heads)
+    fig.text(
+        (min(b.x0 for b in boxes) + max(b.x1 for b in boxes)) / 2,
+        top + 0.02,
+        f"{k * k} heads, each ≥ {low:.2f} on its tap",
+        ha="center",
+        va="bottom",
+        fontsize=ax.title.get_fontsize(),
+    )
     return fig
 
 

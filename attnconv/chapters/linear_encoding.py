@@ -305,7 +305,12 @@ def plot_linear_against_quadratic(
             f"linear, $\\mathbf{{v}}$ = {scale:g}·({direction})\n(one-hot on the corner)",
         ),
     ]
-    fig, axes = plt.subplots(1, 4, figsize=(COLUMN_INCHES, 2.7))
+    # two rows of two: in one row of four the titles ran into each other and the numbers of the
+    # last panel filled its cells
+    fig, axes = plt.subplots(
+        2, 2, figsize=(COLUMN_INCHES * 0.85, 5.6), layout="constrained"
+    )
+    axes = axes.flatten()
     for ax, (p, title) in zip(axes, panels):
         ax.imshow(p.view(side, side).numpy(), cmap="Blues", vmin=0, vmax=1)
         ax.set_title(title, fontsize=8.5)
@@ -332,5 +337,4 @@ def plot_linear_against_quadratic(
         f"attention over a {side}×{side} window of shifts (offsets from the window's centre)",
         fontsize=9,
     )
-    fig.tight_layout()
     return fig

@@ -19,7 +19,7 @@ failure), waits for MathJax, and checks: math typeset (no raw \\( \\[ $$ left in
 every .math element holds a MathJax container, no MathJax error), no horizontal overflow of output
 blocks and display math (scrollWidth > clientWidth + 1), every image loaded, every notebook figure
 shown at its own width (not shrunk to the column, so its text stays the size it was drawn: at least
-11 px at a 1280 px window, which attnconv.chapters.shared.plotting checks when the figure is made) and as a 2x PNG, no console errors,
+12 px at a 1280 px window, which attnconv.chapters.shared.plotting checks when the figure is made) and as a 2x PNG, no console errors,
 interactive elements respond (every slider, the play button and, where the figure says it is
 clickable, a click on its image change each Plotly figure; ipywidgets embedded from widget state
 render and respond), and the reading checks: no word or number in a table cell broken across

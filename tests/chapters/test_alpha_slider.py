@@ -100,8 +100,9 @@ def _contrast(a: str, b: str) -> float:
 
 def test_figure_axes_and_bound_read_on_both_themes(frames):
     """Figure 4.2: the right panel's axes are titled and ticked at plain numbers (no "0.1 2 5 1 2
-    5" log labels), its text is at least 12 px, and the bound is drawn in a colour that reads on
-    the white page and on the dark theme's background (which plotly-dark.js paints)."""
+    5" log labels), their tick labels stand off the axes, its text is at least 12 px, and the
+    bound is drawn in a colour that reads on the white page and on the dark theme's background
+    (which plotly-dark.js paints)."""
     fig = alpha_slider_figure(frames, QUERY, 1)
     assert small_text(fig) == []
     assert fig.layout.xaxis2.title.text == "α"
@@ -113,6 +114,9 @@ def test_figure_axes_and_bound_read_on_both_themes(frames):
         "10",
     ]
     assert fig.layout.yaxis2.dtick == 3
+    # "10⁻¹⁸" (lowest y label) and "0.1" (first x label) meet at the panel's lower-left corner:
+    # both stand off their axes by 8 px (in a browser at 680 px they no longer touch)
+    assert x2.ticklabelstandoff == fig.layout.yaxis2.ticklabelstandoff == 8
     (bound,) = [t for t in fig.data if t.name == "bound S(α)"]
     assert bound.line.color == NEUTRAL_COLOR
     for background in ("#ffffff", "#14181e"):  # the book's light and dark backgrounds

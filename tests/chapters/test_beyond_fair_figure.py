@@ -41,4 +41,9 @@ def test_fair_figure_names_the_arms_on_the_axis(monkeypatch):
             assert left.x1 < right.x0
         panel = ax.get_window_extent(renderer)
         assert boxes[0].x0 >= panel.x0 - 2 and boxes[-1].x1 <= panel.x1 + 2
+    # one y scale for both sizes, its tick labels shown on every panel
+    limits = {ax.get_ylim() for ax in fig.axes}
+    assert len(limits) == 1, limits
+    for ax in fig.axes:
+        assert any(t.get_visible() and t.get_text() for t in ax.get_yticklabels())
     plt.close(fig)

@@ -627,3 +627,26 @@ def test_intro_says_no_share_of_the_seeds_survives_holm():
         "claims at once" in flat
     )
     assert f"trained again from {n_seeds} new random seeds" in flat
+
+
+def test_depth_measures_figure_titles_do_not_touch():
+    """Fig. 12b.1: the three panel titles (two lines each) stay apart at the column's width."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from attnconv.chapters.shared.plotting import BOOK_STYLE
+
+    runs = {
+        "quadratic, seed 0": _rows([1, 2, 3, 4, 5, 6], pairs=3),
+        "learned": _rows([5, 5, 6, 6, 6, 6], localized=(1, 1, 0, 0, 1, 0)),
+    }
+    with plt.rc_context(BOOK_STYLE):
+        fig = depth.plot_depth_measures(runs, {"seed 1": [1, 0, 0, 0, 1, 0]})
+        fig.canvas.draw()
+    boxes = [ax.title.get_window_extent() for ax in fig.axes]
+    assert all("\n" in ax.get_title() for ax in fig.axes)
+    for i, a in enumerate(boxes):
+        assert not any(a.overlaps(b) for b in boxes[i + 1 :])
+    plt.close(fig)

@@ -62,3 +62,28 @@ def test_every_numbered_caption_starts_with_a_capital():
             first = m["first"]
             assert not first.islower(), (name, text[m.start() : m.end() + 30])
     assert seen > 100
+
+
+def test_every_figure_output_fits_the_column():
+    """Every figure a notebook shows is a 2× PNG whose CSS width (its metadata) is at most the
+    column at a 1280 px window (plotting.COLUMN_PX): the page shows it at its own size, its text
+    as drawn (at least plotting.MIN_TEXT_PX), never shrunk."""
+    import base64
+    import struct
+
+    from attnconv.chapters.shared.plotting import COLUMN_PX
+
+    seen = 0
+    for path in sorted(BOOK.glob("*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            for out in cell.get("outputs", []):
+                if "image/png" not in out.get("data", {}):
+                    continue
+                seen += 1
+                width = out.get("metadata", {}).get("image/png", {}).get("width")
+                where = (path.name, cell.get("id"))
+                assert width and width <= COLUMN_PX, (where, width)
+                png = base64.b64decode("".join(out["data"]["image/png"]))
+                pixels = struct.unpack(">I", png[16:20])[0]
+                assert abs(pixels - 2 * width) <= 2, (where, pixels, width)  # retina
+    assert seen > 50

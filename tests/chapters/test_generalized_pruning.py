@@ -496,3 +496,37 @@ def test_pruning_figure_ticks_epochs_as_integers_and_names_the_draws(n_random):
     else:
         assert random_label.endswith(f"(mean of {n_random} draws)")
     plt.close(fig)
+
+
+def test_binomial_band_is_the_plain_formula():
+    """The band of Fig. 8.1's right panel: p ± 1.96 sqrt(p (1 − p) / n), written out by hand for
+    a few accuracies (oracle: the arithmetic below, not the package's)."""
+    low, high = gf.binomial_band([0.6, 0.5, 0.0, 1.0], 1017)
+    # 0.6: sqrt(0.24 / 1017) = 0.015361...; 0.5: sqrt(0.25 / 1017) = 0.015679...
+    assert low[0] == pytest.approx(0.6 - 1.96 * 0.0153617, abs=1e-6)
+    assert high[0] == pytest.approx(0.6 + 1.96 * 0.0153617, abs=1e-6)
+    assert high[1] - low[1] == pytest.approx(2 * 1.96 * 0.0156787, abs=1e-6)
+    assert (low[2], high[2], low[3], high[3]) == (0.0, 0.0, 1.0, 1.0)
+    assert gf.BAND_STANDARD_ERRORS == 1.96
+    with pytest.raises(ValueError):
+        gf.binomial_band([0.5], 0)
+
+
+def test_pruning_figure_draws_the_band_around_each_retraining():
+    """With the run's number of test images, each retraining curve of the right panel has its
+    ±1.96 SE band, and the legend names it with n; without it, no band."""
+    study = _plot_study(1)
+    fig = gf.plot_pruning(study, test_size=1017)
+    right = fig.axes[1]
+    (band,) = right.collections
+    top = band.get_paths()[0].vertices[:, 1].max()
+    acc = [study["retrained"][0]["test_acc_before"]] + study["retrained"][0]["test_acc"]
+    p = max(acc)
+    assert top == pytest.approx(100 * (p + 1.96 * math.sqrt(p * (1 - p) / 1017)))
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "±1.96 SE (1,017 test images)" in legend
+    plt.close(fig)
+    fig = gf.plot_pruning(study)
+    assert not fig.axes[1].collections
+    assert not any("SE" in t.get_text() for t in fig.legends[0].get_texts())
+    plt.close(fig)

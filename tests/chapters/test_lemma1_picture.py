@@ -53,6 +53,14 @@ def test_head_matrices_are_the_kernel_slices_and_plots_draw():
     # attention's dark (1)
     maps = {ax.images[0].get_cmap().name for ax in fig.axes[:-1] if ax.images}
     assert maps == {"Purples", "RdBu_r"}
+    # one title a head, over its pair of panels; no two titles touch, nor a title a panel
+    fig.canvas.draw()
+    titles = [ax.title for ax in fig.axes if ax.get_title(loc="left")]
+    assert len(titles) == 9
+    boxes = [t.get_window_extent() for t in titles]
+    panels = [ax.get_window_extent() for ax in fig.axes[:-1]]
+    for i, a in enumerate(boxes):
+        assert not any(a.overlaps(b) for b in boxes[i + 1 :] + panels)
     plt.close(fig)
     fig = plot_outputs(x[0], conv(x)[0].detach(), y[0].detach(), (3, 3))
     assert len(fig.axes) == 9
@@ -95,4 +103,16 @@ def test_opening_figure_heads_sit_on_the_kernel_taps():
         r, c = divmod(int(image.argmax()), image.shape[1])
         assert (r, c) == (3 + a, 3 + b)
         assert float(image.max()) > 0.95
+    # the weight on the taps said once, rounded down (oracle: each map read at its tap)
+    low = min(
+        float(ax.images[0].get_array()[3 + a, 3 + b])
+        for ax, (a, b) in zip(heads, kernel_shifts(3).tolist())
+    )
+    (header,) = fig.texts
+    assert header.get_text() == f"9 heads, each ≥ {int(100 * low) / 100:.2f} on its tap"
+    # no two titles touch
+    fig.canvas.draw()
+    boxes = [t.get_window_extent() for t in [ax.title for ax in fig.axes] + [header]]
+    for i, a in enumerate(boxes):
+        assert not any(a.overlaps(b) for b in boxes[i + 1 :])
     plt.close(fig)

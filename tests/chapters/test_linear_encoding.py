@@ -226,4 +226,10 @@ def test_linear_against_quadratic_figure_draws_its_heads():
     titles = [ax.get_title() for ax in fig.axes[:3]]
     assert titles[0].startswith("linear, best $\\mathbf{v}$ for Δ = (1, -1)")
     assert titles[2].startswith("linear, $\\mathbf{v}$ = 30·(−1, −1)")
+    # no title runs into another, nor into a panel
+    fig.canvas.draw()
+    boxes = [ax.title.get_window_extent() for ax in fig.axes[:4]]
+    panels = [ax.get_window_extent() for ax in fig.axes]
+    for i, a in enumerate(boxes):
+        assert not any(a.overlaps(b) for b in boxes[i + 1 :] + panels)
     plt.close(fig)

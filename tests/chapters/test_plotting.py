@@ -51,25 +51,31 @@ def test_shown_size_shrinks_with_wide_figures():
 
 
 def test_column_is_the_1280px_window_and_book_text_is_readable_in_it():
-    """The column is the figure width shown at a 1280 px window (688 px column less 8 px padding
-    each side); the book's smallest text (8.5 pt) in a figure of the column's width is at least
-    MIN_TEXT_PX there, and the same text in the old 7.8-in figures was not."""
+    """The column is the width of a notebook output at a 1280 px window (760 px, measured in
+    Chromium on the built book; 784 px at 1400 px); the book's smallest text (8.5 pt) in a figure
+    of the column's width is at least MIN_TEXT_PX (12 px) there, its axis labels (9 pt) 13.5 px,
+    and a figure of the column's width, with the tenths of an inch a tight bounding box adds, is
+    shown unshrunk. The same text at the old 100 dpi (11.8 px) and in a 7.8-in figure is not."""
     from attnconv.chapters.shared.plotting import (
         BOOK_STYLE,
         COLUMN_INCHES,
+        FIGURE_DPI,
         MIN_TEXT_PX,
     )
 
-    assert COLUMN_PX == 688 - 2 * 8
+    assert COLUMN_PX == 760
     dpi = BOOK_STYLE["figure.dpi"]
-    assert COLUMN_INCHES * dpi <= COLUMN_PX
+    assert dpi == FIGURE_DPI
+    assert (COLUMN_INCHES + 0.2) * dpi <= COLUMN_PX
     assert BOOK_STYLE["figure.figsize"][0] == COLUMN_INCHES
-    assert MIN_TEXT_PX >= 11
-    assert shown_text_px(8.5, dpi, COLUMN_INCHES * dpi) >= MIN_TEXT_PX
+    assert MIN_TEXT_PX == 12
+    assert shown_text_px(8.5, dpi, COLUMN_INCHES * dpi) == pytest.approx(12.75)
+    assert shown_text_px(BOOK_STYLE["axes.labelsize"], dpi, COLUMN_INCHES * dpi) >= 13.5
+    assert shown_text_px(8.5, 100, COLUMN_INCHES * 100) < MIN_TEXT_PX
     assert shown_text_px(8.5, dpi, 7.8 * dpi) < MIN_TEXT_PX
     assert (
-        shown_text_px(7, dpi, 300) < MIN_TEXT_PX
-    )  # 7-pt text is too small at any width
+        shown_text_px(7.5, dpi, 300) < MIN_TEXT_PX
+    )  # 7.5-pt text is too small at any width
 
 
 def test_figure_check_reads_the_retina_png_at_its_css_width(capsys):
@@ -88,8 +94,12 @@ def test_figure_check_reads_the_retina_png_at_its_css_width(capsys):
         set_matplotlib_formats("retina")
         plotting.install_figure_check()
         formatter = ip.display_formatter.formatters["image/png"]
-        for width, size, small in ((6.5, 8.5, False), (9.0, 8.5, True), (5, 7, True)):
-            fig = Figure(figsize=(width, 2), dpi=100)
+        for width, size, small in (
+            (6.5, 8.5, False),
+            (10.0, 8.5, True),
+            (5, 7.5, True),
+        ):
+            fig = Figure(figsize=(width, 2), dpi=plotting.FIGURE_DPI)
             ax = fig.add_subplot()
             ax.plot([0, 1], [0, 1])
             ax.set_title("title", fontsize=size)

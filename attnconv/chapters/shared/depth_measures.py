@@ -484,7 +484,7 @@ def plot_depth_measures(
         return dict(color=colour, marker=markers[seed % 5], ms=4, lw=1.2)
 
     fig, axes = plt.subplots(
-        1, 3, figsize=(COLUMN_INCHES, 2.9), constrained_layout=True
+        1, 3, figsize=(COLUMN_INCHES, 3.1), constrained_layout=True
     )
     for label, rows in rows_by_run.items():
         layers = [r["layer"] + 1 for r in rows]
@@ -502,10 +502,10 @@ def plot_depth_measures(
         axes[1].plot(
             range(1, len(counts) + 1), counts, label=None, **style(f"learned, {label}")
         )
-    titles = (
-        "attention distance (tokens)",
-        "heads > 50 % on one key",
-        "overlapping pairs (% of pairs)",
+    titles = (  # two lines each: on one line they ran into each other
+        "attention distance\n(tokens)",
+        "heads > 50 %\non one key",
+        "overlapping pairs\n(% of pairs)",
     )
     for ax, title in zip(axes, titles):
         ax.set_title(title)

@@ -36,8 +36,8 @@ __all__ = [
 ]
 
 #: The widest a figure is drawn (px). Below it a figure takes the column's width (624 px in a
-#: 1200 px window, 688 px at 1280 px): its layout sets ``autosize`` and no ``width``, and
-#: :func:`figure_html` caps it here and makes it responsive. Heights stay fixed; the panels that
+#: 1200 px window; 760 px at 1280 px, wider than this): its layout sets ``autosize`` and no
+#: ``width``, and :func:`figure_html` caps it here and makes it responsive. Heights stay fixed; the panels that
 #: must stay square keep their shape (``constrain="domain"``) and leave a margin instead.
 FIGURE_WIDTH = 680
 FONT_SIZE = 13  # px, every text of the figures (at least 12)

@@ -10,6 +10,7 @@ import torch
 __all__ = [
     "COLUMN_INCHES",
     "COLUMN_PX",
+    "FIGURE_DPI",
     "MIN_TEXT_PX",
     "BOOK_STYLE",
     "MODEL_COLOURS",
@@ -26,20 +27,26 @@ __all__ = [
     "plot_error_map",
 ]
 
-#: Width of the book's text column in inches at the figures' 100 dpi. The binding page is a
-#: 1280 px browser window: there the text column is 688 px wide and a figure output sits in it
-#: with 8 px padding, so a static figure is shown at most 672 px wide (wider pages give more).
-#: A figure up to this wide is shown at its own size and its 8.5-pt text is 11.8 px on the page.
+#: Width of the book's figures in inches. The binding page is a 1280 px browser window: there a
+#: notebook output is 760 px wide (784 px at 1400 px; measured in Chromium on the built book), and
+#: an image is shown at its own CSS width up to that, shrunk beyond it. Figures are drawn at
+#: :data:`FIGURE_DPI`, so a figure of this width is 724 px on the page (745 px with the few tenths
+#: of an inch that a tight bounding box adds at the edges): it nearly fills the column and is
+#: never shrunk, and its smallest text (8.5 pt) is 12.75 px, its labels (9 pt) 13.5 px.
 COLUMN_INCHES = 6.7
+#: Pixels (CSS px) per inch of the book's figures: ``figure.dpi``; the inline PNGs are drawn at
+#: twice this (retina) and shown at this.
+FIGURE_DPI = 108
 #: The widest a figure is shown, in CSS px (at a 1280 px window), and the smallest figure text we
 #: accept there: a figure wider than the column is scaled down, and its text with it.
-COLUMN_PX = 672
-MIN_TEXT_PX = 11.0
+COLUMN_PX = 760
+MIN_TEXT_PX = 12.0
 
-#: The book's font sizes (points): nothing smaller than 8.5 pt, which at 100 dpi is 11.8 px when a
-#: figure is no wider than the column (and at least 11 px for a figure up to 7.2 in wide).
+#: The book's font sizes (points): nothing smaller than 8.5 pt, which at :data:`FIGURE_DPI` is
+#: 12.75 px when a figure is no wider than the column (and at least 12 px for a figure up to
+#: 7.4 in wide).
 BOOK_STYLE = {
-    "figure.dpi": 100,
+    "figure.dpi": FIGURE_DPI,
     "font.size": 9,
     "axes.titlesize": 9.5,
     "axes.labelsize": 9,

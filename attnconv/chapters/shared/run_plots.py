@@ -346,7 +346,8 @@ def _head_panel(ax, center, inverse, grid, query, masses, colour) -> None:
         query[1] + center[1], query[0] + center[0], "x", color=colour, ms=4, mew=1.0
     )
     if not min(mass_ellipse(inverse, masses[0])[:2]) <= max(h, w):
-        ax.text(0.5, 0.04, "wide", transform=ax.transAxes, ha="center", fontsize=9)
+        # the baseline a little higher: clear of a marked head's thick frame
+        ax.text(0.5, 0.07, "wide", transform=ax.transAxes, ha="center", fontsize=9)
 
 
 def plot_head_grid(
@@ -427,7 +428,8 @@ def plot_head_grid(
                 continue
             _head_panel(ax, centers[k], inverse[k], (h, w), query, masses, colour)
             if row == 0 or per_layer > 1:
-                ax.set_title(f"head {k + 1}", fontsize=9, pad=2)
+                # clear of a marked head's thick frame
+                ax.set_title(f"head {k + 1}", fontsize=9, pad=4 if marked else 2)
             if k % heads_per_row == 0 and len(layers) > 1 and not blocks:
                 ax.set_ylabel(f"layer {i + 1}", fontsize=9)
             if k in marked.get(i, ()):
