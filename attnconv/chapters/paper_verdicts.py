@@ -91,6 +91,10 @@ __all__ = [
     "MAP_ROWS",
     "paper_map_text",
     "claim_dropdowns",
+    "claim_card_rows",
+    "claim_cards",
+    "clauses",
+    "paired_over_images",
     "confounds_note",
     "verdict_counts",
     "EXACT_CHECKS",
@@ -663,6 +667,159 @@ def claim_dropdowns(claims: Sequence[Claim], open_: bool = False) -> str:
             f"**{c.verdict}** — {_one_line(c.reason)}."
         )
         body[2:2] = [fresh_sentence(c.key), ""]  # the fresh seeds' verdict leads
+        opts = [":color: light"] + ([":open:"] if open_ else [])
+        blocks.append(
+            "\n".join(
+                [
+                    f"::::{{dropdown}} {title}: {dropdown_verdict(c)}",
+                    *opts,
+                    "",
+                    *body,
+                    "::::",
+                ]
+            )
+        )
+    return "\n\n".join(blocks)
+
+
+#: A paired interval's label as :meth:`~attnconv.experiments.verdicts.Interval.format` prints it,
+#: "(paired, 3 v 5 seeds": what is paired is the test images (every run of both sides is scored
+#: on the same ones); the seeds are separate runs on each side.
+_PAIRED_SEEDS = re.compile(r"\(paired, (\d+ v \d+ seeds?)")
+#: What a card says once when one of its intervals is paired over the test images.
+PAIRED_NOTE = (
+    "Paired over the test images: both sides are scored on the same images, and each side's "
+    "seeds are separate runs."
+)
+#: What a card says once when it lists runs at another setting.
+OFF_SETTING_SENTENCE = (
+    "Runs marked “not counted” are at another setting: listed, not counted."
+)
+
+
+def paired_over_images(text: str) -> str:
+    """``text`` with each "(paired, 3 v 5 seeds" of an interval's label said in full, "(paired
+    over the test images, 3 v 5 seeds": the label, not the numbers, changes (the judge's own
+    words are left as they are)."""
+    return _PAIRED_SEEDS.sub(r"(paired over the test images, \1", text)
+
+
+def clauses(text: str) -> List[str]:
+    """``text`` cut at each "; " outside parentheses and brackets, each part kept verbatim: the
+    clauses of a verdict's reason, one to a line of a table cell."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth = max(0, depth - 1)
+        elif ch == ";" and depth == 0 and text[i + 1 : i + 2] == " ":
+            parts.append(text[start:i])
+            start = i + 2
+    parts.append(text[start:])
+    return [p.strip() for p in parts if p.strip()]
+
+
+#: The most words a line of a card's cell holds before it is cut at its first colon.
+CELL_LINE_WORDS = 40
+
+
+def _colon_cut(text: str) -> List[str]:
+    """``text`` as one line, or, when it runs over :data:`CELL_LINE_WORDS` words, cut after its
+    first colon outside parentheses and brackets (the colon kept, no word changed)."""
+    if len(text.split()) <= CELL_LINE_WORDS:
+        return [text]
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth = max(0, depth - 1)
+        elif ch == ":" and depth == 0 and text[i + 1 : i + 2] == " ":
+            return [text[: i + 1], text[i + 2 :]]
+    return [text]
+
+
+def _lines(parts: Sequence[str]) -> str:
+    """Table-cell lines (joined by ``<br>``), each with the paired label said in full, a line
+    over :data:`CELL_LINE_WORDS` words cut at its first colon (:func:`_colon_cut`)."""
+    lines = [x for p in parts for x in _colon_cut(paired_over_images(_one_line(p)))]
+    return "<br>".join(lines)
+
+
+def _measured(e: Evidence) -> str:
+    return _lines(clauses(_one_line(e.measured)))
+
+
+def _fresh_cell(key: str) -> Tuple[str, str]:
+    """The card's fresh-seeds row: (badge, the judge's words cut into clauses, the alternatives
+    that change it last)."""
+    got = fresh_verdicts().get(key)
+    if got is None:
+        return "—", "not a claim of the frozen protocol"
+    if got.verdict == PENDING:
+        return category_badge("pending"), "its runs are being made"
+    lines = clauses(sharpened_detail(got))
+    if got.interim:
+        lines.insert(0, "interim: the first five seeds")
+    flips = _flips(got)
+    if flips:
+        lines.append("fragile: " + "; ".join(flips))
+    return _fresh_badge(got), _lines(lines)
+
+
+def claim_card_rows(c: Claim) -> List[Tuple[str, str, str]]:
+    """A claim's card as table rows (part, which, what): the claim quoted with its source, the
+    test with its kind and margin, one row per run with its measured value (runs at another
+    setting marked "not counted"), the verdict on the fresh seeds and the exploratory verdict,
+    each a badge beside the judge's words, cut at their semicolons (:func:`clauses`). Every
+    string is the rule's or the judge's; only the layout is this function's."""
+    at, off = split_evidence(c)
+    kind = c.kind + (f", margin {c.margin}" if c.margin not in ("", "—") else "")
+    rows = [
+        ("claim", _one_line(c.source), f"“{_one_line(c.quote)}”"),
+        ("test", kind or "—", _lines(clauses(_one_line(c.test)))),
+    ]
+    rows += [("run", _one_line(e.run), _measured(e)) for e in at]
+    rows += [("run, not counted", _one_line(e.run), _measured(e)) for e in off]
+    rows.append(("fresh seeds", *_fresh_cell(c.key)))
+    rows.append(("exploratory", shown_badge(c), _lines(clauses(_one_line(c.reason)))))
+    return rows
+
+
+def _card_sentences(rows: Sequence[Tuple[str, str, str]]) -> List[str]:
+    """At most two short sentences under a card: what "not counted" and "paired" mean, where
+    the card needs them."""
+    out = []
+    if any(part == "run, not counted" for part, _, _ in rows):
+        out.append(OFF_SETTING_SENTENCE)
+    if any("paired over the test images" in what for _, _, what in rows):
+        out.append(PAIRED_NOTE)
+    return out
+
+
+def claim_cards(
+    claims: Sequence[Claim], chapter: str, first: int, open_: bool = False
+) -> str:
+    """Each claim as a collapsed dropdown (its verdict in the title, as :func:`claim_dropdowns`)
+    holding one small captioned table, "Table <chapter>.<n> — <title>: ...", numbered from
+    ``first`` in order (:func:`claim_card_rows`), and at most two short sentences below it
+    (:func:`_card_sentences`). The confounds are left to :func:`confounds_note`."""
+    from .shared.tables import captioned, markdown_table
+
+    blocks = []
+    for n, c in enumerate(claims, start=first):
+        title = CLAIMS[c.key].title if c.key else c.source
+        rows = claim_card_rows(c)
+        table = captioned(
+            markdown_table(("part", "which", "what"), rows, align="lll"),
+            f"Table {chapter}.{n} — {title}: the claim, its test, each run and the "
+            "verdicts.",
+        ).data
+        body = [table]
+        sentences = _card_sentences(rows)
+        if sentences:
+            body += ["", " ".join(sentences)]
         opts = [":color: light"] + ([":open:"] if open_ else [])
         blocks.append(
             "\n".join(

@@ -73,7 +73,7 @@ SIGNIFICANT_FLOP_REDUCTION = 0.10
 #: Words for the confounds a verdict names where they touch it.
 POSITIONAL_LR_CONFOUND = (
     "The cpu and deep profiles train every positional parameter (Δ, s, M, the learned "
-    "tables) with ×10 the learning rate; the paper states no such multiplier, and it "
+    "tables) with ×10 the learning rate. The paper states no such multiplier, and it "
     "covers far more parameters in the learned tables than in the quadratic encoding."
 )
 LOCAL_DROPOUT_CONFOUND = (
@@ -83,8 +83,8 @@ LOCAL_DROPOUT_CONFOUND = (
 )
 SCHEDULE_CONFOUND = (
     "In the runs made before the freeze, the ResNet18 divides its learning rate by 10 at "
-    "epochs 11, 20 and 33 (a step schedule) while the attention models follow a cosine to "
-    "epoch 40, so the epochs to converge measure the schedules as much as the "
+    "epochs 11, 20 and 33 (a step schedule), while the attention models follow a cosine to "
+    "epoch 40. So the epochs to converge measure the schedules as much as the "
     "architectures. The fresh ResNet18 follows the same cosine as the attention arms."
 )
 NO_CONTROL_CONFOUND = (

@@ -650,3 +650,44 @@ def test_depth_measures_figure_titles_do_not_touch():
     for i, a in enumerate(boxes):
         assert not any(a.overlaps(b) for b in boxes[i + 1 :])
     plt.close(fig)
+
+
+def test_layer_values_rows_one_row_per_run_and_measure():
+    from attnconv.chapters.shared.depth_measures import layer_values_rows
+
+    def layer(distance, on_key, pairs):
+        return {
+            "attention_distance": distance,
+            "localized": on_key,
+            "overlapping_pairs": pairs,
+            "heads": 9,
+            "pairs": 36,
+        }
+
+    drawn = {
+        "quadratic, seed 2": [layer(1.544, 4, 3), layer(3.0, 0, 2)],
+        "generalized": [layer(1.5, 5, 0), layer(2.0, 1, 1)],
+    }
+    columns, rows = layer_values_rows(drawn, {"seed 1": [1, 0]}, {"generalized": 0})
+    assert columns == ["model", "seed", "measure", "layer 1", "layer 2"]
+    assert rows[0] == ["quadratic", "2", "attention distance (tokens)", "1.54", "3.00"]
+    assert rows[1] == ["quadratic", "2", "heads on one key (of 9)", "4", "0"]
+    assert rows[2] == ["quadratic", "2", "overlapping pairs (of 36)", "3", "2"]
+    assert rows[3][:2] == ["generalized", "0"] and len(rows) == 7
+    assert rows[-1] == ["learned", "1", "heads on one key, saved peaks", "1", "0"]
+
+
+def test_layer_values_rows_refuses_unequal_depths_and_unknown_seeds():
+    from attnconv.chapters.shared.depth_measures import layer_values_rows
+
+    one = {
+        "attention_distance": 1.0,
+        "localized": 0,
+        "overlapping_pairs": 0,
+        "heads": 9,
+        "pairs": 36,
+    }
+    with pytest.raises(ValueError):
+        layer_values_rows({"quadratic, seed 0": [one]}, {"seed 0": [0, 0]})
+    with pytest.raises(ValueError):
+        layer_values_rows({"generalized": [one]})

@@ -212,3 +212,115 @@ def test_scorecard_inconclusive_reads_as_its_badge_in_both_themes():
     import matplotlib.pyplot as plt
 
     plt.close(fig)
+
+
+# ----------------------------------------------------------------- ch. 12b's claim cards
+
+
+def test_clauses_cut_at_semicolons_outside_brackets_only():
+    text = "a (1 v 3 seeds; one run: no interval); b [x; y]; c"
+    assert pv.clauses(text) == [
+        "a (1 v 3 seeds; one run: no interval)",
+        "b [x; y]",
+        "c",
+    ]
+    assert "; ".join(pv.clauses(text)) == text  # nothing lost, nothing reworded
+
+
+def test_paired_label_says_what_is_paired():
+    got = pv.paired_over_images(
+        "+4.8 points, 95 % CI [+0.6, +9.0] (paired, 3 v 5 seeds)"
+    )
+    assert got == (
+        "+4.8 points, 95 % CI [+0.6, +9.0] (paired over the test images, 3 v 5 seeds)"
+    )
+    # a same-model comparison and a seeds-only interval are left as they are
+    same = "(paired, one model, exact McNemar)"
+    assert pv.paired_over_images(same) == same
+    assert (
+        pv.paired_over_images("(seeds only, 3 v 5 seeds)")
+        == "(seeds only, 3 v 5 seeds)"
+    )
+
+
+def _card_claim():
+    return Claim(
+        quote="our implementation achieves accuracy close to that of ResNet18",
+        source="Sec. 4.3",
+        test="learned minus ResNet18; lower end above −2 points",
+        evidence=[
+            Evidence("6 layers", "+4.8 points (paired, 3 v 5 seeds)"),
+            Evidence("2 layers", "−1.8 points" + pv.OFF_SETTING_NOTE),
+        ],
+        verdict=REPRODUCED,
+        reason="its lower end is above −2 points; the margin",
+        key="close_to_resnet",
+        kind="non-inferiority",
+        margin="−2 points",
+    )
+
+
+def test_card_rows_hold_the_claim_the_test_each_run_and_both_verdicts():
+    rows = pv.claim_card_rows(_card_claim())
+    parts = [r[0] for r in rows]
+    assert parts == [
+        "claim",
+        "test",
+        "run",
+        "run, not counted",
+        "fresh seeds",
+        "exploratory",
+    ]
+    assert (
+        rows[0][2] == "“our implementation achieves accuracy close to that of ResNet18”"
+    )
+    assert rows[1] == (
+        "test",
+        "non-inferiority, margin −2 points",
+        "learned minus ResNet18<br>lower end above −2 points",
+    )
+    assert rows[2][1:] == (
+        "6 layers",
+        "+4.8 points (paired over the test images, 3 v 5 seeds)",
+    )
+    assert rows[3][1:] == ("2 layers", "−1.8 points")  # the note is the row's part now
+    assert rows[-1][1] == pv.verdict_badge(REPRODUCED)
+    assert rows[-1][2] == "its lower end is above −2 points<br>the margin"
+    got = pv.fresh_verdicts()["close_to_resnet"]
+    assert rows[-2][1].startswith(pv.verdict_badge(got.verdict))
+
+
+def test_cards_are_numbered_tables_with_at_most_two_sentences():
+    c = _card_claim()
+    text = pv.claim_cards([c, replace(c, evidence=c.evidence[:1])], "12b", 4)
+    blocks = text.split("\n\n::::{dropdown}")
+    assert len(blocks) == 2 and text.startswith("::::{dropdown}")
+    assert (
+        "```{table} **Table 12b.4 —** Sec. 4.3: accuracy close to ResNet18:"
+        in blocks[0]
+    )
+    assert "```{table} **Table 12b.5 —**" in blocks[1]
+    assert "| part | which | what |" in blocks[0]
+    for block in blocks:
+        after = block.split("```\n", 2)[-1]  # what follows the table
+        prose = [line for line in after.splitlines() if line and line != "::::"]
+        assert len(prose) == 1  # one paragraph of at most two short sentences
+        sentences = prose[0].split(". ")
+        assert len(sentences) <= 2 and all(len(s.split()) <= 20 for s in sentences)
+    # the first card lists a run at another setting and a paired interval: both notes
+    assert pv.OFF_SETTING_SENTENCE in blocks[0] and pv.PAIRED_NOTE in blocks[0]
+    # the second lists no run at another setting: the paired note only
+    assert pv.OFF_SETTING_SENTENCE not in blocks[1] and pv.PAIRED_NOTE in blocks[1]
+
+
+def test_a_long_cell_line_is_cut_at_its_first_colon_only():
+    long = "the test can pass only when (a: b) it helps: " + "word " * 40 + "end"
+    c = replace(_card_claim(), reason="short; " + long)
+    cell = pv.claim_card_rows(c)[-1][2]
+    assert cell.split("<br>") == [
+        "short",
+        "the test can pass only when (a: b) it helps:",
+        ("word " * 40 + "end"),
+    ]
+    short = replace(_card_claim(), reason="a: b")
+    assert pv.claim_card_rows(short)[-1][2] == "a: b"

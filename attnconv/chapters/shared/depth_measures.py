@@ -26,7 +26,7 @@ figures. The verdicts on the claims are made from these measures by
 from __future__ import annotations
 
 import os
-from typing import Dict, List, Mapping, Optional, Sequence
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -67,6 +67,8 @@ __all__ = [
     "uniform_attention_distance",
     "depth_rows",
     "format_depth_table",
+    "layer_values_rows",
+    "LAYER_VALUES_COLUMNS",
     "pruning_accuracies",
     "accuracy_series",
     "removal_rows",
@@ -256,6 +258,62 @@ def format_depth_table(
     else:
         raise ValueError(f"part must be 'where' or 'how', got {part!r}")
     return "\n".join(lines)
+
+
+#: The columns of :func:`layer_values_rows` before the layers: model, seed, measure.
+LAYER_VALUES_COLUMNS = ("model", "seed", "measure")
+
+
+def _model_seed(label: str, seeds: Mapping[str, object]) -> Tuple[str, str]:
+    """("quadratic", "0") from "quadratic, seed 0"; a label without a seed takes ``seeds``'s."""
+    model, sep, seed = label.rpartition(", seed ")
+    if sep:
+        return model, seed
+    if label not in seeds:
+        raise ValueError(f"{label!r}: no seed in the label and none given")
+    return label, str(seeds[label])
+
+
+def layer_values_rows(
+    drawn: Mapping[str, Sequence[dict]],
+    learned_seeds: Optional[Mapping[str, Sequence[int]]] = None,
+    seeds: Optional[Mapping[str, object]] = None,
+) -> Tuple[List[str], List[List[str]]]:
+    """Every run's per-layer measures as one table: ``(columns, rows)``, a row per run and measure
+    (model, seed, measure, then one value per layer from layer 1). ``drawn``: label → the run's
+    :func:`depth_rows` (a label "quadratic, seed 1" carries its seed; any other takes
+    ``seeds[label]``): its attention distance (tokens, 2 decimals), heads on one key and
+    overlapping pairs, each "of" the layer's heads or pairs. ``learned_seeds``: seed label →
+    heads on one key per layer read from the saved peaks (:func:`learned_seed_localized`)."""
+    learned_seeds, seeds = learned_seeds or {}, seeds or {}
+    layers = {len(r) for r in drawn.values()} | {len(c) for c in learned_seeds.values()}
+    if len(layers) != 1:
+        raise ValueError(
+            f"every run needs the same number of layers, got {sorted(layers)}"
+        )
+    (n,) = layers
+    rows = []
+    for label, r in drawn.items():
+        model, seed = _model_seed(label, seeds)
+        rows.append(
+            [model, seed, "attention distance (tokens)"]
+            + [f"{x['attention_distance']:.2f}" for x in r]
+        )
+        rows.append(
+            [model, seed, f"heads on one key (of {r[0]['heads']})"]
+            + [str(x["localized"]) for x in r]
+        )
+        rows.append(
+            [model, seed, f"overlapping pairs (of {r[0]['pairs']})"]
+            + [str(x["overlapping_pairs"]) for x in r]
+        )
+    for label, counts in learned_seeds.items():
+        _, seed = _model_seed(f"learned, {label}", seeds)
+        rows.append(
+            ["learned", seed, "heads on one key, saved peaks"]
+            + [str(c) for c in counts]
+        )
+    return list(LAYER_VALUES_COLUMNS) + [f"layer {i}" for i in range(1, n + 1)], rows
 
 
 def lemma_shifts_covered(history: Mapping, kernel_size: int = 3) -> List[int]:
