@@ -110,7 +110,9 @@ def test_each_row_prints_the_judges_numbers_and_the_protocols_bound():
 def test_a_pending_claim_shows_no_number():
     got = ConfirmatoryVerdict("close_to_resnet", PENDING, "runs made: learned 3 of 8")
     assert pv.fresh_measure(got) == "—"
-    words = ConfirmatoryVerdict("close_to_resnet", INCONCLUSIVE, "not testable: no spread")
+    words = ConfirmatoryVerdict(
+        "close_to_resnet", INCONCLUSIVE, "not testable: no spread"
+    )
     assert pv.fresh_measure(words) == "not testable: no spread"
 
 
