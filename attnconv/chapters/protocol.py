@@ -4,6 +4,7 @@ verdicts beside the exploratory ones. Reads only (:mod:`attnconv.evidence`)."""
 
 from __future__ import annotations
 
+import re
 from typing import Dict, List
 
 from ..evidence import freeze, protocol
@@ -22,6 +23,7 @@ from .shared.tables import keep_words, markdown_table
 __all__ = [
     "freeze_table",
     "claims_table",
+    "claims_text",
     "arms_table",
     "tuning_table",
     "tuning_points",
@@ -47,10 +49,6 @@ def _table(rows: List[dict]):
     return markdown_table(columns, cells, "l" * len(columns))
 
 
-def _short(text: str, limit: int = 90) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
 def freeze_table():
     """The freeze record, checked: the digest now against the frozen one (asserted)."""
     now = protocol.digest()
@@ -66,27 +64,51 @@ def freeze_table():
     )
 
 
+def _bound(c) -> str:
+    """A frozen claim's type with its threshold or margin: "share, > 0.5"."""
+    if c.margin is not None:
+        return f"{c.kind}, margin {100 * c.margin:g} pt"
+    return f"{c.kind}, > {c.threshold:g}" if c.threshold is not None else c.kind
+
+
 def claims_table():
-    """One row per claim of the family: type, arms, the per-seed property or compared quantity,
-    threshold or margin, null model."""
-    rows = []
-    for c in protocol.CLAIMS.values():
-        bound = (
-            f"margin {100 * c.margin:g} pt"
-            if c.margin is not None
-            else (f"> {c.threshold:g}" if c.threshold is not None else "—")
-        )
-        rows.append(
+    """One row per claim of the family, compact: the claim, where the paper makes it, the arms
+    it reads, its type with its threshold or margin. The full frozen text of each claim
+    (quotation, measure, null) is :func:`claims_text`; nothing here is cut."""
+    return _table(
+        [
             {
-                "claim": f"“{_short(c.quote, 48)}” ({c.source.split(',')[0]}; "
-                + ", ".join(c.arms)
-                + ")",
-                "type, bound": f"{c.kind}, {bound}" if bound != "—" else c.kind,
-                "measure": _short(c.prop, 80),
-                "null": _short(c.null, 24) or "—",
+                "claim": c.key.replace("_", " "),
+                "paper": re.split(r",| \(", c.source)[0],
+                "arms": ", ".join(c.arms),
+                "type, bound": _bound(c),
             }
-        )
-    return _table(rows)
+            for c in protocol.CLAIMS.values()
+        ]
+    )
+
+
+def _sentence(text: str) -> str:
+    return text if text.endswith(".") else text + "."
+
+
+def claims_text(title: str) -> str:
+    """Each claim of the family as frozen, in full and unshortened, as one collapsed MyST
+    dropdown titled ``title``: the paper's words, where, the per-seed measure or compared
+    quantity, the null model, and the reason for the threshold or margin."""
+    items = []
+    for c in protocol.CLAIMS.values():
+        parts = [
+            f"- **{c.key.replace('_', ' ')}** ({c.source}): “{c.quote}”",
+            f"  - *Measure:* {_sentence(c.prop)}",
+            f"  - *Type and bound:* {_bound(c)}."
+            + (f" {_sentence(c.reason)}" if c.reason else ""),
+        ]
+        if c.null:
+            parts.append(f"  - *Null:* {_sentence(c.null)}")
+        items.append("\n".join(parts))
+    body = "\n".join(items)
+    return f"::::{{dropdown}} {title}\n{body}\n::::"
 
 
 def arms_table():
@@ -494,7 +516,7 @@ def followup_claims_table(verdicts: Dict[str, ConfirmatoryVerdict]):
             {
                 "claim": key.replace("_", " "),
                 "type": c.kind,
-                "measure": _short(c.prop, 110),
+                "measure": c.prop,
                 "margin": "—" if c.margin is None else f"{100 * c.margin:g} point(s)",
                 "verdict": v.verdict + mark,
             }

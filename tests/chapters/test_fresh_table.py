@@ -54,9 +54,7 @@ def _row_of(rows, key):
     title = (
         pv.CLAIMS[key].title if key in pv.CLAIMS else pv.keep_words(FROZEN[key].prop)
     )
-    title = pv._RANGE_HYPHEN.sub(
-        "\u2011", title
-    )  # as the table keeps "4-6" on one line
+    title = pv.keep_ranges(title)  # as the table keeps "4-6" on one line
     (row,) = [r for t, r in rows.items() if title in t]
     return row
 
@@ -110,7 +108,9 @@ def test_each_row_prints_the_judges_numbers_and_the_protocols_bound():
 def test_a_pending_claim_shows_no_number():
     got = ConfirmatoryVerdict("close_to_resnet", PENDING, "runs made: learned 3 of 8")
     assert pv.fresh_measure(got) == "—"
-    words = ConfirmatoryVerdict("close_to_resnet", INCONCLUSIVE, "not testable: no spread")
+    words = ConfirmatoryVerdict(
+        "close_to_resnet", INCONCLUSIVE, "not testable: no spread"
+    )
     assert pv.fresh_measure(words) == "not testable: no spread"
 
 

@@ -168,3 +168,53 @@ def test_the_tuning_curves_are_the_saved_runs_validation_accuracies():
     assert seen == sum(len(v) for k, v in points.items() if k.startswith("follow-up"))
     fig = page.tuning_curves_figure()
     assert len(fig.axes) == 2
+
+
+def _cells(markdown: str):
+    """Every cell of a Markdown table's body rows, as the reader reads it: no-wrap spans
+    dropped, a code span (a digest `ab12…`, shortened on purpose) left out, closing quotes and
+    brackets stripped."""
+    import re
+
+    text = re.sub(r"</?span[^>]*>", "", markdown)
+    for line in text.splitlines()[2:]:
+        for x in line.strip().strip("|").split(" | "):
+            yield re.sub(r"`[^`]*`", "", x).strip().rstrip("”’\"')]*").strip()
+
+
+def test_no_table_cell_of_the_page_is_cut_and_each_claim_is_shown_in_full():
+    """Table P.3 and the follow-up's claims cut no text ("…" at a cell's end); the frozen text
+    of every claim (quotation, source, measure, null, the bound's reason) is on the page whole,
+    in the dropdown under Table P.3."""
+    import re
+
+    from attnconv.evidence.judge import followup_verdicts
+
+    verdicts = confirmatory_verdicts()
+    tables = {
+        "claims": page.claims_table().data,
+        "arms": page.arms_table().data,
+        "contrasts": page.contrasts_table().data,
+        "verdicts": page.verdicts_table(verdicts, {}).data,
+        "robustness": page.robustness_table(verdicts).data,
+        "follow-up claims": page.followup_claims_table(followup_verdicts()).data,
+        "follow-up amendments": page.followup_amendments_table().data,
+    }
+    for name, text in tables.items():
+        for cell in _cells(text):
+            assert not cell.endswith("…"), (name, cell)
+    full = page.claims_text("title")
+    assert full.startswith("::::{dropdown} title\n") and full.endswith("\n::::")
+    for c in protocol.CLAIMS.values():
+        for text in (c.quote, c.source, c.prop, c.null, c.reason):
+            assert text in full, (c.key, text)
+        assert f"| {c.key.replace('_', ' ')} |" in tables["claims"]
+    from attnconv.evidence import followup
+
+    for c in followup.all_claims().values():
+        assert c.prop in re.sub(r"</?span[^>]*>", "", tables["follow-up claims"])
+
+
+def test_a_cut_cell_fails_the_check():
+    cut = "| claim |\n| :--- |\n| “We can see that after optimization, the heads a…” |"
+    assert any(c.endswith("…") for c in _cells(cut))
