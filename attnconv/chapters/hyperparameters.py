@@ -11,7 +11,6 @@ footnote mark after each setting.
 
 from __future__ import annotations
 
-import re
 from typing import Dict, List, Sequence
 
 import torch
@@ -20,6 +19,7 @@ from ..experiments.models import build_model
 from ..experiments.paper_numbers import PAPER_PARAMETERS, PAPER_TABLE2
 from ..experiments.profiles import get_profile
 from ..experiments.train_config import parameter_groups
+from .shared.tables import keep_words
 
 __all__ = [
     "full_scale_hours",
@@ -265,7 +265,7 @@ def table2_markdown(rows: Sequence[dict]) -> str:
         ]
         lines.append(f"| {name} | {_fmt(r['paper'])} | " + " | ".join(cells) + " |")
     # a hyphen inside a word or a range ("CIFAR-10", "20-60") never breaks in a narrow column
-    return re.sub(r"(?<=\w)(?<!\de)-(?=\w)", "\u2011", "\n".join(lines))
+    return keep_words("\n".join(lines))
 
 
 def table2_notes(rows: Sequence[dict]) -> str:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import functools
 import json
 import math
-import re
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -71,7 +70,7 @@ from .shared.paper_claims import (
     structure_claims,
 )
 from .shared.saved_runs import load_saved_runs
-from .shared.tables import keep_words
+from .shared.tables import keep_ranges, keep_words
 
 __all__ = [
     "book_claims",
@@ -278,9 +277,6 @@ def format_claim_blocks(claims: Sequence[Claim], link: bool = False) -> str:
 
 
 #: A hyphen between two digits (a range of layers, "5-6"), written non-breaking in tables.
-_RANGE_HYPHEN = re.compile(r"(?<=\d)-(?=\d)")
-
-
 def _number(x: float) -> str:
     return f"{x:g}" if x < 1000 else f"1e{round(math.log10(x))}"
 
@@ -311,7 +307,7 @@ def claims_table(
         shown = verdict_badge(c.verdict) if badge else f"*{c.verdict}*"
         cells = (_title(key, link), r.kind, _margin(key), c.interval or "—", shown)
         if badge:  # a range of layers ("5-6") stays on one line in a narrow column
-            cells = tuple(_RANGE_HYPHEN.sub("\u2011", x) for x in cells)
+            cells = tuple(keep_ranges(x) for x in cells)
         lines.append("| " + " | ".join(x.replace("|", "\\|") for x in cells) + " |")
     return "\n".join(lines)
 
@@ -406,7 +402,7 @@ def fresh_claims_table(
             exploratory = "—"
         shown = _fresh_badge(got) + (" *fragile*" if _flips(got) else "")
         cells = (title, bound, fresh_measure(got), shown, exploratory)
-        cells = tuple(_RANGE_HYPHEN.sub("\u2011", x) for x in cells)
+        cells = tuple(keep_ranges(x) for x in cells)
         lines.append("| " + " | ".join(x.replace("|", "\\|") for x in cells) + " |")
     return "\n".join(lines)
 

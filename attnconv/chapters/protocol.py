@@ -4,6 +4,7 @@ verdicts beside the exploratory ones. Reads only (:mod:`attnconv.evidence`)."""
 
 from __future__ import annotations
 
+import re
 from typing import Dict, List
 
 from ..evidence import freeze, protocol
@@ -16,12 +17,14 @@ from ..evidence.judge import (
 )
 from ..evidence.runs import beyond_tuning_runs, tuned_values, tuning_record, tuning_runs
 from ..experiments.registry import RUNS, run_state
+from ..experiments.verdicts import REPRODUCED
 from .shared.badges import verdict_word
 from .shared.tables import keep_words, markdown_table
 
 __all__ = [
     "freeze_table",
     "claims_table",
+    "claims_text",
     "arms_table",
     "tuning_table",
     "tuning_points",
@@ -32,11 +35,14 @@ __all__ = [
     "verdicts_table",
     "tally_words",
     "robustness_table",
+    "holm_floor",
+    "why_fragile_text",
     "followup_record_table",
     "followup_arms_table",
     "followup_claims_table",
     "followup_amendments_table",
-    "followup_beside_frozen",
+    "followup_progress",
+    "followup_box",
 ]
 
 
@@ -45,10 +51,6 @@ def _table(rows: List[dict]):
     columns = list(rows[0])
     cells = [[keep_words(r[c]) for c in columns] for r in rows]
     return markdown_table(columns, cells, "l" * len(columns))
-
-
-def _short(text: str, limit: int = 90) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def freeze_table():
@@ -66,27 +68,51 @@ def freeze_table():
     )
 
 
+def _bound(c) -> str:
+    """A frozen claim's type with its threshold or margin: "share, > 0.5"."""
+    if c.margin is not None:
+        return f"{c.kind}, margin {100 * c.margin:g} pt"
+    return f"{c.kind}, > {c.threshold:g}" if c.threshold is not None else c.kind
+
+
 def claims_table():
-    """One row per claim of the family: type, arms, the per-seed property or compared quantity,
-    threshold or margin, null model."""
-    rows = []
-    for c in protocol.CLAIMS.values():
-        bound = (
-            f"margin {100 * c.margin:g} pt"
-            if c.margin is not None
-            else (f"> {c.threshold:g}" if c.threshold is not None else "—")
-        )
-        rows.append(
+    """One row per claim of the family, compact: the claim, where the paper makes it, the arms
+    it reads, its type with its threshold or margin. The full frozen text of each claim
+    (quotation, measure, null) is :func:`claims_text`; nothing here is cut."""
+    return _table(
+        [
             {
-                "claim": f"“{_short(c.quote, 48)}” ({c.source.split(',')[0]}; "
-                + ", ".join(c.arms)
-                + ")",
-                "type, bound": f"{c.kind}, {bound}" if bound != "—" else c.kind,
-                "measure": _short(c.prop, 80),
-                "null": _short(c.null, 24) or "—",
+                "claim": c.key.replace("_", " "),
+                "paper": re.split(r",| \(", c.source)[0],
+                "arms": ", ".join(c.arms),
+                "type, bound": _bound(c),
             }
-        )
-    return _table(rows)
+            for c in protocol.CLAIMS.values()
+        ]
+    )
+
+
+def _sentence(text: str) -> str:
+    return text if text.endswith(".") else text + "."
+
+
+def claims_text(title: str) -> str:
+    """Each claim of the family as frozen, in full and unshortened, as one collapsed MyST
+    dropdown titled ``title``: the paper's words, where, the per-seed measure or compared
+    quantity, the null model, and the reason for the threshold or margin."""
+    items = []
+    for c in protocol.CLAIMS.values():
+        parts = [
+            f"- **{c.key.replace('_', ' ')}** ({c.source}): “{c.quote}”",
+            f"  - *Measure:* {_sentence(c.prop)}",
+            f"  - *Type and bound:* {_bound(c)}."
+            + (f" {_sentence(c.reason)}" if c.reason else ""),
+        ]
+        if c.null:
+            parts.append(f"  - *Null:* {_sentence(c.null)}")
+        items.append("\n".join(parts))
+    body = "\n".join(items)
+    return f"::::{{dropdown}} {title}\n{body}\n::::"
 
 
 def arms_table():
@@ -397,19 +423,75 @@ def robustness_table(confirmatory: Dict[str, ConfirmatoryVerdict]):
     return _table(rows)
 
 
+def holm_floor() -> Dict[str, float]:
+    """Why no share of the fresh seeds survives a family-wide correction: ``seeds`` fresh seeds
+    per arm, ``claims`` in the family, the share test's level ``alpha``, the smallest p its exact
+    one-sided binomial test can give (``best_p``: every seed shows the property, against a share
+    of one half, 0.5 ** seeds) and Holm's first threshold (``first_threshold``: alpha / claims),
+    which ``best_p`` must reach for any claim to pass."""
+    from ..evidence.rule import SHARE_ALPHA, binomial_upper_tail
+
+    n, m = len(protocol.CONFIRMATORY_SEEDS), len(protocol.CLAIMS)
+    return {
+        "seeds": n,
+        "claims": m,
+        "alpha": SHARE_ALPHA,
+        "best_p": binomial_upper_tail(n, n, 0.5),
+        "first_threshold": SHARE_ALPHA / m,
+    }
+
+
+#: The robustness table's name for the family-wide correction (a frozen alternative).
+HOLM = "Holm's adjustment over the family"
+
+
+def why_fragile_text(confirmatory: Dict[str, ConfirmatoryVerdict]) -> str:
+    """Chapter 17's "Why every reproduced is fragile", its numbers from :func:`holm_floor` and
+    the judge: the smallest p of a share of the fresh seeds against Holm's first threshold, and
+    how many reproduced verdicts change under Holm's adjustment."""
+    f = holm_floor()
+    reproduced = [v for v in confirmatory.values() if v.verdict == REPRODUCED]
+    turned = [v for v in reproduced if v.alternatives.get(HOLM) != REPRODUCED]
+    n, m = f["seeds"], f["claims"]
+    fails = f["best_p"] > f["first_threshold"]
+    return "\n\n".join(
+        [
+            f"Each model was trained from {n} fresh seeds. A claim about trained models is "
+            "reproduced when most seeds show the property. An exact one-sided sign test "
+            f"decides it, at level {f['alpha']:g}.",
+            f"The best case is all {n} seeds showing it. The test then gives "
+            f"$p = 0.5^{{{n}}} = {f['best_p']:.4f}$. Holm's correction over the {m} claims asks "
+            f"the first claim for $p \\le {f['alpha']:g}/{m} = {f['first_threshold']:.4f}$.",
+            (
+                f"So with {n} seeds no share of seeds can pass a family-wide correction. "
+                if fails
+                else f"So with {n} seeds a share of seeds can pass a family-wide correction. "
+            )
+            + (
+                f"Under Holm's adjustment all {len(reproduced)} reproduced verdicts change"
+                if len(turned) == len(reproduced)
+                else f"Under Holm's adjustment {len(turned)} of the {len(reproduced)} "
+                "reproduced verdicts change"
+            )
+            + " ({ref}`Table P.9 <appendix-protocol>`).",
+            "Read each *reproduced* as a share: how many of the "
+            f"{n} seeds show the property (Table 17.2). It is evidence for most seeds at CPU "
+            "scale, judged claim by claim, not a family-wide result.",
+        ]
+    )
+
+
 # --------------------------------------------------------------------------- the follow-up
 def followup_record_table():
     """The registered follow-up's freeze record (its digest checked, asserted) and its runs made
     so far, by kind."""
     from ..evidence import followup
-    from ..evidence.followup_runs import followup_run_name, followup_tuning_runs
 
     now = followup.digest()
     assert now == freeze.FOLLOWUP_DIGEST, "the follow-up changed after its freeze"
     amended = followup.amendment_digest()
     assert amended == freeze.FOLLOWUP_AMENDMENTS[-1][1], "the amendments changed"
-    tuning = [n for runs in followup_tuning_runs().values() for n, _ in runs]
-    seeds = [followup_run_name(a, s) for a in followup.ARMS for s in followup.SEEDS]
+    made = followup_progress()
     return _table(
         [
             {
@@ -422,14 +504,28 @@ def followup_record_table():
             {"item": "fresh seeds", "value": ", ".join(map(str, followup.SEEDS))},
             {
                 "item": "tuning runs made (validation)",
-                "value": f"{_present(tuning)} of {len(tuning)}",
+                "value": "{} of {}".format(*made["tuning"]),
             },
             {
                 "item": "fresh runs made",
-                "value": f"{_present(seeds)} of {len(seeds)}",
+                "value": "{} of {}".format(*made["fresh"]),
             },
         ]
     )
+
+
+def followup_progress() -> Dict[str, tuple]:
+    """The registered follow-up's runs made so far, from the run registry: ``{"tuning": (made,
+    of), "fresh": (made, of)}``."""
+    from ..evidence import followup
+    from ..evidence.followup_runs import followup_run_name, followup_tuning_runs
+
+    tuning = [n for runs in followup_tuning_runs().values() for n, _ in runs]
+    seeds = [followup_run_name(a, s) for a in followup.ARMS for s in followup.SEEDS]
+    return {
+        "tuning": (_present(tuning), len(tuning)),
+        "fresh": (_present(seeds), len(seeds)),
+    }
 
 
 def _amendment_rows() -> List[dict]:
@@ -494,7 +590,7 @@ def followup_claims_table(verdicts: Dict[str, ConfirmatoryVerdict]):
             {
                 "claim": key.replace("_", " "),
                 "type": c.kind,
-                "measure": _short(c.prop, 110),
+                "measure": c.prop,
                 "margin": "—" if c.margin is None else f"{100 * c.margin:g} point(s)",
                 "verdict": v.verdict + mark,
             }
@@ -538,19 +634,45 @@ _FOLLOWUP_TITLES = {
 }
 
 
-def followup_beside_frozen(
+def followup_box(
     frozen: Dict[str, ConfirmatoryVerdict], followup: Dict[str, ConfirmatoryVerdict]
-):
-    """The follow-up's verdicts beside the frozen ones they ask again (its reporting rule: side
-    by side, neither replacing the other)."""
-    rows = []
+) -> str:
+    """The registered follow-up as a planned-study box (a MyST admonition), not a results table:
+    what it asks again, beside the frozen verdict each question revisits (its reporting rule:
+    side by side, neither replacing the other), its runs made so far (from the run registry) and
+    where the protocol page gives its design. A follow-up verdict is shown once it is made."""
+    from ..evidence import followup as registered
+
+    items = []
     for key, base in FOLLOWUP_OF.items():
         v = followup[key]
-        rows.append(
-            {
-                "question": _FOLLOWUP_TITLES[key],
-                "frozen protocol": f"{frozen[base].verdict} ({base.replace('_', ' ')})",
-                "registered follow-up": v.verdict,
-            }
+        got = "" if v.verdict == PENDING else f"; follow-up: *{v.verdict}*"
+        items.append(
+            f"- **{_FOLLOWUP_TITLES[key]}.** Asks again *{base.replace('_', ' ')}*; "
+            f"frozen protocol: *{frozen[base].verdict}*{got}."
         )
-    return _table(rows)
+    made = followup_progress()
+    pending = all(followup[k].verdict == PENDING for k in FOLLOWUP_OF)
+    status = (
+        "No follow-up verdict yet: each waits for its fresh runs."
+        if pending
+        else "Its verdicts stand beside the frozen ones, never in the tally."
+    )
+    return "\n".join(
+        [
+            "```{admonition} Planned study: the registered follow-up",
+            ":class: note",
+            f"Frozen in git before its runs existed, it asks {len(FOLLOWUP_OF)} questions "
+            f"again on {len(registered.SEEDS)} new seeds per arm:",
+            "",
+            *items,
+            "",
+            "**Runs made:** {} of {} tuning runs, {} of {} fresh runs. ".format(
+                *made["tuning"], *made["fresh"]
+            )
+            + status,
+            "Its design, amendments and claims: {ref}`the protocol page "
+            "<sec-protocol-followup>` (Tables P.11 to P.14).",
+            "```",
+        ]
+    )

@@ -608,15 +608,16 @@ def test_intro_says_no_share_of_the_seeds_survives_holm():
     flips under Holm's adjustment."""
     import json
 
+    from attnconv.chapters.protocol import HOLM, holm_floor
     from attnconv.evidence.judge import confirmatory_verdicts
-    from attnconv.evidence.rule import SHARE_ALPHA
 
     got = confirmatory_verdicts()
-    holm = "Holm's adjustment over the family"
     reproduced = [v for v in got.values() if v.verdict == REPRODUCED]
-    assert reproduced and all(v.alternatives[holm] != REPRODUCED for v in reproduced)
+    assert reproduced and all(v.alternatives[HOLM] != REPRODUCED for v in reproduced)
+    floor = holm_floor()  # the arithmetic, tested in test_protocol_page.py
     n_seeds = len(reproduced[0].seeds)
-    assert 0.5**n_seeds > SHARE_ALPHA / len(got)
+    assert n_seeds == floor["seeds"] and len(got) == floor["claims"]
+    assert floor["best_p"] > floor["first_threshold"]
     intro = json.loads((PAPER_MAP.parent / "intro.ipynb").read_text())
     flat = " ".join(
         " ".join("".join(c["source"]) for c in intro["cells"]).replace("*", "").split()

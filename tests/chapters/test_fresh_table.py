@@ -54,9 +54,7 @@ def _row_of(rows, key):
     title = (
         pv.CLAIMS[key].title if key in pv.CLAIMS else pv.keep_words(FROZEN[key].prop)
     )
-    title = pv._RANGE_HYPHEN.sub(
-        "\u2011", title
-    )  # as the table keeps "4-6" on one line
+    title = pv.keep_ranges(title)  # as the table keeps "4-6" on one line
     (row,) = [r for t, r in rows.items() if title in t]
     return row
 

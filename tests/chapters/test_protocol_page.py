@@ -128,16 +128,37 @@ def test_the_followup_amendment_table_lists_each_amendment():
     assert freeze.FOLLOWUP_AMENDMENT_COMMIT[:10] in record
 
 
-def test_the_followup_stands_beside_the_frozen_verdicts():
+def test_the_followup_box_stands_beside_the_frozen_verdicts_and_counts_the_registry():
+    """Chapter 17's planned-study box: each question with the frozen verdict it asks again, and
+    the runs made as the registry counts them (oracle: RUNS and run_state, read here)."""
     from attnconv.evidence import followup
-    from attnconv.evidence.judge import followup_verdicts
+    from attnconv.evidence.followup_runs import followup_run_name, followup_tuning_runs
+    from attnconv.evidence.judge import PENDING, followup_verdicts
+    from attnconv.experiments.registry import RUNS, run_state
 
-    frozen = confirmatory_verdicts()
-    text = page.followup_beside_frozen(frozen, followup_verdicts()).data
+    frozen, fresh = confirmatory_verdicts(), followup_verdicts()
+    text = page.followup_box(frozen, fresh)
+    assert text.startswith("```{admonition} Planned study") and text.endswith("```")
     assert set(page.FOLLOWUP_OF) == set(followup.all_claims())
     for key, base in page.FOLLOWUP_OF.items():
         assert base in protocol.CLAIMS
-        assert f"{frozen[base].verdict} ({base.replace('_', ' ')})" in text
+        assert (
+            f"Asks again *{base.replace('_', ' ')}*; frozen protocol: "
+            f"*{frozen[base].verdict}*" in text
+        )
+        if fresh[key].verdict != PENDING:
+            assert f"follow-up: *{fresh[key].verdict}*" in text
+    made = lambda names: sum(
+        n in RUNS and run_state(RUNS[n]) == "present" for n in names
+    )
+    tuning = [n for runs in followup_tuning_runs().values() for n, _ in runs]
+    seeds = [followup_run_name(a, s) for a in followup.ARMS for s in followup.SEEDS]
+    assert (
+        f"**Runs made:** {made(tuning)} of {len(tuning)} tuning runs, "
+        f"{made(seeds)} of {len(seeds)} fresh runs." in text
+    )
+    assert f"on {len(followup.SEEDS)} new seeds per arm" in text
+    assert "<sec-protocol-followup>" in text
 
 
 def test_the_tuning_curves_are_the_saved_runs_validation_accuracies():
@@ -168,3 +189,88 @@ def test_the_tuning_curves_are_the_saved_runs_validation_accuracies():
     assert seen == sum(len(v) for k, v in points.items() if k.startswith("follow-up"))
     fig = page.tuning_curves_figure()
     assert len(fig.axes) == 2
+
+
+def _cells(markdown: str):
+    """Every cell of a Markdown table's body rows, as the reader reads it: no-wrap spans
+    dropped, a code span (a digest `ab12…`, shortened on purpose) left out, closing quotes and
+    brackets stripped."""
+    import re
+
+    text = re.sub(r"</?span[^>]*>", "", markdown)
+    for line in text.splitlines()[2:]:
+        for x in line.strip().strip("|").split(" | "):
+            yield re.sub(r"`[^`]*`", "", x).strip().rstrip("”’\"')]*").strip()
+
+
+def test_no_table_cell_of_the_page_is_cut_and_each_claim_is_shown_in_full():
+    """Table P.3 and the follow-up's claims cut no text ("…" at a cell's end); the frozen text
+    of every claim (quotation, source, measure, null, the bound's reason) is on the page whole,
+    in the dropdown under Table P.3."""
+    import re
+
+    from attnconv.evidence.judge import followup_verdicts
+
+    verdicts = confirmatory_verdicts()
+    tables = {
+        "claims": page.claims_table().data,
+        "arms": page.arms_table().data,
+        "contrasts": page.contrasts_table().data,
+        "verdicts": page.verdicts_table(verdicts, {}).data,
+        "robustness": page.robustness_table(verdicts).data,
+        "follow-up claims": page.followup_claims_table(followup_verdicts()).data,
+        "follow-up amendments": page.followup_amendments_table().data,
+    }
+    for name, text in tables.items():
+        for cell in _cells(text):
+            assert not cell.endswith("…"), (name, cell)
+    full = page.claims_text("title")
+    assert full.startswith("::::{dropdown} title\n") and full.endswith("\n::::")
+    for c in protocol.CLAIMS.values():
+        for text in (c.quote, c.source, c.prop, c.null, c.reason):
+            assert text in full, (c.key, text)
+        assert f"| {c.key.replace('_', ' ')} |" in tables["claims"]
+    from attnconv.evidence import followup
+
+    for c in followup.all_claims().values():
+        assert c.prop in re.sub(r"</?span[^>]*>", "", tables["follow-up claims"])
+
+
+def test_a_cut_cell_fails_the_check():
+    cut = "| claim |\n| :--- |\n| “We can see that after optimization, the heads a…” |"
+    assert any(c.endswith("…") for c in _cells(cut))
+
+
+def test_holm_floor_against_the_binomial_arithmetic():
+    """Oracle: the exact one-sided sign test's p when all n of n seeds show the property is
+    1/2**n (the sum over one term, counted here with math.comb), against Holm's first threshold
+    alpha/m, read from the frozen protocol."""
+    import math
+
+    from attnconv.evidence.rule import SHARE_ALPHA
+
+    f = page.holm_floor()
+    n, m = len(protocol.CONFIRMATORY_SEEDS), len(protocol.CLAIMS)
+    assert (f["seeds"], f["claims"], f["alpha"]) == (n, m, SHARE_ALPHA)
+    assert f["best_p"] == pytest.approx(math.comb(n, n) / 2**n, rel=1e-12)
+    assert f["first_threshold"] == pytest.approx(SHARE_ALPHA / m, rel=1e-12)
+    # the frozen design: 8 seeds and 18 claims, so the best p (0.0039) misses 0.0028
+    assert (n, m) == (8, 18) and f["best_p"] > f["first_threshold"]
+
+
+def test_why_fragile_states_the_numbers_and_the_judges_flips():
+    verdicts = confirmatory_verdicts()
+    text = page.why_fragile_text(verdicts)
+    f = page.holm_floor()
+    assert f"$p = 0.5^{{{f['seeds']}}} = {f['best_p']:.4f}$" in text
+    assert f"{f['alpha']:g}/{f['claims']} = {f['first_threshold']:.4f}$" in text
+    assert "no share of seeds can pass a family-wide correction" in text
+    reproduced = [
+        v for v in verdicts.values() if v.verdict == "reproduced at CPU scale"
+    ]
+    assert reproduced and all(
+        v.alternatives[page.HOLM] != v.verdict for v in reproduced
+    )
+    assert f"all {len(reproduced)} reproduced verdicts change" in text
+    sentences = [s for p in text.split("\n\n") for s in p.split(". ")]
+    assert max(len(s.split()) for s in sentences) <= 25

@@ -7,6 +7,9 @@ import re
 from typing import Sequence
 
 __all__ = [
+    "keep_words",
+    "keep_ranges",
+    "NOWRAP",
     "COLUMN_CHARS",
     "fit_column",
     "pack_items",
@@ -20,17 +23,37 @@ __all__ = [
 COLUMN_CHARS = 89
 
 
-def keep_words(text) -> str:
-    """A table cell whose hyphenated words and ranges do not break across lines: every hyphen
-    between two word characters becomes a non-breaking one (ranges 4-6, 2-layer, dates)."""
-    import re
+#: The HTML class (book/_static/tables.css: ``white-space: nowrap``) of a span whose text the
+#: browser never breaks across lines; its hyphens stay ASCII, so the text reads and searches as
+#: typed ("3-6", with no non-breaking hyphen).
+NOWRAP = "nowrap"
 
+#: A word with a hyphen between word characters: a range "4-6", a compound "2-layer", a date.
+_HYPHENATED = re.compile(r"\w+(?:-\w+)+")
+
+
+def _nowrap(text, pattern) -> str:
     # roles, links and labels (`...`, <...>) are left as they are
     parts = re.split(r"(`[^`]*`|<[^>]*>)", str(text))
-    return "".join(
-        p if i % 2 else re.sub(r"(?<=\w)-(?=\w)", "\u2011", p)
-        for i, p in enumerate(parts)
-    )
+    span = lambda m: f'<span class="{NOWRAP}">{m.group(0)}</span>'  # noqa: E731
+    return "".join(p if i % 2 else pattern.sub(span, p) for i, p in enumerate(parts))
+
+
+def keep_words(text) -> str:
+    """A table cell whose hyphenated words and ranges do not break across lines: every word with
+    a hyphen between two word characters (ranges 4-6, 2-layer, dates) is set in a
+    ``<span class="nowrap">``; the hyphen itself stays ASCII."""
+    return _nowrap(text, _HYPHENATED)
+
+
+#: A range of numbers, "5-6".
+_RANGE = re.compile(r"(?<![\w.])\d+(?:-\d+)+(?![\w.])")
+
+
+def keep_ranges(text) -> str:
+    """``text`` with every range of numbers ("5-6") set in a ``<span class="nowrap">``, as
+    :func:`keep_words` does, other hyphenated words left as they are."""
+    return _nowrap(text, _RANGE)
 
 
 def fit_column(text: str, width: int = COLUMN_CHARS, indent: str = "    ") -> str:
