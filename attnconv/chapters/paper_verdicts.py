@@ -19,7 +19,7 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from ..evidence.judge import (
     PENDING,
@@ -664,19 +664,15 @@ def claim_dropdowns(claims: Sequence[Claim], open_: bool = False) -> str:
             f"**{c.verdict}** — {_one_line(c.reason)}."
         )
         body[2:2] = [fresh_sentence(c.key), ""]  # the fresh seeds' verdict leads
-        opts = [":color: light"] + ([":open:"] if open_ else [])
-        blocks.append(
-            "\n".join(
-                [
-                    f"::::{{dropdown}} {title}: {dropdown_verdict(c)}",
-                    *opts,
-                    "",
-                    *body,
-                    "::::",
-                ]
-            )
-        )
+        blocks.append(_dropdown(f"{title}: {dropdown_verdict(c)}", body, open_))
     return "\n\n".join(blocks)
+
+
+def _dropdown(title: str, body: Sequence[str], open_: bool) -> str:
+    """A claim's light dropdown (MyST ``::::{dropdown}``) titled ``title`` around ``body``'s
+    lines, open when ``open_``."""
+    opts = [":color: light"] + ([":open:"] if open_ else [])
+    return "\n".join([f"::::{{dropdown}} {title}", *opts, "", *body, "::::"])
 
 
 #: A paired interval's label as :meth:`~attnconv.experiments.verdicts.Interval.format` prints it,
@@ -701,18 +697,25 @@ def paired_over_images(text: str) -> str:
     return _PAIRED_SEEDS.sub(r"(paired over the test images, \1", text)
 
 
-def clauses(text: str) -> List[str]:
-    """``text`` cut at each "; " outside parentheses and brackets, each part kept verbatim: the
-    clauses of a verdict's reason, one to a line of a table cell."""
-    parts, depth, start = [], 0, 0
+def _top_level(text: str, sep: str) -> Iterator[int]:
+    """Where ``sep`` followed by a space stands in ``text`` outside parentheses and brackets."""
+    depth = 0
     for i, ch in enumerate(text):
         if ch in "([":
             depth += 1
         elif ch in ")]":
             depth = max(0, depth - 1)
-        elif ch == ";" and depth == 0 and text[i + 1 : i + 2] == " ":
-            parts.append(text[start:i])
-            start = i + 2
+        elif ch == sep and depth == 0 and text[i + 1 : i + 2] == " ":
+            yield i
+
+
+def clauses(text: str) -> List[str]:
+    """``text`` cut at each "; " outside parentheses and brackets, each part kept verbatim: the
+    clauses of a verdict's reason, one to a line of a table cell."""
+    parts, start = [], 0
+    for i in _top_level(text, ";"):
+        parts.append(text[start:i])
+        start = i + 2
     parts.append(text[start:])
     return [p.strip() for p in parts if p.strip()]
 
@@ -726,14 +729,8 @@ def _colon_cut(text: str) -> List[str]:
     first colon outside parentheses and brackets (the colon kept, no word changed)."""
     if len(text.split()) <= CELL_LINE_WORDS:
         return [text]
-    depth = 0
-    for i, ch in enumerate(text):
-        if ch in "([":
-            depth += 1
-        elif ch in ")]":
-            depth = max(0, depth - 1)
-        elif ch == ":" and depth == 0 and text[i + 1 : i + 2] == " ":
-            return [text[: i + 1], text[i + 2 :]]
+    for i in _top_level(text, ":"):
+        return [text[: i + 1], text[i + 2 :]]
     return [text]
 
 
@@ -817,18 +814,7 @@ def claim_cards(
         sentences = _card_sentences(rows)
         if sentences:
             body += ["", " ".join(sentences)]
-        opts = [":color: light"] + ([":open:"] if open_ else [])
-        blocks.append(
-            "\n".join(
-                [
-                    f"::::{{dropdown}} {title}: {dropdown_verdict(c)}",
-                    *opts,
-                    "",
-                    *body,
-                    "::::",
-                ]
-            )
-        )
+        blocks.append(_dropdown(f"{title}: {dropdown_verdict(c)}", body, open_))
     return "\n\n".join(blocks)
 
 
