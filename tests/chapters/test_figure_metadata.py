@@ -29,6 +29,20 @@ def test_every_figure_has_a_caption_and_descriptive_alt_text():
         assert "/" not in alt.split()[0] and not alt.endswith(".png"), where
 
 
+#: The longest figure caption, in characters: about three lines of the column at 1280 px (14.7 px
+#: caption text, about 105 characters a line); the rest belongs in the text beside the figure.
+CAPTION_CHARS = 320
+
+
+def test_every_caption_fits_three_lines():
+    long = [
+        (name, len(c), c[:50])
+        for name, meta in _figures()
+        if len(c := meta["figure"].get("caption", "")) > CAPTION_CHARS
+    ]
+    assert not long, long
+
+
 #: A numbered caption or dropdown title as the book writes it: "Figure 7.2 — Text", "**Table 4.1 —**
 #: Text" (the dash may close the bold number); what follows the dash is its first word.
 _NUMBERED = re.compile(
