@@ -628,6 +628,16 @@ def test_intro_says_no_share_of_the_seeds_survives_holm():
         "claims at once" in flat
     )
     assert f"trained again from {n_seeds} new random seeds" in flat
+    # and Figure 17.1's caption, beside the scorecard's counts
+    ch17 = json.loads((PAPER_MAP.parent / "17_what_holds.ipynb").read_text())
+    captions = " ".join(
+        c["metadata"].get("mystnb", {}).get("figure", {}).get("caption", "")
+        for c in ch17["cells"]
+    )
+    assert (
+        f'With {n_seeds} seeds no "reproduced" survives a correction for testing '
+        f"{len(got)} claims at once." in captions
+    )
 
 
 def test_depth_measures_figure_titles_do_not_touch():
