@@ -539,7 +539,9 @@ def plot_depth_measures(
     def style(label):
         colour = label_colour(label) or label_colour(label.split()[0])
         seed = int(label.rsplit("seed", 1)[1]) if "seed" in label else 0
-        return dict(color=colour, marker=markers[seed % 5], ms=4, lw=1.2)
+        # the 16-head model dashed: its cyan is close to the quadratic seeds' blue
+        ls = "--" if "16 heads" in label else "-"
+        return dict(color=colour, marker=markers[seed % 5], ms=6, lw=1.2, ls=ls)
 
     fig, axes = plt.subplots(
         1, 3, figsize=(COLUMN_INCHES, 3.1), constrained_layout=True
@@ -600,7 +602,7 @@ def plot_layer_distances(rows_by_seed: Mapping[str, Sequence[dict]], first: int 
                 label=f"quadratic, {label}",
                 color=label_colour("quadratic"),
                 marker=markers[i % len(markers)],
-                ms=4,
+                ms=6,
                 lw=1.2,
             )
         n = max(len(rows) for rows in rows_by_seed.values())
