@@ -248,6 +248,11 @@ def _held(name: str):
     return lock
 
 
+def _unregistered(names: Sequence[str]) -> bool:
+    """Whether any of ``names`` is not registered yet (a run whose tuning study is unsaved)."""
+    return any(n not in RUNS and n not in STUDIES for n in names)
+
+
 def _run_protocol(part: str) -> int:
     """Make the protocol queue ``part`` entry by entry; an entry another process holds is left
     to it (and what depends on it waits until it is done)."""
@@ -256,7 +261,8 @@ def _run_protocol(part: str) -> int:
     from .evidence.followup_runs import followup_queue
     from .evidence.runs import queue, thin_made_run
 
-    for name in followup_queue() if part == "followup" else queue(part):
+    names = list(followup_queue() if part == "followup" else queue(part))
+    for i, name in enumerate(names):
         entry = RUNS.get(name) or STUDIES.get(name)
         if entry is None:
             print(
@@ -272,8 +278,9 @@ def _run_protocol(part: str) -> int:
         lock = _held(name)
         if lock is None:
             print(f"{name}: made by another process; next", flush=True)
-            while isinstance(entry, StudyEntry) and study_state(entry) != "present":
-                time.sleep(5)  # what follows a study (the tuned runs) needs it
+            if isinstance(entry, StudyEntry) and _unregistered(names[i + 1 :]):
+                while study_state(entry) != "present":
+                    time.sleep(5)  # the runs it tunes are registered once it is saved
             continue
         try:
             if isinstance(entry, StudyEntry) or run_state(entry) != "present":
