@@ -143,3 +143,35 @@ def test_an_arms_seeds_are_registered_once_with_its_tuned_values():
             RUNS.pop(name, None)
             STUDIES.pop(f"{name}-study", None)
         SERIES.pop("test-only/learned", None)
+
+
+def test_a_study_another_process_holds_does_not_stop_the_runs_after_it(
+    tmp_path, monkeypatch
+):
+    """A pruning study held by another live process is passed over: the registered runs after
+    it are made at once, with no wait for the study (the queue waits only for runs that are not
+    registered yet)."""
+    from attnconv.evidence import followup_runs
+    from attnconv.evidence import runs as protocol_runs
+    from attnconv.experiments.studies import STUDIES
+
+    monkeypatch.setenv("ATTNCONV_BOOK_DIR", str(tmp_path))
+    study = next(n for n in STUDIES if "pruning" in n)
+    run = next(queue("confirm"))
+    assert regenerate._held(study) is not None  # held by this live process
+    made = []
+    monkeypatch.setattr(
+        regenerate, "_make", lambda entry, force: made.append(entry.name)
+    )
+    monkeypatch.setattr(
+        regenerate, "run_state", lambda e: "missing" if e.name == run else "present"
+    )
+    monkeypatch.setattr(protocol_runs, "thin_made_run", lambda name: None)
+    monkeypatch.setattr(followup_runs, "followup_queue", lambda: iter([study, run]))
+
+    def no_wait(seconds):
+        raise AssertionError("the queue waited on a study another process holds")
+
+    monkeypatch.setattr(regenerate.time, "sleep", no_wait)
+    assert regenerate._run_protocol("followup") == 0
+    assert made == [run]
