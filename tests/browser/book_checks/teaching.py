@@ -336,7 +336,8 @@ def appendix_letter_checks(soup: BeautifulSoup, home: str, rep) -> None:
 
 def appendix_link_checks(soups: dict, rep) -> None:
     """Every link whose text names an appendix by letter ("appendix A", "App. B") opens an
-    appendix page of that letter (the letter read from the page's own title)."""
+    appendix page of that letter (the letter read from the page's own title); links to pages
+    not checked in this run are left out."""
     letters = {}
     for page, soup in soups.items():
         m = APPENDIX_TITLE_RE.match(page_title(soup))
@@ -352,6 +353,8 @@ def appendix_link_checks(soups: dict, rep) -> None:
             if m is None or not href or href.startswith("#"):
                 continue
             target = resolve(page, href)
+            if target not in soups:
+                continue  # a page not checked in this run (--pages)
             got = letters.get(target)
             if got != m.group(1).upper():
                 text = re.sub(r"\s+", " ", a.get_text(" ")).strip()
