@@ -979,12 +979,13 @@ _WORDS = {1: "one", 2: "two", 3: "three", 4: "four"}
 
 def _fresh_headline(fresh: Mapping[str, ConfirmatoryVerdict]) -> str:
     """The box's line beside the fresh-seed badges, which carry the counts: how many claims,
-    judged on how many fresh seeds per model (the most any claim read)."""
+    judged on how many fresh seeds per model (the most any claim read), under the protocol,
+    linked (its appendix is one click from the box)."""
     seeds = max((len(g.seeds) for g in fresh.values()), default=0)
     per = f" ({seeds} per model)" if seeds else ""
     return (
         f"The paper's {len(fresh)} experimental claims, judged on fresh seeds{per} under the "
-        "frozen protocol."
+        "{ref}`frozen protocol <appendix-protocol>`."
     )
 
 

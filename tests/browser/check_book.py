@@ -46,8 +46,10 @@ needed.  `--json FILE` writes every measurement (widest lines, figure sizes, ...
 
 The checks live in tests/browser/book_checks, one module per job: common (constants, the
 report, page helpers), structural (part A), teaching (how the book teaches: sentence length per
-chapter, at most 6 sidebar parts whose entries are the pages' titles, every table and figure
-numbered and captioned, badge words from the fixed set, no raw $ in rendered text, alt text not a
+chapter, at most 6 sidebar parts whose entries are the pages' titles, the last part
+"Appendices" holding every appendix page titled "Appendix A.", "Appendix B.", ... in order
+(appendix-letters), links naming an appendix's letter opening it (appendix-link), every table
+and figure numbered and captioned, badge words from the fixed set, no raw $ in rendered text, alt text not a
 file path, at most 30 % of visible code lines printing or formatting; pages not reworked yet are
 listed in book_checks/teaching.py, PENDING_TEACHING_PAGES) and browser (part B).
 """

@@ -355,6 +355,118 @@ def test_sidebar_parts_and_titles(tmp_path):
     ]
 
 
+def _sidebar_book(tmp_path, parts, titles, body=""):
+    """A home page whose sidebar has ``parts`` [(caption, [page, ...])], and one page per entry
+    titled ``titles[page]``; the structural checks' failures, by kind."""
+    nav = "".join(
+        f"<p class='caption'>{caption}</p><ul>"
+        + "".join(
+            f"<li class='toctree-l1'><a class='reference internal' href='{page}.html'>"
+            f"{titles[page]}</a></li>"
+            for page in pages
+        )
+        + "</ul>"
+        for caption, pages in parts
+    )
+    home = _page(
+        tmp_path,
+        "book/intro.html",
+        f"<nav class='bd-docs-nav'>{nav}</nav><h1>Intro</h1>{body}",
+    )
+    pages = [home]
+    for page, title in titles.items():
+        pages.append(_page(tmp_path, f"book/{page}.html", f"<h1>{title}</h1>"))
+    rep = check_book.Report()
+    check_book.structural_checks(tmp_path, pages, rep, 89)
+    return {k: [t for _, t in v] for k, v in rep.failures.items()}
+
+
+APPENDIX_TITLES = {
+    "01_x": "1. One",
+    "glossary": "Glossary",
+    "appendix_weightless": "Appendix A. Two claims",
+    "appendix_protocol": "Appendix B. The protocol",
+    "appendix_how_made": "Appendix C. How it is made",
+}
+
+
+def test_appendices_lettered_in_order_in_the_last_part(tmp_path):
+    good = [
+        ("Theory", ["01_x"]),
+        ("Reading guide", ["glossary"]),
+        (
+            "Appendices",
+            ["appendix_weightless", "appendix_protocol", "appendix_how_made"],
+        ),
+    ]
+    links = (
+        "<p><a class='reference internal' href='appendix_protocol.html'>appendix B</a>, "
+        "<a class='reference internal' href='appendix_weightless.html'>App. A</a>, "
+        "<a class='reference internal' href='appendix_protocol.html'>"
+        "Appendix B. The protocol</a></p>"
+    )
+    got = _sidebar_book(tmp_path, good, APPENDIX_TITLES, links)
+    assert "appendix-letters" not in got and "appendix-link" not in got, got
+
+
+def test_appendix_out_of_order_or_outside_its_part_fails(tmp_path):
+    titles = dict(APPENDIX_TITLES, appendix_how_made="Appendix D. How it is made")
+    parts = [
+        ("Theory", ["01_x", "appendix_weightless"]),
+        ("Appendices", ["appendix_protocol", "appendix_how_made"]),
+        ("Reading guide", ["glossary"]),
+    ]
+    got = _sidebar_book(tmp_path, parts, titles)["appendix-letters"]
+    assert got == [
+        "last sidebar part is 'Reading guide', not 'Appendices'",
+        "'Appendix A. Two claims' in part 'Theory', not in 'Appendices'",
+        "book/appendix_weightless.html in part 'Theory', not in 'Appendices'",
+        "entry 1 of 'Appendices' is 'Appendix B. The protocol', not 'Appendix A. ...'",
+        "entry 2 of 'Appendices' is 'Appendix D. How it is made', not 'Appendix B. ...'",
+    ], got
+
+
+def test_appendix_part_holds_only_lettered_appendix_pages(tmp_path):
+    titles = dict(APPENDIX_TITLES, glossary="Appendix D. Glossary")
+    titles["appendix_how_made"] = "How it is made"
+    parts = [
+        ("Theory", ["01_x"]),
+        (
+            "Appendices",
+            [
+                "appendix_weightless",
+                "appendix_protocol",
+                "appendix_how_made",
+                "glossary",
+            ],
+        ),
+    ]
+    got = _sidebar_book(tmp_path, parts, titles)["appendix-letters"]
+    assert got == [
+        "entry 3 of 'Appendices' is 'How it is made', not 'Appendix C. ...'",
+        "book/glossary.html in 'Appendices'",
+    ], got
+
+
+def test_a_link_naming_the_wrong_appendix_letter_fails(tmp_path):
+    parts = [
+        ("Theory", ["01_x"]),
+        (
+            "Appendices",
+            ["appendix_weightless", "appendix_protocol", "appendix_how_made"],
+        ),
+    ]
+    links = (
+        "<p><a class='reference internal' href='appendix_protocol.html'>appendix A</a>"
+        " and <a class='reference internal' href='01_x.html'>App. C</a></p>"
+    )
+    got = _sidebar_book(tmp_path, parts, APPENDIX_TITLES, links)["appendix-link"]
+    assert got == [
+        "'appendix A' opens book/appendix_protocol.html (appendix B)",
+        "'App. C' opens book/01_x.html (no lettered appendix)",
+    ], got
+
+
 def test_pending_pages_are_expected_not_counted(monkeypatch):
     page = "book/13_performance.html"
     monkeypatch.setattr(

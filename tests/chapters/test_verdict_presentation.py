@@ -101,6 +101,7 @@ def test_exact_checks_and_descriptions_are_shown_apart_not_tallied():
         "cannot settle 0" in box
     )
     assert box.startswith("```{admonition} In short") and "result-box" in box
+    assert "{ref}`frozen protocol <appendix-protocol>`" in box  # one click from ch. 17
     table = pv.scorecard_table(claims)
     assert "{bdg-dark}`not counted`" in table and "(an exact count)" in table
     assert "| Experimental claims reproduced at CPU scale | 1 |" in table

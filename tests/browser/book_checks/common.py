@@ -160,6 +160,8 @@ KIND_TEXT = {
     "sentence-length": "chapter prose: more than 20 words a sentence on average, or one over 40",
     "sidebar-parts": "more than 6 parts in the sidebar",
     "sidebar-title": "sidebar entry not the title of its page",
+    "appendix-letters": 'appendices not lettered "Appendix A.", "B.", ... in the last sidebar part',
+    "appendix-link": "link naming an appendix's letter opens another page",
     "unnumbered-table": 'chapter table without a caption "Table <chapter>.k"',
     "badge-word": "badge word not one of the fixed set, or not its colour",
     "raw-dollar": "raw $ left in the rendered text",

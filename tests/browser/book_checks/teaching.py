@@ -1,8 +1,9 @@
 """How the book teaches, measured on the built pages (issue 40): sentence length per chapter,
-at most MAX_SIDEBAR_PARTS sidebar parts with the pages' own titles, every table and figure
-numbered and captioned, badge words from the fixed set, no raw ``$`` in rendered text, alt text
-that is not a file path, and at most MAX_PRINTING_SHARE of the visible code lines printing or
-formatting. All of them read the HTML alone (no browser)."""
+at most MAX_SIDEBAR_PARTS sidebar parts with the pages' own titles, the appendices lettered in
+order in the sidebar's last part (APPENDIX_PART) and named by their letters, every table and
+figure numbered and captioned, badge words from the fixed set, no raw ``$`` in rendered text, alt
+text that is not a file path, and at most MAX_PRINTING_SHARE of the visible code lines printing
+or formatting. All of them read the HTML alone (no browser)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ TEACHING_RULES = (
     "sentence-length",
     "sidebar-parts",
     "sidebar-title",
+    "appendix-letters",
+    "appendix-link",
     "unnumbered-table",
     "badge-word",
     "raw-dollar",
@@ -29,6 +32,14 @@ TEACHING_RULES = (
 MAX_MEAN_SENTENCE_WORDS = 20
 MAX_SENTENCE_WORDS = 40
 MAX_SIDEBAR_PARTS = 6
+# The appendices: the sidebar's last part, captioned APPENDIX_PART, holds every appendix page
+# (book/appendix_*) and only those, each titled "Appendix <letter>. ..." with the letters A, B, C,
+# ... in sidebar order; no page outside it is titled so. A link whose text names an appendix by
+# its letter ("appendix A", "App. B", "Appendices D–G") must open an appendix of that letter.
+APPENDIX_PART = "Appendices"
+APPENDIX_PAGE_RE = re.compile(r"^book/appendix_[^/]*\.html$")
+APPENDIX_TITLE_RE = re.compile(r"^Appendix ([A-Z])\. \S")
+APPENDIX_LINK_RE = re.compile(r"(?i)^\s*app(?:endix|endices|\.)\s+([A-Z])(?![\w.])")
 MAX_PRINTING_SHARE = 0.30
 
 
@@ -247,31 +258,130 @@ def sidebar_links(soup: BeautifulSoup) -> list[tuple[str, str]]:
     return out
 
 
+def sidebar_part_entries(
+    soup: BeautifulSoup,
+) -> list[tuple[str, list[tuple[str, str]]]]:
+    """(caption, its entries as (link text, href)) of each sidebar part, in order."""
+    nav = soup.select_one("nav.bd-docs-nav") or soup.select_one(".bd-sidebar-primary")
+    if nav is None:
+        return []
+    out = []
+    for cap in nav.select("p.caption"):
+        ul = cap.find_next_sibling("ul")
+        entries = []
+        for a in ul.select("li.toctree-l1 > a.reference.internal") if ul else []:
+            href = (a.get("href") or "").split("#")[0]
+            entries.append((re.sub(r"\s+", " ", a.get_text(" ")).strip(), href))
+        out.append((cap.get_text(" ", strip=True), entries))
+    return out
+
+
+def resolve(page: str, href: str) -> str:
+    """The page (relative to the site root) that a relative ``href`` on ``page`` opens."""
+    base = page.rsplit("/", 1)[0] + "/" if "/" in page else ""
+    stack: list[str] = []
+    for p in (base + href.split("#")[0]).split("/"):
+        if p == "..":
+            if stack:
+                stack.pop()
+        elif p not in ("", "."):
+            stack.append(p)
+    return "/".join(stack)
+
+
+def appendix_letter_checks(soup: BeautifulSoup, home: str, rep) -> None:
+    """The sidebar's appendices (on the home page): the last part is APPENDIX_PART; its entries
+    are exactly the appendix pages, titled "Appendix A. ...", "Appendix B. ..." in order; no
+    entry elsewhere is titled "Appendix <letter>." (the entries are the pages' titles:
+    sidebar-title)."""
+    parts = sidebar_part_entries(soup)
+    if not parts:
+        return
+    if parts[-1][0] != APPENDIX_PART:
+        rep.fail(
+            home,
+            "appendix-letters",
+            f"last sidebar part is {parts[-1][0]!r}, not {APPENDIX_PART!r}",
+        )
+    for caption, entries in parts:
+        inside = caption == APPENDIX_PART
+        for k, (text, href) in enumerate(entries):
+            target = resolve(home, href)
+            m = APPENDIX_TITLE_RE.match(text)
+            if inside:
+                want = chr(ord("A") + k)
+                if m is None or m.group(1) != want:
+                    rep.fail(
+                        home,
+                        "appendix-letters",
+                        f"entry {k + 1} of {APPENDIX_PART!r} is {text!r}, not "
+                        f"'Appendix {want}. ...'",
+                    )
+                if not APPENDIX_PAGE_RE.match(target):
+                    rep.fail(home, "appendix-letters", f"{target} in {APPENDIX_PART!r}")
+            else:
+                if m is not None:
+                    rep.fail(
+                        home,
+                        "appendix-letters",
+                        f"{text!r} in part {caption!r}, not in {APPENDIX_PART!r}",
+                    )
+                if APPENDIX_PAGE_RE.match(target):
+                    rep.fail(
+                        home,
+                        "appendix-letters",
+                        f"{target} in part {caption!r}, not in {APPENDIX_PART!r}",
+                    )
+
+
+def appendix_link_checks(soups: dict, rep) -> None:
+    """Every link whose text names an appendix by letter ("appendix A", "App. B") opens an
+    appendix page of that letter (the letter read from the page's own title); links to pages
+    not checked in this run are left out."""
+    letters = {}
+    for page, soup in soups.items():
+        m = APPENDIX_TITLE_RE.match(page_title(soup))
+        if m:
+            letters[page] = m.group(1)
+    for page, soup in soups.items():
+        article = _article(soup)
+        if article is None:
+            continue
+        for a in article.select("a.reference.internal"):
+            m = APPENDIX_LINK_RE.match(a.get_text(" "))
+            href = a.get("href") or ""
+            if m is None or not href or href.startswith("#"):
+                continue
+            target = resolve(page, href)
+            if target not in soups:
+                continue  # a page not checked in this run (--pages)
+            got = letters.get(target)
+            if got != m.group(1).upper():
+                text = re.sub(r"\s+", " ", a.get_text(" ")).strip()
+                where = f"appendix {got}" if got else "no lettered appendix"
+                rep.fail(page, "appendix-link", f"{text!r} opens {target} ({where})")
+
+
 def sidebar_title_checks(soups: dict, home: str, rep) -> None:
-    """On the home page: at most MAX_SIDEBAR_PARTS parts, and each entry's text equal to the
-    title of the page it opens."""
+    """On the home page: at most MAX_SIDEBAR_PARTS parts, each entry's text equal to the
+    title of the page it opens, and the appendices lettered in the last part
+    (appendix-letters); on every page, links that name an appendix's letter open it
+    (appendix-link)."""
+    appendix_link_checks(soups, rep)
     soup = soups.get(home)
     if soup is None:
         return
     parts = sidebar_parts(soup)
     rep.page(home)["sidebar_parts"] = parts
+    appendix_letter_checks(soup, home, rep)
     if len(parts) > MAX_SIDEBAR_PARTS:
         rep.fail(
             home,
             "sidebar-parts",
             f"{len(parts)} parts (at most {MAX_SIDEBAR_PARTS}): " + "; ".join(parts),
         )
-    base = home.rsplit("/", 1)[0] + "/" if "/" in home else ""
     for text, href in sidebar_links(soup):
-        parts_ = (base + href).split("/")
-        stack: list[str] = []
-        for p in parts_:
-            if p == "..":
-                if stack:
-                    stack.pop()
-            elif p not in ("", "."):
-                stack.append(p)
-        target = "/".join(stack)
+        target = resolve(home, href)
         if target in soups:
             title = page_title(soups[target])
             if title and title != text:
