@@ -10,6 +10,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from .common import *  # noqa: F403
+from .live import check_live_widgets
 from .structural import cell_label, code_cell_numbers
 
 # ---------------------------------------------------------------- part B: in the browser --
@@ -652,6 +653,7 @@ def browser_checks(
                 data = page.evaluate(PAGE_JS, OUTPUT_PRE_SELECTOR)
                 check_plotly(page, rep, name, info)
                 check_widgets(page, rep, name, info)
+                check_live_widgets(page, rep, name, info)
                 page.evaluate("() => window.scrollTo(0, 0)")
                 shot = shots / (name[: -len(".html")].replace("/", "__") + ".png")
                 page.screenshot(path=str(shot), full_page=True)
