@@ -89,8 +89,16 @@ def _check_range(name: str, value: float, lo: float, hi: float) -> None:
         raise ValueError(f"{name} = {value} is outside the slider's range [{lo}, {hi}]")
 
 
+#: In dark mode the theme frames an HTML output in a light box meant for images drawn on white;
+#: a live widget draws in the text's colour and needs none (as reader.css does for Plotly).
+_DARK_CSS = """
+html[data-theme="dark"] .bd-content div.cell_output div.text_html:has(#{id}) {{
+  background-color: transparent; padding: 0; }}
+#{id} {{ color: var(--pst-color-text-base, inherit); }}
+"""
+
 _EXPLORER_CSS = """
-#{id} {{ max-width: {width}px; font-size: 14px; line-height: 1.4; color: inherit; }}
+#{id} {{ max-width: {width}px; font-size: 14px; line-height: 1.4; }}
 #{id} .lw-controls {{ display: grid; grid-template-columns: max-content 1fr 5.5em;
   gap: 4px 10px; align-items: center; max-width: 560px; }}
 #{id} input[type=range] {{ width: 100%; accent-color: #1f77b4; }}
@@ -266,7 +274,8 @@ def head_explorer_widget(
     html = (
         f'<div id="{wid}" class="live-widget" data-live-widget="head-explorer"{role} '
         f"data-initial='{escape(json.dumps(initial_data), quote=True)}'>"
-        f"<style>{_EXPLORER_CSS.format(id=wid, width=int(max_width))}</style>"
+        f"<style>{_EXPLORER_CSS.format(id=wid, width=int(max_width))}"
+        f"{_DARK_CSS.format(id=wid)}</style>"
         f'<div class="lw-controls">{rows}</div>'
         f'<p id="{wid}-hint" class="lw-readout" data-role="readout" aria-live="polite">'
         f'weight on the target key q + <span data-role="target">{shift}</span>: '
@@ -308,7 +317,7 @@ _PICKER_JS = r"""
     readout.querySelector('[data-role=shift]').textContent =
       '(' + head.shift.map(function (v) { return String(v).replace('-', '\u2212'); }).join(', ') + ')';
     readout.querySelector('[data-role=weight]').textContent = head.weight.toFixed(6);
-    readout.querySelector('[data-role=gap]').textContent = head.gap.toExponential(1);
+    readout.querySelector('[data-role=gap]').textContent = head.gap === 0 ? '0' : head.gap.toExponential(1);
     var rows = body.querySelectorAll('tr');
     head.matrix.forEach(function (row, i) {
       var tds = rows[i].querySelectorAll('td');
@@ -321,9 +330,9 @@ _PICKER_JS = r"""
 """
 
 _PICKER_CSS = """
-#{id} {{ max-width: 700px; font-size: 14px; line-height: 1.4; color: inherit; }}
+#{id} {{ max-width: 700px; font-size: 14px; line-height: 1.4; }}
 #{id} .lw-row {{ display: flex; flex-wrap: wrap; gap: 28px; align-items: flex-start; margin-top: 6px; }}
-#{id} .lw-heads {{ display: grid; grid-template-columns: repeat({k}, 4.2em); gap: 4px; }}
+#{id} .lw-heads {{ display: grid; grid-template-columns: repeat({k}, 4.6em); gap: 4px; }}
 #{id} .lw-heads button {{ font: inherit; font-size: 13px; padding: 4px 0; color: inherit;
   background: transparent; border: 1px solid currentColor; border-radius: 4px; cursor: pointer; }}
 #{id} .lw-heads button[aria-pressed=true] {{ background: #1f77b4; border-color: #1f77b4; color: #fff; }}
@@ -409,7 +418,7 @@ def lemma1_head_picker(
         f'<div id="{wid}" class="live-widget" data-live-widget="lemma1-head-picker" role="group" '
         f'aria-label="Pick one of the {n_heads} heads of Lemma 1" '
         f"data-initial='{escape(json.dumps(data), quote=True)}'>"
-        f"<style>{_PICKER_CSS.format(id=wid, k=k, n=2 * zoom + 1)}</style>"
+        f"<style>{_PICKER_CSS.format(id=wid, k=k, n=2 * zoom + 1)}{_DARK_CSS.format(id=wid)}</style>"
         f'<div class="lw-row"><div><div class="lw-caption">the {n_heads} heads (by shift Δ)</div>'
         f'<div class="lw-heads">{buttons}</div></div>'
         f'<div><div class="lw-caption">keys around the query (red)</div>'

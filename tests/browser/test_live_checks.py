@@ -64,10 +64,23 @@ def test_the_book_widgets_pass(browser):
     explorer, picker, table = info["live_widgets"]
     assert explorer["controls"] == 3 and explorer["keyboard_changes_readout"]
     weights = explorer["target_weight"]
-    assert weights["transition"]["alpha"] == 10**1.26
+    assert weights["log10 alpha = 1.26"]["alpha"] == 10**1.26
+    assert 0.1 < weights["log10 alpha = 0.3"]["python"] < 0.99  # a blur: a real test
     assert weights["keyboard"]["alpha"] < 10.0  # moved down from 10 by keys
     assert picker["controls"] == 9 and picker["keyboard_changes_readout"]
     assert table["click_sorts"] and table["enter_sorts"]
+
+
+def test_a_sorted_table_keeps_its_stripes(browser):
+    context = browser.new_context(viewport=check_book.VIEWPORT)
+    page = context.new_page()
+    page.set_content(TABLE + sortable_table_script("t").data)
+    page.click("th >> nth=1 >> button")
+    rows = page.evaluate(
+        "() => [...document.querySelectorAll('tbody tr')].map(r => [r.className, r.textContent])"
+    )
+    context.close()
+    assert rows == [["row-even", "a9"], ["row-odd", "b10"], ["row-even", "c100"]]
 
 
 def test_a_widget_without_its_script_fails(browser):

@@ -6,7 +6,7 @@ the focus; a key pressed on its first control (ArrowRight on a range, Enter on t
 changes its printed readout. For the head explorer (``head-explorer``) the printed weight on the
 target key equals, within LIVE_TOLERANCE, what Python computes
 (attnconv.chapters.live_widgets.target_weight): at its start (``data-initial``), after the α
-slider moves by keyboard, and at α ≈ 18 (the one-hot transition). For every table made sortable
+slider moves by keyboard, and at α ≈ 2 and α ≈ 18 (CHECKED_LOG_ALPHAS). For every table made sortable
 (``table.sortable-table``): a click on a header button sorts the rows by that column
 (``aria-sort`` ascending, the column's texts in order), and Enter on another header sorts by it.
 """
@@ -20,9 +20,9 @@ from .common import Report
 
 #: Largest difference between the weight the widget prints (6 decimals) and Python's.
 LIVE_TOLERANCE = 1e-6
-#: log₁₀ α where the explorer is checked past its keyboard move: α ≈ 18.2, where the head at
-#: an integer Δ turns one-hot.
-TRANSITION_LOG_ALPHA = 1.26
+#: log₁₀ α where the explorer is also checked, set by script: α ≈ 2 (a blur) and α ≈ 18.2,
+#: where the head at an integer Δ has turned one-hot.
+CHECKED_LOG_ALPHAS = (0.3, 1.26)
 
 CONTROLS_JS = r"""
 (w) => [...w.querySelectorAll('input[type=range], button')].map((c, i) => {
@@ -67,7 +67,7 @@ def _python_weight(alpha: float, d1: float, d2: float) -> float:
 
 def _explorer_checks(page, rep: Report, name: str, label: str, w) -> dict:
     """The printed target weight against Python's, at the start, after a keyboard move of α and
-    at α ≈ 18."""
+    at each of CHECKED_LOG_ALPHAS."""
     results = {}
 
     def compare(what: str) -> None:
@@ -90,7 +90,11 @@ def _explorer_checks(page, rep: Report, name: str, label: str, w) -> dict:
 
     s0 = page.evaluate(EXPLORER_STATE_JS, w)
     start = s0["initial"]["target_weight"]
-    if not abs(float(s0["printed"]) - start) <= LIVE_TOLERANCE:
+    try:
+        printed0 = float(s0["printed"])
+    except ValueError:
+        printed0 = math.nan
+    if not abs(printed0 - start) <= LIVE_TOLERANCE:
         rep.fail(
             name,
             "interactive",
@@ -102,8 +106,9 @@ def _explorer_checks(page, rep: Report, name: str, label: str, w) -> dict:
     for key in ("ArrowLeft", "ArrowLeft", "PageDown"):
         page.keyboard.press(key)
     compare("keyboard")
-    page.evaluate(SET_ALPHA_JS, [w, TRANSITION_LOG_ALPHA])
-    compare("transition")
+    for v in CHECKED_LOG_ALPHAS:
+        page.evaluate(SET_ALPHA_JS, [w, v])
+        compare(f"log10 alpha = {v}")
     return results
 
 
