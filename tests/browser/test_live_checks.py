@@ -97,3 +97,19 @@ def test_a_printed_weight_off_pythons_fails(browser):
     rep, _, _ = _run(browser, html)
     texts = [t for _, t in rep.failures["interactive"]]
     assert any("printed target weight" in t for t in texts), texts
+
+
+def test_a_live_widget_counts_as_a_figure_and_may_not_reach_past_the_column(browser):
+    context = browser.new_context(viewport={"width": 900, "height": 900})
+    page = context.new_page()
+    page.set_content(
+        "<html><body style='margin:0'><article class='bd-article' style='width:500px'>"
+        "<div class='cell'><div class='cell_output'>"
+        + head_explorer_widget().data.replace("max-width: 640px", "width: 700px")
+        + "</div></div></article></body></html>"
+    )
+    top = page.evaluate(check_book.FIGURE_TOP_JS)
+    wide = page.evaluate(check_book.NARROW_OVERFLOW_JS, check_book.OUTPUT_PRE_SELECTOR)
+    context.close()
+    assert top == 0
+    assert [o["what"] for o in wide] == ["div"], wide
