@@ -318,10 +318,9 @@ _PICKER_JS = r"""
       '(' + head.shift.map(function (v) { return String(v).replace('-', '\u2212'); }).join(', ') + ')';
     readout.querySelector('[data-role=weight]').textContent = head.weight.toFixed(6);
     readout.querySelector('[data-role=gap]').textContent = head.gap === 0 ? '0' : head.gap.toExponential(1);
-    var rows = body.querySelectorAll('tr');
+    var cells = body.querySelectorAll('[data-cell]');
     head.matrix.forEach(function (row, i) {
-      var tds = rows[i].querySelectorAll('td');
-      row.forEach(function (v, j) { tds[j].textContent = fmt(v); });
+      row.forEach(function (v, j) { cells[i * row.length + j].textContent = fmt(v); });
     });
   }
   buttons.forEach(function (b, i) { b.addEventListener('click', function () { pick(i); }); });
@@ -342,9 +341,9 @@ _PICKER_CSS = """
   border: 1px solid rgba(128, 128, 128, 0.35); font-size: 11.5px; }}
 #{id} .lw-keys span.lw-q {{ outline: 2.5px solid #d62728; outline-offset: -3px; }}
 #{id} .lw-keys span.lw-on {{ background: #1f77b4; color: #fff; }}
-#{id} table {{ border-collapse: collapse; font-variant-numeric: tabular-nums; margin: 0; }}
-#{id} td, #{id} th {{ padding: 2px 8px; text-align: right; }}
-#{id} th {{ font-weight: 600; }}
+#{id} .lw-matrix {{ display: grid; grid-template-columns: repeat({cols}, auto); gap: 2px 16px;
+  font-variant-numeric: tabular-nums; text-align: right; }}
+#{id} .lw-matrix b {{ font-weight: 600; }}
 #{id} .lw-caption {{ font-size: 13px; margin-bottom: 2px; }}
 """
 
@@ -409,23 +408,23 @@ def lemma1_head_picker(
         for a in range(-zoom, zoom + 1)
         for b in range(-zoom, zoom + 1)
     )
-    header = "".join(f"<th>{escape(o)}</th>" for o in out_names)
+    # a grid of spans, not a <table>: the book numbers and captions its tables
+    header = "<span></span>" + "".join(f"<b>{escape(o)}</b>" for o in out_names)
     body = "".join(
-        f"<tr><th>{escape(i)}</th>" + "<td></td>" * len(out_names) + "</tr>"
+        f"<b>{escape(i)}</b>" + "<span data-cell></span>" * len(out_names)
         for i in in_names
     )
     html = (
         f'<div id="{wid}" class="live-widget" data-live-widget="lemma1-head-picker" role="group" '
         f'aria-label="Pick one of the {n_heads} heads of Lemma 1" '
         f"data-initial='{escape(json.dumps(data), quote=True)}'>"
-        f"<style>{_PICKER_CSS.format(id=wid, k=k, n=2 * zoom + 1)}{_DARK_CSS.format(id=wid)}</style>"
+        f"<style>{_PICKER_CSS.format(id=wid, k=k, n=2 * zoom + 1, cols=len(out_names) + 1)}{_DARK_CSS.format(id=wid)}</style>"
         f'<div class="lw-row"><div><div class="lw-caption">the {n_heads} heads (by shift Δ)</div>'
         f'<div class="lw-heads">{buttons}</div></div>'
         f'<div><div class="lw-caption">keys around the query (red)</div>'
         f'<div class="lw-keys" aria-hidden="true">{keys}</div></div>'
         f'<div><div class="lw-caption">its matrix W<sup>(h)</sup> (inputs × outputs)</div>'
-        f"<table><thead><tr><th></th>{header}</tr></thead>"
-        f'<tbody data-role="matrix">{body}</tbody></table></div></div>'
+        f'<div class="lw-matrix" data-role="matrix">{header}{body}</div></div></div>'
         f'<p class="lw-readout" data-role="readout" aria-live="polite">head '
         f'<span data-role="head"></span> attends to the key at shift '
         f'<span data-role="shift"></span> with weight <span data-role="weight"></span> and '

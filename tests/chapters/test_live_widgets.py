@@ -111,6 +111,8 @@ def test_head_picker_carries_each_head_and_its_kernel_slice():
         )
         assert head["gap"] < 1e-12
     assert html.count("<button") == 9 and html.count('aria-pressed="false"') == 9
+    assert "<table" not in html  # the book numbers and captions every table
+    assert html.count("<span data-cell>") == 9
     with pytest.raises(ValueError):
         lemma1_head_picker(shifts[:8], head_matrices(mhsa)[:8], slices[:8], [1.0] * 8)
 
