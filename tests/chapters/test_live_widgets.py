@@ -121,3 +121,16 @@ def test_sortable_table_script_names_its_table():
     html = sortable_table_script("tab-x").data
     assert html.startswith('<script data-sortable-table="tab-x">')
     assert 'getElementById("tab-x")' in html and "aria-sort" in html
+
+
+@pytest.mark.parametrize(
+    "alpha, delta", [(0.3, (0.0, 0.0)), (10.0, (1.0, -1.0)), (30.0, (0.5, 0.2))]
+)
+def test_the_printed_distance_is_one_tap_error(alpha, delta):
+    """The widget prints 2(1 − p_target) as the distance to a one-tap convolution: that is
+    one_tap_error's ‖p − c‖₁ when the target key is on the grid."""
+    from attnconv.chapters.interactive import one_tap_error
+    from attnconv.chapters.shared.head_state import HeadState
+
+    err = one_tap_error(HeadState(delta=delta, alpha=alpha))
+    assert 2 * (1 - target_weight(alpha, delta)) == pytest.approx(err, abs=1e-12)
