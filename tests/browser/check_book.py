@@ -22,7 +22,9 @@ shown at its own width (not shrunk to the column, so its text stays the size it 
 12 px at a 1280 px window, which attnconv.chapters.shared.plotting checks when the figure is made) and as a 2x PNG, no console errors,
 interactive elements respond (every slider, the play button and, where the figure says it is
 clickable, a click on its image change each Plotly figure; ipywidgets embedded from widget state
-render and respond), and the reading checks: no word or number in a table cell broken across
+render and respond; every live widget's controls take the focus and a key changes its readout,
+the head explorer prints the target weight Python computes, and a sortable table sorts on a click
+or Enter on its headers: book_checks/live.py), and the reading checks: no word or number in a table cell broken across
 lines, at 1400 px and at 1280 px (broken-table-word: every word of every visible td/th is a
 DOM Range, and its rects must lie on one line, except after a compound's own hyphen); no code block (notebook input, Markdown
 code or source listing) that scrolls sideways at 1400 px or at 1280 px (overflow-code); every experiment chapter
@@ -45,7 +47,8 @@ playwright (requirements.txt) driving the system Chromium are used; `playwright 
 needed.  `--json FILE` writes every measurement (widest lines, figure sizes, ...) for reports.
 
 The checks live in tests/browser/book_checks, one module per job: common (constants, the
-report, page helpers), structural (part A), teaching (how the book teaches: sentence length per
+report, page helpers), structural (part A), live (the live widgets and sortable
+tables), teaching (how the book teaches: sentence length per
 chapter, at most 6 sidebar parts whose entries are the pages' titles, the last part
 "Appendices" holding every appendix page titled "Appendix A.", "Appendix B.", ... in order
 (appendix-letters), links naming an appendix's letter opening it (appendix-link), every table

@@ -20,18 +20,10 @@ from attnconv.chapters.explore_trained_heads import (
     query_shift_ranges,
     trajectory_figure,
 )
-from attnconv.chapters.interactive import (
-    EXPLORER_ALPHAS,
-    EXPLORER_DELTAS,
-    explorer_figure,
-    explorer_frame_name,
-    linked_sliders_script,
-    one_tap_error,
-)
+from attnconv.chapters.interactive import one_tap_error
 from attnconv.chapters.shared.gaussian_maps import gaussian_head_maps
 from attnconv.chapters.shared.head_state import (
     HeadState,
-    head_state_kernel,
     head_state_probabilities,
 )
 from attnconv.chapters.shared.plotly_style import FIGURE_WIDTH, figure_html, small_text
@@ -50,11 +42,6 @@ HISTORY = (
 @pytest.fixture(scope="module")
 def history():
     return json.loads(HISTORY.read_text())
-
-
-@pytest.fixture(scope="module")
-def explorer():
-    return explorer_figure()
 
 
 @pytest.fixture(scope="module")
@@ -143,58 +130,6 @@ def test_one_tap_error_is_the_l1_distance_to_the_tap():
     # target off the grid: a zero-padded convolution reads 0 there, the head does not
     corner = HeadState(delta=(-1.0, -1.0), alpha=10.0, query=(0, 0))
     assert one_tap_error(corner) == pytest.approx(1.0, abs=1e-12)
-
-
-def test_explorer_has_one_frame_per_slider_combination(explorer):
-    n = len(EXPLORER_DELTAS) ** 2 * len(EXPLORER_ALPHAS)
-    assert len(explorer.frames) == n
-    names = {f.name for f in explorer.frames}
-    assert len(names) == n
-    for i in range(len(EXPLORER_DELTAS)):
-        for j in range(len(EXPLORER_DELTAS)):
-            for k in range(len(EXPLORER_ALPHAS)):
-                assert explorer_frame_name(i, j, k) in names
-    assert [s.name for s in explorer.layout.sliders] == ["delta1", "delta2", "alpha"]
-    for s, values in zip(
-        explorer.layout.sliders, (EXPLORER_DELTAS, EXPLORER_DELTAS, EXPLORER_ALPHAS)
-    ):
-        assert [st.value for st in s.steps] == [str(i) for i in range(len(values))]
-        assert [float(st.label.replace("−", "-")) for st in s.steps] == list(values)
-
-
-@pytest.mark.parametrize("key", [(6, 2, 4), (0, 8, 0), (5, 4, 2), (4, 4, 5)])
-def test_explorer_frames_show_the_head_state(explorer, key):
-    i, j, k = key
-    s = HeadState(
-        delta=(EXPLORER_DELTAS[i], EXPLORER_DELTAS[j]),
-        alpha=EXPLORER_ALPHAS[k],
-        query=(4, 4),
-        grid=(9, 9),
-        kernel_size=3,
-    )
-    frame = next(f for f in explorer.frames if f.name == explorer_frame_name(i, j, k))
-    p, kern = head_state_probabilities(s), head_state_kernel(s)
-    np.testing.assert_allclose(np.array(frame.data[0].z), p.numpy(), atol=5e-5)
-    np.testing.assert_allclose(np.array(frame.data[1].z), kern.numpy(), atol=5e-5)
-    assert frame.data[2].x[0] == 4 + s.delta[1] and frame.data[2].y[0] == 4 + s.delta[0]
-    err = one_tap_error(s)
-    text = frame.layout.title.text.replace("−", "-")
-    shown = float(text.rsplit(" ", 1)[1])
-    assert shown == pytest.approx(err, rel=0.06, abs=1e-15)
-    assert f"window mass {float(kern.sum()):.2f}" in frame.layout.title.text
-
-
-def test_explorer_starts_at_the_initial_state(explorer):
-    start = (
-        EXPLORER_DELTAS.index(1.0),
-        EXPLORER_DELTAS.index(-1.0),
-        EXPLORER_ALPHAS.index(10.0),
-    )
-    assert [s.active for s in explorer.layout.sliders] == list(start)
-    p = head_state_probabilities(HeadState(delta=(1.0, -1.0), alpha=10.0))
-    np.testing.assert_allclose(np.array(explorer.data[0].z), p.numpy(), atol=5e-5)
-    with pytest.raises(ValueError, match="not on the grid"):
-        explorer_figure(initial=(0.3, 0.0, 10.0))
 
 
 # ----------------------------------------------------------------- (b) trajectories
@@ -416,8 +351,8 @@ def test_query_figure_on_a_synthetic_history():
 
 
 # ----------------------------------------------------------------- sizes and output
-def test_figures_fit_the_column_with_readable_fonts(explorer, trajectories, query_fig):
-    for fig in (explorer, trajectories, query_fig):
+def test_figures_fit_the_column_with_readable_fonts(trajectories, query_fig):
+    for fig in (trajectories, query_fig):
         # no fixed width: the figure takes the column's width, up to FIGURE_WIDTH (figure_html)
         assert fig.layout.width is None and fig.layout.autosize
         assert min(fonts(fig)) >= 12
@@ -427,20 +362,18 @@ def test_figures_fit_the_column_with_readable_fonts(explorer, trajectories, quer
         assert leg.x >= 1 or leg.y >= 1
 
 
-def test_figure_html_is_offline_and_deterministic(explorer):
-    a = figure_html(explorer, "fixed-id", post_script=linked_sliders_script()).data
-    b = figure_html(
-        explorer_figure(), "fixed-id", post_script=linked_sliders_script()
-    ).data
+def test_figure_html_is_offline_and_deterministic(history, trajectories):
+    a = figure_html(trajectories, "fixed-id").data
+    b = figure_html(trajectory_figure(history), "fixed-id").data
     assert a == b
-    assert 'id="fixed-id"' in a and "plotly_sliderchange" in a
+    assert 'id="fixed-id"' in a
     assert "<script src" not in a and "cdn.plot.ly" not in a
     # the column's width, capped, and following the window
     assert a.startswith(f'<div class="book-plotly" style="max-width:{FIGURE_WIDTH}px">')
     assert '"responsive": true' in a and "width:100%" in a
 
 
-def test_interactive_figures_text_at_least_12_px(explorer, trajectories, query_fig):
-    """Chapters 6 and 7b's figures: no tick, legend, slider or annotation text below 12 px."""
-    for fig in (explorer, trajectories, query_fig):
+def test_interactive_figures_text_at_least_12_px(trajectories, query_fig):
+    """Chapter 7b's figures: no tick, legend, slider or annotation text below 12 px."""
+    for fig in (trajectories, query_fig):
         assert small_text(fig) == []

@@ -5,7 +5,6 @@ size, the heads' colours, the Plotly module (imported on first use) and number f
 output is the same on every run. The figures have no fixed width: each fills the content column,
 up to :data:`FIGURE_WIDTH`, and follows it when the window is resized. The figures:
 :mod:`attnconv.chapters.alpha_slider` (chapter 4),
-:mod:`attnconv.chapters.interactive` (chapter 6),
 :mod:`attnconv.chapters.explore_trained_heads` (chapter 7b) and
 :mod:`attnconv.chapters.pruning_slider` (chapter 8)."""
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from .common import *  # noqa: F403
+from .live import check_live_widgets
 from .structural import cell_label, code_cell_numbers
 
 # ---------------------------------------------------------------- part B: in the browser --
@@ -172,13 +173,14 @@ RESULT_BOX_JS = r"""
 
 
 # Where the first figure starts, in px below the top of the content (null: none): an image, a
-# <figure> or a Plotly figure at least 100 px wide and 50 px high, visible without opening anything.
+# <figure>, a Plotly figure or a live widget at least 100 px wide and 50 px high, visible without
+# opening anything.
 FIGURE_TOP_JS = r"""
 () => {
   const content = document.querySelector('article.bd-article, article, main');
   if (!content) return null;
   const top0 = content.getBoundingClientRect().top;
-  const tops = [...content.querySelectorAll('img, figure, div.plotly-graph-div')]
+  const tops = [...content.querySelectorAll('img, figure, div.plotly-graph-div, .live-widget')]
     .map(e => e.getBoundingClientRect())
     .filter(r => r.width >= 100 && r.height >= 50)
     .map(r => Math.round(r.top - top0));
@@ -223,7 +225,7 @@ NARROW_OVERFLOW_JS = r"""
                      scrollWidth: w.scrollWidth, clientWidth: w.clientWidth, text: longest(p)});
   }
   const wide = [...content.querySelectorAll(
-      'div.plotly-graph-div, div.cell_output img, div.cell_output iframe, .jupyter-widgets, div.cell_output svg.main-svg')]
+      'div.plotly-graph-div, div.cell_output img, div.cell_output iframe, .jupyter-widgets, div.cell_output svg.main-svg, .live-widget')]
     .filter(visible).filter(e => !e.parentElement.closest('.jupyter-widgets'))
     .filter(e => e.getBoundingClientRect().right > right + 1);
   for (const e of wide) {
@@ -652,6 +654,7 @@ def browser_checks(
                 data = page.evaluate(PAGE_JS, OUTPUT_PRE_SELECTOR)
                 check_plotly(page, rep, name, info)
                 check_widgets(page, rep, name, info)
+                check_live_widgets(page, rep, name, info)
                 page.evaluate("() => window.scrollTo(0, 0)")
                 shot = shots / (name[: -len(".html")].replace("/", "__") + ".png")
                 page.screenshot(path=str(shot), full_page=True)

@@ -1,0 +1,500 @@
+"""Live widgets of the book in plain HTML and JavaScript (no precomputed frames, no library, no
+network): each is an :class:`IPython.display.HTML` whose inline script draws an SVG and answers
+native, keyboard-accessible controls (``<input type="range">`` with a ``<label>``, ``<button>``).
+
+* :func:`head_explorer_widget` (chapter 6): one quadratic head (eq. 9) over a 9×9 grid of keys
+  around its query, for any width α (log scale) and any centre Δ. The script computes the
+  softmax of −α‖δ − Δ‖² itself, as :func:`head_weights` does in Python, and prints the weight on
+  the target key q + round(Δ).
+* :func:`lemma1_head_picker` (chapter 3): pick one of the K² heads of Lemma 1 and see the key it
+  attends to and the kernel slice its matrix carries.
+* :func:`sortable_table_script` (chapter 17): makes a table's column headers sort it, by click or
+  by keyboard (each header text is a ``<button>``).
+
+The numbers each widget starts with are written into its HTML (``data-initial``), computed here in
+Python, so that a test can compare them with an independent computation and a browser check with
+what the script prints. The ``text/plain`` part of every output is IPython's fixed placeholder, so
+nbval compares nothing that depends on the machine.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from html import escape
+from typing import Sequence, Tuple
+
+import numpy as np
+
+from .shared.head_state import HeadState, head_state_probabilities
+
+__all__ = [
+    "EXPLORER_ALPHA_RANGE",
+    "EXPLORER_DELTA_RANGE",
+    "head_weights",
+    "target_key",
+    "target_weight",
+    "head_explorer_widget",
+    "lemma1_head_picker",
+    "sortable_table_script",
+]
+
+#: α from 0.1 to 100 on the explorer's log-scale slider (its value is log₁₀ α).
+EXPLORER_ALPHA_RANGE = (0.1, 100.0)
+#: Each centre coordinate Δ₁, Δ₂ from −3 to 3 (the 9×9 grid reaches ±4 around the query).
+EXPLORER_DELTA_RANGE = (-3.0, 3.0)
+#: The explorer's grid of keys and its query (the centre pixel): key offsets δ ∈ {−4, …, 4}².
+EXPLORER_GRID = (9, 9)
+EXPLORER_QUERY = (4, 4)
+#: Slider steps: log₁₀ α in hundredths of a decade, Δ in hundredths of a pixel.
+_STEP = 0.01
+
+
+def head_weights(
+    alpha: float,
+    delta: Tuple[float, float],
+    query: Tuple[int, int] = EXPLORER_QUERY,
+    grid: Tuple[int, int] = EXPLORER_GRID,
+) -> np.ndarray:
+    """The quadratic head's attention weights over the ``grid`` of keys for ``query``: the
+    softmax over the keys k of −α‖(k − q) − Δ‖² (eq. 9 without its constant), from the package's
+    own encoding (:func:`~attnconv.chapters.shared.head_state.head_state_probabilities`),
+    float64, shape ``grid``."""
+    state = HeadState(delta=delta, alpha=alpha, query=query, grid=grid, kernel_size=3)
+    return head_state_probabilities(state).numpy()
+
+
+def target_key(
+    delta: Tuple[float, float], query: Tuple[int, int] = EXPLORER_QUERY
+) -> Tuple[int, int]:
+    """The key q + round(Δ) (halves rounded up, as ``Math.floor(d + 0.5)`` in the widget)."""
+    return tuple(int(q + math.floor(d + 0.5)) for q, d in zip(query, delta))
+
+
+def target_weight(
+    alpha: float,
+    delta: Tuple[float, float],
+    query: Tuple[int, int] = EXPLORER_QUERY,
+    grid: Tuple[int, int] = EXPLORER_GRID,
+) -> float:
+    """The head's weight on its target key q + round(Δ) (0 when that key is off the grid)."""
+    t = target_key(delta, query)
+    if not (0 <= t[0] < grid[0] and 0 <= t[1] < grid[1]):
+        return 0.0
+    return float(head_weights(alpha, delta, query, grid)[t])
+
+
+def _check_range(name: str, value: float, lo: float, hi: float) -> None:
+    if not (lo <= value <= hi):
+        raise ValueError(f"{name} = {value} is outside the slider's range [{lo}, {hi}]")
+
+
+#: In dark mode the theme frames an HTML output in a light box meant for images drawn on white;
+#: a live widget draws in the text's colour and needs none (as reader.css does for Plotly).
+_DARK_CSS = """
+html[data-theme="dark"] .bd-content div.cell_output div.text_html:has(#{id}) {{
+  background-color: transparent; padding: 0; }}
+#{id} {{ color: var(--pst-color-text-base, inherit); }}
+"""
+
+_EXPLORER_CSS = """
+#{id} {{ max-width: {width}px; font-size: 14px; line-height: 1.4; }}
+#{id} .lw-controls {{ display: grid; grid-template-columns: max-content 1fr 5.5em;
+  gap: 4px 10px; align-items: center; max-width: 560px; }}
+#{id} input[type=range] {{ width: 100%; accent-color: #1f77b4; }}
+#{id} input[type=range]:focus-visible {{ outline: 2px solid #ff7f0e; outline-offset: 2px; }}
+#{id} output {{ font-variant-numeric: tabular-nums; }}
+#{id} svg {{ display: block; max-width: 100%; height: auto; margin-top: 6px; }}
+#{id} svg text {{ fill: currentColor; font-size: 13px; }}
+#{id} .lw-readout {{ margin-top: 4px; font-variant-numeric: tabular-nums; }}
+"""
+
+_EXPLORER_JS = r"""
+(function () {
+  var root = document.getElementById(%(id)s);
+  if (!root || root.dataset.ready) return;
+  root.dataset.ready = '1';
+  var init = JSON.parse(root.dataset.initial);
+  var H = init.grid[0], W = init.grid[1], Q = init.query, R = 1;  // 3x3 window
+  var NS = 'http://www.w3.org/2000/svg';
+  var svg = root.querySelector('svg');
+  var C = 30, K = 50, X0 = 34, Y0 = 26, KX = X0 + W * C + 60;
+  function el(tag, attrs, text) {
+    var e = document.createElementNS(NS, tag);
+    for (var a in attrs) e.setAttribute(a, attrs[a]);
+    if (text !== undefined) e.textContent = text;
+    svg.appendChild(e);
+    return e;
+  }
+  el('text', {x: X0, y: 16}, 'attention over the ' + H + '\u00d7' + W + ' keys');
+  el('text', {x: KX, y: 16}, '3\u00d73 kernel (shifts \u03b4)');
+  var cells = [], kcells = [], ktext = [];
+  for (var i = 0; i < H; i++) {
+    el('text', {x: X0 - 6, y: Y0 + i * C + C / 2 + 4, 'text-anchor': 'end'}, String(i - Q[0]));
+    for (var j = 0; j < W; j++) {
+      if (i === 0) el('text', {x: X0 + j * C + C / 2, y: Y0 + H * C + 16, 'text-anchor': 'middle'}, String(j - Q[1]));
+      el('rect', {x: X0 + j * C, y: Y0 + i * C, width: C, height: C, fill: 'none',
+                  stroke: 'currentColor', 'stroke-opacity': 0.15});
+      cells.push(el('rect', {x: X0 + j * C + 1, y: Y0 + i * C + 1, width: C - 2, height: C - 2,
+                             fill: '#1f77b4'}));
+    }
+  }
+  el('text', {x: X0 + W * C / 2, y: Y0 + H * C + 34, 'text-anchor': 'middle'}, 'key offset \u03b4\u2082 (column); rows: \u03b4\u2081');
+  el('rect', {x: X0 + Q[1] * C, y: Y0 + Q[0] * C, width: C, height: C, fill: 'none',
+              stroke: '#d62728', 'stroke-width': 2.5});
+  el('rect', {x: X0 + (Q[1] - R) * C, y: Y0 + (Q[0] - R) * C, width: 3 * C, height: 3 * C,
+              fill: 'none', stroke: '#2ca02c', 'stroke-width': 2, 'stroke-dasharray': '5 3'});
+  var target = el('rect', {width: C, height: C, fill: 'none', stroke: '#ff7f0e', 'stroke-width': 2.5});
+  var cross = el('path', {stroke: '#ff7f0e', 'stroke-width': 2.5, fill: 'none'});
+  for (var a = 0; a < 3; a++) for (var b = 0; b < 3; b++) {
+    el('rect', {x: KX + b * K, y: Y0 + a * K, width: K, height: K, fill: 'none',
+                stroke: 'currentColor', 'stroke-opacity': 0.3});
+    kcells.push(el('rect', {x: KX + b * K + 1, y: Y0 + a * K + 1, width: K - 2, height: K - 2, fill: '#2ca02c'}));
+    ktext.push(el('text', {x: KX + b * K + K / 2, y: Y0 + a * K + K / 2 + 5, 'text-anchor': 'middle'}, ''));
+    if (a === 2) el('text', {x: KX + b * K + K / 2, y: Y0 + 3 * K + 16, 'text-anchor': 'middle'}, String(b - R));
+  }
+  for (var a2 = 0; a2 < 3; a2++) el('text', {x: KX - 6, y: Y0 + a2 * K + K / 2 + 4, 'text-anchor': 'end'}, String(a2 - R));
+  var inputs = {alpha: root.querySelector('[data-role=alpha]'), d1: root.querySelector('[data-role=delta1]'),
+                d2: root.querySelector('[data-role=delta2]')};
+  var outs = {alpha: root.querySelector('[data-role=alpha-value]'), d1: root.querySelector('[data-role=delta1-value]'),
+              d2: root.querySelector('[data-role=delta2-value]')};
+  var weightOut = root.querySelector('[data-role=target-weight]');
+  var readout = root.querySelector('[data-role=readout]');
+  function fmt(v, d) { return v.toFixed(d).replace('-', '\u2212'); }
+  function weights(alpha, d1, d2) {  // softmax over the keys of -alpha * |(k - q) - Delta|^2
+    var s = [], m = -Infinity, z = 0, p = [];
+    for (var i = 0; i < H; i++) for (var j = 0; j < W; j++) {
+      var u = i - Q[0] - d1, v = j - Q[1] - d2, x = -alpha * (u * u + v * v);
+      s.push(x); if (x > m) m = x;
+    }
+    for (var k = 0; k < s.length; k++) { p.push(Math.exp(s[k] - m)); z += p[k]; }
+    for (var k2 = 0; k2 < p.length; k2++) p[k2] /= z;
+    return p;
+  }
+  function update() {
+    var alpha = Math.pow(10, parseFloat(inputs.alpha.value));
+    var d1 = parseFloat(inputs.d1.value), d2 = parseFloat(inputs.d2.value);
+    var p = weights(alpha, d1, d2), top = Math.max.apply(null, p.concat([0.02]));
+    for (var k = 0; k < p.length; k++) cells[k].setAttribute('fill-opacity', Math.min(1, p[k] / top).toFixed(4));
+    var ti = Q[0] + Math.floor(d1 + 0.5), tj = Q[1] + Math.floor(d2 + 0.5);
+    var on = ti >= 0 && ti < H && tj >= 0 && tj < W, pt = on ? p[ti * W + tj] : 0, mass = 0;
+    for (var a = 0; a < 3; a++) for (var b = 0; b < 3; b++) {
+      var v = p[(Q[0] - R + a) * W + (Q[1] - R + b)];
+      mass += v;
+      kcells[a * 3 + b].setAttribute('fill-opacity', v.toFixed(4));
+      ktext[a * 3 + b].textContent = v.toFixed(2);
+      ktext[a * 3 + b].setAttribute('style', v > 0.55 ? 'fill:#fff' : '');
+    }
+    target.setAttribute('x', X0 + tj * C); target.setAttribute('y', Y0 + ti * C);
+    target.setAttribute('visibility', on ? 'visible' : 'hidden');
+    var cx = X0 + (Q[1] + d2 + 0.5) * C, cy = Y0 + (Q[0] + d1 + 0.5) * C;
+    cross.setAttribute('d', 'M' + (cx - 6) + ' ' + (cy - 6) + 'L' + (cx + 6) + ' ' + (cy + 6) +
+                            'M' + (cx - 6) + ' ' + (cy + 6) + 'L' + (cx + 6) + ' ' + (cy - 6));
+    var shown = alpha < 1 ? alpha.toFixed(3) : alpha < 10 ? alpha.toFixed(2) : alpha.toFixed(1);
+    outs.alpha.value = shown; outs.d1.value = fmt(d1, 2); outs.d2.value = fmt(d2, 2);
+    inputs.alpha.setAttribute('aria-valuetext', '\u03b1 = ' + shown);
+    weightOut.textContent = pt.toFixed(6);
+    readout.querySelector('[data-role=target]').textContent =
+      '(' + fmt(ti - Q[0], 0) + ', ' + fmt(tj - Q[1], 0) + ')';
+    readout.querySelector('[data-role=window-mass]').textContent = mass.toFixed(4);
+    readout.querySelector('[data-role=distance]').textContent = on ? (2 * (1 - pt)).toExponential(1) : '1';
+  }
+  for (var n in inputs) inputs[n].addEventListener('input', update);
+  update();
+})();
+"""
+
+
+def _range_row(
+    wid: str, role: str, label: str, lo: float, hi: float, value: float
+) -> str:
+    """One labelled native range input and the ``<output>`` that shows its value."""
+    return (
+        f'<label for="{wid}-{role}">{label}</label>'
+        f'<input type="range" id="{wid}-{role}" data-role="{role}" min="{lo:g}" max="{hi:g}" '
+        f'step="{_STEP:g}" value="{value:.2f}">'
+        f'<output for="{wid}-{role}" data-role="{role}-value"></output>'
+    )
+
+
+def head_explorer_widget(
+    initial: Tuple[float, float, float] = (1.0, -1.0, 10.0),
+    widget_id: str = "live-head-explorer",
+    alt: str = "",
+    max_width: int = 640,
+):
+    """The live head explorer of chapter 6 as :class:`IPython.display.HTML`: three labelled range
+    inputs (α on a log scale, :data:`EXPLORER_ALPHA_RANGE`; Δ₁ and Δ₂,
+    :data:`EXPLORER_DELTA_RANGE`), the head's weights over the 9×9 keys (query: red; target
+    q + round(Δ): orange square; centre q + Δ: orange cross; 3×3 window: green dashed), its 3×3
+    kernel, and printed: the weight on the target key (6 decimals), the window mass and the
+    distance to a one-tap convolution 2(1 − p_target).
+
+    ``initial`` is (Δ₁, Δ₂, α). The wrapping ``<div>`` carries ``data-initial``: the grid, the
+    query, α, Δ and the target weight that :func:`target_weight` computes for them."""
+    from IPython.display import HTML
+
+    d1, d2, alpha = (float(v) for v in initial)
+    lo, hi = EXPLORER_ALPHA_RANGE
+    _check_range("alpha", alpha, lo, hi)
+    for name, d in (("delta1", d1), ("delta2", d2)):
+        _check_range(name, d, *EXPLORER_DELTA_RANGE)
+    log_alpha = round(math.log10(alpha), 2)
+    if (
+        abs(10**log_alpha - alpha) > 1e-9 * alpha
+        or round(d1, 2) != d1
+        or round(d2, 2) != d2
+    ):
+        raise ValueError(f"initial {initial} is not on the sliders' steps")
+    initial_data = {
+        "grid": list(EXPLORER_GRID),
+        "query": list(EXPLORER_QUERY),
+        "alpha": alpha,
+        "delta": [d1, d2],
+        "target_weight": target_weight(alpha, (d1, d2)),
+    }
+    wid = escape(widget_id, quote=True)
+    t = target_key((d1, d2))
+    shift = f"({t[0] - EXPLORER_QUERY[0]}, {t[1] - EXPLORER_QUERY[1]})".replace(
+        "-", "−"
+    )
+    dl, dh = EXPLORER_DELTA_RANGE
+    rows = "".join(
+        (
+            _range_row(wid, "alpha", "width α (log scale)", math.log10(lo), math.log10(hi), log_alpha),
+            _range_row(wid, "delta1", "centre Δ₁ (rows)", dl, dh, d1),
+            _range_row(wid, "delta2", "centre Δ₂ (columns)", dl, dh, d2),
+        )
+    )  # fmt: skip
+    role = (
+        f' role="group" aria-label="{escape(alt, quote=True)}"'
+        if alt
+        else ' role="group"'
+    )
+    html = (
+        f'<div id="{wid}" class="live-widget" data-live-widget="head-explorer"{role} '
+        f"data-initial='{escape(json.dumps(initial_data), quote=True)}'>"
+        f"<style>{_EXPLORER_CSS.format(id=wid, width=int(max_width))}"
+        f"{_DARK_CSS.format(id=wid)}</style>"
+        f'<div class="lw-controls">{rows}</div>'
+        f'<p id="{wid}-hint" class="lw-readout" data-role="readout" aria-live="polite">'
+        f'weight on the target key q + <span data-role="target">{shift}</span>: '
+        f'<strong data-role="target-weight">{initial_data["target_weight"]:.6f}</strong>; '
+        f'3×3 window mass <span data-role="window-mass"></span>; distance to a one-tap '
+        f'convolution <span data-role="distance"></span></p>'
+        f'<svg viewBox="0 0 620 345" width="620" aria-hidden="true"></svg>'
+        f"<script>{_EXPLORER_JS % {'id': json.dumps(widget_id)}}</script></div>"
+    )
+    return HTML(html)
+
+
+def _array(x) -> np.ndarray:
+    """``x`` (a tensor, even one that requires grad, or a nested list) as a float64 array."""
+    detach = getattr(x, "detach", None)
+    return np.asarray(detach().cpu() if detach else x, dtype=np.float64)
+
+
+_PICKER_JS = r"""
+(function () {
+  var root = document.getElementById(%(id)s);
+  if (!root || root.dataset.ready) return;
+  root.dataset.ready = '1';
+  var data = JSON.parse(root.dataset.initial);
+  var buttons = root.querySelectorAll('button[data-head]');
+  var keys = root.querySelectorAll('[data-key]');
+  var readout = root.querySelector('[data-role=readout]');
+  var body = root.querySelector('[data-role=matrix]');
+  function fmt(v) { return (v < 0 ? '\u2212' : '') + Math.abs(v).toFixed(3); }
+  function pick(h) {
+    var head = data.heads[h];
+    buttons.forEach(function (b, i) { b.setAttribute('aria-pressed', i === h ? 'true' : 'false'); });
+    keys.forEach(function (k) {
+      var on = k.dataset.key === head.shift.join(',');
+      k.classList.toggle('lw-on', on);
+      k.textContent = on ? head.weight.toFixed(3) : '';
+    });
+    readout.querySelector('[data-role=head]').textContent = String(h + 1);
+    readout.querySelector('[data-role=shift]').textContent =
+      '(' + head.shift.map(function (v) { return String(v).replace('-', '\u2212'); }).join(', ') + ')';
+    readout.querySelector('[data-role=weight]').textContent = head.weight.toFixed(6);
+    readout.querySelector('[data-role=gap]').textContent = head.gap === 0 ? '0' : head.gap.toExponential(1);
+    var cells = body.querySelectorAll('[data-cell]');
+    head.matrix.forEach(function (row, i) {
+      row.forEach(function (v, j) { cells[i * row.length + j].textContent = fmt(v); });
+    });
+  }
+  buttons.forEach(function (b, i) { b.addEventListener('click', function () { pick(i); }); });
+  pick(data.start);
+})();
+"""
+
+_PICKER_CSS = """
+#{id} {{ max-width: 700px; font-size: 14px; line-height: 1.4; }}
+#{id} .lw-row {{ display: flex; flex-wrap: wrap; gap: 28px; align-items: flex-start; margin-top: 6px; }}
+#{id} .lw-heads {{ display: grid; grid-template-columns: repeat({k}, 4.6em); gap: 4px; }}
+#{id} .lw-heads button {{ font: inherit; font-size: 13px; padding: 4px 0; color: inherit;
+  background: transparent; border: 1px solid currentColor; border-radius: 4px; cursor: pointer; }}
+#{id} .lw-heads button[aria-pressed=true] {{ background: #1f77b4; border-color: #1f77b4; color: #fff; }}
+#{id} .lw-heads button:focus-visible {{ outline: 2px solid #ff7f0e; outline-offset: 2px; }}
+#{id} .lw-keys {{ display: grid; grid-template-columns: repeat({n}, 2.6em); }}
+#{id} .lw-keys span {{ height: 2.6em; display: flex; align-items: center; justify-content: center;
+  border: 1px solid rgba(128, 128, 128, 0.35); font-size: 11.5px; }}
+#{id} .lw-keys span.lw-q {{ outline: 2.5px solid #d62728; outline-offset: -3px; }}
+#{id} .lw-keys span.lw-on {{ background: #1f77b4; color: #fff; }}
+#{id} .lw-matrix {{ display: grid; grid-template-columns: repeat({cols}, auto); gap: 2px 16px;
+  font-variant-numeric: tabular-nums; text-align: right; }}
+#{id} .lw-matrix b {{ font-weight: 600; }}
+#{id} .lw-caption {{ font-size: 13px; margin-bottom: 2px; }}
+"""
+
+
+def lemma1_head_picker(
+    shifts: Sequence[Sequence[int]],
+    matrices,
+    kernel_slices,
+    target_weights: Sequence[float],
+    widget_id: str = "lemma1-head-picker",
+    in_names: Sequence[str] = ("R", "G", "B"),
+    out_names: Sequence[str] = ("∂col", "∂row", "blur"),
+    start: int = 0,
+):
+    """Lemma 1, one head at a time, as :class:`IPython.display.HTML`: a button per head (its
+    number h and shift Δ_h; click, or Tab and Enter/Space), the keys around the query with the one
+    head h attends to filled in (its attention weight written in), and the matrix W^(h)
+    ``(D_in, D_out)`` it carries, with its largest difference from the convolution's kernel slice
+    at Δ_h. ``shifts`` (K², 2), ``matrices`` and ``kernel_slices`` (K², D_in, D_out),
+    ``target_weights`` each head's attention on its key; the data are written into
+    ``data-initial``."""
+    from IPython.display import HTML
+
+    shifts = [[int(a), int(b)] for a, b in shifts]
+    m, s = _array(matrices), _array(kernel_slices)
+    n_heads = len(shifts)
+    k = math.isqrt(n_heads)
+    if k * k != n_heads or m.shape[0] != n_heads or s.shape != m.shape:
+        raise ValueError(
+            f"need K² shifts, matrices and slices, got {n_heads}, {m.shape}, {s.shape}"
+        )
+    if len(target_weights) != n_heads or m.shape[1:] != (len(in_names), len(out_names)):
+        raise ValueError("target_weights or channel names do not match the heads")
+    r = k // 2
+    zoom = r + 1  # keys within r + 1 of the query: the window and one ring beyond it
+    data = {
+        "start": int(start),
+        "heads": [
+            {
+                "shift": sh,
+                "weight": float(w),
+                "matrix": m[h].tolist(),
+                "gap": float(np.abs(m[h] - s[h]).max()),
+            }
+            for h, (sh, w) in enumerate(zip(shifts, target_weights))
+        ],
+    }
+    wid = escape(widget_id, quote=True)
+
+    def signed(v: int) -> str:
+        return "0" if v == 0 else f"{v:+d}".replace("-", "−")
+
+    buttons = "".join(
+        f'<button type="button" data-head="{h}" aria-pressed="false" '
+        f'aria-label="head {h + 1}, shift ({a}, {b})">h{h + 1}<br>'
+        f"({signed(a)}, {signed(b)})</button>"
+        for h, (a, b) in enumerate(shifts)
+    )
+    query_class = ' class="lw-q"'
+    keys = "".join(
+        f'<span data-key="{a},{b}"{query_class if (a, b) == (0, 0) else ""}></span>'
+        for a in range(-zoom, zoom + 1)
+        for b in range(-zoom, zoom + 1)
+    )
+    # a grid of spans, not a <table>: the book numbers and captions its tables
+    header = "<span></span>" + "".join(f"<b>{escape(o)}</b>" for o in out_names)
+    body = "".join(
+        f"<b>{escape(i)}</b>" + "<span data-cell></span>" * len(out_names)
+        for i in in_names
+    )
+    html = (
+        f'<div id="{wid}" class="live-widget" data-live-widget="lemma1-head-picker" role="group" '
+        f'aria-label="Pick one of the {n_heads} heads of Lemma 1" '
+        f"data-initial='{escape(json.dumps(data), quote=True)}'>"
+        f"<style>{_PICKER_CSS.format(id=wid, k=k, n=2 * zoom + 1, cols=len(out_names) + 1)}{_DARK_CSS.format(id=wid)}</style>"
+        f'<div class="lw-row"><div><div class="lw-caption">the {n_heads} heads (by shift Δ)</div>'
+        f'<div class="lw-heads">{buttons}</div></div>'
+        f'<div><div class="lw-caption">keys around the query (red)</div>'
+        f'<div class="lw-keys" aria-hidden="true">{keys}</div></div>'
+        f'<div><div class="lw-caption">its matrix W<sup>(h)</sup> (inputs × outputs)</div>'
+        f'<div class="lw-matrix" data-role="matrix">{header}{body}</div></div></div>'
+        f'<p class="lw-readout" data-role="readout" aria-live="polite">head '
+        f'<span data-role="head"></span> attends to the key at shift '
+        f'<span data-role="shift"></span> with weight <span data-role="weight"></span> and '
+        f"carries the kernel slice at that shift: largest difference "
+        f'<span data-role="gap"></span></p>'
+        f"<script>{_PICKER_JS % {'id': json.dumps(widget_id)}}</script></div>"
+    )
+    return HTML(html)
+
+
+_SORT_JS = r"""
+(function () {
+  function setup() {
+    var host = document.getElementById(%(id)s);
+    if (!host) return;
+    var table = host.tagName === 'TABLE' ? host : host.querySelector('table');
+    if (!table || table.dataset.sortable) return;
+    table.dataset.sortable = '1';
+    table.classList.add('sortable-table');
+    var body = table.tBodies[0], heads = table.tHead ? table.tHead.rows[0].cells : [];
+    var original = Array.prototype.slice.call(body.rows);
+    function text(row, c) { return (row.cells[c] ? row.cells[c].textContent : '').trim(); }
+    function sortBy(c, button) {
+      var th = heads[c], dir = th.getAttribute('aria-sort') === 'ascending' ? 'descending' : 'ascending';
+      for (var i = 0; i < heads.length; i++) heads[i].removeAttribute('aria-sort');
+      th.setAttribute('aria-sort', dir);
+      var rows = original.slice().sort(function (a, b) {
+        var x = text(a, c).localeCompare(text(b, c), undefined, {numeric: true, sensitivity: 'base'});
+        return dir === 'ascending' ? x : -x;
+      });
+      rows.forEach(function (r, i) {
+        body.appendChild(r);
+        if (/\brow-(odd|even)\b/.test(r.className))  // the theme's stripes follow the new order
+          r.className = r.className.replace(/\brow-(odd|even)\b/, i %% 2 ? 'row-odd' : 'row-even');
+      });
+      button.setAttribute('aria-label', 'sort by ' + button.dataset.name + ', now ' + dir);
+    }
+    Array.prototype.forEach.call(heads, function (th, c) {
+      var b = document.createElement('button');
+      b.type = 'button';
+      b.className = 'sort-button';
+      b.dataset.name = th.textContent.trim();
+      b.setAttribute('aria-label', 'sort by ' + b.dataset.name);
+      var holder = th.children.length === 1 && th.firstElementChild.tagName === 'P' ? th.firstElementChild : th;
+      while (holder.firstChild) b.appendChild(holder.firstChild);
+      holder.appendChild(b);
+      b.addEventListener('click', function () { sortBy(c, b); });
+    });
+    var style = document.createElement('style');
+    style.textContent = 'table.sortable-table .sort-button { all: unset; cursor: pointer; }' +
+      ' table.sortable-table .sort-button:focus-visible { outline: 2px solid #ff7f0e; outline-offset: 2px; }' +
+      ' table.sortable-table th[aria-sort=ascending] .sort-button::after { content: " \u25b2"; font-size: 0.8em; }' +
+      ' table.sortable-table th[aria-sort=descending] .sort-button::after { content: " \u25bc"; font-size: 0.8em; }';
+    document.head.appendChild(style);
+  }
+  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', setup);
+  else setup();
+})();
+"""
+
+
+def sortable_table_script(table_id: str):
+    """A script (:class:`IPython.display.HTML`) that makes the table with HTML id ``table_id`` (or
+    the first table inside that element) sortable: each column header's content moves into a
+    ``<button>`` (focusable; Enter or Space activates it), and a click sorts the body rows by
+    that column's text (numbers compared as numbers), ascending, then descending. The header
+    carries ``aria-sort``."""
+    from IPython.display import HTML
+
+    return HTML(
+        f'<script data-sortable-table="{escape(table_id, quote=True)}">'
+        f"{_SORT_JS % {'id': json.dumps(table_id)}}</script>"
+    )

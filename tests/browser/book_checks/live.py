@@ -1,0 +1,181 @@
+"""Part B: the book's live widgets (attnconv.chapters.live_widgets) and sortable tables respond,
+from the keyboard.
+
+For every element with ``data-live-widget``: each range input and button has a label and takes
+the focus; a key pressed on its first control (ArrowRight on a range, Enter on the last button)
+changes its printed readout. For the head explorer (``head-explorer``) the printed weight on the
+target key equals, within LIVE_TOLERANCE, what Python computes
+(attnconv.chapters.live_widgets.target_weight): at its start (``data-initial``), after the α
+slider moves by keyboard, and at α ≈ 2 and α ≈ 18 (CHECKED_LOG_ALPHAS). For every table made sortable
+(``table.sortable-table``): a click on a header button sorts the rows by that column
+(``aria-sort`` ascending, the column's texts in order), and Enter on another header sorts by it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+from .common import Report
+
+#: Largest difference between the weight the widget prints (6 decimals) and Python's.
+LIVE_TOLERANCE = 1e-6
+#: log₁₀ α where the explorer is also checked, set by script: α ≈ 2 (a blur) and α ≈ 18.2,
+#: where the head at an integer Δ has turned one-hot.
+CHECKED_LOG_ALPHAS = (0.3, 1.26)
+
+CONTROLS_JS = r"""
+(w) => [...w.querySelectorAll('input[type=range], button')].map((c, i) => {
+  c.focus();
+  const label = (c.labels && c.labels.length ? c.labels[0].textContent : '') ||
+                c.getAttribute('aria-label') || c.textContent;
+  return {i, tag: c.tagName.toLowerCase(), focused: document.activeElement === c,
+          label: (label || '').trim()};
+})
+"""
+
+READOUT_JS = "(w) => (w.querySelector('[data-role=readout]') || w).textContent"
+
+EXPLORER_STATE_JS = r"""
+(w) => ({alpha: parseFloat(w.querySelector('[data-role=alpha]').value),
+         d1: parseFloat(w.querySelector('[data-role=delta1]').value),
+         d2: parseFloat(w.querySelector('[data-role=delta2]').value),
+         printed: w.querySelector('[data-role=target-weight]').textContent,
+         initial: JSON.parse(w.dataset.initial)})
+"""
+
+SET_ALPHA_JS = r"""
+([w, v]) => { const a = w.querySelector('[data-role=alpha]'); a.value = String(v);
+              a.dispatchEvent(new Event('input', {bubbles: true})); }
+"""
+
+TABLE_JS = r"""
+([t, c]) => [...t.tBodies[0].rows].map(r => (r.cells[c] ? r.cells[c].textContent : '').trim())
+"""
+
+IN_ORDER_JS = r"""
+(texts) => texts.every((x, i) => i === 0 ||
+  texts[i - 1].localeCompare(x, undefined, {numeric: true, sensitivity: 'base'}) <= 0)
+"""
+
+
+def _python_weight(alpha: float, d1: float, d2: float) -> float:
+    from attnconv.chapters.live_widgets import target_weight
+
+    return target_weight(alpha, (d1, d2))
+
+
+def _explorer_checks(page, rep: Report, name: str, label: str, w) -> dict:
+    """The printed target weight against Python's, at the start, after a keyboard move of α and
+    at each of CHECKED_LOG_ALPHAS."""
+    results = {}
+
+    def compare(what: str) -> None:
+        s = page.evaluate(EXPLORER_STATE_JS, w)
+        alpha = 10 ** s["alpha"]
+        expected = _python_weight(alpha, s["d1"], s["d2"])
+        try:
+            printed = float(s["printed"])
+        except ValueError:
+            printed = math.nan
+        gap = abs(printed - expected)
+        results[what] = {"alpha": alpha, "printed": printed, "python": expected}
+        if not gap <= LIVE_TOLERANCE:
+            rep.fail(
+                name,
+                "interactive",
+                f"{label}: {what}, α = {alpha:.4g}: printed target weight {s['printed']}, "
+                f"Python {expected:.8f} (difference {gap:.1e}, tolerance {LIVE_TOLERANCE:g})",
+            )
+
+    s0 = page.evaluate(EXPLORER_STATE_JS, w)
+    start = s0["initial"]["target_weight"]
+    try:
+        printed0 = float(s0["printed"])
+    except ValueError:
+        printed0 = math.nan
+    if not abs(printed0 - start) <= LIVE_TOLERANCE:
+        rep.fail(
+            name,
+            "interactive",
+            f"{label}: printed start weight {s0['printed']}, data-initial {start:.8f}",
+        )
+    compare("start")
+    alpha = w.query_selector("[data-role=alpha]")
+    alpha.focus()
+    for key in ("ArrowLeft", "ArrowLeft", "PageDown"):
+        page.keyboard.press(key)
+    compare("keyboard")
+    for v in CHECKED_LOG_ALPHAS:
+        page.evaluate(SET_ALPHA_JS, [w, v])
+        compare(f"log10 alpha = {v}")
+    return results
+
+
+def check_live_widgets(page, rep: Report, name: str, info: dict) -> None:
+    """The checks of this module's docstring on one open page; measurements go to ``info``."""
+    results = []
+    for wi, w in enumerate(page.query_selector_all("[data-live-widget]")):
+        kind = w.get_attribute("data-live-widget")
+        label = f"live widget {wi + 1} ({kind})"
+        w.scroll_into_view_if_needed()
+        controls = page.evaluate(CONTROLS_JS, w)
+        entry = {"widget": wi + 1, "kind": kind, "controls": len(controls)}
+        results.append(entry)
+        if not controls:
+            rep.fail(name, "interactive", f"{label}: no range input or button")
+            continue
+        for c in controls:
+            if not c["focused"]:
+                rep.fail(
+                    name, "interactive", f"{label}: control {c['i'] + 1} takes no focus"
+                )
+            if not c["label"]:
+                rep.fail(
+                    name, "interactive", f"{label}: control {c['i'] + 1} has no label"
+                )
+        if kind == "head-explorer":
+            entry["target_weight"] = _explorer_checks(page, rep, name, label, w)
+        before = page.evaluate(READOUT_JS, w)
+        if controls[0]["tag"] == "input":
+            w.query_selector("input[type=range]").focus()
+            page.keyboard.press("ArrowRight")
+        else:
+            w.query_selector_all("button")[-1].focus()
+            page.keyboard.press("Enter")
+        entry["keyboard_changes_readout"] = page.evaluate(READOUT_JS, w) != before
+        if not entry["keyboard_changes_readout"]:
+            rep.fail(
+                name,
+                "interactive",
+                f"{label}: a key on its first control changes nothing",
+            )
+    for ti, t in enumerate(page.query_selector_all("table.sortable-table")):
+        label = f"sortable table {ti + 1}"
+        buttons = t.query_selector_all("thead th button")
+        entry = {"table": ti + 1, "header_buttons": len(buttons)}
+        results.append(entry)
+        if len(buttons) < 2:
+            rep.fail(name, "interactive", f"{label}: fewer than 2 header buttons")
+            continue
+        buttons[0].click()
+        first = page.evaluate(TABLE_JS, [t, 0])
+        sort0 = buttons[0].evaluate("(b) => b.closest('th').getAttribute('aria-sort')")
+        buttons[1].focus()
+        page.keyboard.press("Enter")
+        second = page.evaluate(TABLE_JS, [t, 1])
+        sort1 = buttons[1].evaluate("(b) => b.closest('th').getAttribute('aria-sort')")
+        entry.update(
+            click_sorts=sort0 == "ascending" and page.evaluate(IN_ORDER_JS, first),
+            enter_sorts=sort1 == "ascending" and page.evaluate(IN_ORDER_JS, second),
+        )
+        for how in ("click", "enter"):
+            if not entry[f"{how}_sorts"]:
+                rep.fail(
+                    name,
+                    "interactive",
+                    f"{label}: {'a click' if how == 'click' else 'Enter'} on a header does not "
+                    f"sort the rows ({json.dumps(first if how == 'click' else second)[:120]})",
+                )
+    if results:
+        info["live_widgets"] = results

@@ -1,0 +1,115 @@
+"""The browser checks of the live widgets (tests/browser/book_checks/live.py) on a page holding
+the book's widgets (attnconv.chapters.live_widgets): they pass, and a widget whose script does
+not run, or a weight that differs from Python's, fails. Skipped without Chromium."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import torch
+
+from attnconv import conv_to_mhsa, kernel_shifts
+from attnconv.chapters.lemma1_picture import edge_blur_conv, head_matrices
+from attnconv.chapters.live_widgets import (
+    head_explorer_widget,
+    lemma1_head_picker,
+    sortable_table_script,
+)
+
+HERE = Path(__file__).resolve().parent
+spec = importlib.util.spec_from_file_location("check_book", HERE / "check_book.py")
+check_book = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(check_book)
+
+TABLE = (
+    "<table id='t'><thead><tr><th><p>claim</p></th><th><p>n</p></th></tr></thead><tbody>"
+    "<tr class='row-even'><td>b</td><td>10</td></tr><tr class='row-odd'><td>a</td><td>9</td></tr>"
+    "<tr class='row-even'><td>c</td><td>100</td></tr></tbody></table>"
+)
+
+
+def _widgets() -> str:
+    conv = edge_blur_conv(torch.float64)
+    shifts = kernel_shifts(3).tolist()
+    slices = torch.stack([conv.weight[:, :, a + 1, b + 1].t() for a, b in shifts])
+    picker = lemma1_head_picker(
+        shifts, head_matrices(conv_to_mhsa(conv)), slices, [1.0] * 9
+    )
+    return (
+        head_explorer_widget().data
+        + picker.data
+        + TABLE
+        + sortable_table_script("t").data
+    )
+
+
+def _run(browser, body: str):
+    context = browser.new_context(viewport=check_book.VIEWPORT)
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.set_content(
+        f"<html><body><main><article>{body}</article></main></body></html>"
+    )
+    rep, info = check_book.Report(), {}
+    check_book.check_live_widgets(page, rep, "book/x.html", info)
+    context.close()
+    return rep, info, errors
+
+
+def test_the_book_widgets_pass(browser):
+    rep, info, errors = _run(browser, _widgets())
+    assert not errors and not rep.failures, (errors, dict(rep.failures))
+    explorer, picker, table = info["live_widgets"]
+    assert explorer["controls"] == 3 and explorer["keyboard_changes_readout"]
+    weights = explorer["target_weight"]
+    assert weights["log10 alpha = 1.26"]["alpha"] == 10**1.26
+    assert 0.1 < weights["log10 alpha = 0.3"]["python"] < 0.99  # a blur: a real test
+    assert weights["keyboard"]["alpha"] < 10.0  # moved down from 10 by keys
+    assert picker["controls"] == 9 and picker["keyboard_changes_readout"]
+    assert table["click_sorts"] and table["enter_sorts"]
+
+
+def test_a_sorted_table_keeps_its_stripes(browser):
+    context = browser.new_context(viewport=check_book.VIEWPORT)
+    page = context.new_page()
+    page.set_content(TABLE + sortable_table_script("t").data)
+    page.click("th >> nth=1 >> button")
+    rows = page.evaluate(
+        "() => [...document.querySelectorAll('tbody tr')].map(r => [r.className, r.textContent])"
+    )
+    context.close()
+    assert rows == [["row-even", "a9"], ["row-odd", "b10"], ["row-even", "c100"]]
+
+
+def test_a_widget_without_its_script_fails(browser):
+    body = head_explorer_widget().data.split("<script>")[0] + "</div>" + TABLE
+    rep, _, _ = _run(browser, body)
+    texts = [t for _, t in rep.failures["interactive"]]
+    assert any("changes nothing" in t for t in texts), texts
+
+
+def test_a_printed_weight_off_pythons_fails(browser):
+    html = head_explorer_widget().data.replace(
+        "pt.toFixed(6)", "(pt + 1e-5).toFixed(6)"
+    )
+    rep, _, _ = _run(browser, html)
+    texts = [t for _, t in rep.failures["interactive"]]
+    assert any("printed target weight" in t for t in texts), texts
+
+
+def test_a_live_widget_counts_as_a_figure_and_may_not_reach_past_the_column(browser):
+    context = browser.new_context(viewport={"width": 900, "height": 900})
+    page = context.new_page()
+    page.set_content(
+        "<html><body style='margin:0'><article class='bd-article' style='width:500px'>"
+        "<div class='cell'><div class='cell_output'>"
+        + head_explorer_widget().data.replace("max-width: 640px", "width: 700px")
+        + "</div></div></article></body></html>"
+    )
+    top = page.evaluate(check_book.FIGURE_TOP_JS)
+    wide = page.evaluate(check_book.NARROW_OVERFLOW_JS, check_book.OUTPUT_PRE_SELECTOR)
+    context.close()
+    assert top == 0
+    assert [o["what"] for o in wide] == ["div"], wide

@@ -1,0 +1,136 @@
+"""The live widgets (attnconv.chapters.live_widgets): the head explorer's weights against an
+independent numpy softmax of eq. (9), the numbers written into each widget's HTML, and the
+widgets' controls (labelled native inputs and buttons)."""
+
+import json
+import math
+import re
+from html import unescape
+
+import numpy as np
+import pytest
+import torch
+
+from attnconv import conv_to_mhsa, kernel_shifts
+from attnconv.chapters.lemma1_picture import edge_blur_conv, head_matrices
+from attnconv.chapters.live_widgets import (
+    EXPLORER_ALPHA_RANGE,
+    head_explorer_widget,
+    head_weights,
+    lemma1_head_picker,
+    sortable_table_script,
+    target_key,
+    target_weight,
+)
+
+
+def numpy_softmax_head(alpha, delta, query=(4, 4), grid=(9, 9)):
+    """Eq. (9) written out: the score of key k is −α‖(k − q) − Δ‖² (the paper's
+    vᵀr_δ = −α‖δ − Δ‖² + α‖Δ‖², whose constant a softmax ignores); softmax over the keys."""
+    rows, cols = np.meshgrid(np.arange(grid[0]), np.arange(grid[1]), indexing="ij")
+    d1, d2 = rows - query[0], cols - query[1]
+    full = -alpha * ((d1**2 + d2**2) - 2 * (delta[0] * d1 + delta[1] * d2))  # vᵀ r_δ
+    e = np.exp(full - full.max())
+    return e / e.sum()
+
+
+@pytest.mark.parametrize(
+    "alpha, delta",
+    [(0.1, (0.0, 0.0)), (1.0, (1.0, -1.0)), (10.0, (1.0, -1.0)), (18.2, (0.37, 2.5)),
+     (100.0, (-3.0, 3.0)), (3.0, (-0.5, 0.49))],
+)  # fmt: skip
+def test_head_weights_equal_a_numpy_softmax_of_eq_9(alpha, delta):
+    p = head_weights(alpha, delta)
+    assert p.shape == (9, 9) and p.dtype == np.float64
+    np.testing.assert_allclose(p, numpy_softmax_head(alpha, delta), rtol=0, atol=1e-12)
+    t = target_key(delta)
+    expected = (
+        numpy_softmax_head(alpha, delta)[t] if 0 <= min(t) and max(t) < 9 else 0.0
+    )
+    assert target_weight(alpha, delta) == pytest.approx(expected, abs=1e-12)
+
+
+def test_target_key_rounds_halves_up_like_the_script():
+    assert target_key((0.5, -0.5)) == (5, 4)  # Math.floor(d + 0.5)
+    assert target_key((1.49, -1.51)) == (5, 2)
+    assert target_weight(10.0, (5.0, 0.0), grid=(9, 9)) == 0.0  # off the grid
+
+
+def test_target_weight_rises_to_one_with_alpha():
+    w = [target_weight(a, (1.0, -1.0)) for a in (0.1, 1.0, 10.0, 18.0, 100.0)]
+    assert all(a < b for a, b in zip(w, w[1:]))
+    assert w[-1] == pytest.approx(1.0, abs=1e-12)
+
+
+def _initial(html: str) -> dict:
+    return json.loads(unescape(re.search(r"data-initial='([^']*)'", html)[1]))
+
+
+def test_explorer_html_carries_its_start_and_labelled_range_inputs():
+    html = head_explorer_widget((1.0, -1.0, 10.0), alt="A head explorer.").data
+    data = _initial(html)
+    assert data["alpha"] == 10.0 and data["delta"] == [1.0, -1.0]
+    expected = numpy_softmax_head(10.0, (1.0, -1.0))[5, 3]
+    assert data["target_weight"] == pytest.approx(expected, abs=1e-12)
+    assert f'<strong data-role="target-weight">{expected:.6f}</strong>' in html
+    ids = re.findall(r'<input type="range" id="([^"]+)"', html)
+    assert len(ids) == 3
+    for i in ids:
+        assert f'<label for="{i}">' in html
+    lo, hi = (math.log10(a) for a in EXPLORER_ALPHA_RANGE)
+    assert f'min="{lo:g}" max="{hi:g}" step="0.01" value="1.00"' in html
+    assert "http" not in html.replace(
+        "http://www.w3.org/2000/svg", ""
+    )  # nothing to fetch
+    assert 'aria-label="A head explorer."' in html
+
+
+def test_explorer_rejects_a_start_off_its_sliders():
+    with pytest.raises(ValueError, match="range"):
+        head_explorer_widget((0.0, 0.0, 1000.0))
+    with pytest.raises(ValueError, match="steps"):
+        head_explorer_widget((0.123, 0.0, 1.0))
+
+
+def test_explorer_html_is_deterministic():
+    assert head_explorer_widget().data == head_explorer_widget().data
+    assert repr(head_explorer_widget()).startswith("<IPython.core.display.HTML object")
+
+
+def test_head_picker_carries_each_head_and_its_kernel_slice():
+    conv = edge_blur_conv(torch.float64)
+    mhsa = conv_to_mhsa(conv)
+    shifts = kernel_shifts(3).tolist()
+    slices = torch.stack([conv.weight[:, :, a + 1, b + 1].t() for a, b in shifts])
+    html = lemma1_head_picker(shifts, head_matrices(mhsa), slices, [1.0] * 9).data
+    data = _initial(html)
+    assert [h["shift"] for h in data["heads"]] == shifts
+    for h, head in enumerate(data["heads"]):
+        np.testing.assert_allclose(
+            head["matrix"], slices[h].detach().numpy(), atol=1e-12
+        )
+        assert head["gap"] < 1e-12
+    assert html.count("<button") == 9 and html.count('aria-pressed="false"') == 9
+    assert "<table" not in html  # the book numbers and captions every table
+    assert html.count("<span data-cell>") == 9
+    with pytest.raises(ValueError):
+        lemma1_head_picker(shifts[:8], head_matrices(mhsa)[:8], slices[:8], [1.0] * 8)
+
+
+def test_sortable_table_script_names_its_table():
+    html = sortable_table_script("tab-x").data
+    assert html.startswith('<script data-sortable-table="tab-x">')
+    assert 'getElementById("tab-x")' in html and "aria-sort" in html
+
+
+@pytest.mark.parametrize(
+    "alpha, delta", [(0.3, (0.0, 0.0)), (10.0, (1.0, -1.0)), (30.0, (0.5, 0.2))]
+)
+def test_the_printed_distance_is_one_tap_error(alpha, delta):
+    """The widget prints 2(1 − p_target) as the distance to a one-tap convolution: that is
+    one_tap_error's ‖p − c‖₁ when the target key is on the grid."""
+    from attnconv.chapters.interactive import one_tap_error
+    from attnconv.chapters.shared.head_state import HeadState
+
+    err = one_tap_error(HeadState(delta=delta, alpha=alpha))
+    assert 2 * (1 - target_weight(alpha, delta)) == pytest.approx(err, abs=1e-12)
