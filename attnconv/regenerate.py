@@ -248,21 +248,21 @@ def _held(name: str):
     return lock
 
 
-def _unregistered(names: Sequence[str]) -> bool:
-    """Whether any of ``names`` is not registered yet (a run whose tuning study is unsaved)."""
-    return any(n not in RUNS and n not in STUDIES for n in names)
+def _tunes(name: str) -> bool:
+    """Whether the study ``name`` is a tuning, whose choice registers the runs after it (the
+    queue waits for it); a pruning study or a table has nothing after it that needs it."""
+    return "tuning" in name.rpartition("/")[2]
 
 
 def _run_protocol(part: str) -> int:
     """Make the protocol queue ``part`` entry by entry; an entry another process holds is left
-    to it (and what depends on it waits until it is done)."""
+    to it (and a tuning another process holds is waited for: the runs it tunes follow it)."""
     import shutil
 
     from .evidence.followup_runs import followup_queue
     from .evidence.runs import queue, thin_made_run
 
-    names = list(followup_queue() if part == "followup" else queue(part))
-    for i, name in enumerate(names):
+    for name in followup_queue() if part == "followup" else queue(part):
         entry = RUNS.get(name) or STUDIES.get(name)
         if entry is None:
             print(
@@ -278,7 +278,7 @@ def _run_protocol(part: str) -> int:
         lock = _held(name)
         if lock is None:
             print(f"{name}: made by another process; next", flush=True)
-            if isinstance(entry, StudyEntry) and _unregistered(names[i + 1 :]):
+            if isinstance(entry, StudyEntry) and _tunes(name):
                 while study_state(entry) != "present":
                     time.sleep(5)  # the runs it tunes are registered once it is saved
             continue

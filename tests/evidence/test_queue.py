@@ -149,8 +149,8 @@ def test_a_study_another_process_holds_does_not_stop_the_runs_after_it(
     tmp_path, monkeypatch
 ):
     """A pruning study held by another live process is passed over: the registered runs after
-    it are made at once, with no wait for the study (the queue waits only for runs that are not
-    registered yet)."""
+    it are made at once, with no wait for the study (the queue waits only for a held tuning,
+    whose choice registers the runs after it)."""
     from attnconv.evidence import followup_runs
     from attnconv.evidence import runs as protocol_runs
     from attnconv.experiments.studies import STUDIES
