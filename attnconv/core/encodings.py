@@ -264,7 +264,7 @@ class QuadraticEncoding(RelativeEncoding):
 
     def _position_scores(self, delta: torch.Tensor) -> torch.Tensor:
         """−α_h ‖δ − Δ_h‖², i.e. v_hᵀ r_δ of eq. (9) minus the constant α_h‖Δ_h‖²."""
-        self._check_delta(delta)
+        self._check_delta(delta)  # plumbing: checks the shape of delta
         d = delta.to(self.centers.dtype)
         c = self.centers.view(self.num_heads, *([1] * (d.ndim - 1)), self.spatial_dims)
         sq = ((d.unsqueeze(0) - c) ** 2).sum(-1)
