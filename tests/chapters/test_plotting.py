@@ -338,3 +338,18 @@ def test_every_bar_label_lies_in_or_just_beside_its_bar():
     (gap,) = bar_label_gaps(ax, [(pairs[1][0], moved[0])])
     assert 0 <= gap <= 3
     plt.close(fig)
+
+
+def test_gpsa_and_impulse_colours_differ_in_lightness():
+    """Fig. 18.2 draws the GPSA default start (pink) beside the impulse start (red): the two differ
+    in lightness as well as hue, by at least 0.25 (HLS)."""
+    import colorsys
+
+    from matplotlib.colors import to_rgb
+
+    from attnconv.chapters.shared.plotting import model_colour
+
+    light = [
+        colorsys.rgb_to_hls(*to_rgb(model_colour(m)))[1] for m in ("gpsa", "impulse")
+    ]
+    assert abs(light[0] - light[1]) >= 0.25

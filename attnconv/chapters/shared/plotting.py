@@ -75,7 +75,7 @@ MODEL_COLOURS = {
     "vit": "#7f7f7f",  # grey: the plain ViT (MHSA)
     "gpsa": "#e377c2",  # pink: the GPSA model at its default start ("random")
     "convit": "#9467bd",  # purple: ConViT's local start
-    "impulse": "#d62728",  # red: Theorem 1's construction
+    "impulse": "#a50f15",  # dark red: Theorem 1's construction (darker than the GPSA pink)
     "mimetic": "#8c564b",  # brown
     "mimetic_qk": "#1b9e77",  # teal: mimetic's W_qW_k half only
     "mimetic_vo": "#4169e1",  # royal blue: mimetic's W_vW_out half only
