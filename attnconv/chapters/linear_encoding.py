@@ -40,6 +40,8 @@ __all__ = [
     "grid_search_target_mass_linear",
     "linear_argmax",
     "best_linear_mass_map",
+    "best_linear_mass_1d",
+    "exact_linear_mass_map",
     "quadratic_encoding_attention",
     "quadratic_encoding_target_mass",
     "circle_encoding_target_mass",
@@ -222,6 +224,54 @@ def best_linear_mass_map(
     return mass.amax(-1).view(2 * radius + 1, 2 * radius + 1)
 
 
+def best_linear_mass_1d(radius: int) -> torch.Tensor:
+    """The supremum over v ∈ ℝ of a 1-D linear head's mass e^{vt} / Σ_k e^{vk} on each target
+    t = −m, …, m of the window {−m, …, m} (m = ``radius``): ``(2m + 1,)`` float64.
+
+    log p_t(v) = vt − log Σ_k e^{vk} is strictly concave, with derivative t − E_v[k], where E_v is
+    the mean of the tilted distribution p_v; E_v[k] rises strictly from −m to m as v runs over ℝ.
+    So for an interior target the maximum is attained at the unique v with E_v[k] = t (found here
+    by bisection to machine precision); for the ends t = ±m, E_v[k] never reaches t and the mass
+    rises to its supremum 1 only as v → ±∞. The centre gets 1/(2m + 1), at v = 0 (symmetry)."""
+    if radius < 0:
+        raise ValueError("radius must be >= 0")
+    k = torch.arange(-radius, radius + 1, dtype=torch.float64)
+    best = torch.ones_like(k)  # the ends: supremum 1, approached as |v| → ∞
+    for i, t in enumerate(k.tolist()):
+        if abs(t) == radius:
+            continue
+        lo, hi = -1.0, 1.0
+        while float((torch.softmax(lo * k, 0) * k).sum()) > t:
+            lo *= 2
+        while float((torch.softmax(hi * k, 0) * k).sum()) < t:
+            hi *= 2
+        for _ in range(200):  # bisection on the (increasing) tilted mean
+            mid = 0.5 * (lo + hi)
+            if mid in (lo, hi):
+                break
+            if float((torch.softmax(mid * k, 0) * k).sum()) < t:
+                lo = mid
+            else:
+                hi = mid
+        best[i] = torch.softmax(0.5 * (lo + hi) * k, 0)[i]
+    return best
+
+
+def exact_linear_mass_map(radius: int) -> torch.Tensor:
+    """The supremum of the mass a linear-encoding head puts on each target Δ of the square window
+    {−m, …, m}² (m = ``radius``): a ``(2m + 1, 2m + 1)`` float64 map, rows and columns indexed
+    by the shift's two coordinates from −m.
+
+    The linear score vᵀδ = v₁δ₁ + v₂δ₂ separates, so the softmax over the square window is the
+    product of two 1-D softmaxes, p(δ) = p₁(δ₁) p₂(δ₂), with v₁ and v₂ free: the best mass on Δ is
+    the product of the 1-D best masses (:func:`best_linear_mass_1d`) of its two coordinates. The
+    corners get exactly 1, a supremum reached only as ‖v‖ → ∞ (a finite optimiser only approaches
+    it, by a different amount on each corner); mid-edges 1/(2m + 1); the centre 1/(2m + 1)².
+    :func:`best_linear_mass_map` is the independent check, by gradient ascent in two dimensions."""
+    b = best_linear_mass_1d(radius)
+    return b[:, None] * b[None, :]
+
+
 def quadratic_encoding_attention(
     alpha: float,
     window: torch.Tensor,
@@ -282,7 +332,8 @@ def plot_linear_against_quadratic(
     """Chapter 4's figure of a 5×5 ``window`` of shifts: the linear head with the best ``v`` for
     the ``target`` (``v_best``, uniform), the quadratic head of width ``alpha`` (one-hot on the
     target), the linear head ``v_corner`` (one-hot on a corner), and the best mass a linear head
-    reaches on each target of the window (``best_map``, from :func:`best_linear_mass_map`)."""
+    reaches on each target of the window (``best_map``, from :func:`exact_linear_mass_map`; its
+    corners are suprema, reached only as ‖v‖ → ∞)."""
     import matplotlib.pyplot as plt
 
     side = round(window.shape[0] ** 0.5)
@@ -324,7 +375,7 @@ def plot_linear_against_quadratic(
             j, i, f"{val:.0f}", ha="center", va="center", fontsize=8.5, color=colour
         )
     axes[3].set_title(
-        "linear: best mass (%)\non each target of the window", fontsize=8.5
+        "linear: best mass (%) on each target\n(corners: only as ‖v‖ → ∞)", fontsize=8.5
     )
     cbar = fig.colorbar(im, ax=axes[3], fraction=0.046)
     cbar.ax.tick_params(labelsize=8.5)

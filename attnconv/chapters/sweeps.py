@@ -531,22 +531,24 @@ def plot_alpha_sweep(
     :func:`smallest_exact_alpha`); ``advice`` is the talk slides' α for float32."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(COLUMN_INCHES, 4.2), layout="constrained")
+    # every line labelled where it is drawn (no legend): each dtype's curve and floor by colour
+    # above its plateau, the vertical lines by rotated text in empty corners (float32's below the
+    # curves, float64's and the slides' above them)
+    fig, ax = plt.subplots(figsize=(COLUMN_INCHES, 3.6), layout="constrained")
+    along = dict(rotation=90, fontsize=8.5)
+    hi, lo = 0.5, 1.2 * min(floor.values())
+    places = {  # dtype: (where the plateau's label starts, vertical labels at the top?)
+        torch.float32: (one_hot_alpha(torch.float32) + 1.5, False),
+        torch.float64: (advice + 1.5, True),
+    }
     for dt, c in _DTYPE_COLOURS:
         name, bound = str(dt)[6:], one_hot_alpha(dt)
+        # the lines keep their names as labels (no legend is drawn)
         ax.semilogy(
-            alphas,
-            sweep[dt],
-            "-",
-            color=c,
-            label=f"{name}: error of conv_to_mhsa(conv, alpha=α)",
+            alphas, sweep[dt], "-", color=c, label=f"{name}: error of conv_to_mhsa"
         )
         ax.axhline(
-            floor[dt],
-            color=c,
-            ls="--",
-            lw=0.8,
-            label=f"{name}: floor, hard heads (α = ∞)",
+            floor[dt], color=c, ls="--", lw=0.8, label=f"{name}: floor, hard heads"
         )
         ax.axvline(
             bound,
@@ -562,8 +564,45 @@ def plot_alpha_sweep(
             lw=1.5,
             label=f"{name}: measured smallest exact α = {smallest[dt]}",
         )
+        x, top = places[dt]
+        ax.text(
+            x,
+            floor[dt] * 3,
+            f"{name} error\ndashed: floor (α = ∞)",
+            color=c,
+            ha="left",
+            va="bottom",
+            fontsize=8.5,
+        )
+        y, va = (hi, "top") if top else (lo, "bottom")
+        ax.text(
+            bound + 0.4,
+            y,
+            f"one_hot_alpha {bound:.1f}",
+            color=c,
+            ha="left",
+            va=va,
+            **along,
+        )
+        ax.text(
+            smallest[dt] - 0.4,
+            y,
+            f"exact from {smallest[dt]:g}",
+            color=c,
+            ha="right",
+            va=va,
+            **along,
+        )
     ax.axvline(advice, color="gray", lw=1, label=f"slides: α ≥ {advice:g} (float32)")
+    ax.text(
+        advice - 0.4,
+        hi,
+        f"slides: α ≥ {advice:g}",
+        color="0.35",
+        ha="right",
+        va="top",
+        **along,
+    )
     ax.set_xlabel("α")
     ax.set_ylabel("‖MHSA − conv‖$_F$ / ‖conv‖$_F$")
-    fig.legend(fontsize=8.5, loc="outside lower center", ncol=2, frameon=False)
     return fig

@@ -88,3 +88,22 @@ def test_shared_scale_ticks_by_hand():
     )
     # 0.02 is within a third of a decade of 1/64 = 0.0156: left out
     assert shared_scale_ticks(1 / 64, 0.9)[1] == ["1/64", "0.05", "0.1", "0.2", "0.5"]
+
+
+def test_a_figure_of_some_layers_names_them_and_keeps_the_scale_of_all():
+    """Figs. 9.1 and 9.2 split six layers in two: ``layers`` draws only those, each named by its
+    own number, on the colour scale of every layer (the largest probability may lie in a layer
+    not drawn)."""
+    import pytest
+
+    maps = [torch.full((9, 4, 4), 1 / 16) for _ in range(6)]
+    maps[0][0, 0, 0] = 0.9  # the largest probability, in layer 1
+    fig = plot_layer_head_maps(maps, (2, 2), shared_scale=True, layers=[3, 4, 5])
+    panels = [a for a in fig.axes if a.images]
+    assert len(panels) == 27
+    assert [a.get_ylabel() for a in panels[::9]] == ["layer 4", "layer 5", "layer 6"]
+    assert all(abs(a.images[0].norm.vmax - 0.9) < 1e-6 for a in panels)
+    assert fig.get_size_inches()[0] <= 6.7 + 1e-9
+    plt.close(fig)
+    with pytest.raises(ValueError):
+        plot_layer_head_maps(maps, (2, 2), layers=[6])

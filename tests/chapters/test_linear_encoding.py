@@ -233,3 +233,52 @@ def test_linear_against_quadratic_figure_draws_its_heads():
     for i, a in enumerate(boxes):
         assert not any(a.overlaps(b) for b in boxes[i + 1 :] + panels)
     plt.close(fig)
+
+
+def test_best_linear_mass_1d_against_the_closed_form():
+    """1-D window {−2, …, 2}: the ends reach 1 only in the limit, the centre 1/5 at v = 0, and
+    t = ±1 the maximum of x / (x⁻² + x⁻¹ + 1 + x + x²) over x = e^v, where the derivative
+    vanishes: x⁴ − x² − 2x − 3 = 0 (solved independently by numpy's polynomial roots)."""
+    import numpy as np
+
+    from attnconv.chapters.linear_encoding import best_linear_mass_1d
+
+    roots = np.roots([1, 0, -1, -2, -3])
+    x = float(max(r.real for r in roots if abs(r.imag) < 1e-12 and r.real > 0))
+    interior = 1 / (x + 1 + 1 / x + 1 / x**2 + 1 / x**3)
+    b = best_linear_mass_1d(2)
+    assert b.tolist() == pytest.approx([1, interior, 0.2, interior, 1], abs=1e-13)
+    assert best_linear_mass_1d(1).tolist() == pytest.approx([1, 1 / 3, 1], abs=1e-15)
+    assert best_linear_mass_1d(0).tolist() == [1.0]
+    with pytest.raises(ValueError):
+        best_linear_mass_1d(-1)
+
+
+def test_exact_linear_mass_map_against_gradient_ascent_in_2d():
+    """The exact map (a product of 1-D suprema) is symmetric under the square's eight symmetries,
+    is 1 on the four corners, 1/5 mid-edge and 1/25 at the centre, and bounds from above, and
+    within 0.005 off the corners matches, what 2-D gradient ascent (best_linear_mass_map) reaches; and a linear
+    head with a finite v = 40·(±1, ±1) puts within 1e-15 of it on each corner."""
+    from attnconv.chapters.linear_encoding import (
+        exact_linear_mass_map,
+        linear_encoding_target_mass,
+        window_shifts,
+    )
+
+    exact = exact_linear_mass_map(2)
+    for m in (exact.T, exact.flip(0), exact.flip(1), exact.rot90(1)):
+        assert torch.equal(m, exact)
+    assert exact[[0, 0, -1, -1], [0, -1, 0, -1]].tolist() == [1.0] * 4
+    assert exact[[0, 2, 2, -1], [2, 0, -1, 2]].tolist() == pytest.approx([0.2] * 4)
+    assert float(exact[2, 2]) == pytest.approx(1 / 25, abs=1e-15)
+    ascent = best_linear_mass_map(2, steps=2000, starts=8, generator=gen(2))
+    assert bool((ascent <= exact + 1e-12).all())
+    corners = torch.zeros(5, 5, dtype=torch.bool)
+    corners[[0, 0, -1, -1], [0, -1, 0, -1]] = True
+    assert float((exact - ascent)[~corners].abs().max()) < 5e-3
+    assert float(ascent[corners].min()) > 0.95  # ascent creeps towards the supremum 1
+    window = window_shifts(2)
+    for corner in ((-2, -2), (-2, 2), (2, -2), (2, 2)):
+        v = 40.0 * torch.tensor(corner, dtype=torch.float64) / 2
+        mass = float(linear_encoding_target_mass(v, window, corner))
+        assert 1 - mass < 1e-15

@@ -199,14 +199,17 @@ def test_bar_labels_stay_inside_where_they_fit_and_move_out_where_not():
     ax.set_xlim(0, 14)
     ax.set_ylim(1, -1)
     moved = fit_bar_labels(ax, pairs)
-    assert moved == [pairs[1][1], pairs[2][1]]
+    # the counts stay in the bars, the words go outside
+    assert [t.get_text() for t in moved] == ["not reproduced", "inconclusive"]
+    assert [t.get_text() for _, t in pairs[1:]] == ["1", "1"]
     renderer = fig.canvas.get_renderer()
     frame = ax.get_window_extent(renderer)
-    inside = pairs[0][1].get_window_extent(renderer)
-    assert pairs[0][0].get_window_extent(renderer).contains(*inside.p0)
-    assert pairs[0][0].get_window_extent(renderer).contains(*inside.p1)
+    for bar, text in pairs:
+        inside = text.get_window_extent(renderer)
+        assert bar.get_window_extent(renderer).contains(*inside.p0)
+        assert bar.get_window_extent(renderer).contains(*inside.p1)
     boxes = []
-    for bar, text in pairs[1:]:
+    for (bar, _), text in zip(pairs[1:], moved):
         box, room = text.get_window_extent(renderer), bar.get_window_extent(renderer)
         assert "\n" not in text.get_text()
         assert box.y0 >= room.y1 or box.y1 <= room.y0  # above or below, not on the bar
@@ -232,9 +235,9 @@ def test_the_lowest_bars_moved_label_goes_below_it():
             left += count
     ax.set_xlim(0, 14)
     ax.set_ylim(1.65, -0.65)  # inverted: y = 1 is the lower bar on screen
-    fit_bar_labels(ax, pairs)
+    moved = fit_bar_labels(ax, pairs)
     renderer = fig.canvas.get_renderer()
-    upper, lower = pairs[1], pairs[3]
+    upper, lower = (pairs[1][0], moved[0]), (pairs[3][0], moved[1])
     assert (
         upper[1].get_window_extent(renderer).y0
         >= upper[0].get_window_extent(renderer).y1
@@ -244,3 +247,109 @@ def test_the_lowest_bars_moved_label_goes_below_it():
         <= lower[0].get_window_extent(renderer).y0
     )
     plt.close(fig)
+
+
+def test_seed_colours_keep_the_models_hue_and_step_in_lightness():
+    """Several seeds of one model: one hue (the model's), lightness rising evenly from the first
+    seed, every shade distinct; one seed keeps the model's colour."""
+    import colorsys
+
+    from matplotlib.colors import to_rgb
+
+    from attnconv.chapters.shared.plotting import (
+        SEED_LIGHTNESS,
+        model_colour,
+        seed_colours,
+    )
+
+    assert seed_colours("quadratic", 1) == [model_colour("quadratic")]
+    for name in ("quadratic", "learned", "generalized"):
+        hue = colorsys.rgb_to_hls(*to_rgb(model_colour(name)))[0]
+        shades = [colorsys.rgb_to_hls(*to_rgb(c)) for c in seed_colours(name, 3)]
+        assert all(abs(h - hue) < 0.01 for h, _, _ in shades)
+        light = [lightness for _, lightness, _ in shades]
+        assert light[0] == pytest.approx(SEED_LIGHTNESS[0], abs=0.01)
+        assert light[-1] == pytest.approx(SEED_LIGHTNESS[1], abs=0.01)
+        assert light[1] - light[0] > 0.15 and light[2] - light[1] > 0.15
+    with pytest.raises(ValueError):
+        seed_colours("quadratic", 0)
+
+
+def test_depth_figure_draws_seeds_in_shades_and_the_16_head_model_apart():
+    """Fig. 12b.1: the quadratic seeds in three shades of the quadratic colour, each with its own
+    marker; the 16-head model in its own colour, dashed, with a marker no seed uses."""
+    from matplotlib.colors import to_hex
+
+    from attnconv.chapters.shared.depth_measures import plot_depth_measures
+    from attnconv.chapters.shared.plotting import model_colour, seed_colours
+
+    def rows(d):
+        return [
+            dict(
+                layer=i,
+                attention_distance=d + i,
+                localized=1,
+                overlapping_pairs=2,
+                pairs=36,
+            )
+            for i in range(6)
+        ]
+
+    drawn = {f"quadratic, seed {s}": rows(s) for s in range(3)}
+    drawn["quadratic, 16 heads"] = rows(5)
+    drawn["learned"] = rows(7)
+    fig = plot_depth_measures(drawn, {f"seed {s}": [1] * 6 for s in range(3)})
+    lines = {line.get_label(): line for line in fig.axes[0].lines}
+    shades = seed_colours("quadratic", 3)
+    markers = set()
+    for s in range(3):
+        line = lines[f"quadratic, seed {s}"]
+        assert to_hex(line.get_color()) == shades[s]
+        markers.add(line.get_marker())
+    assert len(markers) == 3
+    wide = lines["quadratic, 16 heads"]
+    assert to_hex(wide.get_color()) == model_colour("quadratic, 16 heads")
+    assert wide.get_linestyle() == "--" and wide.get_marker() not in markers
+    assert to_hex(lines["learned, seed 0"].get_color()) == seed_colours("learned", 3)[0]
+    plt.close(fig)
+
+
+def test_every_bar_label_lies_in_or_just_beside_its_bar():
+    """A label too wide for a short bar: its count stays in the bar, its words sit just outside
+    (at most 3 px from the bar's edge, overlapping the bar's extent), on the synthetic chart and
+    on the book's scorecard (Fig. 17.1), where the exploratory bar's "not reproduced" is short."""
+    from attnconv.chapters.shared.plotting import bar_label_gaps, fit_bar_labels
+
+    fig, ax = plt.subplots(figsize=(6.7, 2), dpi=108)
+    pairs, left = [], 0
+    for count, word in ((7, "reproduced"), (2, "not reproduced"), (8, "inconclusive")):
+        (bar,) = ax.barh(0, count, left=left, height=0.7)
+        text = ax.text(
+            left + count / 2, 0, f"{count}\n{word}", ha="center", va="center"
+        )
+        pairs.append((bar, text))
+        left += count
+    ax.set_xlim(0, 18)
+    ax.set_ylim(1, -1)
+    moved = fit_bar_labels(ax, pairs)
+    assert [t.get_text() for t in moved] == ["not reproduced"]
+    assert pairs[1][1].get_text() == "2"  # the count stays in its bar
+    assert bar_label_gaps(ax, pairs) == [0.0, 0.0, 0.0]
+    (gap,) = bar_label_gaps(ax, [(pairs[1][0], moved[0])])
+    assert 0 <= gap <= 3
+    plt.close(fig)
+
+
+def test_gpsa_and_impulse_colours_differ_in_lightness():
+    """Fig. 18.2 draws the GPSA default start (pink) beside the impulse start (red): the two differ
+    in lightness as well as hue, by at least 0.25 (HLS)."""
+    import colorsys
+
+    from matplotlib.colors import to_rgb
+
+    from attnconv.chapters.shared.plotting import model_colour
+
+    light = [
+        colorsys.rgb_to_hls(*to_rgb(model_colour(m)))[1] for m in ("gpsa", "impulse")
+    ]
+    assert abs(light[0] - light[1]) >= 0.25

@@ -734,3 +734,22 @@ def test_head_grid_frames_the_marked_heads():
     plain = plot_head_grid(grid_history(2, 9), (8, 8), "generalized", marked={})
     assert len(plain.legends[0].get_texts()) == 4
     plt.close(plain)
+
+
+def test_head_grid_markers_are_at_least_six_px_on_the_page():
+    """Fig. 7.1: the query token's square and each head's centre cross are markers of a fixed
+    size, at least 6 px at the book's 108 px per inch, whatever the grid (one token of a 16×16
+    grid in a panel about 70 px wide was a 4 px square)."""
+    import matplotlib.pyplot as plt
+
+    from attnconv.chapters.shared.plotting import FIGURE_DPI
+
+    fig = plot_head_grid(grid_history(2, 9), (16, 16), "quadratic")
+    sizes = {
+        line.get_marker(): line.get_markersize() * FIGURE_DPI / 72
+        for ax in fig.axes
+        for line in ax.lines
+        if line.get_marker() in ("s", "x")
+    }
+    assert set(sizes) == {"s", "x"} and min(sizes.values()) >= 6
+    plt.close(fig)

@@ -507,4 +507,9 @@ def test_chapter_4_figures_draw_their_data():
     assert marks[f"float32: bound one_hot_alpha = {bound32:.1f}"] == bound32
     assert marks["float64: measured smallest exact α = 37.0"] == 37.0
     assert marks["slides: α ≥ 46 (float32)"] == 46
+    # direct labels, no legend: every line named where it is drawn
+    assert ax.get_legend() is None and not fig.legends
+    texts = [t.get_text() for t in ax.texts]
+    assert f"one_hot_alpha {bound32:.1f}" in texts and "exact from 37" in texts
+    assert "float32 error\ndashed: floor (α = ∞)" in texts
     plt.close(fig)

@@ -215,6 +215,28 @@ def test_scorecard_inconclusive_reads_as_its_badge_in_both_themes():
     plt.close(fig)
 
 
+def test_the_scorecards_labels_lie_in_or_just_beside_a_bar():
+    """Figure 17.1 with the exploratory tally's counts (7 / 2 / 8): every label drawn lies in a
+    bar or at most 3 px from one, overlapping its extent (the short "not reproduced" segment
+    keeps its count inside and its words just below)."""
+    import matplotlib.pyplot as plt
+
+    from attnconv.chapters.shared.plotting import bar_label_gaps
+
+    claims = (
+        [_claim(REPRODUCED)] * 7
+        + [_claim(NOT_REPRODUCED)] * 2
+        + [_claim(INCONCLUSIVE)] * 8
+    )
+    fig = pv.plot_scorecard(claims)
+    (ax,) = fig.axes
+    assert ax.texts
+    for text in ax.texts:
+        gaps = bar_label_gaps(ax, [(bar, text) for bar in ax.patches])
+        assert min(gaps) <= 3, (text.get_text(), gaps)
+    plt.close(fig)
+
+
 # ----------------------------------------------------------------- ch. 12b's claim cards
 
 

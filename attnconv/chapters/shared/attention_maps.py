@@ -123,6 +123,7 @@ def plot_layer_head_maps(
     vmax_floor: float = 0.05,
     heads_per_row: Optional[int] = None,
     shared_scale: bool = False,
+    layers: Optional[Sequence[int]] = None,
 ):
     """v1 Fig. 6 (ICLR Figs. 5 and 6): a grid of attention maps, one row per layer and one column per head, each with the
     query token marked by a red square; each panel has its own colour scale from 0 to
@@ -136,13 +137,22 @@ def plot_layer_head_maps(
     uniform head's probability (1 over the number of tokens: the palest colour, as is anything below it) to
     the largest probability of all panels (at least ``vmax_floor``), and a labelled colour bar
     under the grid reads it (:func:`shared_scale_ticks`): a head that attends a tenth as sharply as
-    another still shows, and a nearly uniform head shows palest."""
+    another still shows, and a nearly uniform head shows palest.
+
+    ``layers`` (0-based indices into ``maps``) draws only those layers, each still named by its
+    own number, on the colour scale of all of ``maps``: a figure split in two (layers 1-2, then
+    3-6) reads on one scale."""
     import matplotlib.pyplot as plt
     from matplotlib.colors import LogNorm
     from matplotlib.patches import Rectangle
 
     if not maps:
         raise ValueError("no maps to draw")
+    every = list(maps)  # the colour scale's maps
+    numbers = list(range(len(every))) if layers is None else [int(i) for i in layers]
+    if not numbers or any(not 0 <= i < len(every) for i in numbers):
+        raise ValueError(f"layers {layers} not among the {len(every)} layers")
+    maps = [every[i] for i in numbers]
     n_heads = max((m.shape[0] for m in maps if m is not None), default=0)
     if n_heads == 0:
         raise ValueError("no layer has heads")
@@ -171,7 +181,7 @@ def plot_layer_head_maps(
         ax.axis("off")  # the empty places of a layer's last row
     norm = None
     if shared_scale:
-        drawn = [m for m in maps if m is not None and m.numel()]
+        drawn = [m for m in every if m is not None and m.numel()]
         uniform = 1.0 / (drawn[0].shape[-2] * drawn[0].shape[-1])
         top = max(float(m.max()) for m in drawn)
         norm = LogNorm(vmin=uniform, vmax=max(top, vmax_floor, 2 * uniform), clip=True)
@@ -208,7 +218,8 @@ def plot_layer_head_maps(
                 )
             if h % ncols == 0:
                 ax.set_ylabel(
-                    f"layer {i + 1}" if h == 0 or not wrapped else "", fontsize=9
+                    f"layer {numbers[i] + 1}" if h == 0 or not wrapped else "",
+                    fontsize=9,
                 )
     if image is not None:
         bar = fig.colorbar(

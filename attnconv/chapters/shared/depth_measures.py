@@ -527,21 +527,47 @@ def plot_depth_measures(
 ):
     """Three panels over the layers (from 1): mean attention distance (tokens), heads with more
     than half their attention on one key, and the share of overlapping pairs; one line per run
-    (the quadratic seeds in one colour, one marker each). ``learned_seeds``: seed label →
+    (each seed of a model a shade of its colour, :func:`~.plotting.seed_colours`, and a marker
+    of its own; the 16-head model dashed). ``learned_seeds``: seed label →
     per-layer localized counts of the learned seeds (:func:`learned_seed_localized`), drawn in the
     middle panel. Returns the figure."""
     import matplotlib.pyplot as plt
 
-    from .plotting import COLUMN_INCHES, label_colour
+    from .plotting import COLUMN_INCHES, SEED_MARKERS, label_colour, seed_colours
 
-    markers = ["o", "s", "^", "D", "v"]
+    learned_seeds = dict(learned_seeds or {})
+
+    def family(label):
+        return label.rsplit(", seed", 1)[0]
+
+    def seed_of(label):
+        return int(label.rsplit("seed", 1)[1]) if ", seed" in label else 0
+
+    # seeds per model: the quadratic seeds, and the learned run (seed 0) with the learned seeds
+    labels = list(rows_by_run) + [f"learned, {k}" for k in learned_seeds]
+    n_seeds = {}
+    for label in labels:
+        n_seeds[family(label)] = max(n_seeds.get(family(label), 1), seed_of(label) + 1)
 
     def style(label):
+        seed, n = seed_of(label), n_seeds[family(label)]
         colour = label_colour(label) or label_colour(label.split()[0])
-        seed = int(label.rsplit("seed", 1)[1]) if "seed" in label else 0
-        # the 16-head model dashed: its cyan is close to the quadratic seeds' blue
-        ls = "--" if "16 heads" in label else "-"
-        return dict(color=colour, marker=markers[seed % 5], ms=6, lw=1.2, ls=ls)
+        if n > 1:  # one hue per model, a shade and a marker per seed
+            colour = seed_colours(family(label), n)[seed]
+        # the 16-head model dashed, with its own marker, beside the quadratic seeds' blues
+        wide = "16 heads" in label
+        return dict(
+            color=colour,
+            marker="X" if wide else SEED_MARKERS[seed % len(SEED_MARKERS)],
+            ms=7 if wide else 6,
+            lw=1.2,
+            ls="--" if wide else "-",
+        )
+
+    def shown(label):  # a run of a model drawn with several seeds names its seed
+        if n_seeds[family(label)] > 1 and ", seed" not in label:
+            return f"{label}, seed 0"
+        return label
 
     fig, axes = plt.subplots(
         1, 3, figsize=(COLUMN_INCHES, 3.1), constrained_layout=True
@@ -549,7 +575,10 @@ def plot_depth_measures(
     for label, rows in rows_by_run.items():
         layers = [r["layer"] + 1 for r in rows]
         axes[0].plot(
-            layers, [r["attention_distance"] for r in rows], label=label, **style(label)
+            layers,
+            [r["attention_distance"] for r in rows],
+            label=shown(label),
+            **style(label),
         )
         if not label.startswith("learned"):
             axes[1].plot(layers, [r["localized"] for r in rows], **style(label))
@@ -558,9 +587,14 @@ def plot_depth_measures(
             [100 * r["overlapping_pairs"] / r["pairs"] for r in rows],
             **style(label),
         )
-    for label, counts in (learned_seeds or {}).items():
+    for label, counts in learned_seeds.items():
+        name = f"learned, {label}"
         axes[1].plot(
-            range(1, len(counts) + 1), counts, label=None, **style(f"learned, {label}")
+            range(1, len(counts) + 1),
+            counts,
+            # seed 0 is the learned run of the other panels, already in the legend
+            label=None if seed_of(name) == 0 else f"{name} (middle)",
+            **style(name),
         )
     titles = (  # two lines each: on one line they ran into each other
         "attention distance\n(tokens)",
@@ -571,20 +605,32 @@ def plot_depth_measures(
         ax.set_title(title)
         ax.set_xlabel("layer")
         ax.set_xticks(range(1, 7))
-    fig.legend(loc="lower center", ncol=4, bbox_to_anchor=(0.5, -0.16), frameon=False)
+    handles, names = [], []
+    for ax in axes:
+        for h, n in zip(*ax.get_legend_handles_labels()):
+            handles.append(h)
+            names.append(n)
+    fig.legend(
+        handles,
+        names,
+        loc="lower center",
+        ncol=3,
+        bbox_to_anchor=(0.5, -0.25),
+        frameon=False,
+    )
     return fig
 
 
 def plot_layer_distances(rows_by_seed: Mapping[str, Sequence[dict]], first: int = 2):
     """Fig. 3's reading in numbers: per layer (from 1), the heads' mean attention distance
     E‖k − q‖ (left) and mean centre distance ‖Δ_h‖ (right), in tokens, one line per seed of the
-    quadratic model (:func:`seed_depth_rows`; one colour, one marker a seed); layers 1 to ``first``
+    quadratic model (:func:`seed_depth_rows`; a shade of its colour and a marker a seed); layers 1 to ``first``
     (the paper's "first few layers") shaded. Returns the figure."""
     import matplotlib.pyplot as plt
 
-    from .plotting import COLUMN_INCHES, label_colour
+    from .plotting import COLUMN_INCHES, SEED_MARKERS, seed_colours
 
-    markers = ["o", "s", "^", "D", "v"]
+    colours = seed_colours("quadratic", len(rows_by_seed))
     fig, axes = plt.subplots(
         1, 2, figsize=(COLUMN_INCHES, 2.8), sharey=True, constrained_layout=True
     )
@@ -600,8 +646,8 @@ def plot_layer_distances(rows_by_seed: Mapping[str, Sequence[dict]], first: int 
                 [r["layer"] + 1 for r in rows],
                 [r[key] for r in rows],
                 label=f"quadratic, {label}",
-                color=label_colour("quadratic"),
-                marker=markers[i % len(markers)],
+                color=colours[i],
+                marker=SEED_MARKERS[i % len(SEED_MARKERS)],
                 ms=6,
                 lw=1.2,
             )

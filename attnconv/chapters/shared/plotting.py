@@ -17,11 +17,14 @@ __all__ = [
     "IMPLEMENTATION_COLOURS",
     "model_colour",
     "label_colour",
+    "seed_colours",
+    "SEED_MARKERS",
     "use_book_style",
     "install_figure_check",
     "figure_text_sizes",
     "shown_text_px",
     "fit_bar_labels",
+    "bar_label_gaps",
     "attention_map",
     "plot_attention_heads",
     "plot_error_map",
@@ -72,7 +75,7 @@ MODEL_COLOURS = {
     "vit": "#7f7f7f",  # grey: the plain ViT (MHSA)
     "gpsa": "#e377c2",  # pink: the GPSA model at its default start ("random")
     "convit": "#9467bd",  # purple: ConViT's local start
-    "impulse": "#d62728",  # red: Theorem 1's construction
+    "impulse": "#a50f15",  # dark red: Theorem 1's construction (darker than the GPSA pink)
     "mimetic": "#8c564b",  # brown
     "mimetic_qk": "#1b9e77",  # teal: mimetic's W_qW_k half only
     "mimetic_vo": "#4169e1",  # royal blue: mimetic's W_vW_out half only
@@ -120,6 +123,33 @@ def model_colour(name: str) -> str:
     raise ValueError(
         f"no book colour for model {name!r} (known: {', '.join(sorted(MODEL_COLOURS))})"
     )
+
+
+#: One marker per seed where several seeds of one model share an axes (with :func:`seed_colours`).
+SEED_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+#: The lightness (HLS) of the darkest and the lightest seed of :func:`seed_colours`.
+SEED_LIGHTNESS = (0.22, 0.60)
+
+
+def seed_colours(name: str, n: int) -> list:
+    """``n`` shades of the model's :func:`model_colour`, one per seed, darkest first: the hue and
+    saturation stay the model's (HLS), the lightness steps evenly from 0.22 to 0.60, so the seeds
+    of one model read as one family and differ from each other in lightness. One seed gets the
+    model's colour unchanged."""
+    import colorsys
+
+    from matplotlib.colors import to_hex, to_rgb
+
+    if n < 1:
+        raise ValueError("n must be >= 1")
+    colour = model_colour(name)
+    if n == 1:
+        return [to_hex(colour)]
+    hue, _, saturation = colorsys.rgb_to_hls(*to_rgb(colour))
+    return [
+        to_hex(colorsys.hls_to_rgb(hue, lightness, saturation))
+        for lightness in np.linspace(SEED_LIGHTNESS[0], SEED_LIGHTNESS[1], n)
+    ]
 
 
 def label_colour(label: str) -> Optional[str]:
@@ -256,32 +286,46 @@ def install_figure_check() -> None:
     formatter.for_type(Figure, checked)
 
 
-def fit_bar_labels(ax, pairs, pad_px: float = 3.0, offset_pt: float = 2.0) -> list:
+def fit_bar_labels(ax, pairs, pad_px: float = 3.0, offset_pt: float = 1.0) -> list:
     """Keep the labels of horizontal bars readable. ``pairs`` are ``(bar, text)``: a bar (a
     Rectangle from ``barh``) and its label, centred in it. A label that fits its bar as drawn,
-    with ``pad_px`` to spare on every side, stays inside. Any other is moved out of the bar: one
-    line, black, centred on the bar just above it or, where that would cover a label already
-    moved, just below (the lowest bar's label below first, where no bar can claim it); shifted sideways to stay within the axes. Draws the figure to measure
-    (call it once the figure's layout is final); the moved labels take no part in the layout.
-    Returns the labels moved."""
+    with ``pad_px`` to spare on every side, stays inside. Of a label of several lines ("2\\nnot
+    reproduced") that does not fit, the first line (the count) stays inside where it fits, and the
+    rest is drawn just outside the bar; any other label is moved out whole, on one line. Outside
+    means black, centred on the bar and ``offset_pt`` from its edge, above it or, where that would
+    cover a label already moved, below (the lowest bar's label below first, where no bar can claim
+    it); shifted sideways to stay within the axes, always overlapping the bar's extent. Draws the
+    figure to measure (call it once the figure's layout is final); the labels drawn outside take no
+    part in the layout. Returns the labels drawn outside the bars."""
     from matplotlib.transforms import offset_copy
 
     fig = ax.figure
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     frame = ax.get_window_extent(renderer)
+
+    def fits(text, room):
+        size = text.get_window_extent(renderer)
+        return (
+            size.width + 2 * pad_px <= room.width
+            and size.height + 2 * pad_px <= room.height
+        )
+
     moved, placed = [], []
     # the lowest bar's label goes below it first: above, it would sit between two bars and read
     # as the upper one's
     lowest = min(bar.get_window_extent(renderer).y0 for bar, _ in pairs)
     for bar, text in pairs:
         room = bar.get_window_extent(renderer)
-        size = text.get_window_extent(renderer)
-        if (
-            size.width + 2 * pad_px <= room.width
-            and size.height + 2 * pad_px <= room.height
-        ):
+        if fits(text, room):
             continue
+        first, _, rest = text.get_text().partition("\n")
+        if rest:
+            text.set_text(first)
+            if fits(text, room):  # the count stays in its bar, the words go outside
+                text = ax.text(0, 0, rest, fontsize=text.get_fontsize(), color="black")
+            else:
+                text.set_text(f"{first} {rest}")
         text.set_text(" ".join(text.get_text().split()))
         text.set_color("black")
         text.set_in_layout(False)
@@ -311,6 +355,31 @@ def fit_bar_labels(ax, pairs, pad_px: float = 3.0, offset_pt: float = 2.0) -> li
         placed.append(box)
         moved.append(text)
     return moved
+
+
+def bar_label_gaps(ax, pairs) -> list:
+    """For each ``(bar, text)`` of a bar chart, how far (display px) the label's drawn box lies
+    from its bar: 0 when it lies within the bar, else the vertical gap between the box and the
+    bar's nearer edge; ``inf`` when the box does not overlap the bar's horizontal extent (it sits
+    beside another bar). Draws the figure to measure."""
+    fig = ax.figure
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    gaps = []
+    for bar, text in pairs:
+        room, box = bar.get_window_extent(renderer), text.get_window_extent(renderer)
+        if box.x1 <= room.x0 or box.x0 >= room.x1:
+            gaps.append(float("inf"))
+        elif (
+            room.x0 <= box.x0
+            and box.x1 <= room.x1
+            and room.y0 <= box.y0
+            and box.y1 <= room.y1
+        ):
+            gaps.append(0.0)
+        else:
+            gaps.append(float(max(box.y0 - room.y1, room.y0 - box.y1, 0.0)))
+    return gaps
 
 
 def attention_map(

@@ -326,24 +326,43 @@ def plot_layer_contours(
 GAP = 0.15
 
 
+#: The sizes (points) of the query token's square and the head centre's cross in
+#: :func:`plot_head_grid`: at the book's 108 px per inch, 7.5 and 9 px on the page.
+QUERY_MARKER_PT = 5.0
+CENTRE_MARKER_PT = 6.0
+
+
 def _head_panel(ax, center, inverse, grid, query, masses, colour) -> None:
     """One head's panel of :func:`plot_head_grid`: the query token (red square), the head's mass
     ellipses and centre (cross) on the whole token grid, "wide" when the 50 % ellipse is wider than
     the grid in every direction."""
-    from matplotlib.patches import Rectangle
 
     h, w = grid
     ax.set_xlim(-0.5, w - 0.5), ax.set_ylim(h - 0.5, -0.5)
     ax.set_aspect("equal")
-    ax.add_patch(
-        Rectangle((query[1] - 0.5, query[0] - 0.5), 1, 1, fc="red", ec="red", alpha=0.5)
-    )
     draw_mass_ellipses(
         ax, center, inverse, query, masses, colour, clip_size=4.0 * max(h, w)
     )
-    # a small cross (4 pt): in a panel about 70 px wide the default one hid a small head's ellipses
+    # the query token and the centre as markers of a fixed size (QUERY_MARKER_PT,
+    # CENTRE_MARKER_PT; about 7.5 and 9 px on the page): one token of a 16×16 grid was a 4 px
+    # square in a panel about 70 px wide; the cross is thin, so a small head's ellipses show
     ax.plot(
-        query[1] + center[1], query[0] + center[0], "x", color=colour, ms=4, mew=1.0
+        query[1],
+        query[0],
+        "s",
+        color="red",
+        alpha=0.5,
+        ms=QUERY_MARKER_PT,
+        mew=0,
+        zorder=1,
+    )
+    ax.plot(
+        query[1] + center[1],
+        query[0] + center[0],
+        "x",
+        color=colour,
+        ms=CENTRE_MARKER_PT,
+        mew=1.0,
     )
     if not min(mass_ellipse(inverse, masses[0])[:2]) <= max(h, w):
         # the baseline a little higher: clear of a marked head's thick frame
@@ -441,7 +460,16 @@ def plot_head_grid(
         Line2D([], [], color=colour, ls="-", label=f"{masses[0]:.0%} mass"),
         Line2D([], [], color=colour, ls="--", label=f"{masses[1]:.0%} mass"),
         Line2D([], [], color=colour, marker="x", ls="", label="centre"),
-        Rectangle((0, 0), 1, 1, fc="red", ec="red", alpha=0.5, label="query token"),
+        Line2D(
+            [],
+            [],
+            color="red",
+            alpha=0.5,
+            marker="s",
+            mew=0,
+            ls="",
+            label="query token",
+        ),
     ]
     if any(marked.get(i) for i in layers):
         handles.append(
