@@ -727,3 +727,19 @@ def test_plotly_figures_take_the_column_width(browser, tmp_path):
     page.set_viewport_size({"width": 1100, "height": 600})
     page.wait_for_function(f"() => ({width})() === 600", timeout=5_000)
     context.close()
+
+
+def test_code_is_14px_at_line_height_1_45_from_1280px():
+    """Listings and outputs at the theme's 14 px and a reading line height of 1.45; 13 px only
+    in windows narrower than 1280 px, where 89 characters would not fit at 14 px."""
+    css = (STATIC / "reader.css").read_text()
+    rule = re.search(
+        r"\.bd-article div\.output pre \{\s*font-size: 14px;\s*line-height: 1\.45;\s*\}",
+        css,
+    )
+    assert rule is not None and not css[: rule.start()].rstrip().endswith("{")
+    narrow = re.findall(
+        r"@media \(min-width: 800px\) and \(max-width: ([\d.]+)px\)", css
+    )
+    assert "1279.98" in narrow
+    assert re.search(r"\.bd-sidebar-primary \{ flex-basis: 17%; \}", css)
