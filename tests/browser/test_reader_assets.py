@@ -743,3 +743,23 @@ def test_code_is_14px_at_line_height_1_45_from_1280px():
     )
     assert "1279.98" in narrow
     assert re.search(r"\.bd-sidebar-primary \{ flex-basis: 17%; \}", css)
+
+
+def test_a_link_to_a_collapsed_block_opens_it(browser):
+    """book/_static/open-target.js: following a link to a closed <details> (the chapter's full
+    source, from an excerpt's "full source: below"), or loading a page at its anchor, opens it."""
+    assert "open-target.js" in sphinx_config()["html_js_files"]
+    context = browser.new_context(viewport={"width": 1280, "height": 600})
+    page = context.new_page()
+    page.set_content(
+        "<html><body><p><a id='go' href='#src'>below</a></p>"
+        "<div style='height:2000px'></div>"
+        "<details id='src'><summary>Full source</summary><pre>code</pre></details>"
+        "<details id='other'><summary>Checks</summary></details></body></html>"
+    )
+    page.add_script_tag(path=str(STATIC / "open-target.js"))
+    is_open = lambda i: page.evaluate(f"document.getElementById('{i}').open")  # noqa: E731
+    assert not is_open("src")
+    page.click("#go")
+    assert is_open("src") and not is_open("other")
+    context.close()
