@@ -107,8 +107,8 @@ def merge_heads(
         weight = weight.to(heads.dtype)
         bias = None if bias is None else bias.to(heads.dtype)
     # endregion
-    side_by_side = heads.transpose(0, 1).reshape(n, n_h * d_h)
-    return torch.nn.functional.linear(side_by_side, weight, bias)
+    side_by_side = heads.transpose(0, 1).reshape(n, n_h * d_h)  # concat_h[heads_h]
+    return torch.nn.functional.linear(side_by_side, weight, bias)  # · W_outᵀ + b_out
 
 
 class MultiHeadSelfAttention(nn.Module):
@@ -363,6 +363,7 @@ class MultiHeadSelfAttention(nn.Module):
     def _scores_tokens(
         self, tokens: torch.Tensor, shape, qk_tokens: torch.Tensor
     ) -> torch.Tensor:
+        # region plumbing: position = vᵀ r_δ; q, k = X W_qry, X W_key per head; fast paths
         terms, enc = self.terms, self.encoding
         position = (
             enc.grid_position_scores(shape, self.key_padding, tokens.device)
@@ -371,7 +372,7 @@ class MultiHeadSelfAttention(nn.Module):
         )
         if not terms.uses_content:
             return position
-        # region plumbing: a faster path for content-content (+ position) alone
+        # a faster path for content-content (+ position) alone
         if not (terms.key_bias or terms.content_position):
             # content-content (+ position): the scale is applied by the matrix product itself
             # (no pass over the B·N_h·T_q·T_k scores, nor a copy), and the position term is added in
@@ -384,26 +385,25 @@ class MultiHeadSelfAttention(nn.Module):
                 q3.new_empty(()), q3, k3, beta=0, alpha=self.scale
             ).view(b, nh, t_q, -1)
             return _add_position(scores, position)
-        # endregion
         q = self._heads_first(self.query(qk_tokens)) if self.query is not None else None
         k = (
             self._heads_first(self.key(self._pad_tokens(qk_tokens, shape)))
             if self.key is not None
             else None
         )
-        scores = 0.0
-        if terms.content_content:
+        # endregion
+        scores = 0.0  # eq. (8), term by term
+        if terms.content_content:  # X_q W_qry W_keyᵀ X_kᵀ
             scores = scores + q @ k.transpose(-1, -2)
-        if terms.key_bias:
-            scores = scores + torch.einsum(
-                "hd,bhkd->bhk", self.key_bias_query.to(k.dtype), k
-            ).unsqueeze(2)
-        if terms.content_position:
+        if terms.key_bias:  # uᵀ W_keyᵀ X_kᵀ
+            u_k = torch.einsum("hd,bhkd->bhk", self.key_bias_query.to(k.dtype), k)
+            scores = scores + u_k.unsqueeze(2)
+        if terms.content_position:  # X_q W_qry Ŵ_key r_δ
             r = enc.grid_features(shape, self.key_padding, tokens.device).to(q.dtype)
             qr = torch.einsum("bhqd,hdp->bhqp", q, self.relative_key.to(q.dtype))
             scores = scores + torch.einsum("bhqp,qkp->bhqk", qr, r)
-        scores = scores * self.scale
-        if position is not None:
+        scores = scores * self.scale  # 1/√D_k, as in PyTorch (the paper drops it)
+        if position is not None:  # vᵀ Ŵ_key r_δ, the position-only term (unscaled)
             scores = scores + position.unsqueeze(0)
         return scores
 
@@ -486,19 +486,20 @@ class MultiHeadSelfAttention(nn.Module):
     def _forward_naive(
         self, tokens: torch.Tensor, shape, scores: torch.Tensor, return_attention: bool
     ):
-        """Reference: softmax, an einsum per image and head, concatenation, W_out (no tricks)."""
-        keys = self._pad_tokens(tokens, shape).transpose(0, 1)  # (B, T_k, C)
-        b, t_k, _ = keys.shape
-        if scores.dtype != torch.float64:  # plumbing: softmax in float32 at least
+        """Eqs. (1) and (4), the reference path: softmax, values, concatenation, W_out."""
+        keys = self._pad_tokens(tokens, shape).transpose(0, 1)  # X: (B, T_k, C)
+        b, t_k, _ = keys.shape  # plumbing: shapes; the softmax in float32 at least
+        if scores.dtype != torch.float64:  # plumbing
             scores = scores.float()  # plumbing
-        probs = torch.softmax(scores, dim=-1)
-        probs = self.attention_dropout(probs)  # plumbing: dropout, in training only
-        lead = "bhqk" if probs.ndim == 4 else "hqk"  # plumbing: lead, the axes of probs
-        if self.value is None:
+        probs = torch.softmax(scores, dim=-1)  # softmax(A), eq. (1)
+        probs = self.attention_dropout(probs)  # plumbing: dropout (training); lead
+        lead = "bhqk" if probs.ndim == 4 else "hqk"  # plumbing
+        if self.value is None:  # no W_val: the values are the keys' channels
             heads = torch.einsum(f"{lead},bkc->bqhc", probs.to(keys.dtype), keys)
-        else:
+        else:  # eq. (1), per head: softmax(A^(h)) X W_val^(h)
             v = self.value(keys).view(b, t_k, self.num_heads, self.head_dim)
             heads = torch.einsum(f"{lead},bkhd->bqhd", probs.to(v.dtype), v)
+        # eq. (4): concat_h[heads] W_out + b_out
         y = self.out(heads.reshape(b, tokens.shape[0], -1)).transpose(0, 1)
         # region plumbing: with return_attention, the probabilities too
         if return_attention:

@@ -30,11 +30,13 @@ def unit_roundoff(dtype: torch.dtype) -> float:
 def off_target_mass_bound(alpha: float, spatial_dims: int = 2) -> float:
     """S(α) = θ(e^{−α})^d − 1: an upper bound on the attention mass a quadratic head (eq. 9)
     of width α puts outside its centre, on any grid (see the module docstring)."""
+    # region plumbing: alpha > 0, spatial_dims ≥ 1
     if alpha <= 0:
         raise ValueError("alpha must be > 0")
     if spatial_dims < 1:
         raise ValueError("spatial_dims must be >= 1")
-    # θ(q) − 1 = 2 Σ_{n≥1} q^{n²}; sum in log space until the terms vanish.
+    # endregion
+    # θ(q) − 1 = 2 Σ_{n≥1} q^{n²} with q = e^{−α}, summed until the terms vanish
     tail, n = 0.0, 1
     while True:
         term = math.exp(-alpha * n * n)
@@ -42,7 +44,7 @@ def off_target_mass_bound(alpha: float, spatial_dims: int = 2) -> float:
         if term < 1e-300 or term < tail * 1e-18:
             break
         n += 1
-    # (1 + tail)^d − 1 without cancellation
+    # S(α) = θ(e^{−α})^d − 1 = (1 + tail)^d − 1, without cancellation
     return math.expm1(spatial_dims * math.log1p(tail))
 
 
@@ -54,18 +56,19 @@ def one_hot_alpha(dtype: torch.dtype = torch.float32, spatial_dims: int = 2) -> 
     :func:`attnconv.conv_to_mhsa` uses by default. The value is rounded up to the nearest float32
     number, so it keeps its guarantee when stored in float32.
     """
-    u = unit_roundoff(dtype)
+    u = unit_roundoff(dtype)  # 2^-24 for float32, 2^-53 for float64
     lo, hi = 1e-3, 1.0
-    while off_target_mass_bound(hi, spatial_dims) > u:
+    while off_target_mass_bound(hi, spatial_dims) > u:  # double hi until S(hi) ≤ u
         hi *= 2
-    for _ in range(200):
+    for _ in range(200):  # bisection on S(α) = u (S falls as α grows)
         mid = 0.5 * (lo + hi)
         if off_target_mass_bound(mid, spatial_dims) > u:
             lo = mid
         else:
             hi = mid
-    # round up to a float32 number, so that storing α in float32 (or float64) never lowers it
+    # region plumbing: return hi rounded up to a float32 (stored, it never gets lower)
     single = torch.tensor(hi, dtype=torch.float32)
     if single.item() < hi:
         single = torch.nextafter(single, torch.tensor(math.inf))
     return single.item()
+    # endregion

@@ -100,19 +100,25 @@ def head_weights_from_kernel(kernel_slice: torch.Tensor, head_dim: int):
     D_out − D_h", a slip; see the book's errata).
     """
     d_out, d_in = kernel_slice.shape
+    # region plumbing: w_out, w_val = zeros (D_out × D_h), (D_h × D_in)
     w_out = kernel_slice.new_zeros(d_out, head_dim)
     w_val = kernel_slice.new_zeros(head_dim, d_in)
-    if head_dim >= d_in and d_in <= d_out:
+    # endregion
+    if head_dim >= d_in and d_in <= d_out:  # W_val^h = I, W_out^h = W_Δ
+        # region plumbing: w_val = I
         w_val[:d_in] = torch.eye(
             d_in, dtype=kernel_slice.dtype, device=kernel_slice.device
         )
+        # endregion
         w_out[:, :d_in] = kernel_slice
-    elif head_dim >= d_out:
+    elif head_dim >= d_out:  # W_out^h = I, W_val^h = W_Δ
+        # region plumbing: w_out = I
         w_out[:, :d_out] = torch.eye(
             d_out, dtype=kernel_slice.dtype, device=kernel_slice.device
         )
+        # endregion
         w_val[:d_out] = kernel_slice
-    else:
+    else:  # D_h too small: the best rank-D_h factors, a truncated SVD (Eckart–Young)
         u, s, vh = torch.linalg.svd(kernel_slice, full_matrices=False)
         root = s[:head_dim].sqrt()
         w_out[:] = u[:, :head_dim] * root
@@ -124,9 +130,11 @@ def _conv_to_attention(
     conv, spatial_dims: int, alpha: Optional[float], head_dim: Optional[int], hard: bool
 ):
     k = check_supported_conv(conv, spatial_dims)
+    shifts = kernel_shifts(k, spatial_dims)  # Δ_1, …, Δ_{K²}: one head per shift
+    r = (k - 1) // 2  # keys on the image zero-padded by r = ⌊K/2⌋ (the border)
+    # region plumbing: weight, the kernel; mhsa: K² position-only heads (eq. 9 or hard)
     weight = conv.weight.detach()
     d_out, d_in = weight.shape[:2]
-    shifts = kernel_shifts(k, spatial_dims)
     num_heads = shifts.shape[0]
     head_dim = min(d_in, d_out) if head_dim is None else int(head_dim)
     if head_dim < 1:
@@ -153,16 +161,17 @@ def _conv_to_attention(
         terms=ScoreTerms.position_only_terms(),
         qkv_bias=False,
         out_bias=conv.bias is not None,
-        key_padding=(k - 1) // 2,
+        key_padding=r,
     ).to(device=weight.device, dtype=weight.dtype)
-    r = (k - 1) // 2
+    # endregion
     with torch.no_grad():
         for h, shift in enumerate(shifts.tolist()):
             index = (slice(None), slice(None)) + tuple(s + r for s in shift)
+            # Lemma 1: W^(h) = W_val^h W_out^h is the kernel slice at Δ_h
             w_out, w_val = head_weights_from_kernel(weight[index], head_dim)
             mhsa.value.weight[h * head_dim : (h + 1) * head_dim] = w_val
             mhsa.out.weight[:, h * head_dim : (h + 1) * head_dim] = w_out
-        if conv.bias is not None:
+        if conv.bias is not None:  # b_out = b
             mhsa.out.bias.copy_(conv.bias.detach())
     return mhsa
 

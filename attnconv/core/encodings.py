@@ -246,7 +246,7 @@ class QuadraticEncoding(RelativeEncoding):
         """r_δ = (‖δ‖², δ) of eq. (9)."""
         self._check_delta(delta)
         d = delta.to(self.centers.dtype)
-        return torch.cat([(d * d).sum(-1, keepdim=True), d], dim=-1)
+        return torch.cat([(d * d).sum(-1, keepdim=True), d], dim=-1)  # (‖δ‖², δ)
 
     def precision(self) -> torch.Tensor:
         """Σ⁻¹ = 2α_h·I of the Gaussian −½(δ−Δ)ᵀΣ⁻¹(δ−Δ) = −α‖δ−Δ‖² that each head is: ``(N_h, d, d)``."""
@@ -257,8 +257,8 @@ class QuadraticEncoding(RelativeEncoding):
 
     def v(self) -> torch.Tensor:
         """v_h = −α_h (1, −2Δ_h) of eq. (9), one row per head: ``(N_h, D_p)``."""
-        alpha = self.width()
-        return -alpha[:, None] * torch.cat(
+        alpha = self.width()  # α_h
+        return -alpha[:, None] * torch.cat(  # −α_h (1, −2Δ_h)
             [torch.ones_like(alpha)[:, None], -2 * self.centers], dim=-1
         )
 
@@ -267,8 +267,8 @@ class QuadraticEncoding(RelativeEncoding):
         self._check_delta(delta)  # plumbing: checks the shape of delta
         d = delta.to(self.centers.dtype)
         c = self.centers.view(self.num_heads, *([1] * (d.ndim - 1)), self.spatial_dims)
-        sq = ((d.unsqueeze(0) - c) ** 2).sum(-1)
-        return -self.width().view(-1, *([1] * (sq.ndim - 1))) * sq
+        sq = ((d.unsqueeze(0) - c) ** 2).sum(-1)  # ‖δ − Δ_h‖²
+        return -self.width().view(-1, *([1] * (sq.ndim - 1))) * sq  # −α_h ‖δ − Δ_h‖²
 
     def extra_repr(self) -> str:
         return f"num_heads={self.num_heads}, spatial_dims={self.spatial_dims}"
@@ -353,19 +353,19 @@ class GeneralizedQuadraticEncoding(RelativeEncoding):
         self._check_delta(delta)
         d = delta.to(self.centers.dtype)
         d1, d2 = d[..., 0], d[..., 1]
-        return torch.stack([d1, d2, d1 * d1, d2 * d2, d1 * d2], dim=-1)
+        return torch.stack([d1, d2, d1 * d1, d2 * d2, d1 * d2], dim=-1)  # r_δ
 
     def v(self) -> torch.Tensor:
         """v_h of eq. (16), one row per head: ``(N_h, 5)``."""
-        a = self.inverse_covariance()
-        a_delta = (a @ self.centers.unsqueeze(-1)).squeeze(-1)
+        a = self.inverse_covariance()  # Σ⁻¹ = M Mᵀ
+        a_delta = (a @ self.centers.unsqueeze(-1)).squeeze(-1)  # Σ⁻¹ Δ
         return -0.5 * torch.stack(
             [
-                -2 * a_delta[:, 0],
-                -2 * a_delta[:, 1],
-                a[:, 0, 0],
-                a[:, 1, 1],
-                2 * a[:, 0, 1],
+                -2 * a_delta[:, 0],  # −2 (Σ⁻¹Δ)_1
+                -2 * a_delta[:, 1],  # −2 (Σ⁻¹Δ)_2
+                a[:, 0, 0],  # Σ⁻¹_11
+                a[:, 1, 1],  # Σ⁻¹_22
+                2 * a[:, 0, 1],  # 2 Σ⁻¹_12
             ],
             dim=-1,
         )
@@ -377,7 +377,7 @@ class GeneralizedQuadraticEncoding(RelativeEncoding):
         c = self.centers.view(self.num_heads, *([1] * (d.ndim - 1)), 2)
         diff = d.unsqueeze(0) - c  # (N_h, ..., 2)
         proj = torch.einsum("h...i,hij->h...j", diff, self.inv_sqrt_sigma)  # (δ−Δ)ᵀ M
-        return -0.5 * (proj * proj).sum(-1)
+        return -0.5 * (proj * proj).sum(-1)  # −½ ‖(δ−Δ)ᵀ M‖² = −½ (δ−Δ)ᵀ Σ⁻¹ (δ−Δ)
 
     def extra_repr(self) -> str:
         return f"num_heads={self.num_heads}"

@@ -727,3 +727,39 @@ def test_plotly_figures_take_the_column_width(browser, tmp_path):
     page.set_viewport_size({"width": 1100, "height": 600})
     page.wait_for_function(f"() => ({width})() === 600", timeout=5_000)
     context.close()
+
+
+def test_code_is_14px_at_line_height_1_45_from_1280px():
+    """Listings and outputs at the theme's 14 px and a reading line height of 1.45; 13 px only
+    in windows narrower than 1280 px, where 89 characters would not fit at 14 px."""
+    css = (STATIC / "reader.css").read_text()
+    rule = re.search(
+        r"\.bd-article div\.output pre \{\s*font-size: 14px;\s*line-height: 1\.45;\s*\}",
+        css,
+    )
+    assert rule is not None and not css[: rule.start()].rstrip().endswith("{")
+    narrow = re.findall(
+        r"@media \(min-width: 800px\) and \(max-width: ([\d.]+)px\)", css
+    )
+    assert "1279.98" in narrow
+    assert re.search(r"\.bd-sidebar-primary \{ flex-basis: 17%; \}", css)
+
+
+def test_a_link_to_a_collapsed_block_opens_it(browser):
+    """book/_static/open-target.js: following a link to a closed <details> (the chapter's full
+    source, from an excerpt's "full source: below"), or loading a page at its anchor, opens it."""
+    assert "open-target.js" in sphinx_config()["html_js_files"]
+    context = browser.new_context(viewport={"width": 1280, "height": 600})
+    page = context.new_page()
+    page.set_content(
+        "<html><body><p><a id='go' href='#src'>below</a></p>"
+        "<div style='height:2000px'></div>"
+        "<details id='src'><summary>Full source</summary><pre>code</pre></details>"
+        "<details id='other'><summary>Checks</summary></details></body></html>"
+    )
+    page.add_script_tag(path=str(STATIC / "open-target.js"))
+    is_open = lambda i: page.evaluate(f"document.getElementById('{i}').open")  # noqa: E731
+    assert not is_open("src")
+    page.click("#go")
+    assert is_open("src") and not is_open("other")
+    context.close()

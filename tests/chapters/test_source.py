@@ -14,6 +14,7 @@ from attnconv.chapters.shared.source import (
     CODE_CHARS,
     elide_plumbing,
     fold_long_lines,
+    full_source_markdown,
     plain_source,
     plain_text,
     show_source,
@@ -341,3 +342,68 @@ def test_the_book_s_excerpts_keep_the_heading_and_drop_only_marked_lines():
     assert "    return y" in naive
     # an object without markers: the excerpt is the full listing
     assert source_markdown(conv_to_mhsa, excerpt=True) == source_markdown(conv_to_mhsa)
+
+
+# The long functions chapters 1-4 show as excerpts: each reads in at most 18 lines, and the full
+# source is in the collapsed section at the end of the chapter.
+BOOK_EXCERPTS = [
+    MultiHeadSelfAttention._forward_naive,
+    merge_heads,
+    MultiHeadSelfAttention._scores_tokens,
+    head_weights_from_kernel,
+    _conv_to_attention,
+    off_target_mass_bound,
+    one_hot_alpha,
+]
+
+
+@pytest.mark.parametrize("obj", BOOK_EXCERPTS, ids=lambda o: o.__qualname__)
+def test_the_theory_chapters_excerpts_are_short(obj):
+    excerpt = source_markdown(obj, excerpt=True)
+    code = excerpt.split("```python\n", 1)[1].rsplit("\n```", 1)[0]
+    assert "excerpt: `# …` marks lines left out" in excerpt
+    assert len(code.splitlines()) <= 18
+    assert all(len(line) <= CODE_CHARS for line in code.splitlines())
+
+
+def test_the_full_source_section_holds_every_full_listing_with_a_link_to_its_file():
+    md = full_source_markdown(
+        head_weights_from_kernel, _conv_to_attention, label="x-src"
+    )
+    first, *rest = md.splitlines()
+    assert first == "````{dropdown} Full source of this chapter's functions"
+    assert rest[0] == ":name: x-src" and rest[-1] == "````"
+    for obj in (head_weights_from_kernel, _conv_to_attention):
+        full = source_markdown(obj)
+        head, code = full.split("\n\n", 1)
+        assert code in md  # the full listing, plumbing kept
+        rel = head.split("source: `", 1)[1].split("`", 1)[0]
+        assert f"source: {{download}}`{rel} </{rel}>`, lines" in md
+    assert "# …" not in md
+    with pytest.raises(ValueError):
+        full_source_markdown(label="x")
+
+
+def test_an_excerpt_points_to_the_full_source_when_told_where():
+    md = source_markdown(_conv_to_attention, excerpt=True, full_ref="x-src")
+    assert "full source: {ref}`below <x-src>`" in md.split("\n", 1)[0]
+    # a listing that leaves nothing out has nothing to point to
+    assert "x-src" not in source_markdown(conv_to_mhsa, excerpt=True, full_ref="x-src")
+
+
+@pytest.mark.parametrize("number", ["01", "02", "03", "04", "05"])
+def test_a_theory_chapter_with_excerpts_ends_with_their_full_source(number):
+    import json
+    from pathlib import Path
+
+    path = next((Path(__file__).parents[2] / "book").glob(f"{number}_*.ipynb"))
+    cells = [
+        c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"
+    ]
+    sources = ["".join(c["source"]) for c in cells]
+    excerpts = [s for s in sources if "excerpt=True" in s]
+    if not excerpts:
+        return
+    assert all("full_ref=" in s for s in excerpts)
+    assert sources[-1].startswith("show_full_source(")
+    assert cells[-1]["metadata"]["tags"] == ["remove-input"]

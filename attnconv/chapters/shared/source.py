@@ -32,6 +32,8 @@ __all__ = [
     "elide_plumbing",
     "source_markdown",
     "show_source",
+    "full_source_markdown",
+    "show_full_source",
 ]
 
 _ROOT = repo_root()
@@ -315,14 +317,18 @@ def _name(obj) -> str:
     return getattr(target, "__qualname__", getattr(target, "__name__", repr(target)))
 
 
-def source_markdown(*objs, note: str = "", excerpt: bool = False) -> str:
+def source_markdown(
+    *objs, note: str = "", excerpt: bool = False, full_ref: str = ""
+) -> str:
     """Markdown for the source of ``objs`` (functions, classes, methods or properties): one
     heading line per object with its file and lines, then its code in a ``python`` block, as
     :func:`plain_source` gives it (a shortened docstring is said in the heading), with any
     line still wider than the book's code column folded (:func:`fold_long_lines`).
     ``note`` (Markdown) is put before the code, e.g. which equations it computes. With
     ``excerpt`` the lines marked as plumbing are left out (:func:`elide_plumbing`), which the
-    heading says; the file and lines it names stay those of the whole source."""
+    heading says; the file and lines it names stay those of the whole source. ``full_ref``, the
+    label of the section that holds the full listing (:func:`full_source_markdown`), makes the
+    heading of an excerpt point to it."""
     if not objs:
         raise ValueError("show at least one object")
     parts = [note] if note else []
@@ -336,7 +342,8 @@ def source_markdown(*objs, note: str = "", excerpt: bool = False) -> str:
         rel, first, last = _where(obj)
         notes = ["docstring shortened"] if abridged else []
         if trimmed != full:
-            notes.insert(0, "excerpt: `# …` marks lines left out")
+            where = f"; full source: {{ref}}`below <{full_ref}>`" if full_ref else ""
+            notes.insert(0, "excerpt: `# …` marks lines left out" + where)
         shortened = f" ({'; '.join(notes)})" if notes else ""
         parts.append(
             f"`{_name(obj)}` · source: `{rel}`, lines {first}–{last}{shortened}\n\n"
@@ -345,9 +352,44 @@ def source_markdown(*objs, note: str = "", excerpt: bool = False) -> str:
     return "\n\n".join(parts)
 
 
-def show_source(*objs, note: str = "", excerpt: bool = False):
+def show_source(*objs, note: str = "", excerpt: bool = False, full_ref: str = ""):
     """:func:`source_markdown` as an ``IPython.display.Markdown`` object: the book renders it as
     highlighted code (the displaying cell is tagged ``remove-input``)."""
     from IPython.display import Markdown
 
-    return Markdown(source_markdown(*objs, note=note, excerpt=excerpt))
+    return Markdown(
+        source_markdown(*objs, note=note, excerpt=excerpt, full_ref=full_ref)
+    )
+
+
+#: The title of the collapsed section at the end of a chapter that holds the full source of the
+#: functions the chapter shows as excerpts.
+FULL_SOURCE_TITLE = "Full source of this chapter's functions"
+
+
+def full_source_markdown(*objs, label: str) -> str:
+    """One collapsed dropdown (MyST) titled :data:`FULL_SOURCE_TITLE` and labelled ``label``,
+    holding the full listing of each of ``objs`` (:func:`source_markdown`, plumbing kept), its
+    heading's file a link to the file itself (Sphinx's ``download`` role copies it into the
+    built book)."""
+    if not objs:
+        raise ValueError("show at least one object")
+    parts = []
+    for obj in objs:
+        rel = _where(obj)[0]
+        listing = source_markdown(obj)
+        parts.append(
+            listing.replace(
+                f"source: `{rel}`", f"source: {{download}}`{rel} </{rel}>`", 1
+            )
+        )
+    body = "\n\n".join(parts)
+    return f"````{{dropdown}} {FULL_SOURCE_TITLE}\n:name: {label}\n\n{body}\n````"
+
+
+def show_full_source(*objs, label: str):
+    """:func:`full_source_markdown` as an ``IPython.display.Markdown`` object (the displaying
+    cell is tagged ``remove-input`` and is the chapter's last)."""
+    from IPython.display import Markdown
+
+    return Markdown(full_source_markdown(*objs, label=label))
