@@ -108,6 +108,7 @@ __all__ = [
     "elsewhere_stated",
     "tally_words",
     "what_holds_box",
+    "six_layers_box",
     "not_counted_markdown",
     "THEORY_RESULTS",
     "BEYOND_THEORY",
@@ -1010,14 +1011,111 @@ def what_holds_box(
         "by an exact check.**\n\n"
         f"{count_badges(on_fresh)} **{_fresh_headline(fresh)}**\n\n"
         f"- {category_badge('exploratory')} **Before the freeze** (secondary): "
-        f"of {len(mine)} experimental claims, CPU-scale runs reproduce "
-        f"{n[REPRODUCED]}, do not reproduce {n[NOT_REPRODUCED]} and cannot settle "
-        f"{n[INCONCLUSIVE]}.\n"
+        f"of the {len(mine)} exploratory claims ({_exploratory_set(mine, len(fresh))}), "
+        f"CPU-scale runs reproduce {n[REPRODUCED]}, do not reproduce {n[NOT_REPRODUCED]} "
+        f"and cannot settle {n[INCONCLUSIVE]}.\n"
         "- **What it means.** The paper's construction is exact; its readings of trained "
         "models hold in part at CPU scale. A claim that small runs do not reproduce is not "
         "shown wrong.\n"
         "```"
     )
+
+
+def _exploratory_set(mine: Sequence[Claim], n_fresh: int) -> str:
+    """Which claims the exploratory count covers, beside the ``n_fresh`` claims of the frozen
+    protocol: "the 18 above less the one the protocol added: the paper's rule marks at least
+    one head"."""
+    keys = {c.key for c in mine}
+    added = [_claim_words(k) for k in FROZEN_CLAIMS if k not in keys]
+    dropped = [c for c in mine if c.key not in FROZEN_CLAIMS]
+    text = f"the {n_fresh} above"
+    if added:
+        one = len(added) == 1
+        text += (
+            f" less the {'one' if one else _WORDS.get(len(added), len(added))} the protocol "
+            f"added: {'; '.join(added)}"
+        )
+    if dropped:
+        text += f"; and {len(dropped)} not the protocol's"
+    return text
+
+
+def six_layers_box(
+    here: Sequence[Claim],
+    added: Sequence[str],
+    headline: str,
+    fresh: Optional[Mapping[str, ConfirmatoryVerdict]] = None,
+) -> str:
+    """Chapter 12b's result box, so that no count in it is typed by hand: the fresh-seed
+    verdicts of the page's claims (the counted claims ``here`` and the protocol's claims
+    ``added`` that the page judges too) as the box's one row of badges, beside ``headline``;
+    a bullet that names that set and where the protocol's other claims are judged; and the
+    exploratory counts of ``here``, in words, with what they leave out."""
+    fresh = fresh_verdicts() if fresh is None else fresh
+    mine = counted(here)
+    on_page = [c.key for c in mine] + list(added)
+    shown = count_verdicts(fresh[k].verdict for k in on_page if k in fresh)
+    seeds = max((len(fresh[k].seeds) for k in on_page if k in fresh), default=0)
+    n = verdict_counts(mine)
+    words = lambda k: _WORDS.get(k, k)  # noqa: E731
+    plus = "; ".join(_claim_words(k) for k in added)
+    elsewhere = judged_elsewhere(on_page)
+    other = ""
+    if elsewhere:
+        refs = ", ".join(
+            f"{{ref}}`{where}`" if where else "its own page"
+            for where in elsewhere.values()
+        )
+        props = "; ".join(_claim_words(k) for k in elsewhere)
+        other = (
+            f" The protocol's {_ordinal(len(FROZEN_CLAIMS))} claim, {props}, is judged in "
+            f"{refs}."
+            if len(elsewhere) == 1
+            else f" Its {words(len(elsewhere))} other claims ({props}) are judged in {refs}."
+        )
+    aside = not_counted(here)
+    apart = (
+        " Shown apart, not counted: "
+        + "; ".join(
+            f"{_APART.get(c.key, CLAIMS[c.key].title)}, {_kind(c)}" for c in aside
+        )
+        + "."
+        if aside
+        else ""
+    )
+    return (
+        "```{admonition} In short\n"
+        ":class: tip result-box\n"
+        f"{count_badges(shown)} **On fresh seeds, {headline}**\n\n"
+        f"- **On fresh seeds** ({seeds} per model, under the "
+        "{ref}`frozen protocol <appendix-protocol>`), the badges count the "
+        f"{len(on_page)} claims of this page: the paper's {len(mine)} claims on its six-layer "
+        f"models, and {plus} (Table 12b.1).{other}\n"
+        f"- {category_badge('exploratory')} **Before the freeze**, on the earlier runs: of the "
+        f"page's {len(mine)} claims on six-layer models, {n[REPRODUCED]} reproduced, "
+        f"{n[NOT_REPRODUCED]} not reproduced and {n[INCONCLUSIVE]} inconclusive.{apart}\n"
+        "```"
+    )
+
+
+#: How a box names a statement shown apart (:func:`not_counted`).
+_APART = {
+    "pruned_counts": "the paper's pruned heads per layer",
+    "local_fewer_flops": "the FLOP count of local attention",
+}
+
+
+def _claim_words(key: str) -> str:
+    """A claim of the frozen protocol in a box's words: "that the learned encoding matched the
+    lemma" (the registry's title after its source), or "that " and the protocol's property."""
+    if key in CLAIMS:
+        return "that " + CLAIMS[key].title.split(": ", 1)[-1]
+    return "that " + FROZEN_CLAIMS[key].prop
+
+
+def _kind(c: Claim) -> str:
+    """Why a statement is shown apart: "an exact count" or "a description"."""
+    return "an exact count" if c.key in EXACT_CHECKS else "a description"
 
 
 def not_counted_markdown(claims: Sequence[Claim]) -> str:

@@ -97,8 +97,8 @@ def test_exact_checks_and_descriptions_are_shown_apart_not_tallied():
     )
     box = " ".join(pv.what_holds_box(claims).split())
     assert (
-        "of 2 experimental claims, CPU-scale runs reproduce 1, do not reproduce 1 and "
-        "cannot settle 0" in box
+        "of the 2 exploratory claims (the " in box
+        and "CPU-scale runs reproduce 1, do not reproduce 1 and cannot settle 0" in box
     )
     assert box.startswith("```{admonition} In short") and "result-box" in box
     assert "{ref}`frozen protocol <appendix-protocol>`" in box  # one click from ch. 17
@@ -347,3 +347,44 @@ def test_a_long_cell_line_is_cut_at_its_first_colon_only():
     ]
     short = replace(_card_claim(), reason="a: b")
     assert pv.claim_card_rows(short)[-1][2] == "a: b"
+
+
+def test_six_layers_box_names_the_set_each_count_counts():
+    """Ch. 12b's box: one row of badges, the fresh-seed verdicts of the page's claims and of the
+    protocol's claims it adds; the exploratory counts in words, over the page's counted claims
+    only; the statement shown apart named, and where the protocol's other claims are judged."""
+    from attnconv.evidence.judge import ConfirmatoryVerdict
+    from attnconv.evidence.protocol import CLAIMS as FROZEN
+
+    def fresh(verdict):
+        return ConfirmatoryVerdict(
+            key="x", verdict=verdict, detail="", seeds=(1,) * 8, alternatives={}
+        )
+
+    grid = _claim(NOT_REPRODUCED)
+    local = replace(_claim(REPRODUCED), key="local_then_far")
+    pruned = replace(_claim(NOT_REPRODUCED), key="pruned_counts")
+    got = {k: fresh(INCONCLUSIVE) for k in FROZEN}
+    got[grid.key] = fresh(NOT_REPRODUCED)
+    got["local_then_far"] = fresh(REPRODUCED)
+    box = pv.six_layers_box(
+        [local, grid, pruned], ["pruning_finds_heads"], "a headline.", fresh=got
+    )
+    flat = " ".join(box.split())
+    assert box.startswith("```{admonition} In short") and "result-box" in box
+    # one row of verdict badges: the fresh seeds' 3 claims (2 counted here, 1 added)
+    assert flat.count("{bdg-success}") == flat.count("{bdg-warning}") == 1
+    assert (
+        "{bdg-success}`1 reproduced` {bdg-warning}`1 not reproduced` "
+        "{bdg-muted}`1 inconclusive` **On fresh seeds, a headline.**" in flat
+    )
+    assert "the badges count the 3 claims of this page: the paper's 2 claims" in flat
+    assert "that the paper's rule marks at least one head" in flat
+    # the exploratory counts in words, over the 2 counted claims
+    assert (
+        "of the page's 2 claims on six-layer models, 1 reproduced, 1 not reproduced and "
+        "0 inconclusive" in flat
+    )
+    assert "Shown apart, not counted: the paper's pruned heads per layer" in flat
+    # the protocol's other claims, each with where it is judged
+    assert f"Its {len(FROZEN) - 3}" in flat or f"{len(FROZEN) - 3} other claims" in flat
