@@ -85,3 +85,15 @@ def test_format_bound():
     assert format_bound(2e-7) == "2e-7"
     assert format_bound(0.005) == "0.005"
     assert format_bound(5) == "5"
+
+
+def test_a_range_in_a_check_name_stays_on_one_line():
+    """A check named after layers "1-2" keeps the range in a nowrap span (a 308 px cell broke
+    it as "1- / 2"); the measured and tolerance cells are left as they are."""
+    md = check_table(
+        [Check("distance of layers 1-2 and 3-6", "2.2-2.8", "< 9", True)]
+    ).data
+    row = next(line for line in md.splitlines() if "distance" in line)
+    name, measured = row.split("|")[1:3]
+    assert name.count('<span class="nowrap">') == 2 and "1-2" in name and "3-6" in name
+    assert measured.strip() == "2.2-2.8"

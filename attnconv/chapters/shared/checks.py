@@ -74,17 +74,18 @@ def check_table(rows: Iterable[Check], caption: str = "", name: str = ""):
 
     With ``caption`` (e.g. ``"Table 1.1 — The checks of chapter 1."``) the table is a MyST
     ``{table}`` directive, so the book renders the caption in the table's ``<caption>``;
-    ``name`` is its label for ``{numref}``/``{ref}``."""
+    ``name`` is its label for ``{numref}``/``{ref}``. A range in a check's name ("layers 1-2")
+    stays on one line."""
     from IPython.display import Markdown
 
-    from .tables import captioned, markdown_table
+    from .tables import captioned, keep_ranges, markdown_table
 
     rows = [row.require() for row in rows]
     if not rows:
         raise ValueError("a check table needs at least one check")
     table = markdown_table(
         ["check", "measured", "tolerance"],
-        [[r.name, r.measured, r.tolerance] for r in rows],
+        [[keep_ranges(r.name), r.measured, r.tolerance] for r in rows],
         align="lrr",
     ).data
     if not caption:
