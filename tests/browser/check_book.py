@@ -21,7 +21,9 @@ blocks and display math (scrollWidth > clientWidth + 1), every image loaded, eve
 shown at its own width (not shrunk to the column, so its text stays the size it was drawn: at least
 12 px at a 1280 px window, which attnconv.chapters.shared.plotting checks when the figure is made) and as a 2x PNG, no console errors,
 interactive elements respond (every slider, the play button and, where the figure says it is
-clickable, a click on its image change each Plotly figure; ipywidgets embedded from widget state
+clickable, a click on its image change each Plotly figure; each Plotly slider and button has a
+native twin beneath the figure that takes the focus, is labelled and moves the figure from the
+keyboard, and follows the mouse (book_checks/plotly_keys.py); ipywidgets embedded from widget state
 render and respond; every live widget's controls take the focus and a key changes its readout,
 the head explorer prints the target weight Python computes, and a sortable table sorts on a click
 or Enter on its headers: book_checks/live.py), and the reading checks: no word or number in a table cell broken across
@@ -48,7 +50,7 @@ needed.  `--json FILE` writes every measurement (widest lines, figure sizes, ...
 
 The checks live in tests/browser/book_checks, one module per job: common (constants, the
 report, page helpers), structural (part A), live (the live widgets and sortable
-tables), teaching (how the book teaches: sentence length per
+tables), plotly_keys (the Plotly figures from the keyboard), teaching (how the book teaches: sentence length per
 chapter, at most 6 sidebar parts whose entries are the pages' titles, the last part
 "Appendices" holding every appendix page titled "Appendix A.", "Appendix B.", ... in order
 (appendix-letters), links naming an appendix's letter opening it (appendix-link), every table

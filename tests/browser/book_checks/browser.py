@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 
 from .common import *  # noqa: F403
 from .live import check_live_widgets
+from .plotly_keys import check_plotly_keys
 from .structural import cell_label, code_cell_numbers
 
 # ---------------------------------------------------------------- part B: in the browser --
@@ -328,19 +329,6 @@ def reading_checks(page, rep: Report, name: str, info: dict, numbers) -> None:
     page.set_viewport_size(VIEWPORT)
 
 
-# A signature of what a Plotly figure shows: its data and layout, minus the widgets' own state.
-PLOTLY_SIG_JS = r"""
-(gd) => {
-  const lay = Object.assign({}, gd.layout || {});
-  delete lay.sliders; delete lay.updatemenus;
-  let s = JSON.stringify(gd.data || []) + JSON.stringify(lay);
-  let h = 0;
-  for (let i = 0; i < s.length; i++) h = (h * 31 + s.charCodeAt(i)) | 0;
-  return s.length + ':' + h;
-}
-"""
-
-
 def find_chromium() -> str | None:
     for cand in (os.environ.get("CHROMIUM"), "/usr/bin/chromium"):
         if cand and Path(cand).is_file() and os.access(cand, os.X_OK):
@@ -533,15 +521,6 @@ def check_widgets(page, rep: Report, name: str, info: dict) -> None:
         )
 
 
-def wait_change(page, sig, before, seconds: float = 3.0) -> bool:
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if sig() != before:
-            return True
-        time.sleep(0.15)
-    return sig() != before
-
-
 def _router(blocked: list[str]):
     """Let file:// (and data:/blob:) through; abort and record everything else."""
 
@@ -652,6 +631,7 @@ def browser_checks(
                     "() => [...document.images].every(i => i.complete)", timeout=15_000
                 )
                 data = page.evaluate(PAGE_JS, OUTPUT_PRE_SELECTOR)
+                check_plotly_keys(page, rep, name, info)
                 check_plotly(page, rep, name, info)
                 check_widgets(page, rep, name, info)
                 check_live_widgets(page, rep, name, info)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 import unicodedata
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -292,3 +293,25 @@ def sidebar_numbers(soup: BeautifulSoup) -> list[str]:
         if m:
             out.append(m.group(1))
     return out
+
+
+# A signature of what a Plotly figure shows: its data and layout, minus the widgets' own state.
+PLOTLY_SIG_JS = r"""
+(gd) => {
+  const lay = Object.assign({}, gd.layout || {});
+  delete lay.sliders; delete lay.updatemenus;
+  let s = JSON.stringify(gd.data || []) + JSON.stringify(lay);
+  let h = 0;
+  for (let i = 0; i < s.length; i++) h = (h * 31 + s.charCodeAt(i)) | 0;
+  return s.length + ':' + h;
+}
+"""
+
+
+def wait_change(page, sig, before, seconds: float = 3.0) -> bool:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if sig() != before:
+            return True
+        time.sleep(0.15)
+    return sig() != before
