@@ -30,7 +30,8 @@
     "font-size:0.9rem;color:var(--pst-color-text-base,inherit)}" +
     ".plotly-keys-slider{display:flex;flex-wrap:wrap;align-items:center;" +
     "column-gap:0.75rem;max-width:100%}" +
-    ".plotly-keys-slider label{flex:0 1 auto;min-width:0;overflow-wrap:anywhere}" +
+    // the labels share one width, so that a figure's range inputs line up
+    ".plotly-keys-slider label{flex:0 1 18em;min-width:0;overflow-wrap:anywhere}" +
     ".plotly-keys-slider input{flex:1 1 10rem;min-width:0;max-width:100%;margin:0.25rem 0;" +
     "accent-color:var(--pst-color-primary,auto)}" +
     ".plotly-keys-buttons{display:flex;flex-wrap:wrap;gap:0.5rem;margin:0.25rem 0}" +
