@@ -182,22 +182,31 @@ def test_figures_draw_each_model_in_its_book_colour():
     assert drawn == {MODEL_COLOURS["quadratic"], MODEL_COLOURS["learned"]}
 
 
-def test_bar_labels_stay_inside_where_they_fit_and_move_out_where_not():
-    """A label wider than its bar goes outside it (one line, within the axes, above the bar or,
-    where that is taken, below); one that fits stays centred in its bar."""
-    from attnconv.chapters.shared.plotting import fit_bar_labels
-
-    fig, ax = plt.subplots(figsize=(6, 2), dpi=100)
+def _stacked_bars(ax, counts_words, xmax):
+    """One horizontal stacked bar per (count, word), each labelled "count\\nword" at its centre,
+    as the scorecard draws them; the (bar, label) pairs."""
     pairs, left = [], 0
-    for count, word in ((12, "reproduced"), (1, "not reproduced"), (1, "inconclusive")):
+    for count, word in counts_words:
         (bar,) = ax.barh(0, count, left=left, height=0.7)
         text = ax.text(
             left + count / 2, 0, f"{count}\n{word}", ha="center", va="center"
         )
         pairs.append((bar, text))
         left += count
-    ax.set_xlim(0, 14)
+    ax.set_xlim(0, xmax)
     ax.set_ylim(1, -1)
+    return pairs
+
+
+def test_bar_labels_stay_inside_where_they_fit_and_move_out_where_not():
+    """A label wider than its bar goes outside it (one line, within the axes, above the bar or,
+    where that is taken, below); one that fits stays centred in its bar."""
+    from attnconv.chapters.shared.plotting import fit_bar_labels
+
+    fig, ax = plt.subplots(figsize=(6, 2), dpi=100)
+    pairs = _stacked_bars(
+        ax, ((12, "reproduced"), (1, "not reproduced"), (1, "inconclusive")), 14
+    )
     moved = fit_bar_labels(ax, pairs)
     # the counts stay in the bars, the words go outside
     assert [t.get_text() for t in moved] == ["not reproduced", "inconclusive"]
@@ -321,16 +330,9 @@ def test_every_bar_label_lies_in_or_just_beside_its_bar():
     from attnconv.chapters.shared.plotting import bar_label_gaps, fit_bar_labels
 
     fig, ax = plt.subplots(figsize=(6.7, 2), dpi=108)
-    pairs, left = [], 0
-    for count, word in ((7, "reproduced"), (2, "not reproduced"), (8, "inconclusive")):
-        (bar,) = ax.barh(0, count, left=left, height=0.7)
-        text = ax.text(
-            left + count / 2, 0, f"{count}\n{word}", ha="center", va="center"
-        )
-        pairs.append((bar, text))
-        left += count
-    ax.set_xlim(0, 18)
-    ax.set_ylim(1, -1)
+    pairs = _stacked_bars(
+        ax, ((7, "reproduced"), (2, "not reproduced"), (8, "inconclusive")), 18
+    )
     moved = fit_bar_labels(ax, pairs)
     assert [t.get_text() for t in moved] == ["not reproduced"]
     assert pairs[1][1].get_text() == "2"  # the count stays in its bar

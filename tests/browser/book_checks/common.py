@@ -308,6 +308,18 @@ PLOTLY_SIG_JS = r"""
 """
 
 
+def fail_unreachable(rep, name: str, label: str, controls: list) -> None:
+    """A failure for each of a widget's ``controls`` (as the checks' CONTROLS_JS measures
+    them: ``i``, ``focused``, ``label``) that takes no keyboard focus or has no label."""
+    for c in controls:
+        if not c["focused"]:
+            rep.fail(
+                name, "interactive", f"{label}: control {c['i'] + 1} takes no focus"
+            )
+        if not c["label"]:
+            rep.fail(name, "interactive", f"{label}: control {c['i'] + 1} has no label")
+
+
 def wait_change(page, sig, before, seconds: float = 3.0) -> bool:
     end = time.monotonic() + seconds
     while time.monotonic() < end:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import math
 
-from .common import Report
+from .common import Report, fail_unreachable
 
 #: Largest difference between the weight the widget prints (6 decimals) and Python's.
 LIVE_TOLERANCE = 1e-6
@@ -125,15 +125,7 @@ def check_live_widgets(page, rep: Report, name: str, info: dict) -> None:
         if not controls:
             rep.fail(name, "interactive", f"{label}: no range input or button")
             continue
-        for c in controls:
-            if not c["focused"]:
-                rep.fail(
-                    name, "interactive", f"{label}: control {c['i'] + 1} takes no focus"
-                )
-            if not c["label"]:
-                rep.fail(
-                    name, "interactive", f"{label}: control {c['i'] + 1} has no label"
-                )
+        fail_unreachable(rep, name, label, controls)
         if kind == "head-explorer":
             entry["target_weight"] = _explorer_checks(page, rep, name, label, w)
         before = page.evaluate(READOUT_JS, w)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 
-from .common import PLOTLY_SIG_JS, Report, wait_change
+from .common import PLOTLY_SIG_JS, Report, fail_unreachable, wait_change
 
 #: Seconds a key or click has to show its effect.
 KEY_SECONDS = 3.0
@@ -172,15 +172,7 @@ def check_plotly_keys(page, rep: Report, name: str, info: dict) -> None:
                 f"{label}: {found['sliders']} sliders and {found['buttons']} buttons, but "
                 f"{len(ranges)} range inputs and {len(buttons)} buttons for the keyboard",
             )
-        for c in controls:
-            if not c["focused"]:
-                rep.fail(
-                    name, "interactive", f"{label}: control {c['i'] + 1} takes no focus"
-                )
-            if not c["label"]:
-                rep.fail(
-                    name, "interactive", f"{label}: control {c['i'] + 1} has no label"
-                )
+        fail_unreachable(rep, name, label, controls)
         for r, steps in zip(ranges, found["steps"]):
             if (r["min"], r["max"]) != ("0", str(steps - 1)):
                 rep.fail(
