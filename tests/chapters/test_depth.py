@@ -454,7 +454,7 @@ def test_intro_tally_counts_the_rules_verdicts():
         f"{{bdg-success}}`{t[REPRODUCED]} reproduced` {{bdg-warning}}`{t[NOT_REPRODUCED]} "
         f"not reproduced` {{bdg-muted}}`{t[INCONCLUSIVE]} inconclusive` **The paper's "
         f"{len(got)} experimental claims, judged on fresh seeds (8 per model) under the "
-        "frozen protocol.**"
+        "{ref}`frozen protocol <appendix-protocol>`.**"
     ) in box
 
 
