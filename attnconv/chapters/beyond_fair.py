@@ -249,7 +249,7 @@ def fair_contrasts_table(results, held_out: Optional[Mapping] = None):
         "images",
         "test, points",
         "per-seed t",
-        "Holm p",
+        "Holm p, claimed direction",
         "verdict",
     ]
     if held_out is not None:

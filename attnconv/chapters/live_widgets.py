@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from html import escape
 from typing import Sequence, Tuple
 
@@ -37,6 +38,8 @@ __all__ = [
     "head_explorer_widget",
     "lemma1_head_picker",
     "sortable_table_script",
+    "sort_key",
+    "VERDICT_SORT_ORDER",
 ]
 
 #: α from 0.1 to 100 on the explorer's log-scale slider (its value is log₁₀ α).
@@ -446,15 +449,42 @@ _SORT_JS = r"""
     table.classList.add('sortable-table');
     var body = table.tBodies[0], heads = table.tHead ? table.tHead.rows[0].cells : [];
     var original = Array.prototype.slice.call(body.rows);
-    function text(row, c) { return (row.cells[c] ? row.cells[c].textContent : '').trim(); }
+    // a cell sorts by its data-sort value (its own or its one marked child's), else its text
+    function text(row, c) {
+      var cell = row.cells[c];
+      if (!cell) return '';
+      var s = cell.getAttribute('data-sort');
+      if (s === null) { var e = cell.querySelector('[data-sort]'); s = e ? e.getAttribute('data-sort') : cell.textContent; }
+      return s.replace(/\s+/g, ' ').trim();
+    }
+    // the key: a verdict's rank, else a leading number, else the text (after every number)
+    var RANKS = %(ranks)s;
+    var NUMBER = /^[+\-\u2212]?\d[\d,]*(?:\.\d+)?(?:[eE][+\-\u2212]?\d+)?/;
+    function key(t) {
+      var low = t.toLowerCase();
+      for (var i = 0; i < RANKS.length; i++) {
+        var w = RANKS[i][0];
+        if (low.indexOf(w) === 0 && !/[a-z0-9]/.test(low.charAt(w.length))) return [0, RANKS[i][1]];
+      }
+      var m = NUMBER.exec(t);
+      if (m) return [0, parseFloat(m[0].replace(/,/g, '').replace(/\u2212/g, '-'))];
+      return [1, t];
+    }
+    function compare(x, y) {
+      if (x[0] !== y[0]) return x[0] - y[0];
+      if (x[0] === 0) return x[1] - y[1];
+      return x[1].localeCompare(y[1], undefined, {numeric: true, sensitivity: 'base'});
+    }
     function sortBy(c, button) {
       var th = heads[c], dir = th.getAttribute('aria-sort') === 'ascending' ? 'descending' : 'ascending';
       for (var i = 0; i < heads.length; i++) heads[i].removeAttribute('aria-sort');
       th.setAttribute('aria-sort', dir);
-      var rows = original.slice().sort(function (a, b) {
-        var x = text(a, c).localeCompare(text(b, c), undefined, {numeric: true, sensitivity: 'base'});
-        return dir === 'ascending' ? x : -x;
+      var keys = original.map(function (r) { return key(text(r, c)); });
+      var order = original.map(function (r, i) { return i; }).sort(function (a, b) {
+        var x = compare(keys[a], keys[b]);
+        return (dir === 'ascending' ? x : -x) || a - b;  // ties keep the table's order
       });
+      var rows = order.map(function (i) { return original[i]; });
       rows.forEach(function (r, i) {
         body.appendChild(r);
         if (/\brow-(odd|even)\b/.test(r.className))  // the theme's stripes follow the new order
@@ -486,15 +516,41 @@ _SORT_JS = r"""
 """
 
 
+#: The verdict column's order when sorted ascending (not the alphabet's).
+VERDICT_SORT_ORDER = ("reproduced", "inconclusive", "not reproduced")
+#: Each verdict word with its rank; "not reproduced" is tried before "reproduced".
+_RANKS = sorted(
+    ([w, i] for i, w in enumerate(VERDICT_SORT_ORDER)), key=lambda p: -len(p[0])
+)
+_LEADING_NUMBER = re.compile(r"[+\-\u2212]?\d[\d,]*(?:\.\d+)?(?:[eE][+\-\u2212]?\d+)?")
+
+
+def sort_key(text: str) -> Tuple[int, float, str]:
+    """The key a sortable table sorts a cell by (what the script computes, for the tests): a
+    cell starting with a verdict sorts by :data:`VERDICT_SORT_ORDER`; one starting with a
+    number (sign, thousands commas, "−") by that number, whatever unit follows; any other by its
+    text, after all of those."""
+    t = " ".join(text.split())
+    low = t.lower()
+    for word, rank in _RANKS:
+        if re.match(re.escape(word) + r"(?![a-z0-9])", low):
+            return (0, float(rank), "")
+    m = _LEADING_NUMBER.match(t)
+    if m:
+        return (0, float(m.group().replace(",", "").replace("\u2212", "-")), "")
+    return (1, 0.0, t)
+
+
 def sortable_table_script(table_id: str):
     """A script (:class:`IPython.display.HTML`) that makes the table with HTML id ``table_id`` (or
     the first table inside that element) sortable: each column header's content moves into a
     ``<button>`` (focusable; Enter or Space activates it), and a click sorts the body rows by
-    that column's text (numbers compared as numbers), ascending, then descending. The header
-    carries ``aria-sort``."""
+    that column (by :func:`sort_key` of each cell's ``data-sort`` value or text: verdicts in
+    :data:`VERDICT_SORT_ORDER`, leading numbers as numbers whatever their unit), ascending, then
+    descending; ties keep the table's order. The header carries ``aria-sort``."""
     from IPython.display import HTML
 
     return HTML(
         f'<script data-sortable-table="{escape(table_id, quote=True)}">'
-        f"{_SORT_JS % {'id': json.dumps(table_id)}}</script>"
+        f"{_SORT_JS % {'id': json.dumps(table_id), 'ranks': json.dumps(_RANKS)}}</script>"
     )

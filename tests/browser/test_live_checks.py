@@ -83,6 +83,51 @@ def test_a_sorted_table_keeps_its_stripes(browser):
     assert rows == [["row-even", "a9"], ["row-odd", "b10"], ["row-even", "c100"]]
 
 
+VERDICTS = (
+    "<table id='t'><thead><tr><th>verdict</th><th>on fresh seeds</th></tr></thead><tbody>"
+    "<tr><td>not reproduced</td><td>0 of 8 seeds</td></tr>"
+    "<tr><td>reproduced <em>fragile</em></td><td>+2.75 epochs</td></tr>"
+    "<tr><td>inconclusive</td><td>\u221210.0 points</td></tr>"
+    "<tr><td>reproduced</td><td><span data-sort='-20'>far below</span></td></tr>"
+    "</tbody></table>"
+)
+
+
+def test_verdicts_sort_by_rank_and_mixed_units_by_number(browser):
+    context = browser.new_context(viewport=check_book.VIEWPORT)
+    page = context.new_page()
+    page.set_content(VERDICTS + sortable_table_script("t").data)
+    column = "() => [...document.querySelectorAll('tbody tr')].map(r => r.cells[%d].textContent)"
+    page.click("th >> nth=0 >> button")
+    by_verdict = page.evaluate(column % 0)
+    page.click("th >> nth=0 >> button")
+    descending = page.evaluate(column % 0)
+    page.click("th >> nth=1 >> button")
+    by_number = page.evaluate(column % 1)
+    rep, info = check_book.Report(), {}
+    check_book.check_live_widgets(page, rep, "book/x.html", info)
+    context.close()
+    assert by_verdict == [
+        "reproduced fragile",
+        "reproduced",
+        "inconclusive",
+        "not reproduced",
+    ]
+    assert descending == [
+        "not reproduced",
+        "inconclusive",
+        "reproduced fragile",
+        "reproduced",
+    ]
+    assert by_number == [
+        "far below",
+        "\u221210.0 points",
+        "0 of 8 seeds",
+        "+2.75 epochs",
+    ]
+    assert not rep.failures and info["live_widgets"][0]["click_sorts"]
+
+
 def test_a_widget_without_its_script_fails(browser):
     body = head_explorer_widget().data.split("<script>")[0] + "</div>" + TABLE
     rep, _, _ = _run(browser, body)

@@ -18,6 +18,7 @@ from attnconv.chapters.live_widgets import (
     head_explorer_widget,
     head_weights,
     lemma1_head_picker,
+    sort_key,
     sortable_table_script,
     target_key,
     target_weight,
@@ -117,10 +118,32 @@ def test_head_picker_carries_each_head_and_its_kernel_slice():
         lemma1_head_picker(shifts[:8], head_matrices(mhsa)[:8], slices[:8], [1.0] * 8)
 
 
+def test_sort_key_orders_verdicts_by_rank_and_numbers_by_value():
+    # Table 17.2's cells, in the order a reader expects (written out by hand)
+    verdicts = ["reproduced *fragile*", "inconclusive", "not reproduced", "—"]
+    assert sorted(reversed(verdicts), key=sort_key) == verdicts
+    fresh = [
+        "\u221210.0 points [\u221212.2, \u22127.8]",
+        "\u22122.9 points [\u22124.8, \u22120.96]",
+        "0 of 8 seeds; share 0.00\u20130.31",
+        "+1.2 points [\u22120.1, +2.5]",
+        "+2.75 epochs [+0.75, +4.75]",
+        "8 of 8 seeds; share 0.69\u20131.00",
+        "1,000",
+        "threshold 0.5",
+    ]
+    assert sorted(reversed(fresh), key=sort_key) == fresh
+    assert sort_key("reproducedly") == sort_key(
+        "reproducedly "
+    )  # a word, not a verdict
+    assert sort_key("reproducedly")[0] == 1
+
+
 def test_sortable_table_script_names_its_table():
     html = sortable_table_script("tab-x").data
     assert html.startswith('<script data-sortable-table="tab-x">')
     assert 'getElementById("tab-x")' in html and "aria-sort" in html
+    assert '[["not reproduced", 2], ["inconclusive", 1], ["reproduced", 0]]' in html
 
 
 @pytest.mark.parametrize(

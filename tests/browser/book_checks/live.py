@@ -8,7 +8,8 @@ target key equals, within LIVE_TOLERANCE, what Python computes
 (attnconv.chapters.live_widgets.target_weight): at its start (``data-initial``), after the α
 slider moves by keyboard, and at α ≈ 2 and α ≈ 18 (CHECKED_LOG_ALPHAS). For every table made sortable
 (``table.sortable-table``): a click on a header button sorts the rows by that column
-(``aria-sort`` ascending, the column's texts in order), and Enter on another header sorts by it.
+(``aria-sort`` ascending, the column in the order of attnconv.chapters.live_widgets.sort_key:
+verdicts by rank, leading numbers as numbers, then texts), and Enter on another header sorts by it.
 """
 
 from __future__ import annotations
@@ -49,14 +50,34 @@ SET_ALPHA_JS = r"""
               a.dispatchEvent(new Event('input', {bubbles: true})); }
 """
 
+#: What each body cell of column c sorts by: its data-sort value (or its marked child's), else its text.
 TABLE_JS = r"""
-([t, c]) => [...t.tBodies[0].rows].map(r => (r.cells[c] ? r.cells[c].textContent : '').trim())
+([t, c]) => [...t.tBodies[0].rows].map(r => {
+  const cell = r.cells[c];
+  if (!cell) return '';
+  const marked = cell.hasAttribute('data-sort') ? cell : cell.querySelector('[data-sort]');
+  return (marked ? marked.getAttribute('data-sort') : cell.textContent).trim();
+})
 """
 
+#: Keys in ascending order (attnconv.chapters.live_widgets.sort_key: [group, number, text]):
+#: groups in order, numbers (verdict ranks included) as numbers, texts as the browser collates them.
 IN_ORDER_JS = r"""
-(texts) => texts.every((x, i) => i === 0 ||
-  texts[i - 1].localeCompare(x, undefined, {numeric: true, sensitivity: 'base'}) <= 0)
+(keys) => keys.every((y, i) => {
+  if (i === 0) return true;
+  const x = keys[i - 1];
+  if (x[0] !== y[0]) return x[0] < y[0];
+  if (x[0] === 0) return x[1] <= y[1];
+  return x[2].localeCompare(y[2], undefined, {numeric: true, sensitivity: 'base'}) <= 0;
+})
 """
+
+
+def _sorted_ascending(page, texts: list) -> bool:
+    """Whether a column's sort texts are in the ascending order of Python's sort_key."""
+    from attnconv.chapters.live_widgets import sort_key
+
+    return page.evaluate(IN_ORDER_JS, [list(sort_key(t)) for t in texts])
 
 
 def _python_weight(alpha: float, d1: float, d2: float) -> float:
@@ -157,9 +178,20 @@ def check_live_widgets(page, rep: Report, name: str, info: dict) -> None:
         page.keyboard.press("Enter")
         second = page.evaluate(TABLE_JS, [t, 1])
         sort1 = buttons[1].evaluate("(b) => b.closest('th').getAttribute('aria-sort')")
+        # every further column (a verdict, a number with its unit) by a click too
+        later = []
+        for c, b in enumerate(buttons[2:], start=2):
+            b.click()
+            ok = b.evaluate("(b) => b.closest('th').getAttribute('aria-sort')")
+            later.append(
+                ok == "ascending"
+                and _sorted_ascending(page, page.evaluate(TABLE_JS, [t, c]))
+            )
         entry.update(
-            click_sorts=sort0 == "ascending" and page.evaluate(IN_ORDER_JS, first),
-            enter_sorts=sort1 == "ascending" and page.evaluate(IN_ORDER_JS, second),
+            click_sorts=sort0 == "ascending"
+            and _sorted_ascending(page, first)
+            and all(later),
+            enter_sorts=sort1 == "ascending" and _sorted_ascending(page, second),
         )
         for how in ("click", "enter"):
             if not entry[f"{how}_sorts"]:
