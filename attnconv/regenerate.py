@@ -256,13 +256,15 @@ def _tunes(name: str) -> bool:
 
 def _run_protocol(part: str) -> int:
     """Make the protocol queue ``part`` entry by entry; an entry another process holds is left
-    to it (and a tuning another process holds is waited for: the runs it tunes follow it)."""
-    import shutil
-
+    to it (and a tuning another process holds is waited for: the runs it tunes follow it).
+    A study whose runs another process is still making is deferred to the end of the queue,
+    so this process goes on with the next entries instead of idling."""
     from .evidence.followup_runs import followup_queue
-    from .evidence.runs import queue, thin_made_run
+    from .evidence.runs import queue
 
-    for name in followup_queue() if part == "followup" else queue(part):
+    names = list(followup_queue() if part == "followup" else queue(part))
+    deferred: list[str] = []
+    for name in names:
         entry = RUNS.get(name) or STUDIES.get(name)
         if entry is None:
             print(
@@ -270,27 +272,44 @@ def _run_protocol(part: str) -> int:
                 file=sys.stderr,
             )
             return 2
-        if isinstance(
-            entry, StudyEntry
-        ):  # made from runs another process may still make
-            while any(run_state(RUNS[r]) != "present" for r in entry.runs):
-                time.sleep(5)
-        lock = _held(name)
-        if lock is None:
-            print(f"{name}: made by another process; next", flush=True)
-            if isinstance(entry, StudyEntry) and _tunes(name):
-                while study_state(entry) != "present":
-                    time.sleep(5)  # the runs it tunes are registered once it is saved
+        if isinstance(entry, StudyEntry) and not _runs_present(entry):
+            print(f"{name}: its runs are still being made; deferred", flush=True)
+            deferred.append(name)
             continue
-        try:
-            if isinstance(entry, StudyEntry) or run_state(entry) != "present":
-                _make(entry, False)
-            thin_made_run(
-                name
-            )  # its epochs' heads are never read: a twentieth of the space
-        finally:
-            shutil.rmtree(lock, ignore_errors=True)
+        _make_protocol_entry(name, entry)
+    for name in deferred:  # every other entry is done or held: now wait for their runs
+        entry = STUDIES[name]
+        while not _runs_present(entry):
+            time.sleep(5)
+        _make_protocol_entry(name, entry)
     return 0
+
+
+def _runs_present(study: StudyEntry) -> bool:
+    return all(run_state(RUNS[r]) == "present" for r in study.runs)
+
+
+def _make_protocol_entry(name: str, entry) -> None:
+    """Make one protocol entry under its lock, or leave it to the process that holds it."""
+    import shutil
+
+    from .evidence.runs import thin_made_run
+
+    lock = _held(name)
+    if lock is None:
+        print(f"{name}: made by another process; next", flush=True)
+        if isinstance(entry, StudyEntry) and _tunes(name):
+            while study_state(entry) != "present":
+                time.sleep(5)  # the runs it tunes are registered once it is saved
+        return
+    try:
+        if isinstance(entry, StudyEntry) or run_state(entry) != "present":
+            _make(entry, False)
+        thin_made_run(
+            name
+        )  # its epochs' heads are never read: a twentieth of the space
+    finally:
+        shutil.rmtree(lock, ignore_errors=True)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

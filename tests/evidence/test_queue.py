@@ -175,3 +175,40 @@ def test_a_study_another_process_holds_does_not_stop_the_runs_after_it(
     monkeypatch.setattr(regenerate.time, "sleep", no_wait)
     assert regenerate._run_protocol("followup") == 0
     assert made == [run]
+
+
+def test_a_study_whose_run_is_still_being_made_is_deferred_to_the_end(
+    tmp_path, monkeypatch
+):
+    """A pruning study whose run another process is still training does not hold this process:
+    the entries after it are made first, and the study once its run is present."""
+    from attnconv.evidence import followup_runs
+    from attnconv.evidence import runs as protocol_runs
+    from attnconv.experiments.studies import STUDIES
+
+    monkeypatch.setenv("ATTNCONV_BOOK_DIR", str(tmp_path))
+    study = next(n for n in STUDIES if "pruning" in n)
+    training = STUDIES[study].runs[0]  # made by another process while this one starts
+    later = next(n for n in queue("confirm") if n != training)
+    present = set()
+    made = []
+
+    def make(entry, force):
+        made.append(entry.name)
+        present.add(entry.name)
+
+    def sleep(seconds):  # the other process finishes its run while this one waits
+        assert made == [later], "the queue waited before making the later entry"
+        present.add(training)
+
+    monkeypatch.setattr(regenerate, "_make", make)
+    monkeypatch.setattr(
+        regenerate,
+        "run_state",
+        lambda e: "present" if e.name in present else "missing",
+    )
+    monkeypatch.setattr(protocol_runs, "thin_made_run", lambda name: None)
+    monkeypatch.setattr(followup_runs, "followup_queue", lambda: iter([study, later]))
+    monkeypatch.setattr(regenerate.time, "sleep", sleep)
+    assert regenerate._run_protocol("followup") == 0
+    assert made == [later, study]
