@@ -285,7 +285,22 @@ def plot_head_targets(probs, shape, queries, key_padding: int = 1, titles=None):
                 for k in range(n_heads)
             ]
         )
-        ax.imshow(np.ones(maps.shape[1:]), cmap="Greys", vmin=0, vmax=1)
+        # the image's keys white, the padded keys light grey and hatched (over black, as
+        # before, the dashed frame of the image did not show)
+        ax.imshow(np.zeros(maps.shape[1:]), cmap="Greys", vmin=0, vmax=1)
+        ax.add_patch(
+            Rectangle(
+                (-0.5, -0.5),
+                w + 2 * p,
+                h + 2 * p,
+                fc="0.88",
+                ec="0.6",
+                hatch="//",
+                lw=0,
+                zorder=0.5,
+            )
+        )
+        ax.add_patch(Rectangle((p - 0.5, p - 0.5), w, h, fc="white", lw=0, zorder=0.6))
         for k in range(n_heads):
             r, c = np.unravel_index(maps[k].argmax(), maps[k].shape)
             if maps[k, r, c] > 0.5:
@@ -302,7 +317,9 @@ def plot_head_targets(probs, shape, queries, key_padding: int = 1, titles=None):
             )
         )
         ax.add_patch(
-            Rectangle((p - 0.5, p - 0.5), w, h, fill=False, ec="gray", ls="--", lw=1)
+            Rectangle(
+                (p - 0.5, p - 0.5), w, h, fill=False, ec="k", ls="--", lw=1.5, zorder=4
+            )
         )
         ax.set_xticks(np.arange(w + 2 * p + 1) - 0.5, minor=True)
         ax.set_yticks(np.arange(h + 2 * p + 1) - 0.5, minor=True)

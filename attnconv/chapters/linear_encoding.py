@@ -345,7 +345,7 @@ def plot_linear_against_quadratic(
         (
             linear_encoding_attention(v_best, window),
             f"linear, best $\\mathbf{{v}}$ for Δ = {tuple(target)}\n"
-            f"(uniform, $p$ = 1/{window.shape[0]})",
+            f"(uniform: {100 / window.shape[0]:.0f} % on every shift)",
         ),
         (
             quadratic_encoding_attention(alpha, window, target),
@@ -362,24 +362,37 @@ def plot_linear_against_quadratic(
         2, 2, figsize=(COLUMN_INCHES * 0.85, 5.6), layout="constrained"
     )
     axes = axes.flatten()
+    radius = side // 2
+    cells = [(i, j) for i in range(side) for j in range(side)]
+
+    def label_cells(ax, percents):  # whole percents: 1/5 and 1/25 read as 20 and 4
+        for (i, j), val in zip(cells, percents.flatten().tolist()):
+            colour = "w" if val > 60 else "k"
+            ax.text(
+                j, i, f"{val:.0f}", ha="center", va="center", fontsize=8.5, color=colour
+            )
+
+    # one colour map for every panel, percent of the attention; the uniform head would be a
+    # blank panel at 4 %, so its cells carry their numbers, as the last panel's do
     for ax, (p, title) in zip(axes, panels):
-        ax.imshow(p.view(side, side).numpy(), cmap="Blues", vmin=0, vmax=1)
+        im = ax.imshow(100 * p.view(side, side).numpy(), cmap="Blues", vmin=0, vmax=100)
         ax.set_title(title, fontsize=8.5)
-    best_pct = 100 * best_map  # whole percents: 1/5 and 1/25 read as 20 and 4
-    im = axes[3].imshow(best_pct.numpy(), cmap="viridis", vmin=0, vmax=100)
-    for (i, j), val in zip(
-        [(i, j) for i in range(side) for j in range(side)], best_pct.flatten().tolist()
-    ):
-        colour = "w" if val < 60 else "k"
-        axes[3].text(
-            j, i, f"{val:.0f}", ha="center", va="center", fontsize=8.5, color=colour
-        )
+    label_cells(axes[0], 100 * panels[0][0].view(side, side))
+    best_pct = 100 * best_map
+    axes[3].imshow(best_pct.numpy(), cmap="Blues", vmin=0, vmax=100)
+    label_cells(axes[3], best_pct)
+    for ax in (axes[0], axes[1]):  # the target, in red as the query of ch. 4's figures
+        ax.add_patch(
+            plt.Rectangle(
+                (radius - 0.5, radius - 0.5),  # the window is centred on the target
+                1, 1, fill=False, ec="red", lw=1.5,
+            )
+        )  # fmt: skip
     axes[3].set_title(
         "linear: best mass (%) on each target\n(corners: only as ‖v‖ → ∞)", fontsize=8.5
     )
-    cbar = fig.colorbar(im, ax=axes[3], fraction=0.046)
+    cbar = fig.colorbar(im, ax=axes, shrink=0.6, label="attention (%)")
     cbar.ax.tick_params(labelsize=8.5)
-    radius = side // 2
     ticks = [str(d) for d in range(-radius, radius + 1)]
     for ax in axes:
         ax.set_xticks(range(side), ticks, fontsize=8.5)

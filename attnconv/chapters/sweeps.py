@@ -31,7 +31,7 @@ from ..core.conv import check_supported_conv, conv1d_to_mhsa, conv_to_mhsa
 from ..core.encodings import HardShiftEncoding, QuadraticEncoding
 from ..core.grid import relative_shifts
 from ..core.metrics import max_relative_error, relative_frobenius_error
-from .shared.plotting import COLUMN_INCHES
+from .shared.plotting import COLUMN_INCHES, DTYPE_COLOURS
 
 __all__ = [
     "ConvCase",
@@ -56,7 +56,12 @@ __all__ = [
     "plot_alpha_sweep",
 ]
 
-_DTYPE_COLOURS = ((torch.float32, "C3"), (torch.float64, "C2"))
+#: float32 against float64 in chapter 4's figures (plotting.DTYPE_COLOURS), with a marker each
+#: where a curve is drawn, so that they differ without colour too
+_DTYPE_COLOURS = tuple(
+    (dt, DTYPE_COLOURS[str(dt)[6:]]) for dt in (torch.float32, torch.float64)
+)
+_DTYPE_MARKERS = {torch.float32: "o", torch.float64: "s"}
 
 
 # --------------------------------------------------------------------------- random convolutions
@@ -491,18 +496,24 @@ def plot_off_target_mass(
     fig, ax = plt.subplots(figsize=(5.6, 3.5))
     bound = [off_target_mass_bound(a) for a in alphas]
     bound_label = "bound $S(α) = θ(e^{-α})^2 - 1$"
-    ax.semilogy(alphas, bound, "-", lw=2.5, alpha=0.5, label=bound_label)
+    # the measured mass as open grey circles under the bound's black line, so that the line
+    # stays visible where the two agree; the dtypes in blue and orange, dashed and dash-dotted
+    ax.semilogy(
+        alphas, measured, "o", ms=4, mfc="none", mec="0.55", mew=0.8, label=label
+    )
+    ax.semilogy(alphas, bound, "-", color="k", lw=1.2, zorder=3, label=bound_label)
     asymptote = [4 * math.exp(-a) for a in alphas]
-    ax.semilogy(alphas, asymptote, ":", color="k", lw=1, label="$4e^{-α}$")
-    ax.semilogy(alphas, measured, "o", ms=2.5, label=label)
-    for dt, c in _DTYPE_COLOURS:
-        ax.axhline(unit_roundoff(dt), color=c, ls="--", lw=0.8)
+    ax.semilogy(
+        alphas, asymptote, ":", color="0.3", lw=1.5, zorder=3, label="$4e^{-α}$"
+    )
+    for (dt, c), ls in zip(_DTYPE_COLOURS, ("--", "-.")):
+        ax.axhline(unit_roundoff(dt), color=c, ls=ls, lw=1)
         name = str(dt)[6:]
         ax.axvline(
             one_hot_alpha(dt),
             color=c,
-            ls="--",
-            lw=0.8,
+            ls=ls,
+            lw=1,
             label=f"$u$ and one_hot_alpha, {name}",
         )
     ax.set_xlabel("α")
@@ -545,7 +556,14 @@ def plot_alpha_sweep(
         name, bound = str(dt)[6:], one_hot_alpha(dt)
         # the lines keep their names as labels (no legend is drawn)
         ax.semilogy(
-            alphas, sweep[dt], "-", color=c, label=f"{name}: error of conv_to_mhsa"
+            alphas,
+            sweep[dt],
+            "-",
+            color=c,
+            marker=_DTYPE_MARKERS[dt],
+            ms=3,
+            markevery=4,
+            label=f"{name}: error of conv_to_mhsa",
         )
         ax.axhline(
             floor[dt], color=c, ls="--", lw=0.8, label=f"{name}: floor, hard heads"

@@ -105,18 +105,10 @@ def head_weights_from_kernel(kernel_slice: torch.Tensor, head_dim: int):
     w_val = kernel_slice.new_zeros(head_dim, d_in)
     # endregion
     if head_dim >= d_in and d_in <= d_out:  # W_val^h = I, W_out^h = W_Δ
-        # region plumbing: w_val = I
-        w_val[:d_in] = torch.eye(
-            d_in, dtype=kernel_slice.dtype, device=kernel_slice.device
-        )
-        # endregion
+        w_val[:d_in] = torch.eye(d_in).to(kernel_slice)  # its dtype and device
         w_out[:, :d_in] = kernel_slice
     elif head_dim >= d_out:  # W_out^h = I, W_val^h = W_Δ
-        # region plumbing: w_out = I
-        w_out[:, :d_out] = torch.eye(
-            d_out, dtype=kernel_slice.dtype, device=kernel_slice.device
-        )
-        # endregion
+        w_out[:, :d_out] = torch.eye(d_out).to(kernel_slice)  # its dtype and device
         w_val[:d_out] = kernel_slice
     else:  # D_h too small: the best rank-D_h factors, a truncated SVD (Eckart–Young)
         u, s, vh = torch.linalg.svd(kernel_slice, full_matrices=False)

@@ -214,15 +214,17 @@ def test_linear_against_quadratic_figure_draws_its_heads():
     fig = plot_linear_against_quadratic(
         window, target, v_best, 20.0, v_corner, best_map
     )
-    heads = [ax.images[0].get_array() for ax in fig.axes[:4]]
-    assert heads[0].flatten().tolist() == pytest.approx([1 / 25] * 25)
+    heads = [ax.images[0].get_array() for ax in fig.axes[:4]]  # in percent, one scale
+    assert heads[0].flatten().tolist() == pytest.approx([100 / 25] * 25)
+    assert [t.get_text() for t in fig.axes[0].texts] == ["4"] * 25  # not a blank panel
     quadratic = quadratic_encoding_attention(20.0, window, target).view(5, 5)
-    assert heads[1].tolist() == quadratic.tolist()
-    assert heads[1][2, 2] > 0.999  # the target is the window's centre
-    assert heads[2][0, 0] > 0.999  # v = 30·(−1, −1): the top-left corner
-    assert heads[3].tolist() == (100 * best_map).tolist()  # in percent
+    assert heads[1].flatten().tolist() == pytest.approx((100 * quadratic).flatten().tolist())
+    assert heads[1][2, 2] > 99.9  # the target is the window's centre
+    assert heads[2][0, 0] > 99.9  # v = 30·(−1, −1): the top-left corner
+    assert heads[3].tolist() == (100 * best_map).tolist()
     texts = [t.get_text() for t in fig.axes[3].texts]
     assert texts == [f"{100 * v:.0f}" for v in best_map.flatten().tolist()]
+    assert {ax.images[0].get_cmap().name for ax in fig.axes[:4]} == {"Blues"}
     titles = [ax.get_title() for ax in fig.axes[:3]]
     assert titles[0].startswith("linear, best $\\mathbf{v}$ for Δ = (1, -1)")
     assert titles[2].startswith("linear, $\\mathbf{v}$ = 30·(−1, −1)")

@@ -355,3 +355,43 @@ def test_gpsa_and_impulse_colours_differ_in_lightness():
         colorsys.rgb_to_hls(*to_rgb(model_colour(m)))[1] for m in ("gpsa", "impulse")
     ]
     assert abs(light[0] - light[1]) >= 0.25
+
+
+def test_the_dtype_pair_stays_apart_for_red_green_colour_blind_readers():
+    """float32 and float64 (ch. 4) stay far apart in CIELAB (ΔE76 > 40) after a deuteranope and a
+    protanope simulation (Viénot, Brettel & Mollon 1999, on linear sRGB), where the red-green
+    pair the figures used before falls below it; and they share no colour with a model or an
+    implementation."""
+    import numpy as np
+    from matplotlib.colors import to_rgb
+
+    from attnconv.chapters.shared.plotting import (
+        DTYPE_COLOURS,
+        IMPLEMENTATION_COLOURS,
+        MODEL_COLOURS,
+    )
+
+    xyz = np.array(
+        [[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722], [0.0193, 0.1192, 0.9505]]
+    )
+    simulations = [
+        [[0.29275, 0.70725, 0.0], [0.29275, 0.70725, 0.0], [-0.02234, 0.02234, 1.0]],
+        [[0.11238, 0.88762, 0.0], [0.11238, 0.88762, 0.0], [0.00401, -0.00401, 1.0]],
+    ]
+
+    def lab(colour, sim):
+        c = np.array(to_rgb(colour))
+        rgb = np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+        t = xyz @ (np.array(sim) @ rgb) / (xyz @ np.ones(3))
+        f = np.where(t > (6 / 29) ** 3, np.cbrt(t), t / (3 * (6 / 29) ** 2) + 4 / 29)
+        return np.array([116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])])
+
+    def delta_e(a, b, sim):
+        return float(np.linalg.norm(lab(a, sim) - lab(b, sim)))
+
+    for sim in simulations:
+        pair = delta_e(DTYPE_COLOURS["float32"], DTYPE_COLOURS["float64"], sim)
+        assert pair > 40, pair
+    assert min(delta_e("tab:red", "tab:green", sim) for sim in simulations) < 40
+    used = set(MODEL_COLOURS.values()) | set(IMPLEMENTATION_COLOURS.values())
+    assert not set(DTYPE_COLOURS.values()) & used

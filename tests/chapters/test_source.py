@@ -295,10 +295,10 @@ MARKED_EXCERPT = textwrap.dedent(
     def f(x, dtype=None, verbose=False):
         \"\"\"Double x.\"\"\"
         s = "# plumbing"  # a string is not a marker
-        # …
+        ...  # 1 line
         y = 2 * x
-        # … say what it did
-        # … float32
+        ...  # 2 lines: say what it did
+        ...  # 2 lines: float32
         return w"""
 )
 MARKED_FULL = textwrap.dedent(
@@ -332,10 +332,12 @@ def test_the_book_s_excerpts_keep_the_heading_and_drop_only_marked_lines():
     excerpt = source_markdown(merge_heads, excerpt=True)
     head, code = excerpt.split("\n\n", 1)
     assert head.startswith(full.split(" (", 1)[0])  # the same file and lines
-    assert "excerpt: `# …` marks lines left out" in head
+    assert "excerpt: `...  # n lines` stands for lines left out" in head
     assert "plumbing" not in full and "plumbing" not in excerpt
     assert "is_autocast_enabled" in full and "is_autocast_enabled" not in code
-    kept = [line for line in code.splitlines() if "# …" not in line]
+    kept = [
+        line for line in code.splitlines() if not line.lstrip().startswith("...  # ")
+    ]
     assert set(kept) <= set(full.splitlines())
     naive = source_markdown(MultiHeadSelfAttention._forward_naive, excerpt=True)
     assert "if return_attention" not in naive and "lead = " not in naive
@@ -361,7 +363,7 @@ BOOK_EXCERPTS = [
 def test_the_theory_chapters_excerpts_are_short(obj):
     excerpt = source_markdown(obj, excerpt=True)
     code = excerpt.split("```python\n", 1)[1].rsplit("\n```", 1)[0]
-    assert "excerpt: `# …` marks lines left out" in excerpt
+    assert "excerpt: `...  # n lines` stands for lines left out" in excerpt
     assert len(code.splitlines()) <= 18
     assert all(len(line) <= CODE_CHARS for line in code.splitlines())
 
@@ -379,7 +381,7 @@ def test_the_full_source_section_holds_every_full_listing_with_a_link_to_its_fil
         assert code in md  # the full listing, plumbing kept
         rel = head.split("source: `", 1)[1].split("`", 1)[0]
         assert f"source: {{download}}`{rel} </{rel}>`, lines" in md
-    assert "# …" not in md
+    assert "...  # " not in md
     with pytest.raises(ValueError):
         full_source_markdown(label="x")
 

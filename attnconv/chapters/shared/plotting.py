@@ -15,6 +15,7 @@ __all__ = [
     "BOOK_STYLE",
     "MODEL_COLOURS",
     "IMPLEMENTATION_COLOURS",
+    "DTYPE_COLOURS",
     "model_colour",
     "label_colour",
     "seed_colours",
@@ -87,6 +88,12 @@ IMPLEMENTATION_COLOURS = {
     "dense": "#7b4173",  # plum
     "local": "#637939",  # dark olive
     "conv": "#bd9e39",  # mustard
+}
+#: float32 against float64 (ch. 4): vermillion against indigo, a pair that stays apart for readers
+#: with red-green colour blindness, disjoint from the models' and implementations' colours.
+DTYPE_COLOURS = {
+    "float32": "#d55e00",  # vermillion
+    "float64": "#332288",  # indigo
 }
 _MODEL_ALIASES = {
     "quadratic, 16 heads": "quadratic-16heads",

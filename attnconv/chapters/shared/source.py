@@ -6,11 +6,11 @@ reStructuredText markup turned into plain text (:func:`plain_source`); the code 
 aside, is the package's line for line.
 
 An *excerpt* (``show_source(..., excerpt=True)``) leaves out the lines the package marks as
-plumbing (dtype casts, dropout, optional returns), each run of them shown as one ``# …`` line
-(:func:`elide_plumbing`); the heading still names the file and lines of the whole source. The
+plumbing (dtype casts, dropout, optional returns), each run of them shown as one line
+``...  # n lines: what they do`` (:func:`elide_plumbing`); the heading still names the file and lines of the whole source. The
 markers are comments: a trailing ``# plumbing`` marks its line, a ``# region plumbing`` …
 ``# endregion`` pair the lines between them; ``# plumbing: text`` or ``# region plumbing: text``
-makes the elision read ``# … text``. A full listing drops the markers and keeps the lines."""
+makes the elision read ``...  # n lines: text``. A full listing drops the markers and keeps the lines."""
 
 from __future__ import annotations
 
@@ -255,8 +255,9 @@ def elide_plumbing(code: str, excerpt: bool = True) -> str:
     """``code`` with its plumbing markers applied (see the module's docstring).
 
     With ``excerpt``, each run of marked lines (blank lines inside a run included) becomes one
-    line ``# …`` (``# … text`` when its first marker has a text), indented as the run's first
-    line; a region or a marker with a text starts a run of its own; without, the marked lines stay and only the markers go. Lines between a
+    line ``...  # n lines`` (``...  # n lines: text`` when its first marker has a text; *n*
+    counts the run's non-blank lines, markers aside), indented as the run's first line: Python's
+    own placeholder, which no reader takes for commented-out code; a region or a marker with a text starts a run of its own; without, the marked lines stay and only the markers go. Lines between a
     ``# region plumbing`` and its ``# endregion`` count as marked; regions do not nest."""
     lines = code.splitlines()
     comments = _comments(code)
@@ -307,7 +308,11 @@ def elide_plumbing(code: str, excerpt: bool = True) -> str:
             ):
                 i += 1
             lead = lines[first][: len(lines[first]) - len(lines[first].lstrip())]
-            out.append(f"{lead}# …" + (f" {label}" if label else ""))
+            n = sum(
+                1 for k in range(first, i + 1) if lines[k].strip() and k not in drop
+            )
+            what = f"{n} line{'s' if n > 1 else ''}" + (f": {label}" if label else "")
+            out.append(f"{lead}...  # {what}")
         i += 1
     return "\n".join(out)
 
@@ -343,7 +348,9 @@ def source_markdown(
         notes = ["docstring shortened"] if abridged else []
         if trimmed != full:
             where = f"; full source: {{ref}}`below <{full_ref}>`" if full_ref else ""
-            notes.insert(0, "excerpt: `# …` marks lines left out" + where)
+            notes.insert(
+                0, "excerpt: `...  # n lines` stands for lines left out" + where
+            )
         shortened = f" ({'; '.join(notes)})" if notes else ""
         parts.append(
             f"`{_name(obj)}` · source: `{rel}`, lines {first}–{last}{shortened}\n\n"

@@ -240,6 +240,57 @@ NARROW_OVERFLOW_JS = r"""
 """
 
 
+# The page's width at the current viewport and, when it is wider than the window, what reaches
+# past the window's right edge: the outermost such elements of the article that no box of theirs
+# scrolls or clips (a table in a scrolling wrapper reaches past the window but widens nothing).
+PHONE_OVERFLOW_JS = r"""
+() => {
+  const W = window.innerWidth, scrollWidth = document.documentElement.scrollWidth;
+  const out = {scrollWidth, innerWidth: W, culprits: []};
+  if (scrollWidth <= W + 1) return out;
+  const clipped = e => {
+    for (let a = e.parentElement; a && a !== document.documentElement; a = a.parentElement)
+      if (getComputedStyle(a).overflowX !== 'visible') return true;
+    return false;
+  };
+  const past = e => { const r = e.getBoundingClientRect();
+                      return r.width > 0 && r.right > W + 1 && !clipped(e); };
+  for (const e of document.querySelectorAll('article *, main *')) {
+    if (!past(e) || (e.parentElement && e.parentElement.closest('article, main')
+                     && past(e.parentElement))) continue;
+    const cls = typeof e.className === 'string' && e.className.trim()
+      ? '.' + e.className.trim().split(/\s+/).slice(0, 2).join('.') : '';
+    out.culprits.push({what: e.tagName.toLowerCase() + cls,
+                       right: Math.round(e.getBoundingClientRect().right),
+                       text: (e.textContent || '').trim().replace(/\s+/g, ' ').slice(0, 60)});
+    if (out.culprits.length >= 5) break;
+  }
+  return out;
+}
+"""
+
+
+def phone_checks(page, rep: Report, name: str, info: dict) -> None:
+    """The page at PHONE_WIDTH px: an overflow-phone failure when the document is wider than the
+    window, naming what reaches past it. Leaves the viewport at PHONE_WIDTH."""
+    page.set_viewport_size({"width": PHONE_WIDTH, "height": VIEWPORT["height"]})
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => r()))")
+    time.sleep(0.3)  # Plotly's responsive figures resize on the window's resize event
+    o = page.evaluate(PHONE_OVERFLOW_JS)
+    info["phone_scroll_width"] = o["scrollWidth"]
+    if o["scrollWidth"] > o["innerWidth"] + 1:
+        what = "; ".join(
+            f"{c['what']} to {c['right']} px" + (f" ({c['text']})" if c["text"] else "")
+            for c in o["culprits"]
+        )
+        rep.fail(
+            name,
+            "overflow-phone",
+            f"{o['scrollWidth']} px in a {o['innerWidth']} px window"
+            + (f": {what}" if what else ""),
+        )
+
+
 def is_reader_figure_page(page: str) -> bool:
     """The intro and every chapter open with a figure."""
     return page == INTRO_PAGE or chapter_number(page) is not None
@@ -266,7 +317,8 @@ def code_scroll_checks(page, rep: Report, name: str, numbers, width: int) -> int
 
 def reading_checks(page, rep: Report, name: str, info: dict, numbers) -> None:
     """Broken words in tables (at each of TABLE_WIDTHS), code that scrolls sideways (at the
-    1400 px viewport and at NARROW_WIDTH), the result box of an experiment chapter, and the page
+    1400 px viewport and at NARROW_WIDTH), a page wider than a phone's window (at PHONE_WIDTH),
+    the result box of an experiment chapter, and the page
     height, at the 1400 px viewport. Leaves the viewport as it found it."""
     info["page_height"] = page.evaluate("() => document.documentElement.scrollHeight")
     info["overflow_code"] = code_scroll_checks(
@@ -326,6 +378,7 @@ def reading_checks(page, rep: Report, name: str, info: dict, numbers) -> None:
                 f"(cell {w['cellWidth']} px)",
             )
     info["broken_table_words"] = broken
+    phone_checks(page, rep, name, info)
     page.set_viewport_size(VIEWPORT)
 
 

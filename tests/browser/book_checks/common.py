@@ -58,6 +58,10 @@ FIRST_SCREEN_PX = 1400
 #   sidebar-order       the sidebar lists the numbered chapters in number order (7, 7b, 8, ...)
 #   code-lines          at most MAX_CODE_LINES lines of code visible outside collapsed cells
 NARROW_WIDTH = 1280
+#   overflow-phone      at PHONE_WIDTH px (a phone held upright) the page is no wider than the
+#                       window: document.documentElement.scrollWidth <= innerWidth + 1 (tables,
+#                       code and display maths scroll inside their own boxes; reader.css)
+PHONE_WIDTH = 390
 MAX_CODE_LINES = 80
 # A chapter page: book/NN_... or book/NNb_...; its number is NN (no leading zero) plus the letter.
 CHAPTER_RE = re.compile(r"^book/(\d\d)([a-z]?)_[^/]*\.html$")
@@ -154,6 +158,7 @@ KIND_TEXT = {
     "true-false-output": "visible output line ending in True/False (not in a collapsed block)",
     "overflow-1280": f"output, table or Plotly figure scrolls sideways (or a code block is wider "
     f"than the column) at {NARROW_WIDTH} px",
+    "overflow-phone": f"page wider than a {PHONE_WIDTH} px window (a phone)",
     "unnumbered-figure": "chapter image not in a numbered figure with a caption",
     "sidebar-order": "sidebar not in chapter-number order",
     "code-lines": f"more than {MAX_CODE_LINES} lines of code visible outside collapsed cells",
