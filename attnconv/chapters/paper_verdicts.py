@@ -93,6 +93,10 @@ __all__ = [
     "claim_dropdowns",
     "claim_card_rows",
     "claim_cards",
+    "CARDS_IN_12B",
+    "card_label",
+    "card_links",
+    "claim_evidence",
     "clauses",
     "paired_over_images",
     "confounds_note",
@@ -596,16 +600,20 @@ def check_fresh_bullet(checks, notebook: str, keys: Sequence[str]) -> None:
     )
 
 
-def claims_overview(claims: Sequence[Claim], link_text: str = "evidence") -> str:
+def claims_overview(
+    claims: Sequence[Claim], link_text: str = "evidence", cards: bool = False
+) -> str:
     """One Markdown table row per claim: the claim (its registry title), the test as written, the
     exploratory verdict and the verdict on the fresh seeds (:func:`fresh_badge`) as badges, and
-    a link (``link_text``) to the section that prints its evidence."""
+    a link (``link_text``) to the section that prints its evidence, or with ``cards`` to the
+    claim's one card (:func:`card_label`)."""
     lines = [
         "| claim (arXiv v1) | test | exploratory | fresh seeds | evidence |",
         "| :--- | :--- | :--- | :--- | :--- |",
     ]
     for c in claims:
-        link = f"{{ref}}`{link_text} <{c.where}>`" if c.where else "—"
+        target = card_label(c.key) if cards and c.key else c.where
+        link = f"{{ref}}`{link_text} <{target}>`" if target else "—"
         cells = (
             keep_words(CLAIMS[c.key].title),
             keep_words(_one_line(c.test)),
@@ -665,14 +673,18 @@ def claim_dropdowns(claims: Sequence[Claim], open_: bool = False) -> str:
             f"**{c.verdict}** — {_one_line(c.reason)}."
         )
         body[2:2] = [fresh_sentence(c.key), ""]  # the fresh seeds' verdict leads
-        blocks.append(_dropdown(f"{title}: {dropdown_verdict(c)}", body, open_))
+        name = card_label(c.key) if c.key else None
+        blocks.append(_dropdown(f"{title}: {dropdown_verdict(c)}", body, open_, name))
     return "\n\n".join(blocks)
 
 
-def _dropdown(title: str, body: Sequence[str], open_: bool) -> str:
+def _dropdown(
+    title: str, body: Sequence[str], open_: bool, name: Optional[str] = None
+) -> str:
     """A claim's light dropdown (MyST ``::::{dropdown}``) titled ``title`` around ``body``'s
-    lines, open when ``open_``."""
+    lines, open when ``open_``, a link target when ``name`` is given."""
     opts = [":color: light"] + ([":open:"] if open_ else [])
+    opts += [f":name: {name}"] if name else []
     return "\n".join([f"::::{{dropdown}} {title}", *opts, "", *body, "::::"])
 
 
@@ -815,8 +827,57 @@ def claim_cards(
         sentences = _card_sentences(rows)
         if sentences:
             body += ["", " ".join(sentences)]
-        blocks.append(_dropdown(f"{title}: {dropdown_verdict(c)}", body, open_))
+        name = card_label(c.key) if c.key else None
+        blocks.append(_dropdown(f"{title}: {dropdown_verdict(c)}", body, open_, name))
     return "\n\n".join(blocks)
+
+
+#: The claims that have their card on the claims page, ch. 12b, by the section that shows them;
+#: the chapters that draw their evidence link to it (:func:`claim_evidence`), so each claim has
+#: one card in the book.
+CARDS_IN_12B = {
+    "claims": (
+        "local_then_far",
+        "localized_first",
+        "no_overlap",
+        "learned_pixels",
+        "high_layers_deviate",
+        "vertical_rare",
+        "non_isotropic",
+        "non_isotropic_high",
+    ),
+    "redundant": ("redundant",),
+    "accuracy": ("similar_or_better", "close_to_resnet", "resnet_faster", "no_gain"),
+}
+
+
+def card_label(key: str) -> str:
+    """The link target of a claim's card, ``card-local-then-far`` for ``local_then_far``."""
+    return "card-" + key.replace("_", "-")
+
+
+def card_links(claims: Sequence[Claim]) -> str:
+    """One line for claims whose card is on another page: each claim's title linked to its card,
+    with its verdict on the fresh seeds as a badge."""
+    links = [
+        f"{{ref}}`{CLAIMS[c.key].title} <{card_label(c.key)}>` {fresh_badge(c.key)}"
+        for c in claims
+    ]
+    return (
+        "**Judged on the claims page, each with its card:** " + "; ".join(links) + "."
+    )
+
+
+def claim_evidence(claims: Sequence[Claim]) -> str:
+    """A chapter's claims: a link to the card for each claim carded on the claims page
+    (:data:`CARDS_IN_12B`), and a card here (:func:`claim_dropdowns`) for each other one."""
+    carded = {k for keys in CARDS_IN_12B.values() for k in keys}
+    there = [c for c in claims if c.key in carded]
+    here = [c for c in claims if c.key not in carded]
+    parts = ([card_links(there)] if there else []) + (
+        [claim_dropdowns(here)] if here else []
+    )
+    return "\n\n".join(parts)
 
 
 def confounds_note(claims: Sequence[Claim]) -> str:

@@ -218,7 +218,9 @@ def test_linear_against_quadratic_figure_draws_its_heads():
     assert heads[0].flatten().tolist() == pytest.approx([100 / 25] * 25)
     assert [t.get_text() for t in fig.axes[0].texts] == ["4"] * 25  # not a blank panel
     quadratic = quadratic_encoding_attention(20.0, window, target).view(5, 5)
-    assert heads[1].flatten().tolist() == pytest.approx((100 * quadratic).flatten().tolist())
+    assert heads[1].flatten().tolist() == pytest.approx(
+        (100 * quadratic).flatten().tolist()
+    )
     assert heads[1][2, 2] > 99.9  # the target is the window's centre
     assert heads[2][0, 0] > 99.9  # v = 30·(−1, −1): the top-left corner
     assert heads[3].tolist() == (100 * best_map).tolist()

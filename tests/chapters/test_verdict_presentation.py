@@ -388,3 +388,34 @@ def test_six_layers_box_names_the_set_each_count_counts():
     assert "Shown apart, not counted: the paper's pruned heads per layer" in flat
     # the protocol's other claims, each with where it is judged
     assert f"Its {len(FROZEN) - 3}" in flat or f"{len(FROZEN) - 3} other claims" in flat
+
+
+def test_each_claim_has_one_card_and_the_chapters_link_to_it():
+    """A claim carded on the claims page (ch. 12b) is a link elsewhere, with its fresh badge; a
+    claim carded nowhere else gets its card in the chapter; every card is a link target."""
+    from attnconv.experiments.claims import CLAIMS
+
+    carded = [k for keys in pv.CARDS_IN_12B.values() for k in keys]
+    assert len(carded) == len(set(carded)) and set(carded) <= set(CLAIMS)
+    there = replace(_claim(), key=carded[0])
+    here = _claim()  # grid_layer4: its card is in its chapter
+    assert here.key not in carded
+    text = pv.claim_evidence([there, here])
+    label = pv.card_label(carded[0])
+    assert f"<{label}>`" in text and pv.fresh_badge(carded[0]) in text
+    assert text.count("::::{dropdown}") == 1  # only the claim carded nowhere else
+    assert ":name: card-grid-layer4" in text
+    assert pv.card_label("local_then_far") == "card-local-then-far"
+    cards = pv.claim_cards([_card_claim()], "12b", 4)
+    assert f":name: {pv.card_label(_card_claim().key)}" in cards
+    table = pv.claims_overview([there, here], link_text="card", cards=True)
+    assert f"{{ref}}`card <{label}>`" in table and "<card-grid-layer4>" in table
+    assert "<sec-six-layers-grid>" not in table
+
+
+def test_the_claims_page_cards_its_own_counted_claims():
+    """Every claim of ch. 12b's cards is judged there (its evidence section is on that page)."""
+    claims = {c.key: c for g in pv.GROUPS for c in pv.book_claims().get(g, [])}
+    for keys in pv.CARDS_IN_12B.values():
+        for key in keys:
+            assert claims[key].where.startswith("sec-six-layers"), key
