@@ -183,33 +183,36 @@ def _curves(arm: str, size: int):
 
 
 def plot_fair_curves(size: int = 1000):
-    """Figure: mean training accuracy (dashed) and validation accuracy (solid, markers) of each
-    arm over the steps at ``size`` images."""
+    """Figure: mean training accuracy (left) and validation accuracy (right, on its own scale, so
+    that curves a few points apart stay apart) of each arm over the steps at ``size`` images; one
+    legend below both panels."""
     import matplotlib.pyplot as plt
 
-    # the legend outside the data, at the right: inside, it covered the dashed curves
-    fig, ax = plt.subplots(figsize=(COLUMN_INCHES, 3.0), layout="constrained")
+    fig, (train_ax, val_ax) = plt.subplots(
+        1, 2, figsize=(COLUMN_INCHES, 3.4), layout="constrained"
+    )
     for arm in fair.ARMS:
         got = _curves(arm, size)
         if got is None:
             continue
         x, train, xv, val = got
         colour = model_colour(arm)
-        ax.plot(x, 100 * train, ls="--", lw=1.2, color=colour)
-        ax.plot(
+        train_ax.plot(x, 100 * train, lw=1.4, color=colour)
+        val_ax.plot(
             xv,
             100 * val,
             marker="o",
-            ms=4.5,
+            ms=4,
             lw=1.4,
             color=colour,
             label=FAIR_LABELS[arm],
         )
-    ax.set_xlabel("optimizer step")
-    ax.set_ylabel("accuracy (%)")
-    ax.set_title(f"{size:,} training images: training (dashed), validation (solid)")
-    ax.grid(alpha=0.3)
-    fig.legend(loc="outside right upper", frameon=False)
+    for ax, what in ((train_ax, "training"), (val_ax, "validation")):
+        ax.set_xlabel("optimizer step")
+        ax.set_ylabel(f"{what} accuracy (%)")
+        ax.set_title(f"({'ab'[ax is val_ax]}) {what}, {size:,} images")
+        ax.grid(alpha=0.3)
+    fig.legend(loc="outside lower center", ncol=2, frameon=False)
     return fig
 
 

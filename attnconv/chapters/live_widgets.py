@@ -200,7 +200,10 @@ _EXPLORER_JS = r"""
     readout.querySelector('[data-role=target]').textContent =
       '(' + fmt(ti - Q[0], 0) + ', ' + fmt(tj - Q[1], 0) + ')';
     readout.querySelector('[data-role=window-mass]').textContent = mass.toFixed(4);
-    readout.querySelector('[data-role=distance]').textContent = on ? (2 * (1 - pt)).toExponential(1) : '1';
+    var inKernel = Math.abs(ti - Q[0]) <= R && Math.abs(tj - Q[1]) <= R;
+    readout.querySelector('[data-role=distance]').textContent = !inKernel
+      ? 'none: the target is outside the 3\u00d73 kernel'
+      : on ? (2 * (1 - pt)).toExponential(1) : '1';
   }
   for (var n in inputs) inputs[n].addEventListener('input', update);
   update();
@@ -231,7 +234,8 @@ def head_explorer_widget(
     :data:`EXPLORER_DELTA_RANGE`), the head's weights over the 9×9 keys (query: red; target
     q + round(Δ): orange square; centre q + Δ: orange cross; 3×3 window: green dashed), its 3×3
     kernel, and printed: the weight on the target key (6 decimals), the window mass and the
-    distance to a one-tap convolution 2(1 − p_target).
+    distance to a one-tap convolution 2(1 − p_target) ("none" when the target lies outside the
+    3×3 kernel).
 
     ``initial`` is (Δ₁, Δ₂, α). The wrapping ``<div>`` carries ``data-initial``: the grid, the
     query, α, Δ and the target weight that :func:`target_weight` computes for them."""
@@ -310,7 +314,10 @@ _PICKER_JS = r"""
   function fmt(v) { return (v < 0 ? '\u2212' : '') + Math.abs(v).toFixed(3); }
   function pick(h) {
     var head = data.heads[h];
-    buttons.forEach(function (b, i) { b.setAttribute('aria-pressed', i === h ? 'true' : 'false'); });
+    buttons.forEach(function (b, i) {
+      b.setAttribute('aria-pressed', i === h ? 'true' : 'false');
+      b.tabIndex = i === h ? 0 : -1;
+    });
     keys.forEach(function (k) {
       var on = k.dataset.key === head.shift.join(',');
       k.classList.toggle('lw-on', on);
@@ -326,7 +333,29 @@ _PICKER_JS = r"""
       row.forEach(function (v, j) { cells[i * row.length + j].textContent = fmt(v); });
     });
   }
-  buttons.forEach(function (b, i) { b.addEventListener('click', function () { pick(i); }); });
+  // the heads as one grid of K × K buttons: one Tab stop (the pressed head), the arrow keys
+  // move between heads in the grid, Home and End to the first and last
+  var k = Math.round(Math.sqrt(buttons.length));
+  function move(i, key) {
+    var row = Math.floor(i / k), col = i %% k;
+    if (key === 'ArrowLeft') return col > 0 ? i - 1 : i;
+    if (key === 'ArrowRight') return col < k - 1 ? i + 1 : i;
+    if (key === 'ArrowUp') return row > 0 ? i - k : i;
+    if (key === 'ArrowDown') return row < k - 1 ? i + k : i;
+    if (key === 'Home') return 0;
+    if (key === 'End') return buttons.length - 1;
+    return null;
+  }
+  buttons.forEach(function (b, i) {
+    b.addEventListener('click', function () { pick(i); });
+    b.addEventListener('keydown', function (e) {
+      var to = move(i, e.key);
+      if (to === null) return;
+      e.preventDefault();
+      pick(to);
+      buttons[to].focus();
+    });
+  });
   pick(data.start);
 })();
 """
@@ -362,7 +391,7 @@ def lemma1_head_picker(
     start: int = 0,
 ):
     """Lemma 1, one head at a time, as :class:`IPython.display.HTML`: a button per head (its
-    number h and shift Δ_h; click, or Tab and Enter/Space), the keys around the query with the one
+    number h and shift Δ_h; click, or Tab to the grid and the arrow keys, Home and End), the keys around the query with the one
     head h attends to filled in (its attention weight written in), and the matrix W^(h)
     ``(D_in, D_out)`` it carries, with its largest difference from the convolution's kernel slice
     at Δ_h. ``shifts`` (K², 2), ``matrices`` and ``kernel_slices`` (K², D_in, D_out),

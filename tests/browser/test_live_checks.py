@@ -67,7 +67,9 @@ def test_the_book_widgets_pass(browser):
     assert weights["log10 alpha = 1.26"]["alpha"] == 10**1.26
     assert 0.1 < weights["log10 alpha = 0.3"]["python"] < 0.99  # a blur: a real test
     assert weights["keyboard"]["alpha"] < 10.0  # moved down from 10 by keys
+    assert weights["outside"] == "none: the target is outside the 3\u00d73 kernel"
     assert picker["controls"] == 9 and picker["keyboard_changes_readout"]
+    assert [s["pressed"] for s in picker["arrow_keys"]] == [1, 4, 3, 0, 8, 0]
     assert table["click_sorts"] and table["enter_sorts"]
 
 
@@ -158,3 +160,15 @@ def test_a_live_widget_counts_as_a_figure_and_may_not_reach_past_the_column(brow
     context.close()
     assert top == 0
     assert [o["what"] for o in wide] == ["div"], wide
+
+
+def test_a_picker_whose_arrow_keys_do_nothing_fails(browser):
+    """The same picker with its keyboard handler removed: the check names the first key."""
+    html = _widgets().replace(
+        "b.addEventListener('keydown'", "b.addEventListener('keyup'"
+    )
+    rep, _, errors = _run(browser, html)
+    texts = [t for _, t in rep.failures["interactive"]]
+    assert not errors and any("ArrowRight leaves head 1 pressed" in t for t in texts), (
+        texts
+    )

@@ -320,6 +320,14 @@ def test_depth_figure_draws_seeds_in_shades_and_the_16_head_model_apart():
     assert to_hex(wide.get_color()) == model_colour("quadratic, 16 heads")
     assert wide.get_linestyle() == "--" and wide.get_marker() not in markers
     assert to_hex(lines["learned, seed 0"].get_color()) == seed_colours("learned", 3)[0]
+    # the legend: one entry per model and one for the seeds' markers, not one per run
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert legend == [
+        "quadratic (3 seeds)",
+        "quadratic, 16 heads",
+        "learned (3 seeds)",
+        "seeds 0, 1, 2",
+    ]
     plt.close(fig)
 
 

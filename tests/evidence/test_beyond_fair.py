@@ -56,9 +56,16 @@ def test_the_chapter_shows_them(stand_ins):
     assert fig.axes[0].lines[-1].get_linestyle() == "--"  # the reference line itself
     assert fair.fitted_regime()  # every stand-in arm has a gap
     fig = chapter.plot_fair_curves(1000)
-    assert len(fig.axes[0].lines) == 2 * len(
-        fair.ARMS
-    )  # training and validation per arm
+    # training (left) and validation (right, its own scale) of every arm, one legend
+    assert [len(ax.lines) for ax in fig.axes] == [len(fair.ARMS)] * 2
+    (legend,) = fig.legends
+    assert [t.get_text() for t in legend.get_texts()] == [
+        chapter.FAIR_LABELS[a] for a in fair.ARMS
+    ]
+    val_low, val_high = fig.axes[1].get_ylim()
+    assert (
+        val_high - val_low < 40
+    )  # validation is not squeezed under training's 0-100 %
     # the held-out column appears at 1,000 images only
     held = {"convit_start": fair.contrast_results()[0].interval}
     text = chapter.fair_contrasts_table(fair.contrast_results(), held).data

@@ -605,20 +605,54 @@ def plot_depth_measures(
         ax.set_title(title)
         ax.set_xlabel("layer")
         ax.set_xticks(range(1, 7))
-    handles, names = [], []
-    for ax in axes:
-        for h, n in zip(*ax.get_legend_handles_labels()):
-            handles.append(h)
-            names.append(n)
+    handles, names = _model_legend(labels, family, seed_of, style)
     fig.legend(
         handles,
         names,
         loc="lower center",
-        ncol=3,
-        bbox_to_anchor=(0.5, -0.25),
+        ncol=min(len(names), 3),
+        bbox_to_anchor=(0.5, -0.2),
         frameon=False,
+        handler_map={tuple: _tuple_handler()},
     )
     return fig
+
+
+def _tuple_handler():
+    from matplotlib.legend_handler import HandlerTuple
+
+    return HandlerTuple(ndivide=None, pad=0.6)
+
+
+def _model_legend(labels: Sequence[str], family, seed_of, style):
+    """Fig. 12b.1's legend: one entry per model (the middle shade of its seeds' hue, no marker;
+    the 16-head model dashed with its own marker) and, when a model has several seeds, one entry
+    for the seeds' markers: at most five entries where one per run gave nine."""
+    from matplotlib.lines import Line2D
+
+    from .plotting import SEED_MARKERS
+
+    runs: Dict[str, Dict[int, str]] = {}
+    for label in labels:
+        runs.setdefault(family(label), {}).setdefault(seed_of(label), label)
+    handles, names = [], []
+    for name, seeds in runs.items():
+        ordered = [seeds[k] for k in sorted(seeds)]
+        st = dict(style(ordered[len(ordered) // 2]))
+        if "16 heads" not in name:
+            st["marker"] = None
+        handles.append(Line2D([], [], **st))
+        names.append(name + (f" ({len(seeds)} seeds)" if len(seeds) > 1 else ""))
+    most = max(len(seeds) for seeds in runs.values())
+    if most > 1:
+        handles.append(
+            tuple(
+                Line2D([], [], ls="", marker=m, color="0.35", ms=6)
+                for m in SEED_MARKERS[:most]
+            )
+        )
+        names.append("seeds " + ", ".join(str(k) for k in range(most)))
+    return handles, names
 
 
 def plot_layer_distances(rows_by_seed: Mapping[str, Sequence[dict]], first: int = 2):

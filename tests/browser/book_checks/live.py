@@ -3,7 +3,9 @@ from the keyboard.
 
 For every element with ``data-live-widget``: each range input and button has a label and takes
 the focus; a key pressed on its first control (ArrowRight on a range, Enter on the last button)
-changes its printed readout. For the head explorer (``head-explorer``) the printed weight on the
+changes its printed readout. The Lemma 1 head picker's arrow keys, Home and End move the
+pressed head in its K × K grid, with the focus and its one Tab stop (PICKER_KEY_PATH). For the
+head explorer (``head-explorer``) the printed weight on the
 target key equals, within LIVE_TOLERANCE, what Python computes
 (attnconv.chapters.live_widgets.target_weight): at its start (``data-initial``), after the α
 slider moves by keyboard, and at α ≈ 2 and α ≈ 18 (CHECKED_LOG_ALPHAS). For every table made sortable
@@ -130,7 +132,73 @@ def _explorer_checks(page, rep: Report, name: str, label: str, w) -> dict:
     for v in CHECKED_LOG_ALPHAS:
         page.evaluate(SET_ALPHA_JS, [w, v])
         compare(f"log10 alpha = {v}")
+    # a centre outside the 3×3 kernel: no one-tap 3×3 convolution to be near
+    results["outside"] = page.evaluate(OUTSIDE_JS, w)
+    if not results["outside"].startswith("none"):
+        rep.fail(
+            name,
+            "interactive",
+            f"{label}: with Δ₁ = {OUTSIDE_DELTA1} the distance to a one-tap 3×3 convolution "
+            f"reads {results['outside']!r}, not 'none: ...'",
+        )
     return results
+
+
+#: Δ₁ whose nearest key lies two rows from the query, outside the 3×3 kernel.
+OUTSIDE_DELTA1 = -1.84
+OUTSIDE_JS = (
+    r"""
+(w) => { const d = w.querySelector('[data-role=delta1]'); d.value = '%s';
+         d.dispatchEvent(new Event('input', {bubbles: true}));
+         return w.querySelector('[data-role=distance]').textContent; }
+"""
+    % OUTSIDE_DELTA1
+)
+
+
+#: The head picker's pressed head and its one Tab stop, after pressing each key in turn from
+#: the first head (attnconv.chapters.live_widgets.lemma1_head_picker: a K × K grid of heads).
+PICKER_KEYS_JS = r"""
+(w) => {
+  const buttons = [...w.querySelectorAll('button[data-head]')];
+  const state = () => ({pressed: buttons.findIndex(b => b.getAttribute('aria-pressed') === 'true'),
+                        focused: buttons.indexOf(document.activeElement),
+                        stops: buttons.filter(b => b.tabIndex === 0).length});
+  buttons[0].click(); buttons[0].focus();
+  const out = [];
+  for (const key of ['ArrowRight', 'ArrowDown', 'ArrowLeft', 'ArrowUp', 'End', 'Home']) {
+    document.activeElement.dispatchEvent(new KeyboardEvent('keydown', {key, bubbles: true}));
+    out.push(Object.assign({key}, state()));
+  }
+  return out;
+}
+"""
+#: Where each key of PICKER_KEYS_JS leaves a 3 × 3 picker started on head 0.
+PICKER_KEY_PATH = {
+    "ArrowRight": 1,
+    "ArrowDown": 4,
+    "ArrowLeft": 3,
+    "ArrowUp": 0,
+    "End": 8,
+    "Home": 0,
+}
+
+
+def _picker_keys(page, rep: Report, name: str, label: str, w) -> list:
+    """The head picker's arrow keys: each moves the pressed head (and the focus, and the one Tab
+    stop) as :data:`PICKER_KEY_PATH` says; a failure names the first key that does not."""
+    steps = page.evaluate(PICKER_KEYS_JS, w)
+    for step in steps:
+        want = PICKER_KEY_PATH[step["key"]]
+        if (step["pressed"], step["focused"], step["stops"]) != (want, want, 1):
+            rep.fail(
+                name,
+                "interactive",
+                f"{label}: {step['key']} leaves head {step['pressed'] + 1} pressed, focus on "
+                f"{step['focused'] + 1}, {step['stops']} Tab stops (want head {want + 1}, one stop)",
+            )
+            break
+    return steps
 
 
 def check_live_widgets(page, rep: Report, name: str, info: dict) -> None:
@@ -149,6 +217,8 @@ def check_live_widgets(page, rep: Report, name: str, info: dict) -> None:
         fail_unreachable(rep, name, label, controls)
         if kind == "head-explorer":
             entry["target_weight"] = _explorer_checks(page, rep, name, label, w)
+        if kind == "lemma1-head-picker":
+            entry["arrow_keys"] = _picker_keys(page, rep, name, label, w)
         before = page.evaluate(READOUT_JS, w)
         if controls[0]["tag"] == "input":
             w.query_selector("input[type=range]").focus()
