@@ -97,6 +97,7 @@ __all__ = [
     "card_label",
     "card_links",
     "claim_evidence",
+    "verdict_list",
     "clauses",
     "paired_over_images",
     "confounds_note",
@@ -878,6 +879,26 @@ def claim_evidence(claims: Sequence[Claim]) -> str:
         [claim_dropdowns(here)] if here else []
     )
     return "\n\n".join(parts)
+
+
+def verdict_list(claims: Sequence[Claim]) -> str:
+    """Chapter 17's list of claims under one verdict: one line each, the claim's title, the
+    number that decides it on the fresh seeds (the judge's first clause) or, for a claim the
+    protocol does not judge, its exploratory verdict, and a link to its card, which holds the
+    quotation, the test and every run."""
+    lines = []
+    for c in claims:
+        got = fresh_verdicts().get(c.key)
+        if got is not None and got.verdict != PENDING:
+            number = clauses(sharpened_detail(got))[0]
+            fragile = " *fragile*" if _flips(got) else ""
+        else:
+            number, fragile = f"exploratory: {shown_verdict(c)}", ""
+        lines.append(
+            f"- **{CLAIMS[c.key].title}** — {number}{fragile}. "
+            f"{{ref}}`Its card <{card_label(c.key)}>`."
+        )
+    return "\n".join(lines)
 
 
 def confounds_note(claims: Sequence[Claim]) -> str:

@@ -12,6 +12,7 @@ import pytest
 from attnconv.chapters import paper_verdicts as pv
 from attnconv.chapters.shared import paper_claims as pc
 from attnconv.chapters.shared.badges import VERDICT_BADGES
+from attnconv.experiments.claims import CLAIMS
 from attnconv.experiments.verdicts import (
     INCONCLUSIVE,
     NOT_REPRODUCED,
@@ -419,3 +420,17 @@ def test_the_claims_page_cards_its_own_counted_claims():
     for keys in pv.CARDS_IN_12B.values():
         for key in keys:
             assert claims[key].where.startswith("sec-six-layers"), key
+
+
+def test_chapter_17s_lists_give_each_claim_its_number_and_card():
+    """One line per claim: its title, the judge's first clause on the fresh seeds (the number
+    that decides it), *fragile* where an alternative flips it, and a link to its card."""
+    claims = pv.counted([c for g in pv.GROUPS for c in pv.book_claims().get(g, [])])
+    lines = pv.verdict_list(claims).splitlines()
+    assert len(lines) == len(claims)
+    for c, line in zip(claims, lines):
+        got = pv.fresh_verdicts()[c.key]
+        assert line.startswith(f"- **{CLAIMS[c.key].title}** — ")
+        assert pv.clauses(pv.sharpened_detail(got))[0] in line
+        assert line.endswith(f"{{ref}}`Its card <{pv.card_label(c.key)}>`.")
+        assert ("*fragile*" in line) == bool(pv._flips(got))
