@@ -4,7 +4,7 @@ ICLR Table 1, next to the book's runs and our paper-size models' parameters and 
 
 from __future__ import annotations
 
-from typing import List, Mapping, Sequence
+from typing import List, Mapping, Sequence, Union
 
 from ..experiments.checkpoints import Run
 from ..experiments.flops import flops_table
@@ -14,11 +14,13 @@ from .shared.parameter_counts import paper_size_parameters
 __all__ = ["table1_rows", "format_table1"]
 
 
-def table1_rows(runs: Mapping[str, Run]) -> List[dict]:
+def table1_rows(runs: Mapping[str, Union[Run, Sequence[Run], None]]) -> List[dict]:
     """v1 Fig. 5 (ICLR Table 1) side by side with our models, one row per model of ``runs`` (keys: model names of
-    :data:`PAPER_TABLE1`):
+    :data:`PAPER_TABLE1`; each value one run, the runs of several seeds, or ``None`` for a model
+    not trained):
 
-    * our run: ``epochs``, final ``test_acc`` and ``parameters`` of the model actually trained;
+    * our runs: ``epochs``, the final ``test_acc`` (the mean over seeds, with ``test_acc_range``
+      and ``seeds``) and ``parameters`` of the model actually trained;
     * our paper-size model: ``paper_size_parameters`` (exact), GFLOPs per image counted the
       paper's way (2 × Linear/conv MACs) and with the attention included (:func:`attnconv.experiments.flops.flops_table`);
     * the paper's reported accuracy, parameters and FLOPs."""
@@ -29,15 +31,21 @@ def table1_rows(runs: Mapping[str, Run]) -> List[dict]:
         )
     flops = {r["model"]: r for r in flops_table()}
     rows = []
-    for name, run in runs.items():
+    for name, got in runs.items():
         paper = PAPER_TABLE1[name]
+        seeds = [] if got is None else [got] if isinstance(got, Run) else list(got)
+        accs = [r.epochs[-1]["test_acc"] if r.epochs else float("nan") for r in seeds]
         rows.append(
             {
                 "model": name,
                 "label": paper["label"],
-                "epochs": len(run.epochs),
-                "test_acc": run.epochs[-1]["test_acc"] if run.epochs else float("nan"),
-                "parameters": int(run.history["num_parameters"]),
+                "seeds": len(seeds),
+                "epochs": len(seeds[0].epochs) if seeds else None,
+                "test_acc": sum(accs) / len(accs) if accs else None,
+                "test_acc_range": (min(accs), max(accs)) if accs else None,
+                "parameters": int(seeds[0].history["num_parameters"])
+                if seeds
+                else None,
                 "paper_size_parameters": paper_size_parameters(name),
                 "gflops_paper_way": flops[name]["ours_paper_way_gflops"],
                 "gflops_with_attention": flops[name]["ours_with_attention_gflops"],
@@ -50,13 +58,25 @@ def table1_rows(runs: Mapping[str, Run]) -> List[dict]:
     return rows
 
 
+def _our_cells(r: dict) -> str:
+    """A row's own-run cells: accuracy (a mean over seeds with its range), parameters, epochs;
+    dashes for a model not trained."""
+    if not r["seeds"]:
+        return "— | — | —"
+    acc = f"{100 * r['test_acc']:.1f}%"
+    if r["seeds"] > 1:
+        lo, hi = r["test_acc_range"]
+        acc += f" ({100 * lo:.1f}–{100 * hi:.1f}, {r['seeds']} seeds)"
+    return f"{acc} | {r['parameters']:,} | {r['epochs']}"
+
+
 def format_table1(rows: Sequence[dict], profile: str) -> str:
     """Three narrow Markdown tables of :func:`table1_rows` (four short columns each, so that no cell
-    breaks a word in the book's column), separated by blank lines: our ``profile`` runs (accuracy,
-    parameters, epochs), our models at the paper's size (parameters, GFLOPs counted the paper's way
+    breaks a word in the book's column), separated by blank lines: our runs, named ``profile``
+    (accuracy, its mean and range over seeds where there are several; parameters; epochs), our models at the paper's size (parameters, GFLOPs counted the paper's way
     and with the attention), and the paper's numbers (the ICLR-only row marked so)."""
     ours = [
-        f"| model | {profile} run: accuracy | parameters | epochs |",
+        f"| model | our runs ({profile}): accuracy | parameters | epochs |",
         "| --- | ---: | ---: | ---: |",
     ]
     size = [
@@ -68,10 +88,7 @@ def format_table1(rows: Sequence[dict], profile: str) -> str:
         "| --- | ---: | ---: | ---: |",
     ]
     for r in rows:
-        ours.append(
-            f"| {r['label']} | {100 * r['test_acc']:.1f}% | {r['parameters']:,} "
-            f"| {r['epochs']} |"
-        )
+        ours.append(f"| {r['label']} | {_our_cells(r)} |")
         size.append(
             f"| {r['label']} | {r['paper_size_parameters']:,} "
             f"| {r['gflops_paper_way']:.1f} | {r['gflops_with_attention']:.1f} |"

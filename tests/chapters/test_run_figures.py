@@ -1,3 +1,4 @@
+import copy
 import math
 
 import matplotlib
@@ -389,6 +390,16 @@ def test_paper_size_parameters_and_table(tmp_path, tiny_data):
     assert "(ICLR only)" not in text  # the quadratic row is in v1 Fig. 5
     with pytest.raises(ValueError):
         table1_rows({"generalized_pruned": run})
+    # several seeds: the mean and the range; a model not trained: dashes
+    other = copy.deepcopy(run)
+    other.epochs[-1]["test_acc"] = run.epochs[-1]["test_acc"] + 0.1
+    seeds, absent = table1_rows({"quadratic": [run, other], "learned_content": None})
+    acc = run.epochs[-1]["test_acc"]
+    assert seeds["seeds"] == 2 and seeds["test_acc"] == pytest.approx(acc + 0.05)
+    assert seeds["test_acc_range"] == (acc, acc + 0.1) and absent["seeds"] == 0
+    first = format_table1([seeds, absent], "six layers").split("\n\n")[0]
+    assert f"({100 * acc:.1f}–{100 * (acc + 0.1):.1f}, 2 seeds)" in first
+    assert first.splitlines()[-1].endswith("| — | — | — |")
 
 
 def test_paper_accuracy_table_is_v1_fig5_plus_the_iclr_row():
