@@ -881,22 +881,27 @@ def claim_evidence(claims: Sequence[Claim]) -> str:
     return "\n\n".join(parts)
 
 
+#: What the judge says of a share's bounds; Table 17.2's caption says it once for every line.
+_BOUNDS_NOTE = ", each end a one-sided 95 % bound"
+
+
 def verdict_list(claims: Sequence[Claim]) -> str:
     """Chapter 17's list of claims under one verdict: one line each, the claim's title, the
-    number that decides it on the fresh seeds (the judge's first clause) or, for a claim the
-    protocol does not judge, its exploratory verdict, and a link to its card, which holds the
-    quotation, the test and every run."""
+    number that decides it on the fresh seeds (the judge's first clause, without the note on a
+    share's bounds that Table 17.2 gives once) or, for a claim the protocol does not judge, its
+    exploratory verdict, "fragile" where an alternative flips it, and a link to its card, which
+    holds the quotation, the test and every run."""
     lines = []
     for c in claims:
         got = fresh_verdicts().get(c.key)
         if got is not None and got.verdict != PENDING:
-            number = clauses(sharpened_detail(got))[0]
-            fragile = " *fragile*" if _flips(got) else ""
+            number = clauses(sharpened_detail(got))[0].replace(_BOUNDS_NOTE, "")
+            fragile = "; {ref}`fragile <sec-why-fragile>`" if _flips(got) else ""
         else:
             number, fragile = f"exploratory: {shown_verdict(c)}", ""
         lines.append(
-            f"- **{CLAIMS[c.key].title}** — {number}{fragile}. "
-            f"{{ref}}`Its card <{card_label(c.key)}>`."
+            f"- **{CLAIMS[c.key].title}** — {number}{fragile} · "
+            f"{{ref}}`card <{card_label(c.key)}>`"
         )
     return "\n".join(lines)
 

@@ -431,6 +431,7 @@ def test_chapter_17s_lists_give_each_claim_its_number_and_card():
     for c, line in zip(claims, lines):
         got = pv.fresh_verdicts()[c.key]
         assert line.startswith(f"- **{CLAIMS[c.key].title}** — ")
-        assert pv.clauses(pv.sharpened_detail(got))[0] in line
-        assert line.endswith(f"{{ref}}`Its card <{pv.card_label(c.key)}>`.")
-        assert ("*fragile*" in line) == bool(pv._flips(got))
+        first = pv.clauses(pv.sharpened_detail(got))[0]
+        assert first.replace(", each end a one-sided 95 % bound", "") in line
+        assert line.endswith(f" · {{ref}}`card <{pv.card_label(c.key)}>`")
+        assert ("`fragile <sec-why-fragile>`" in line) == bool(pv._flips(got))
