@@ -23,7 +23,7 @@ import json
 import math
 import re
 from html import escape
-from typing import Sequence, Tuple
+from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -312,16 +312,44 @@ _PICKER_JS = r"""
   var readout = root.querySelector('[data-role=readout]');
   var body = root.querySelector('[data-role=matrix]');
   function fmt(v) { return (v < 0 ? '\u2212' : '') + Math.abs(v).toFixed(3); }
+  var live = data.live, slider = root.querySelector('[data-role=alpha]');
+  var alphaOut = root.querySelector('[data-role=alpha-value]'), current = data.start;
+  // with a width slider: the head's softmax over the image's keys of -alpha |(k - q) - Delta|^2
+  // (eq. 9), computed here; keys is the (2r + 3)^2 zoom around the query
+  function weights(shift) {
+    var a = Math.pow(10, parseFloat(slider.value)), H = live.grid[0], W = live.grid[1];
+    var q = live.query, s = [], m = -Infinity, z = 0, out = {};
+    for (var i = 0; i < H; i++) for (var j = 0; j < W; j++) {
+      var u = i - q[0] - shift[0], v = j - q[1] - shift[1], x = -a * (u * u + v * v);
+      s.push(x); if (x > m) m = x;
+    }
+    for (var t = 0; t < s.length; t++) z += Math.exp(s[t] - m);
+    keys.forEach(function (k) {
+      var d = k.dataset.key.split(',').map(Number), i = q[0] + d[0], j = q[1] + d[1];
+      out[k.dataset.key] = (i >= 0 && i < H && j >= 0 && j < W) ? Math.exp(s[i * W + j] - m) / z : 0;
+    });
+    alphaOut.value = a < 1 ? a.toFixed(3) : a < 10 ? a.toFixed(2) : a.toFixed(1);
+    readout.querySelector('[data-role=alpha-shown]').textContent = alphaOut.value;
+    slider.setAttribute('aria-valuetext', '\u03b1 = ' + alphaOut.value);
+    return out;
+  }
   function pick(h) {
-    var head = data.heads[h];
+    current = h;
+    var head = data.heads[h], w = live ? weights(head.shift) : null;
+    if (w) head = Object.assign({}, head, {weight: w[head.shift.join(',')]});
     buttons.forEach(function (b, i) {
       b.setAttribute('aria-pressed', i === h ? 'true' : 'false');
       b.tabIndex = i === h ? 0 : -1;
     });
     keys.forEach(function (k) {
       var on = k.dataset.key === head.shift.join(',');
-      k.classList.toggle('lw-on', on);
+      k.classList.toggle('lw-on', on && !w);
       k.textContent = on ? head.weight.toFixed(3) : '';
+      if (w) {  // every key shaded by its weight, the target's written in
+        var v = w[k.dataset.key];
+        k.style.background = 'rgba(31, 119, 180, ' + v.toFixed(4) + ')';
+        k.style.color = v > 0.55 ? '#fff' : '';
+      }
     });
     readout.querySelector('[data-role=head]').textContent = String(h + 1);
     readout.querySelector('[data-role=shift]').textContent =
@@ -356,6 +384,7 @@ _PICKER_JS = r"""
       buttons[to].focus();
     });
   });
+  if (live) slider.addEventListener('input', function () { pick(current); });
   pick(data.start);
 })();
 """
@@ -377,6 +406,11 @@ _PICKER_CSS = """
   font-variant-numeric: tabular-nums; text-align: right; }}
 #{id} .lw-matrix b {{ font-weight: 600; }}
 #{id} .lw-caption {{ font-size: 13px; margin-bottom: 2px; }}
+#{id} .lw-controls {{ display: grid; grid-template-columns: max-content 1fr 5.5em;
+  gap: 4px 10px; align-items: center; max-width: 480px; margin-bottom: 4px; }}
+#{id} input[type=range] {{ width: 100%; accent-color: #1f77b4; }}
+#{id} input[type=range]:focus-visible {{ outline: 2px solid #ff7f0e; outline-offset: 2px; }}
+#{id} output {{ font-variant-numeric: tabular-nums; }}
 """
 
 
@@ -389,6 +423,9 @@ def lemma1_head_picker(
     in_names: Sequence[str] = ("R", "G", "B"),
     out_names: Sequence[str] = ("∂col", "∂row", "blur"),
     start: int = 0,
+    alpha: Optional[float] = None,
+    grid: Optional[Tuple[int, int]] = None,
+    query: Optional[Tuple[int, int]] = None,
 ):
     """Lemma 1, one head at a time, as :class:`IPython.display.HTML`: a button per head (its
     number h and shift Δ_h; click, or Tab to the grid and the arrow keys, Home and End), the keys around the query with the one
@@ -396,7 +433,13 @@ def lemma1_head_picker(
     ``(D_in, D_out)`` it carries, with its largest difference from the convolution's kernel slice
     at Δ_h. ``shifts`` (K², 2), ``matrices`` and ``kernel_slices`` (K², D_in, D_out),
     ``target_weights`` each head's attention on its key; the data are written into
-    ``data-initial``."""
+    ``data-initial``.
+
+    With ``alpha``, the heads' width, and the ``grid`` of keys and the ``query`` (in that grid's
+    coordinates) of the layer the heads come from, a log-scale slider over α
+    (:data:`EXPLORER_ALPHA_RANGE`, starting at α rounded to its steps) recomputes the pressed
+    head's attention in the page, as :func:`head_weights` does: the zoom's keys are shaded by
+    their weights and the target's is written in."""
     from IPython.display import HTML
 
     shifts = [[int(a), int(b)] for a, b in shifts]
@@ -423,6 +466,15 @@ def lemma1_head_picker(
             for h, (sh, w) in enumerate(zip(shifts, target_weights))
         ],
     }
+    if alpha is not None:
+        if grid is None or query is None:
+            raise ValueError("a live picker needs the grid of keys and the query")
+        lo, hi = EXPLORER_ALPHA_RANGE
+        _check_range("alpha", alpha, lo, hi)
+        data["live"] = {
+            "grid": [int(g) for g in grid],
+            "query": [int(q) for q in query],
+        }
     wid = escape(widget_id, quote=True)
 
     def signed(v: int) -> str:
@@ -446,11 +498,26 @@ def lemma1_head_picker(
         f"<b>{escape(i)}</b>" + "<span data-cell></span>" * len(out_names)
         for i in in_names
     )
+    slider = (
+        '<div class="lw-controls">'
+        + _range_row(
+            wid,
+            "alpha",
+            "width α (log scale)",
+            math.log10(EXPLORER_ALPHA_RANGE[0]),
+            math.log10(EXPLORER_ALPHA_RANGE[1]),
+            round(math.log10(alpha), 2),
+        )
+        + "</div>"
+        if alpha is not None
+        else ""
+    )
     html = (
         f'<div id="{wid}" class="live-widget" data-live-widget="lemma1-head-picker" role="group" '
         f'aria-label="Pick one of the {n_heads} heads of Lemma 1" '
         f"data-initial='{escape(json.dumps(data), quote=True)}'>"
         f"<style>{_PICKER_CSS.format(id=wid, k=k, n=2 * zoom + 1, cols=len(out_names) + 1)}{_DARK_CSS.format(id=wid)}</style>"
+        f"{slider}"
         f'<div class="lw-row"><div><div class="lw-caption">the {n_heads} heads (by shift Δ)</div>'
         f'<div class="lw-heads">{buttons}</div></div>'
         f'<div><div class="lw-caption">keys around the query (red)</div>'
@@ -459,7 +526,9 @@ def lemma1_head_picker(
         f'<div class="lw-matrix" data-role="matrix">{header}{body}</div></div></div>'
         f'<p class="lw-readout" data-role="readout" aria-live="polite">head '
         f'<span data-role="head"></span> attends to the key at shift '
-        f'<span data-role="shift"></span> with weight <span data-role="weight"></span> and '
+        f'<span data-role="shift"></span> with weight <span data-role="weight"></span>'
+        + (' at α = <span data-role="alpha-shown"></span>' if alpha is not None else "")
+        + " and "
         f"carries the kernel slice at that shift: largest difference "
         f'<span data-role="gap"></span></p>'
         f"<script>{_PICKER_JS % {'id': json.dumps(widget_id)}}</script></div>"

@@ -34,7 +34,13 @@ def _widgets() -> str:
     shifts = kernel_shifts(3).tolist()
     slices = torch.stack([conv.weight[:, :, a + 1, b + 1].t() for a, b in shifts])
     picker = lemma1_head_picker(
-        shifts, head_matrices(conv_to_mhsa(conv)), slices, [1.0] * 9
+        shifts,
+        head_matrices(conv_to_mhsa(conv)),
+        slices,
+        [1.0] * 9,
+        alpha=18.0,
+        grid=(8, 9),
+        query=(1, 4),  # one row from the top: its keys reach the grid's edge
     )
     return (
         head_explorer_widget().data
@@ -68,7 +74,9 @@ def test_the_book_widgets_pass(browser):
     assert 0.1 < weights["log10 alpha = 0.3"]["python"] < 0.99  # a blur: a real test
     assert weights["keyboard"]["alpha"] < 10.0  # moved down from 10 by keys
     assert weights["outside"] == "none: the target is outside the 3\u00d73 kernel"
-    assert picker["controls"] == 9 and picker["keyboard_changes_readout"]
+    assert picker["controls"] == 10 and picker["keyboard_changes_readout"]
+    blur = picker["weights"]["log10 alpha = 0.3"]
+    assert 0.1 < blur["python"] < 0.99 and blur["printed"] == round(blur["python"], 6)
     assert [s["pressed"] for s in picker["arrow_keys"]] == [1, 4, 3, 0, 8, 0]
     assert table["click_sorts"] and table["enter_sorts"]
 
@@ -172,3 +180,13 @@ def test_a_picker_whose_arrow_keys_do_nothing_fails(browser):
     assert not errors and any("ArrowRight leaves head 1 pressed" in t for t in texts), (
         texts
     )
+
+
+def test_a_picker_weight_off_pythons_fails(browser):
+    html = _widgets().replace(
+        "textContent = head.weight.toFixed(6)",
+        "textContent = (head.weight + 1e-5).toFixed(6)",
+    )
+    rep, _, _ = _run(browser, html)
+    texts = [t for _, t in rep.failures["interactive"]]
+    assert any("printed weight" in t and "Python" in t for t in texts), texts

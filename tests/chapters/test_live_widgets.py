@@ -157,3 +157,20 @@ def test_the_printed_distance_is_one_tap_error(alpha, delta):
 
     err = one_tap_error(HeadState(delta=delta, alpha=alpha))
     assert 2 * (1 - target_weight(alpha, delta)) == pytest.approx(err, abs=1e-12)
+
+
+def test_a_live_picker_has_a_width_slider_and_needs_its_grid():
+    """With α, the picker carries a log-scale width slider starting at α rounded to its steps,
+    and the grid and query its page computes the heads' weights on; without them it refuses."""
+    conv = edge_blur_conv(torch.float64)
+    shifts = kernel_shifts(3).tolist()
+    slices = torch.stack([conv.weight[:, :, a + 1, b + 1].t() for a, b in shifts])
+    args = (shifts, head_matrices(conv_to_mhsa(conv)), slices, [1.0] * 9)
+    html = lemma1_head_picker(*args, alpha=18.02, grid=(34, 34), query=(13, 16)).data
+    assert 'data-role="alpha"' in html and 'value="1.26"' in html
+    assert "&quot;live&quot;: {&quot;grid&quot;: [34, 34], &quot;query&quot;: [13, 16]}" in html
+    assert 'data-role="alpha"' not in lemma1_head_picker(*args).data
+    with pytest.raises(ValueError, match="grid of keys"):
+        lemma1_head_picker(*args, alpha=18.02)
+    with pytest.raises(ValueError, match="outside"):
+        lemma1_head_picker(*args, alpha=500.0, grid=(34, 34), query=(13, 16))

@@ -4,7 +4,8 @@ from the keyboard.
 For every element with ``data-live-widget``: each range input and button has a label and takes
 the focus; a key pressed on its first control (ArrowRight on a range, Enter on the last button)
 changes its printed readout. The Lemma 1 head picker's arrow keys, Home and End move the
-pressed head in its K × K grid, with the focus and its one Tab stop (PICKER_KEY_PATH). For the
+pressed head in its K × K grid, with the focus and its one Tab stop (PICKER_KEY_PATH); with a
+width slider, its printed weight equals Python's at CHECKED_LOG_ALPHAS. For the
 head explorer (``head-explorer``) the printed weight on the
 target key equals, within LIVE_TOLERANCE, what Python computes
 (attnconv.chapters.live_widgets.target_weight): at its start (``data-initial``), after the α
@@ -184,6 +185,48 @@ PICKER_KEY_PATH = {
 }
 
 
+PICKER_STATE_JS = r"""
+(w) => { const data = JSON.parse(w.dataset.initial);
+         const pressed = [...w.querySelectorAll('button[data-head]')]
+           .findIndex(b => b.getAttribute('aria-pressed') === 'true');
+         return {live: data.live || null, shift: data.heads[pressed].shift,
+                 alpha: parseFloat((w.querySelector('[data-role=alpha]') || {}).value),
+                 printed: w.querySelector('[data-role=weight]').textContent}; }
+"""
+
+
+def _picker_weights(page, rep: Report, name: str, label: str, w) -> dict:
+    """A picker with a width slider: the printed weight of the pressed head on its key against
+    Python's (:func:`attnconv.chapters.live_widgets.head_weights` on the picker's grid and query)
+    at each of CHECKED_LOG_ALPHAS, within LIVE_TOLERANCE."""
+    from attnconv.chapters.live_widgets import head_weights
+
+    results = {}
+    for v in CHECKED_LOG_ALPHAS:
+        page.evaluate(SET_ALPHA_JS, [w, v])
+        s = page.evaluate(PICKER_STATE_JS, w)
+        (q1, q2), (d1, d2) = s["live"]["query"], s["shift"]
+        alpha = 10 ** s["alpha"]
+        grid = tuple(s["live"]["grid"])
+        t1, t2 = q1 + d1, q2 + d2  # its key, which may lie off the grid (weight 0)
+        on = 0 <= t1 < grid[0] and 0 <= t2 < grid[1]
+        weights = head_weights(alpha, (d1, d2), (q1, q2), grid)
+        expected = float(weights[t1, t2]) if on else 0.0
+        try:
+            printed = float(s["printed"])
+        except ValueError:
+            printed = math.nan
+        results[f"log10 alpha = {v}"] = {"printed": printed, "python": expected}
+        if not abs(printed - expected) <= LIVE_TOLERANCE:
+            rep.fail(
+                name,
+                "interactive",
+                f"{label}: α = {alpha:.4g}, head at shift ({d1}, {d2}): printed weight "
+                f"{s['printed']}, Python {expected:.8f} (tolerance {LIVE_TOLERANCE:g})",
+            )
+    return results
+
+
 def _picker_keys(page, rep: Report, name: str, label: str, w) -> list:
     """The head picker's arrow keys: each moves the pressed head (and the focus, and the one Tab
     stop) as :data:`PICKER_KEY_PATH` says; a failure names the first key that does not."""
@@ -219,6 +262,8 @@ def check_live_widgets(page, rep: Report, name: str, info: dict) -> None:
             entry["target_weight"] = _explorer_checks(page, rep, name, label, w)
         if kind == "lemma1-head-picker":
             entry["arrow_keys"] = _picker_keys(page, rep, name, label, w)
+            if w.query_selector("[data-role=alpha]"):
+                entry["weights"] = _picker_weights(page, rep, name, label, w)
         before = page.evaluate(READOUT_JS, w)
         if controls[0]["tag"] == "input":
             w.query_selector("input[type=range]").focus()
