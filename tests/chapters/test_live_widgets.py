@@ -168,7 +168,10 @@ def test_a_live_picker_has_a_width_slider_and_needs_its_grid():
     args = (shifts, head_matrices(conv_to_mhsa(conv)), slices, [1.0] * 9)
     html = lemma1_head_picker(*args, alpha=18.02, grid=(34, 34), query=(13, 16)).data
     assert 'data-role="alpha"' in html and 'value="1.26"' in html
-    assert "&quot;live&quot;: {&quot;grid&quot;: [34, 34], &quot;query&quot;: [13, 16]}" in html
+    assert (
+        "&quot;live&quot;: {&quot;grid&quot;: [34, 34], &quot;query&quot;: [13, 16]}"
+        in html
+    )
     assert 'data-role="alpha"' not in lemma1_head_picker(*args).data
     with pytest.raises(ValueError, match="grid of keys"):
         lemma1_head_picker(*args, alpha=18.02)
