@@ -427,7 +427,7 @@ def _make_held_out(name: str) -> None:
         "loss": loss,
         "predictions": encode_predictions(classes),
     }
-    (run.run_dir / HELD_OUT_FILE).write_text(json.dumps(out, indent=1) + "\n")
+    write_json(run.run_dir / HELD_OUT_FILE, out)
 
 
 def held_out_study(name: str) -> StudyEntry:
