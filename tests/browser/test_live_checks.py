@@ -11,6 +11,7 @@ import torch
 
 from attnconv import conv_to_mhsa, kernel_shifts
 from attnconv.chapters.lemma1_picture import edge_blur_conv, head_matrices
+from attnconv.chapters.live_figures import lemma2_alpha_widget, pruning_threshold_widget
 from attnconv.chapters.live_widgets import (
     head_explorer_widget,
     lemma1_head_picker,
@@ -190,3 +191,61 @@ def test_a_picker_weight_off_pythons_fails(browser):
     rep, _, _ = _run(browser, html)
     texts = [t for _, t in rep.failures["interactive"]]
     assert any("printed weight" in t and "Python" in t for t in texts), texts
+
+
+ROWS = [  # six heads of two layers: a uniform one, one along a line, four of rising condition
+    {"layer": 0, "head": 0, "lambda_max": 1e-7, "condition": 2.0},
+    {"layer": 0, "head": 1, "lambda_max": 0.3, "condition": float("inf")},
+    {"layer": 0, "head": 2, "lambda_max": 0.3, "condition": 40.0},
+    {"layer": 1, "head": 0, "lambda_max": 0.3, "condition": 500.0},
+    {"layer": 1, "head": 1, "lambda_max": 0.3, "condition": 5e3},
+    {"layer": 1, "head": 2, "lambda_max": 0.3, "condition": 3e6},
+]
+
+
+def _figures() -> str:
+    return (
+        lemma2_alpha_widget(alpha=1.0).data
+        + pruning_threshold_widget(ROWS, "#2ca02c", 1e-5).data
+    )
+
+
+def test_the_live_figures_pass(browser):
+    rep, info, errors = _run(browser, _figures())
+    assert not errors and not rep.failures, (errors, dict(rep.failures))
+    lemma2, pruning = info["live_widgets"]
+    assert lemma2["controls"] == 1 and lemma2["keyboard_changes_readout"]
+    blur = lemma2["masses"]["log10 alpha = 0.3"]
+    assert 0.1 < blur["python"]["target_weight"] < 0.99  # a blur: a real test
+    assert (
+        blur["python"]["off_mass"] <= blur["python"]["bound"]
+    )  # Lemma 2's bound holds
+    sharp = lemma2["masses"]["log10 alpha = 1.26"]["printed"]
+    assert (
+        0 < sharp["off_mass"] < 1e-7
+    )  # a near one-hot head, printed without cancellation
+    assert pruning["pruned"]["log10 threshold = 3.0"]["python"] == {
+        "0": [0, 1],
+        "1": [1, 2],
+    }
+    assert pruning["pruned"]["log10 threshold = 5.0"]["widget"] == {
+        "0": [0, 1],
+        "1": [2],
+    }
+
+
+def test_a_lemma2_head_off_pythons_fails(browser):
+    html = _figures().replace(
+        "x = -alpha * (u * u + v * v)", "x = -0.9 * alpha * (u * u + v * v)"
+    )
+    rep, _, _ = _run(browser, html)
+    texts = [t for _, t in rep.failures["interactive"]]
+    assert any("printed target_weight" in t for t in texts), texts
+    assert any("printed off_mass" in t for t in texts), texts
+
+
+def test_a_pruning_rule_off_the_papers_fails(browser):
+    html = _figures().replace("|| cond > t", "|| cond > 10 * t")
+    rep, _, _ = _run(browser, html)
+    texts = [t for _, t in rep.failures["interactive"]]
+    assert any("at 10^3.0 it prunes" in t for t in texts), texts

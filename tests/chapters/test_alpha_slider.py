@@ -1,8 +1,11 @@
 """Tests of chapter 4's α slider (attnconv.chapters.alpha_slider): each frame's map against the
 core quadratic encoding's softmax (QuadraticEncoding.position_scores over relative_shifts) and
-against head_off_target_mass, Lemma 2's bounds, and the figure's frames, slider and size."""
+against head_off_target_mass, Lemma 2's bounds, and Figure 4.2's in-page head against them."""
 
+import json
 import math
+import re
+from html import unescape
 
 import numpy as np
 import pytest
@@ -14,18 +17,10 @@ from attnconv import (
     off_target_mass_bound,
     relative_shifts,
 )
-from attnconv.chapters.alpha_slider import (
-    SLIDER_ALPHAS,
-    alpha_frames,
-    alpha_slider_figure,
-)
-from attnconv.chapters.shared.plotly_style import (
-    FIGURE_WIDTH,
-    MIN_FONT_SIZE,
-    NEUTRAL_COLOR,
-    figure_html,
-    small_text,
-)
+from attnconv.chapters.alpha_slider import SLIDER_ALPHAS, alpha_frames
+from attnconv.chapters.live_figures import lemma2_alpha_widget, lemma2_start
+from attnconv.chapters.live_widgets import head_weights
+from attnconv.chapters.shared.plotly_style import small_text
 from attnconv.chapters.sweeps import head_off_target_mass, random_conv
 
 SHAPE, QUERY, HEAD = (9, 9), (4, 4), 2
@@ -69,60 +64,39 @@ def test_query_outside_grid_raises():
         alpha_frames(conv, (1.0,), (3, 3), (3, 0), 0)
 
 
-def test_figure(frames):
-    fig = alpha_slider_figure(frames, QUERY, 1)
-    assert fig.layout.width is None and fig.layout.autosize  # the column's width
-    assert len(fig.frames) == len(SLIDER_ALPHAS)
-    (slider,) = fig.layout.sliders
-    assert [list(s.args[0]) for s in slider.steps] == [
-        [str(i)] for i in range(len(frames))
-    ]
-    assert all("S(α)" in fr.layout.title.text for fr in fig.frames)
-    html = figure_html(fig, "alpha-slider", alt="a <test> alt").data
-    assert html.startswith(
-        f'<div role="figure" aria-label="a &lt;test&gt; alt" class="book-plotly" '
-        f'style="max-width:{FIGURE_WIDTH}px">'
-    )
-    assert figure_html(fig, "x").data.startswith('<div class="book-plotly"')
+def test_the_page_computes_the_layers_head(frames):
+    """Figure 4.2 computes the head in the page as the softmax of −α‖δ − Δ‖² over the padded keys
+    (the formula of :func:`head_weights`, which its script repeats): at every α it is the head
+    ``conv_to_mhsa`` makes, and the widget starts on the layer's numbers."""
+    shift = tuple(kernel_shifts(3)[HEAD].tolist())
+    padded = (QUERY[0] + 1, QUERY[1] + 1)
+    for f in frames:
+        page = head_weights(f.alpha, shift, padded, f.probs.shape)
+        np.testing.assert_allclose(page, f.probs, rtol=1e-12, atol=1e-250)  # subnormals
+        start = lemma2_start(f.alpha, shift, padded, f.probs.shape)
+        assert start["target_weight"] == pytest.approx(f.probs[f.target], rel=1e-12)
+        assert start["off_mass"] == pytest.approx(f.off_mass, rel=1e-9)
+        assert start["bound"] == f.bound
+    html = lemma2_alpha_widget(1.0, shift, SHAPE, QUERY, alt="a <test> alt").data
+    initial = json.loads(unescape(re.search(r"data-initial='([^']*)'", html)[1]))
+    (f1,) = [f for f in frames if f.alpha == 1.0]
+    assert initial["grid"] == [11, 11] and initial["query"] == list(padded)
+    assert initial["target_weight"] == pytest.approx(f1.probs[f1.target], rel=1e-12)
+    assert 'aria-label="a &lt;test&gt; alt"' in html
 
 
-def _luminance(hex_colour: str) -> float:
-    """WCAG 2 relative luminance of ``#rrggbb``."""
-    rgb = [int(hex_colour[i : i + 2], 16) / 255 for i in (1, 3, 5)]
-    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
-    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
-
-
-def _contrast(a: str, b: str) -> float:
-    la, lb = sorted((_luminance(a), _luminance(b)), reverse=True)
-    return (la + 0.05) / (lb + 0.05)
-
-
-def test_figure_axes_and_bound_read_on_both_themes(frames):
-    """Figure 4.2: the right panel's axes are titled and ticked at plain numbers (no "0.1 2 5 1 2
-    5" log labels), their tick labels stand off the axes, its text is at least 12 px, and the
-    bound is drawn in a colour that reads on the white page and on the dark theme's background
-    (which plotly-dark.js paints)."""
-    fig = alpha_slider_figure(frames, QUERY, 1)
-    assert small_text(fig) == []
-    assert fig.layout.xaxis2.title.text == "α"
-    assert fig.layout.yaxis2.title.text == "off-target mass"
-    x2 = fig.layout.xaxis2
-    assert list(x2.tickvals) == [0.1, 1.0, 10.0] and list(x2.ticktext) == [
-        "0.1",
-        "1",
-        "10",
-    ]
-    assert fig.layout.yaxis2.dtick == 3
-    # "10⁻¹⁸" (lowest y label) and "0.1" (first x label) meet at the panel's lower-left corner:
-    # both stand off their axes by 8 px (in a browser at 680 px they no longer touch)
-    assert x2.ticklabelstandoff == fig.layout.yaxis2.ticklabelstandoff == 8
-    (bound,) = [t for t in fig.data if t.name == "bound S(α)"]
-    assert bound.line.color == NEUTRAL_COLOR
-    for background in ("#ffffff", "#14181e"):  # the book's light and dark backgrounds
-        assert _contrast(NEUTRAL_COLOR, background) >= 3.0, background
-    assert _contrast("#000000", "#14181e") < 1.5  # why black would not do
-    assert MIN_FONT_SIZE >= 12
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"alpha": 50.0}, "outside the slider's range"),
+        ({"alpha": 1.234}, "not on the slider's steps"),
+        ({"query": (9, 0)}, "outside the 9×9 image"),
+        ({"delta": (2, 0)}, "not a shift of a 3×3 kernel"),
+    ],
+)
+def test_the_widget_refuses_what_it_cannot_draw(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        lemma2_alpha_widget(**kwargs)
 
 
 def test_small_text_finds_small_fonts_and_automatic_log_ticks():

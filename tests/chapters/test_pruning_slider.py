@@ -1,18 +1,21 @@
 """attnconv.chapters.pruning_slider: the heads kept at each slider step, against a plain recount
-from the saved heads, and the figure's frames against the frames they draw."""
+from the saved heads, and Figure 8.4's widget carrying the rows it applies the rule to."""
 
+import json
+import math
+import re
+from html import unescape
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from attnconv.chapters import generalized_pruning as gp
+from attnconv.chapters.live_figures import pruning_threshold_widget
 from attnconv.chapters.pruning_slider import (
     SLIDER_EXPONENTS,
-    pruning_slider_figure,
     threshold_frames,
 )
-from attnconv.chapters.shared.plotly_style import small_text
 from attnconv.experiments import studies_pruning as sp
 from attnconv.experiments.checkpoints import load_run
 from attnconv.experiments.paper_numbers import (
@@ -58,22 +61,20 @@ def test_heads_kept_at_every_step_match_a_recount_of_the_saved_run():
     # a higher threshold never prunes more
     kept = [sum(f.kept) for f in frames]
     assert kept == sorted(kept) and kept[0] < kept[-1]
-    # the figure draws the frames: bars = heads kept, grey cells = heads pruned
-    fig = pruning_slider_figure(rows, frames, "generalized", initial=4)
-    assert len(fig.frames) == len(frames)
-    for frame, f in zip(fig.frames, frames):
-        heat, bar = frame.data
-        assert list(bar.x) == list(f.kept)
-        grey = {
-            (i, j) for i, row in enumerate(heat.z) for j, v in enumerate(row) if v == 0
-        }
-        assert grey == {(i, j) for i, hs in f.pruned.items() for j in hs}
-    assert fig.layout.sliders[0].active == 4
-    assert small_text(fig) == []  # no text below 12 px
-    assert fig.layout.title.text.startswith("condition threshold 10⁵: 5 heads pruned")
-    titles = [frame.layout.title.text for frame in fig.frames]
-    one = [i for i, f in enumerate(frames) if sum(f.kept) == 53]  # one head pruned
-    assert one and all(titles[i].endswith(": 1 head pruned, 53 kept") for i in one)
+    # Figure 8.4 carries these rows into the page, infinite condition numbers as null
+    html = pruning_threshold_widget(
+        rows, "#000000", PAPER_MAX_EIGENVALUE_THRESHOLD, alt="x"
+    ).data
+    initial = json.loads(unescape(re.search(r"data-initial='([^']*)'", html)[1]))
+    assert len(initial["rows"]) == len(rows) == 54
+    for got, want in zip(initial["rows"], rows):
+        cond = math.inf if got["condition"] is None else got["condition"]
+        assert (got["layer"], got["head"], got["lambda_max"], cond) == (
+            want["layer"],
+            want["head"],
+            float(want["lambda_max"]),
+            float(want["condition"]),
+        )
 
 
 def test_threshold_frames_on_hand_made_heads():
@@ -89,3 +90,11 @@ def test_threshold_frames_on_hand_made_heads():
     assert frames[3].pruned == {0: [1], 1: [1]} and frames[3].kept == (1, 1)
     assert frames[6].kept == (1, 1)
     assert frames[7].pruned == {0: [1]} and frames[7].kept == (1, 2)
+
+
+def test_the_pruning_widget_refuses_what_it_cannot_draw():
+    with pytest.raises(ValueError, match="no heads to draw"):
+        pruning_threshold_widget([], "#000000", 1e-5)
+    row = {"layer": 0, "head": 0, "lambda_max": 1.0, "condition": 2.0}
+    with pytest.raises(ValueError, match="outside the slider's range"):
+        pruning_threshold_widget([row], "#000000", 1e-5, exponent=20.0)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from html import escape as html_escape
-from typing import Callable, Optional, Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 
@@ -20,16 +20,12 @@ __all__ = [
     "FIGURE_WIDTH",
     "FONT_SIZE",
     "MIN_FONT_SIZE",
-    "NEUTRAL_COLOR",
     "small_text",
     "HEAD_COLORS",
     "IMMEDIATE",
     "frame_slider",
-    "add_slider_frames",
     "plotly_go",
     "rounded",
-    "fmt_number",
-    "fmt_small",
     "square_outline",
     "figure_html",
 ]
@@ -43,10 +39,6 @@ FONT_SIZE = 13  # px, every text of the figures (at least 12)
 #: The smallest text a figure may draw (px): ticks, legends, colour bars, sliders, annotations;
 #: :func:`small_text` finds what is smaller.
 MIN_FONT_SIZE = 12
-#: A neutral line colour (a bound, a reference) that reads on the book's white page and on its
-#: dark theme's background (#14181e), which ``book/_static/plotly-dark.js`` paints the figures
-#: with: a contrast ratio above 3 on both, where black vanishes on the dark one.
-NEUTRAL_COLOR = "#8c8c8c"
 HEAD_COLORS = (
     "#1f77b4",
     "#ff7f0e",
@@ -89,47 +81,6 @@ def frame_slider(labels: Sequence[str], active: int, prefix: str) -> dict:
             for i, label in enumerate(labels)
         ],
     }
-
-
-def add_slider_frames(
-    fig,
-    states: Sequence,
-    dynamic: Callable[[object], list],
-    title: Callable[[object], str],
-    labels: Sequence[str],
-    initial: int,
-    prefix: str,
-    *,
-    height: int,
-    margin: dict,
-    **layout,
-) -> None:
-    """Make ``fig`` a figure of frames with a :func:`frame_slider` under it: frame ``"i"`` redraws
-    traces 0 and 1 with ``dynamic(states[i])`` and titles the figure ``title(states[i])``; the
-    figure opens at ``states[initial]``. Sets the layout the sliders share (the column's width,
-    see :data:`FIGURE_WIDTH`; ``height``, ``margin``, the book's font, a white template, the title
-    at the left), then ``layout`` (e.g. a legend), and sizes the subplot titles."""
-    go = plotly_go()
-    fig.frames = [
-        go.Frame(
-            name=str(i),
-            data=dynamic(state),
-            traces=[0, 1],
-            layout={"title": {"text": title(state)}},
-        )
-        for i, state in enumerate(states)
-    ]
-    fig.update_layout(
-        autosize=True,  # the column's width, up to FIGURE_WIDTH (figure_html)
-        height=height,
-        font={"size": FONT_SIZE},
-        template="plotly_white",
-        title={"text": title(states[initial]), "font": {"size": FONT_SIZE}, "x": 0.01},
-        margin=margin,
-        **layout,
-        sliders=[frame_slider(labels, initial, prefix)],
-    )
-    fig.update_annotations(font_size=FONT_SIZE)
 
 
 def small_text(fig, minimum: float = MIN_FONT_SIZE) -> list:
@@ -176,20 +127,6 @@ def plotly_go():
 def rounded(x, digits: int = 4):
     """Nested lists of ``x`` rounded to ``digits`` decimals (smaller pages, same picture)."""
     return np.round(np.asarray(x, dtype=np.float64), digits).tolist()
-
-
-def fmt_number(x: float) -> str:
-    """A number for a label: −1.5 with a true minus sign, integers without decimals."""
-    s = f"{x:g}"
-    return s.replace("-", "−")
-
-
-def fmt_small(x: float) -> str:
-    """2 significant digits; scientific notation (1.8e−4) below 0.01, with a true minus sign."""
-    if x != 0 and abs(x) < 0.01:
-        m, e = f"{x:.1e}".split("e")
-        return f"{m}e{int(e)}".replace("-", "−")
-    return f"{x:.2g}"
 
 
 def square_outline(x0: float, y0: float, size: float):

@@ -9,7 +9,11 @@ width slider, its printed weight equals Python's at CHECKED_LOG_ALPHAS. For the
 head explorer (``head-explorer``) the printed weight on the
 target key equals, within LIVE_TOLERANCE, what Python computes
 (attnconv.chapters.live_widgets.target_weight): at its start (``data-initial``), after the α
-slider moves by keyboard, and at α ≈ 2 and α ≈ 18 (CHECKED_LOG_ALPHAS). For every table made sortable
+slider moves by keyboard, and at α ≈ 2 and α ≈ 18 (CHECKED_LOG_ALPHAS). Figure 4.2's Lemma 2
+widget (``lemma2-alpha``, attnconv.chapters.live_figures) prints the weight on q + Δ, the
+off-target mass and S(α) that Python computes at those α; Figure 8.4's pruning widget
+(``pruning-threshold``) greys the heads App. A.1's rule prunes at CHECKED_EXPONENTS. For every
+table made sortable
 (``table.sortable-table``): a click on a header button sorts the rows by that column
 (``aria-sort`` ascending, the column in the order of attnconv.chapters.live_widgets.sort_key:
 verdicts by rank, leading numbers as numbers, then texts), and Enter on another header sorts by it.
@@ -244,6 +248,108 @@ def _picker_keys(page, rep: Report, name: str, label: str, w) -> list:
     return steps
 
 
+LEMMA2_STATE_JS = r"""
+(w) => ({alpha: parseFloat(w.querySelector('[data-role=alpha]').value),
+         weight: w.querySelector('[data-role=target-weight]').textContent,
+         off: w.querySelector('[data-role=off-mass]').textContent,
+         bound: w.querySelector('[data-role=bound]').textContent,
+         initial: JSON.parse(w.dataset.initial)})
+"""
+#: Largest relative difference between a mass the Lemma 2 widget prints (4 significant digits)
+#: and Python's.
+MASS_TOLERANCE = 1e-3
+
+
+def _printed_float(text: str) -> float:
+    try:
+        return float(text.replace("\u2212", "-"))
+    except ValueError:
+        return math.nan
+
+
+def _lemma2_checks(page, rep: Report, name: str, label: str, w) -> dict:
+    """Figure 4.2's widget: at each of CHECKED_LOG_ALPHAS, the printed weight on q + Δ, the
+    off-target mass and S(α) against Python's (attnconv.chapters.live_figures.lemma2_start, the
+    package's head on the padded grid, and attnconv.off_target_mass_bound)."""
+    from attnconv.chapters.live_figures import lemma2_start
+
+    results = {}
+    for v in CHECKED_LOG_ALPHAS:
+        page.evaluate(SET_ALPHA_JS, [w, v])
+        s = page.evaluate(LEMMA2_STATE_JS, w)
+        init = s["initial"]
+        alpha = 10 ** s["alpha"]
+        want = lemma2_start(
+            alpha, tuple(init["delta"]), tuple(init["query"]), tuple(init["grid"])
+        )
+        got = {
+            "target_weight": _printed_float(s["weight"]),
+            "off_mass": _printed_float(s["off"]),
+            "bound": _printed_float(s["bound"]),
+        }
+        results[f"log10 alpha = {v}"] = {"printed": got, "python": want}
+        gaps = {
+            "target_weight": abs(got["target_weight"] - want["target_weight"])
+            <= LIVE_TOLERANCE,
+            "off_mass": abs(got["off_mass"] - want["off_mass"])
+            <= MASS_TOLERANCE * want["off_mass"],
+            "bound": abs(got["bound"] - want["bound"])
+            <= MASS_TOLERANCE * want["bound"],
+        }
+        for what, ok in gaps.items():
+            if not ok:
+                rep.fail(
+                    name,
+                    "interactive",
+                    f"{label}: α = {alpha:.4g}: printed {what} {got[what]}, Python "
+                    f"{want[what]:.6g}",
+                )
+    return results
+
+
+SET_THRESHOLD_JS = r"""
+([w, v]) => { const a = w.querySelector('[data-role=threshold]'); a.value = String(v);
+              a.dispatchEvent(new Event('input', {bubbles: true}));
+              const r = w.querySelector('[data-role=readout]');
+              return {pruned: JSON.parse(r.dataset.pruned),
+                      count: r.querySelector('[data-role=pruned-count]').textContent,
+                      initial: JSON.parse(w.dataset.initial)}; }
+"""
+#: log₁₀ of the condition thresholds where the pruning widget is checked: the authors' code's
+#: 10³, the paper's 10⁵, and one between decades.
+CHECKED_EXPONENTS = (3.0, 5.0, 2.5)
+
+
+def _pruning_checks(page, rep: Report, name: str, label: str, w) -> dict:
+    """Figure 8.4's widget: at each of CHECKED_EXPONENTS, the heads it greys are the ones
+    App. A.1's rule prunes (attnconv.experiments.pruning.is_degenerate on its rows), and the
+    printed count is theirs."""
+    from attnconv.experiments.pruning import is_degenerate
+
+    results = {}
+    for e in CHECKED_EXPONENTS:
+        s = page.evaluate(SET_THRESHOLD_JS, [w, e])
+        init = s["initial"]
+        want: dict = {}
+        for r in init["rows"]:
+            cond = math.inf if r["condition"] is None else r["condition"]
+            if is_degenerate(
+                r["lambda_max"], cond, init["max_eigenvalue_threshold"], 10.0**e
+            ):
+                want.setdefault(str(r["layer"]), []).append(r["head"])
+        got = {k: sorted(v) for k, v in s["pruned"].items()}
+        results[f"log10 threshold = {e}"] = {"widget": got, "python": want}
+        n = sum(len(v) for v in want.values())
+        if got != want or s["count"] != str(n):
+            rep.fail(
+                name,
+                "interactive",
+                f"{label}: at 10^{e} it prunes {json.dumps(got)} ({s['count']}), the rule "
+                f"{json.dumps(want)} ({n})",
+            )
+    return results
+
+
 def check_live_widgets(page, rep: Report, name: str, info: dict) -> None:
     """The checks of this module's docstring on one open page; measurements go to ``info``."""
     results = []
@@ -260,6 +366,10 @@ def check_live_widgets(page, rep: Report, name: str, info: dict) -> None:
         fail_unreachable(rep, name, label, controls)
         if kind == "head-explorer":
             entry["target_weight"] = _explorer_checks(page, rep, name, label, w)
+        if kind == "lemma2-alpha":
+            entry["masses"] = _lemma2_checks(page, rep, name, label, w)
+        if kind == "pruning-threshold":
+            entry["pruned"] = _pruning_checks(page, rep, name, label, w)
         if kind == "lemma1-head-picker":
             entry["arrow_keys"] = _picker_keys(page, rep, name, label, w)
             if w.query_selector("[data-role=alpha]"):
