@@ -7,11 +7,13 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from attnconv import conv_to_mhsa, kernel_shifts
 from attnconv.chapters.lemma1_picture import edge_blur_conv, head_matrices
 from attnconv.chapters.live_figures import lemma2_alpha_widget, pruning_threshold_widget
+from attnconv.chapters.live_query_explorer import query_explorer_widget
 from attnconv.chapters.live_widgets import (
     head_explorer_widget,
     lemma1_head_picker,
@@ -249,3 +251,44 @@ def test_a_pruning_rule_off_the_papers_fails(browser):
     rep, _, _ = _run(browser, html)
     texts = [t for _, t in rep.failures["interactive"]]
     assert any("at 10^3.0 it prunes" in t for t in texts), texts
+
+
+def _explorer() -> str:
+    """The query explorer on two hand-made layers (a sharp, a broad and an elongated head) and
+    two 8×8 images of 4×4 tokens."""
+    records = [
+        {
+            "centers": [[-1.0, 1.0], [0.5, 0.0], [2.0, -2.0]],
+            "inverse_covariance": [
+                [[8.0, 0.0], [0.0, 8.0]],
+                [[0.2, 0.0], [0.0, 0.2]],
+                [[3.0, 1.2], [1.2, 0.8]],
+            ],
+        },
+        {
+            "centers": [[0.0, 0.0], [1.0, 1.0], [-3.0, 0.0]],
+            "inverse_covariance": [[[1.0, 0.0], [0.0, 1.0]]] * 3,
+        },
+    ]
+    rng = np.random.default_rng(0)
+    images = [rng.integers(0, 256, (8, 8, 3), dtype=np.uint8) for _ in range(2)]
+    return query_explorer_widget(records, images, ["a", "b"], (4, 4), (0, 0, 1, 2)).data
+
+
+def test_the_query_explorer_passes(browser):
+    rep, info, errors = _run(browser, _explorer())
+    assert not errors and not rep.failures, (errors, dict(rep.failures))
+    (explorer,) = info["live_widgets"]
+    assert explorer["controls"] == 6 and explorer["keyboard_changes_readout"]
+    corner = explorer["maxima"]["layer 1, query (1, 1)"]
+    assert corner["python"][0]["shift"] == [0, 1]  # Δ = (−1, 1), cut by the top edge
+    assert 0.5 < corner["python"][0]["weight"] < 1  # a sharp head: a real test
+
+
+def test_a_query_explorer_off_pythons_fails(browser):
+    html = _explorer().replace(
+        "2 * a[1] * u * v", "0 * a[1] * u * v"
+    )  # drops Σ⁻¹'s off-diagonal
+    rep, _, _ = _run(browser, html)
+    texts = [t for _, t in rep.failures["interactive"]]
+    assert any("the page's largest weight" in t for t in texts), texts

@@ -12,7 +12,9 @@ target key equals, within LIVE_TOLERANCE, what Python computes
 slider moves by keyboard, and at α ≈ 2 and α ≈ 18 (CHECKED_LOG_ALPHAS). Figure 4.2's Lemma 2
 widget (``lemma2-alpha``, attnconv.chapters.live_figures) prints the weight on q + Δ, the
 off-target mass and S(α) that Python computes at those α; Figure 8.4's pruning widget
-(``pruning-threshold``) greys the heads App. A.1's rule prunes at CHECKED_EXPONENTS. For every
+(``pruning-threshold``) greys the heads App. A.1's rule prunes at CHECKED_EXPONENTS; chapter 7b's
+query explorer (``query-explorer``) finds each head's largest weight, and its key, where Python's
+maps of the same heads do (CHECKED_QUERIES). For every
 table made sortable
 (``table.sortable-table``): a click on a header button sorts the rows by that column
 (``aria-sort`` ascending, the column in the order of attnconv.chapters.live_widgets.sort_key:
@@ -350,6 +352,84 @@ def _pruning_checks(page, rep: Report, name: str, label: str, w) -> dict:
     return results
 
 
+QUERY_JS = r"""
+([w, layer, row, col]) => {
+  w.querySelector(`button[data-role=layer][data-value="${layer}"]`).click();
+  for (const [role, v] of [['row', row], ['col', col]]) {
+    const a = w.querySelector(`[data-role=${role}]`); a.value = String(v + 1);
+    a.dispatchEvent(new Event('input', {bubbles: true}));
+  }
+  const r = w.querySelector('[data-role=readout]');
+  return {weights: JSON.parse(r.dataset.weights), head1: r.querySelector('[data-role=head1]').textContent,
+          initial: JSON.parse(w.dataset.initial)};
+}
+"""
+#: (layer, query row, query column), 0-based, where the query explorer is checked: a corner
+#: token, where the maps are cut by the grid's edge, and an inner one of the last layer.
+CHECKED_QUERIES = ((0, 0, 0), (-1, 9, 6))
+
+
+def _query_checks(page, rep: Report, name: str, label: str, w) -> dict:
+    """Chapter 7b's query explorer: at each of CHECKED_QUERIES, every head's largest weight and
+    its shift from the query against Python's maps of the same heads
+    (attnconv.chapters.shared.gaussian_maps.gaussian_head_maps), and head 1's printed weight."""
+    from attnconv.chapters.shared.gaussian_maps import gaussian_head_maps
+
+    results = {}
+    shape = page.evaluate(
+        "(w) => { const d = JSON.parse(w.dataset.initial); return [d.layers.length, d.grid]; }",
+        w,
+    )
+    for layer, row, col in CHECKED_QUERIES:
+        # the last layer for -1; a query past a small grid's edge on its last row or column
+        layer, row, col = (
+            layer % shape[0],
+            min(row, shape[1][0] - 1),
+            min(col, shape[1][1] - 1),
+        )
+        s = page.evaluate(QUERY_JS, [w, layer, row, col])
+        heads = s["initial"]["layers"][layer]
+        record = {
+            "centers": [h["c"] for h in heads],
+            "inverse_covariance": [
+                [[h["a"][0], h["a"][1]], [h["a"][1], h["a"][2]]] for h in heads
+            ],
+        }
+        maps = gaussian_head_maps(record, s["initial"]["grid"], (row, col)).numpy()
+        want = []
+        for m in maps:
+            k = int(m.argmax())
+            r, c = divmod(k, m.shape[1])
+            want.append({"weight": float(m.max()), "shift": [r - row, c - col]})
+        got = s["weights"]
+        where = f"layer {layer + 1}, query ({row + 1}, {col + 1})"
+        results[where] = {"widget": got, "python": want}
+        bad = [
+            i
+            for i, (g, p) in enumerate(zip(got, want))
+            if abs(g["weight"] - p["weight"]) > LIVE_TOLERANCE
+            or g["shift"] != p["shift"]
+        ]
+        printed = _printed_float(s["head1"].split(" ")[0])
+        if (
+            len(got) != len(want)
+            or bad
+            or not abs(printed - want[0]["weight"]) <= LIVE_TOLERANCE
+        ):
+            i = bad[0] if bad else 0
+            rep.fail(
+                name,
+                "interactive",
+                f"{label}: {where}, head {i + 1}: the page's largest weight "
+                f"{got[i]['weight'] if i < len(got) else None} at {got[i]['shift'] if i < len(got) else None}, "
+                f"Python's {want[i]['weight']:.8f} at {want[i]['shift']} (printed {s['head1']!r})",
+            )
+    page.evaluate(
+        QUERY_JS, [w, 0, 0, 0]
+    )  # back to layer 1, so that a key on a button acts
+    return results
+
+
 def check_live_widgets(page, rep: Report, name: str, info: dict) -> None:
     """The checks of this module's docstring on one open page; measurements go to ``info``."""
     results = []
@@ -368,6 +448,8 @@ def check_live_widgets(page, rep: Report, name: str, info: dict) -> None:
             entry["target_weight"] = _explorer_checks(page, rep, name, label, w)
         if kind == "lemma2-alpha":
             entry["masses"] = _lemma2_checks(page, rep, name, label, w)
+        if kind == "query-explorer":
+            entry["maxima"] = _query_checks(page, rep, name, label, w)
         if kind == "pruning-threshold":
             entry["pruned"] = _pruning_checks(page, rep, name, label, w)
         if kind == "lemma1-head-picker":

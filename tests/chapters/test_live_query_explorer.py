@@ -1,0 +1,62 @@
+"""attnconv.chapters.live_query_explorer: the data the explorer carries gives back, through the
+package's own maps, the maps of the saved heads, and bad input gets a one-line error."""
+
+import json
+import re
+from html import unescape
+
+import numpy as np
+import pytest
+import torch
+
+from attnconv.chapters.live_query_explorer import (
+    query_explorer_data,
+    query_explorer_widget,
+)
+from attnconv.chapters.shared.gaussian_maps import gaussian_head_maps
+
+RECORDS = [
+    {
+        "centers": [[-1.0, 1.0], [2.0, -2.0]],
+        "inverse_covariance": [[[8.0, 0.0], [0.0, 8.0]], [[3.0, 1.2], [1.2, 0.8]]],
+    }
+]
+IMAGES = [np.zeros((8, 8, 3), dtype=np.uint8)]
+
+
+def test_the_carried_heads_give_the_saved_heads_maps():
+    data = query_explorer_data(RECORDS, IMAGES, ["x"], (4, 4), (0, 0, 1, 2))
+    heads = data["layers"][0]
+    carried = {
+        "centers": [h["c"] for h in heads],
+        "inverse_covariance": [
+            [[h["a"][0], h["a"][1]], [h["a"][1], h["a"][2]]] for h in heads
+        ],
+    }
+    for query in ((0, 0), (1, 2), (3, 3)):
+        torch.testing.assert_close(
+            gaussian_head_maps(carried, (4, 4), query),
+            gaussian_head_maps(RECORDS[0], (4, 4), query),
+            rtol=0,
+            atol=0,
+        )
+    assert data["images"] == ["A" * 256]  # 192 zero bytes in base64
+    html = query_explorer_widget(RECORDS, IMAGES, ["x"], (4, 4), (0, 0, 1, 2)).data
+    assert json.loads(unescape(re.search(r"data-initial='([^']*)'", html)[1])) == data
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"records": []}, "no layer records"),
+        ({"labels": ["x", "y"]}, "1 images for 2 labels"),
+        ({"images": [np.zeros((8, 8), dtype=np.uint8)]}, r"\(H, W, 3\) arrays"),
+        ({"grid": (3, 3)}, "does not split into 3×3 tokens"),
+        ({"initial": (0, 1, 0, 0)}, "layer 1 does not exist"),
+        ({"initial": (0, 0, 4, 0)}, r"query \(4, 0\) is outside"),
+    ],
+)
+def test_bad_input_is_refused(kwargs, message):
+    args = {"records": RECORDS, "images": IMAGES, "labels": ["x"], "grid": (4, 4)}
+    with pytest.raises(ValueError, match=message):
+        query_explorer_data(**{**args, **kwargs})
