@@ -1405,11 +1405,13 @@ def plot_scorecard(
     """Ch. 17's scorecard as a figure: one bar per part of the paper (theory, errata, experimental
     claims), split and coloured by what the book finds, each segment labelled with its count and
     coloured as its badge (:data:`VERDICT_COLOURS`; inconclusive outlined in its dark-theme colour,
-    :data:`DARK_THEME_EDGES`). The experimental claims get two bars: the
+    :data:`DARK_THEME_EDGES`), with a key of the three verdicts above; a segment too short for
+    its words keeps its count alone. The experimental claims get two bars: the
     frozen protocol's verdicts on the fresh seeds (``fresh``, by default :func:`fresh_verdicts`;
     labelled interim while they are), and the exploratory verdicts, which count :func:`counted`
     only. Returns the figure."""
     import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
 
     from .shared.plotting import COLUMN_INCHES, fit_bar_labels
 
@@ -1487,5 +1489,18 @@ def plot_scorecard(
     ax.xaxis.get_major_locator().set_params(integer=True)
     ax.set_xlim(0, max(sum(c for c, _, _ in s) for _, s in bars) + 0.3)
     ax.spines[["top", "right"]].set_visible(False)
-    fit_bar_labels(ax, labelled)
+    # a key of the verdicts' colours, so a segment too short for its words keeps its count alone
+    key = [
+        Patch(
+            facecolor=VERDICT_COLOURS[v],
+            edgecolor=DARK_THEME_EDGES.get(v, "white"),
+            linewidth=2 if v in DARK_THEME_EDGES else 0,
+            label=word,
+        )
+        for v, word in verdicts
+    ]
+    fig.legend(
+        handles=key, loc="outside upper center", ncol=3, frameon=False, fontsize=9
+    )
+    fit_bar_labels(ax, labelled, words_outside=False)
     return fig

@@ -403,3 +403,23 @@ def test_the_dtype_pair_stays_apart_for_red_green_colour_blind_readers():
     assert min(delta_e("tab:red", "tab:green", sim) for sim in simulations) < 40
     used = set(MODEL_COLOURS.values()) | set(IMPLEMENTATION_COLOURS.values())
     assert not set(DTYPE_COLOURS.values()) & used
+
+
+def test_without_words_outside_a_short_bar_keeps_its_count_alone():
+    """words_outside=False (a figure with a key of its colours): the count that fits stays in
+    its bar, its words are dropped, nothing is drawn outside; a long bar keeps both lines."""
+    from attnconv.chapters.shared.plotting import fit_bar_labels
+
+    fig, ax = plt.subplots(figsize=(6, 1.5), dpi=100)
+    pairs, left = [], 0
+    for count, word in ((12, "reproduced"), (1, "not reproduced")):
+        (bar,) = ax.barh(0, count, left=left, height=0.7)
+        pairs.append(
+            (bar, ax.text(left + count / 2, 0, f"{count}\n{word}", ha="center"))
+        )
+        left += count
+    ax.set_xlim(0, 14)
+    assert fit_bar_labels(ax, pairs, words_outside=False) == []
+    assert [t.get_text() for _, t in pairs] == ["12\nreproduced", "1"]
+    assert len(ax.texts) == 2
+    plt.close(fig)

@@ -218,8 +218,8 @@ def test_scorecard_inconclusive_reads_as_its_badge_in_both_themes():
 
 def test_the_scorecards_labels_lie_in_or_just_beside_a_bar():
     """Figure 17.1 with the exploratory tally's counts (7 / 2 / 8): every label drawn lies in a
-    bar or at most 3 px from one, overlapping its extent (the short "not reproduced" segment
-    keeps its count inside and its words just below)."""
+    bar (the short "not reproduced" segment keeps its count alone, and the key above the bars
+    names its colour)."""
     import matplotlib.pyplot as plt
 
     from attnconv.chapters.shared.plotting import bar_label_gaps
@@ -234,7 +234,14 @@ def test_the_scorecards_labels_lie_in_or_just_beside_a_bar():
     assert ax.texts
     for text in ax.texts:
         gaps = bar_label_gaps(ax, [(bar, text) for bar in ax.patches])
-        assert min(gaps) <= 3, (text.get_text(), gaps)
+        assert min(gaps) == 0, (text.get_text(), gaps)
+    assert "2" in [t.get_text() for t in ax.texts]  # the short segment's count, alone
+    (key,) = fig.legends
+    assert [t.get_text() for t in key.get_texts()] == [
+        "reproduced",
+        "not reproduced",
+        "inconclusive",
+    ]
     plt.close(fig)
 
 

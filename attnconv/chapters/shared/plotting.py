@@ -293,7 +293,9 @@ def install_figure_check() -> None:
     formatter.for_type(Figure, checked)
 
 
-def fit_bar_labels(ax, pairs, pad_px: float = 3.0, offset_pt: float = 1.0) -> list:
+def fit_bar_labels(
+    ax, pairs, pad_px: float = 3.0, offset_pt: float = 1.0, words_outside: bool = True
+) -> list:
     """Keep the labels of horizontal bars readable. ``pairs`` are ``(bar, text)``: a bar (a
     Rectangle from ``barh``) and its label, centred in it. A label that fits its bar as drawn,
     with ``pad_px`` to spare on every side, stays inside. Of a label of several lines ("2\\nnot
@@ -303,7 +305,9 @@ def fit_bar_labels(ax, pairs, pad_px: float = 3.0, offset_pt: float = 1.0) -> li
     cover a label already moved, below (the lowest bar's label below first, where no bar can claim
     it); shifted sideways to stay within the axes, always overlapping the bar's extent. Draws the
     figure to measure (call it once the figure's layout is final); the labels drawn outside take no
-    part in the layout. Returns the labels drawn outside the bars."""
+    part in the layout. With ``words_outside=False`` (a figure whose key names the colours), a
+    count that fits stays alone in its bar and its words are dropped. Returns the labels drawn
+    outside the bars."""
     from matplotlib.transforms import offset_copy
 
     fig = ax.figure
@@ -329,6 +333,8 @@ def fit_bar_labels(ax, pairs, pad_px: float = 3.0, offset_pt: float = 1.0) -> li
         first, _, rest = text.get_text().partition("\n")
         if rest:
             text.set_text(first)
+            if fits(text, room) and not words_outside:  # the key names the colour
+                continue
             if fits(text, room):  # the count stays in its bar, the words go outside
                 text = ax.text(0, 0, rest, fontsize=text.get_fontsize(), color="black")
             else:
