@@ -23,7 +23,13 @@ from typing import Sequence, Tuple
 
 from attnconv import off_target_mass_bound
 
-from .live_widgets import _DARK_CSS, _EXPLORER_CSS, _check_range, head_weights
+from .live_widgets import (
+    _DARK_CSS,
+    _EXPLORER_CSS,
+    _check_range,
+    head_weights,
+    live_script,
+)
 
 __all__ = [
     "LEMMA2_ALPHA_RANGE",
@@ -60,7 +66,7 @@ def _wrap(wid: str, kind: str, alt: str, initial: dict, body: str, js: str) -> s
         f'<div id="{wid}" class="live-widget" data-live-widget="{kind}" role="group"{label} '
         f"data-initial='{escape(json.dumps(initial), quote=True)}'>"
         f"<style>{_EXPLORER_CSS.format(id=wid, width=640)}{_DARK_CSS.format(id=wid)}</style>"
-        f"{body}<script>{js.replace('%(id)s', json.dumps(wid))}</script></div>"
+        f"{body}<script>{live_script(js, wid)}</script></div>"
     )
 
 
@@ -87,24 +93,12 @@ def _off_sum(p, t) -> float:
 
 
 _LEMMA2_JS = r"""
-(function () {
-  var root = document.getElementById(%(id)s);
-  if (!root || root.dataset.ready) return;
-  root.dataset.ready = '1';
   var init = JSON.parse(root.dataset.initial);
   var H = init.grid[0], W = init.grid[1], Q = init.query, D = init.delta, P = init.pad;
   var T = [Q[0] + D[0], Q[1] + D[1]], FLOOR = init.floor, BLUES = init.blues;
-  var NS = 'http://www.w3.org/2000/svg', svg = root.querySelector('svg');
   var C = 20, X0 = 30, Y0 = 30, CB = X0 + W * C + 14;
   var PX0 = 400, PX1 = 620, PY0 = 30, PY1 = 30 + H * C;
   var LA0 = Math.log10(init.range[0]), LA1 = Math.log10(init.range[1]);
-  function el(tag, attrs, text) {
-    var e = document.createElementNS(NS, tag);
-    for (var a in attrs) e.setAttribute(a, attrs[a]);
-    if (text !== undefined) e.textContent = text;
-    svg.appendChild(e);
-    return e;
-  }
   function colour(z) {  // z in [0, 1] along Blues
     var x = Math.max(0, Math.min(1, z)) * (BLUES.length - 1), i = Math.min(BLUES.length - 2, Math.floor(x));
     var f = x - i, a = BLUES[i], b = BLUES[i + 1], out = '#';
@@ -115,14 +109,12 @@ _LEMMA2_JS = r"""
     return out;
   }
   function weights(alpha) {  // softmax over the padded keys of -alpha |(k - q) - Delta|^2
-    var s = [], m = -Infinity, z = 0, p = [];
+    var s = [];
     for (var i = 0; i < H; i++) for (var j = 0; j < W; j++) {
-      var u = i - T[0], v = j - T[1], x = -alpha * (u * u + v * v);
-      s.push(x); if (x > m) m = x;
+      var u = i - T[0], v = j - T[1];
+      s.push(-alpha * (u * u + v * v));
     }
-    for (var k = 0; k < s.length; k++) { p.push(Math.exp(s[k] - m)); z += p[k]; }
-    for (var k2 = 0; k2 < p.length; k2++) p[k2] /= z;
-    return p;
+    return softmax(s);
   }
   function offMass(p) { var m = 0; for (var k = 0; k < p.length; k++) if (k !== T[0] * W + T[1]) m += p[k]; return m; }
   function bound(alpha) {  // S(alpha) = theta(e^-alpha)^2 - 1, as off_target_mass_bound
@@ -183,7 +175,6 @@ _LEMMA2_JS = r"""
   }
   input.addEventListener('input', update);
   update();
-})();
 """
 
 
@@ -243,22 +234,10 @@ def lemma2_alpha_widget(
 
 
 _PRUNING_JS = r"""
-(function () {
-  var root = document.getElementById(%(id)s);
-  if (!root || root.dataset.ready) return;
-  root.dataset.ready = '1';
   var init = JSON.parse(root.dataset.initial), rows = init.rows;
   var L = 0, N = 0;
   rows.forEach(function (r) { L = Math.max(L, r.layer + 1); N = Math.max(N, r.head + 1); });
-  var NS = 'http://www.w3.org/2000/svg', svg = root.querySelector('svg');
   var CW = 46, CH = 30, X0 = 62, Y0 = 34, BX = X0 + N * CW + 24, BW = 90;
-  function el(tag, attrs, text) {
-    var e = document.createElementNS(NS, tag);
-    for (var a in attrs) e.setAttribute(a, attrs[a]);
-    if (text !== undefined) e.textContent = text;
-    svg.appendChild(e);
-    return e;
-  }
   function short(c) {
     if (c === null) return '\u221e';
     if (c < 9.95) return c.toFixed(1);
@@ -311,7 +290,6 @@ _PRUNING_JS = r"""
   }
   input.addEventListener('input', update);
   update();
-})();
 """
 
 

@@ -19,7 +19,7 @@ from typing import Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .live_widgets import _DARK_CSS, _EXPLORER_CSS
+from .live_widgets import _DARK_CSS, _EXPLORER_CSS, live_script
 
 __all__ = ["query_explorer_data", "query_explorer_widget"]
 
@@ -81,10 +81,6 @@ def query_explorer_data(
 
 
 _JS = r"""
-(function () {
-  var root = document.getElementById(%(id)s);
-  if (!root || root.dataset.ready) return;
-  root.dataset.ready = '1';
   var D = JSON.parse(root.dataset.initial), G = D.grid, S = D.size;
   var state = {image: D.initial[0], layer: D.initial[1], row: D.initial[2], col: D.initial[3]};
   var PX = 6, M = 8;  // image pixels and map tokens, in canvas px
@@ -106,15 +102,12 @@ _JS = r"""
     return 'rgb(' + c.join(',') + ')';
   }
   function weights(head, r, c) {  // softmax over the keys of -1/2 (d - Delta)^T A (d - Delta)
-    var s = [], m = -Infinity, z = 0, p = [], a = head.a;
+    var s = [], a = head.a;
     for (var i = 0; i < G[0]; i++) for (var j = 0; j < G[1]; j++) {
       var u = i - r - head.c[0], v = j - c - head.c[1];
-      var x = -0.5 * (a[0] * u * u + 2 * a[1] * u * v + a[2] * v * v);
-      s.push(x); if (x > m) m = x;
+      s.push(-0.5 * (a[0] * u * u + 2 * a[1] * u * v + a[2] * v * v));
     }
-    for (var k = 0; k < s.length; k++) { p.push(Math.exp(s[k] - m)); z += p[k]; }
-    for (var k2 = 0; k2 < p.length; k2++) p[k2] /= z;
-    return p;
+    return softmax(s);
   }
   function signed(v) { return (v > 0 ? '+' : v < 0 ? '\u2212' : '') + Math.abs(v); }
   function pressed(role, value) {
@@ -138,11 +131,11 @@ _JS = r"""
       for (var k = 0; k < p.length; k++) {
         if (p[k] > p[best]) best = k;
         c.fillStyle = blue(Math.sqrt(p[k] / top));
-        c.fillRect((k %% G[1]) * M, Math.floor(k / G[1]) * M, M, M);
+        c.fillRect((k % G[1]) * M, Math.floor(k / G[1]) * M, M, M);
       }
       c.strokeStyle = '#d62728'; c.lineWidth = 2;
       c.strokeRect(state.col * M + 1, state.row * M + 1, M - 2, M - 2);
-      var dr = Math.floor(best / G[1]) - state.row, dc = best %% G[1] - state.col;
+      var dr = Math.floor(best / G[1]) - state.row, dc = best % G[1] - state.col;
       titles[h].textContent = 'head ' + (h + 1) + '\n' + p[best].toFixed(2) + ' at (' + signed(dr) + ', ' + signed(dc) + ')';
       report.push({head: h, weight: p[best], shift: [dr, dc]});
       maps[h].style.display = '';
@@ -170,7 +163,6 @@ _JS = r"""
     update();
   });
   update();
-})();
 """
 
 _CSS = """
@@ -254,6 +246,6 @@ def query_explorer_widget(
         f'<strong data-role="head1"></strong>.</p>'
         f'<div class="qe-body"><canvas data-role="image" width="{w * 6}" height="{h * 6}" '
         f'aria-hidden="true"></canvas><div class="qe-maps" aria-hidden="true">{maps}</div></div>'
-        f"<script>{_JS % {'id': json.dumps(widget_id)}}</script></div>"
+        f"<script>{live_script(_JS, widget_id)}</script></div>"
     )  # fmt: skip
     return HTML(html)

@@ -112,16 +112,14 @@ _EXPLORER_CSS = """
 #{id} .lw-readout {{ margin-top: 4px; font-variant-numeric: tabular-nums; }}
 """
 
-_EXPLORER_JS = r"""
-(function () {
+#: The start of every live widget's script: its root ``<div>`` (set up once), ``el`` to draw an
+#: SVG element into the widget's first ``<svg>``, and ``softmax`` (max subtracted, then
+#: normalised, as ``torch.softmax`` computes it).
+_JS_PRELUDE = r"""
   var root = document.getElementById(%(id)s);
   if (!root || root.dataset.ready) return;
   root.dataset.ready = '1';
-  var init = JSON.parse(root.dataset.initial);
-  var H = init.grid[0], W = init.grid[1], Q = init.query, R = 1;  // 3x3 window
-  var NS = 'http://www.w3.org/2000/svg';
-  var svg = root.querySelector('svg');
-  var C = 30, K = 50, X0 = 34, Y0 = 26, KX = X0 + W * C + 60;
+  var NS = 'http://www.w3.org/2000/svg', svg = root.querySelector('svg');
   function el(tag, attrs, text) {
     var e = document.createElementNS(NS, tag);
     for (var a in attrs) e.setAttribute(a, attrs[a]);
@@ -129,6 +127,27 @@ _EXPLORER_JS = r"""
     svg.appendChild(e);
     return e;
   }
+  function softmax(s) {
+    var m = -Infinity, z = 0, p = [];
+    for (var k = 0; k < s.length; k++) if (s[k] > m) m = s[k];
+    for (var k2 = 0; k2 < s.length; k2++) { p.push(Math.exp(s[k2] - m)); z += p[k2]; }
+    for (var k3 = 0; k3 < p.length; k3++) p[k3] /= z;
+    return p;
+  }
+"""
+
+
+def live_script(body: str, widget_id: str) -> str:
+    """A live widget's inline script: :data:`_JS_PRELUDE` for the element ``widget_id``, then
+    ``body``, in a function of their own."""
+    prelude = _JS_PRELUDE.replace("%(id)s", json.dumps(widget_id))
+    return f"(function () {{{prelude}{body}}})();"
+
+
+_EXPLORER_JS = r"""
+  var init = JSON.parse(root.dataset.initial);
+  var H = init.grid[0], W = init.grid[1], Q = init.query, R = 1;  // 3x3 window
+  var C = 30, K = 50, X0 = 34, Y0 = 26, KX = X0 + W * C + 60;
   el('text', {x: X0, y: 16}, 'attention over the ' + H + '\u00d7' + W + ' keys');
   el('text', {x: KX, y: 16}, '3\u00d73 kernel (shifts \u03b4)');
   var cells = [], kcells = [], ktext = [];
@@ -165,14 +184,12 @@ _EXPLORER_JS = r"""
   var readout = root.querySelector('[data-role=readout]');
   function fmt(v, d) { return v.toFixed(d).replace('-', '\u2212'); }
   function weights(alpha, d1, d2) {  // softmax over the keys of -alpha * |(k - q) - Delta|^2
-    var s = [], m = -Infinity, z = 0, p = [];
+    var s = [];
     for (var i = 0; i < H; i++) for (var j = 0; j < W; j++) {
-      var u = i - Q[0] - d1, v = j - Q[1] - d2, x = -alpha * (u * u + v * v);
-      s.push(x); if (x > m) m = x;
+      var u = i - Q[0] - d1, v = j - Q[1] - d2;
+      s.push(-alpha * (u * u + v * v));
     }
-    for (var k = 0; k < s.length; k++) { p.push(Math.exp(s[k] - m)); z += p[k]; }
-    for (var k2 = 0; k2 < p.length; k2++) p[k2] /= z;
-    return p;
+    return softmax(s);
   }
   function update() {
     var alpha = Math.pow(10, parseFloat(inputs.alpha.value));
@@ -207,7 +224,6 @@ _EXPLORER_JS = r"""
   }
   for (var n in inputs) inputs[n].addEventListener('input', update);
   update();
-})();
 """
 
 
@@ -290,7 +306,7 @@ def head_explorer_widget(
         f'3×3 window mass <span data-role="window-mass"></span>; distance to a one-tap '
         f'convolution <span data-role="distance"></span></p>'
         f'<svg viewBox="0 0 620 345" width="620" aria-hidden="true"></svg>'
-        f"<script>{_EXPLORER_JS % {'id': json.dumps(widget_id)}}</script></div>"
+        f"<script>{live_script(_EXPLORER_JS, widget_id)}</script></div>"
     )
     return HTML(html)
 
@@ -302,10 +318,6 @@ def _array(x) -> np.ndarray:
 
 
 _PICKER_JS = r"""
-(function () {
-  var root = document.getElementById(%(id)s);
-  if (!root || root.dataset.ready) return;
-  root.dataset.ready = '1';
   var data = JSON.parse(root.dataset.initial);
   var buttons = root.querySelectorAll('button[data-head]');
   var keys = root.querySelectorAll('[data-key]');
@@ -365,7 +377,7 @@ _PICKER_JS = r"""
   // move between heads in the grid, Home and End to the first and last
   var k = Math.round(Math.sqrt(buttons.length));
   function move(i, key) {
-    var row = Math.floor(i / k), col = i %% k;
+    var row = Math.floor(i / k), col = i % k;
     if (key === 'ArrowLeft') return col > 0 ? i - 1 : i;
     if (key === 'ArrowRight') return col < k - 1 ? i + 1 : i;
     if (key === 'ArrowUp') return row > 0 ? i - k : i;
@@ -386,7 +398,6 @@ _PICKER_JS = r"""
   });
   if (live) slider.addEventListener('input', function () { pick(current); });
   pick(data.start);
-})();
 """
 
 _PICKER_CSS = """
@@ -531,7 +542,7 @@ def lemma1_head_picker(
         + " and "
         f"carries the kernel slice at that shift: largest difference "
         f'<span data-role="gap"></span></p>'
-        f"<script>{_PICKER_JS % {'id': json.dumps(widget_id)}}</script></div>"
+        f"<script>{live_script(_PICKER_JS, widget_id)}</script></div>"
     )
     return HTML(html)
 

@@ -238,8 +238,9 @@ def test_the_live_figures_pass(browser):
 
 def test_a_lemma2_head_off_pythons_fails(browser):
     html = _figures().replace(
-        "x = -alpha * (u * u + v * v)", "x = -0.9 * alpha * (u * u + v * v)"
+        "s.push(-alpha * (u * u + v * v))", "s.push(-0.9 * alpha * (u * u + v * v))"
     )
+    assert html != _figures()
     rep, _, _ = _run(browser, html)
     texts = [t for _, t in rep.failures["interactive"]]
     assert any("printed target_weight" in t for t in texts), texts
@@ -248,6 +249,7 @@ def test_a_lemma2_head_off_pythons_fails(browser):
 
 def test_a_pruning_rule_off_the_papers_fails(browser):
     html = _figures().replace("|| cond > t", "|| cond > 10 * t")
+    assert html != _figures()
     rep, _, _ = _run(browser, html)
     texts = [t for _, t in rep.failures["interactive"]]
     assert any("at 10^3.0 it prunes" in t for t in texts), texts
@@ -289,6 +291,7 @@ def test_a_query_explorer_off_pythons_fails(browser):
     html = _explorer().replace(
         "2 * a[1] * u * v", "0 * a[1] * u * v"
     )  # drops Σ⁻¹'s off-diagonal
+    assert html != _explorer()
     rep, _, _ = _run(browser, html)
     texts = [t for _, t in rep.failures["interactive"]]
     assert any("the page's largest weight" in t for t in texts), texts
