@@ -599,13 +599,18 @@ class _Session:
 
 
 def _epoch_line(config, record, train_seconds, images, eta_seconds) -> str:
+    """The progress line of an epoch. A run with a validation split (the protocol's runs, whose
+    test set is read once, by the verdict) does not print its test numbers: "test evaluated"."""
     r = record
+    validated = r.get("val_acc") is not None
     test = (
         "not evaluated"
         if r["test_acc"] is None
+        else "evaluated"
+        if validated
         else f"loss {r['test_loss']:.4f} acc {r['test_acc']:.4f}"
     )
-    if r.get("val_acc") is not None:
+    if validated:
         test = f"{test} | val loss {r['val_loss']:.4f} acc {r['val_acc']:.4f}"
     return (
         f"epoch {r['epoch']}/{config.epochs}: train loss {r['train_loss']:.4f} "
