@@ -1,5 +1,5 @@
 """Two of the book's figures as live HTML and JavaScript (no precomputed frames, no library, no
-network), with the native, keyboard-accessible controls of :mod:`.live_widgets`:
+network), with the native, keyboard-accessible controls of :mod:`attnconv.chapters.live_widgets`:
 
 * :func:`lemma2_alpha_widget` (chapter 4, Lemma 2): one quadratic head of a converted
   convolution over the zero-padded key grid, for any width α on a log-scale slider. The script
@@ -10,7 +10,7 @@ network), with the native, keyboard-accessible controls of :mod:`.live_widgets`:
   for any condition-number threshold on a log-scale slider, as
   :func:`attnconv.experiments.pruning.is_degenerate` applies it.
 
-As in :mod:`.live_widgets`, the wrapping ``<div>`` carries what Python computes for the start
+As in :mod:`attnconv.chapters.live_widgets`, the wrapping ``<div>`` carries what Python computes for the start
 (``data-initial``), so that a test and a browser check can hold the script to Python.
 """
 
@@ -23,13 +23,8 @@ from typing import Sequence, Tuple
 
 from attnconv import off_target_mass_bound
 
-from .live_widgets import (
-    _DARK_CSS,
-    _EXPLORER_CSS,
-    _check_range,
-    head_weights,
-    live_script,
-)
+from .shared.head_state import HeadState, head_state_probabilities
+from .shared.live_kit import CONTROLS_CSS, DARK_CSS, check_range, live_script
 
 __all__ = [
     "LEMMA2_ALPHA_RANGE",
@@ -65,7 +60,7 @@ def _wrap(wid: str, kind: str, alt: str, initial: dict, body: str, js: str) -> s
     return (
         f'<div id="{wid}" class="live-widget" data-live-widget="{kind}" role="group"{label} '
         f"data-initial='{escape(json.dumps(initial), quote=True)}'>"
-        f"<style>{_EXPLORER_CSS.format(id=wid, width=640)}{_DARK_CSS.format(id=wid)}</style>"
+        f"<style>{CONTROLS_CSS.format(id=wid, width=640)}{DARK_CSS.format(id=wid)}</style>"
         f"{body}<script>{live_script(js, wid)}</script></div>"
     )
 
@@ -74,9 +69,10 @@ def lemma2_start(
     alpha: float, delta: Tuple[int, int], query: Tuple[int, int], grid: Tuple[int, int]
 ) -> dict:
     """What the Lemma 2 widget shows at width ``alpha``, from Python: the weight on the target key
-    q + Δ (:func:`~.live_widgets.head_weights` on the padded ``grid``), the off-target mass (the
+    q + Δ (:func:`~.shared.head_state.head_state_probabilities` on the padded ``grid``), the off-target mass (the
     other keys' weights, summed) and the bound S(α)."""
-    p = head_weights(alpha, delta, query, grid)
+    state = HeadState(delta=delta, alpha=alpha, query=query, grid=grid, kernel_size=3)
+    p = head_state_probabilities(state).numpy()
     t = (query[0] + delta[0], query[1] + delta[1])
     return {
         "target_weight": float(p[t]),
@@ -194,7 +190,7 @@ def lemma2_alpha_widget(
     (4 significant digits). ``alpha`` must lie on the slider's steps (hundredths of a decade)."""
     from IPython.display import HTML
 
-    _check_range("alpha", alpha, *LEMMA2_ALPHA_RANGE)
+    check_range("alpha", alpha, *LEMMA2_ALPHA_RANGE)
     log_alpha = round(math.log10(alpha), 2)
     if abs(10**log_alpha - alpha) > 1e-9 * alpha:
         raise ValueError(
@@ -310,7 +306,7 @@ def pruning_threshold_widget(
     heads ``{layer: [heads]}``."""
     from IPython.display import HTML
 
-    _check_range("exponent", exponent, *THRESHOLD_EXPONENT_RANGE)
+    check_range("exponent", exponent, *THRESHOLD_EXPONENT_RANGE)
     if not rows:
         raise ValueError("no heads to draw: rows is empty")
     data = [

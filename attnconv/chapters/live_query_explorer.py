@@ -6,7 +6,7 @@ and 16, as :func:`~attnconv.chapters.shared.gaussian_maps.gaussian_head_maps` co
 a six-layer model's every query fits in a few kilobytes. The model has no content term, so the
 maps do not depend on the image; the image shows which pixels a token covers.
 
-As in :mod:`.live_widgets`, the wrapping ``<div>`` carries its data (``data-initial``), so that a
+As in :mod:`attnconv.chapters.live_widgets`, the wrapping ``<div>`` carries its data (``data-initial``), so that a
 test and a browser check can hold the script to Python.
 """
 
@@ -19,7 +19,7 @@ from typing import Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .live_widgets import _DARK_CSS, _EXPLORER_CSS, live_script
+from .shared.live_kit import CONTROLS_CSS, DARK_CSS, live_script
 
 __all__ = ["query_explorer_data", "query_explorer_widget"]
 
@@ -236,8 +236,8 @@ def query_explorer_widget(
     html = (
         f'<div id="{wid}" class="live-widget" data-live-widget="query-explorer" role="group"{label} '
         f"data-initial='{escape(json.dumps(data), quote=True)}'>"
-        f"<style>{_EXPLORER_CSS.format(id=wid, width=640)}{_CSS.format(id=wid)}"
-        f"{_DARK_CSS.format(id=wid)}</style>"
+        f"<style>{CONTROLS_CSS.format(id=wid, width=640)}{_CSS.format(id=wid)}"
+        f"{DARK_CSS.format(id=wid)}</style>"
         + buttons("image", data["labels"], "image")
         + buttons("layer", [str(i + 1) for i in range(len(data["layers"]))], "layer")
         + f'<div class="lw-controls">{sliders}</div>'

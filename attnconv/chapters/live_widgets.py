@@ -28,6 +28,7 @@ from typing import Optional, Sequence, Tuple
 import numpy as np
 
 from .shared.head_state import HeadState, head_state_probabilities
+from .shared.live_kit import CONTROLS_CSS, DARK_CSS, check_range, live_script
 
 __all__ = [
     "EXPLORER_ALPHA_RANGE",
@@ -85,63 +86,6 @@ def target_weight(
     if not (0 <= t[0] < grid[0] and 0 <= t[1] < grid[1]):
         return 0.0
     return float(head_weights(alpha, delta, query, grid)[t])
-
-
-def _check_range(name: str, value: float, lo: float, hi: float) -> None:
-    if not (lo <= value <= hi):
-        raise ValueError(f"{name} = {value} is outside the slider's range [{lo}, {hi}]")
-
-
-#: In dark mode the theme frames an HTML output in a light box meant for images drawn on white;
-#: a live widget draws in the text's colour and needs none (as reader.css does for Plotly).
-_DARK_CSS = """
-html[data-theme="dark"] .bd-content div.cell_output div.text_html:has(#{id}) {{
-  background-color: transparent; padding: 0; }}
-#{id} {{ color: var(--pst-color-text-base, inherit); }}
-"""
-
-_EXPLORER_CSS = """
-#{id} {{ max-width: {width}px; font-size: 14px; line-height: 1.4; }}
-#{id} .lw-controls {{ display: grid; grid-template-columns: max-content 1fr 5.5em;
-  gap: 4px 10px; align-items: center; max-width: 560px; }}
-#{id} input[type=range] {{ width: 100%; accent-color: #1f77b4; }}
-#{id} input[type=range]:focus-visible {{ outline: 2px solid #ff7f0e; outline-offset: 2px; }}
-#{id} output {{ font-variant-numeric: tabular-nums; }}
-#{id} svg {{ display: block; max-width: 100%; height: auto; margin-top: 6px; }}
-#{id} svg text {{ fill: currentColor; font-size: 13px; }}
-#{id} .lw-readout {{ margin-top: 4px; font-variant-numeric: tabular-nums; }}
-"""
-
-#: The start of every live widget's script: its root ``<div>`` (set up once), ``el`` to draw an
-#: SVG element into the widget's first ``<svg>``, and ``softmax`` (max subtracted, then
-#: normalised, as ``torch.softmax`` computes it).
-_JS_PRELUDE = r"""
-  var root = document.getElementById(%(id)s);
-  if (!root || root.dataset.ready) return;
-  root.dataset.ready = '1';
-  var NS = 'http://www.w3.org/2000/svg', svg = root.querySelector('svg');
-  function el(tag, attrs, text) {
-    var e = document.createElementNS(NS, tag);
-    for (var a in attrs) e.setAttribute(a, attrs[a]);
-    if (text !== undefined) e.textContent = text;
-    svg.appendChild(e);
-    return e;
-  }
-  function softmax(s) {
-    var m = -Infinity, z = 0, p = [];
-    for (var k = 0; k < s.length; k++) if (s[k] > m) m = s[k];
-    for (var k2 = 0; k2 < s.length; k2++) { p.push(Math.exp(s[k2] - m)); z += p[k2]; }
-    for (var k3 = 0; k3 < p.length; k3++) p[k3] /= z;
-    return p;
-  }
-"""
-
-
-def live_script(body: str, widget_id: str) -> str:
-    """A live widget's inline script: :data:`_JS_PRELUDE` for the element ``widget_id``, then
-    ``body``, in a function of their own."""
-    prelude = _JS_PRELUDE.replace("%(id)s", json.dumps(widget_id))
-    return f"(function () {{{prelude}{body}}})();"
 
 
 _EXPLORER_JS = r"""
@@ -259,9 +203,9 @@ def head_explorer_widget(
 
     d1, d2, alpha = (float(v) for v in initial)
     lo, hi = EXPLORER_ALPHA_RANGE
-    _check_range("alpha", alpha, lo, hi)
+    check_range("alpha", alpha, lo, hi)
     for name, d in (("delta1", d1), ("delta2", d2)):
-        _check_range(name, d, *EXPLORER_DELTA_RANGE)
+        check_range(name, d, *EXPLORER_DELTA_RANGE)
     log_alpha = round(math.log10(alpha), 2)
     if (
         abs(10**log_alpha - alpha) > 1e-9 * alpha
@@ -297,8 +241,8 @@ def head_explorer_widget(
     html = (
         f'<div id="{wid}" class="live-widget" data-live-widget="head-explorer"{role} '
         f"data-initial='{escape(json.dumps(initial_data), quote=True)}'>"
-        f"<style>{_EXPLORER_CSS.format(id=wid, width=int(max_width))}"
-        f"{_DARK_CSS.format(id=wid)}</style>"
+        f"<style>{CONTROLS_CSS.format(id=wid, width=int(max_width))}"
+        f"{DARK_CSS.format(id=wid)}</style>"
         f'<div class="lw-controls">{rows}</div>'
         f'<p id="{wid}-hint" class="lw-readout" data-role="readout" aria-live="polite">'
         f'weight on the target key q + <span data-role="target">{shift}</span>: '
@@ -481,7 +425,7 @@ def lemma1_head_picker(
         if grid is None or query is None:
             raise ValueError("a live picker needs the grid of keys and the query")
         lo, hi = EXPLORER_ALPHA_RANGE
-        _check_range("alpha", alpha, lo, hi)
+        check_range("alpha", alpha, lo, hi)
         data["live"] = {
             "grid": [int(g) for g in grid],
             "query": [int(q) for q in query],
@@ -527,7 +471,7 @@ def lemma1_head_picker(
         f'<div id="{wid}" class="live-widget" data-live-widget="lemma1-head-picker" role="group" '
         f'aria-label="Pick one of the {n_heads} heads of Lemma 1" '
         f"data-initial='{escape(json.dumps(data), quote=True)}'>"
-        f"<style>{_PICKER_CSS.format(id=wid, k=k, n=2 * zoom + 1, cols=len(out_names) + 1)}{_DARK_CSS.format(id=wid)}</style>"
+        f"<style>{_PICKER_CSS.format(id=wid, k=k, n=2 * zoom + 1, cols=len(out_names) + 1)}{DARK_CSS.format(id=wid)}</style>"
         f"{slider}"
         f'<div class="lw-row"><div><div class="lw-caption">the {n_heads} heads (by shift Δ)</div>'
         f'<div class="lw-heads">{buttons}</div></div>'

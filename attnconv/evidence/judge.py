@@ -43,6 +43,7 @@ __all__ = [
     "PENDING",
     "ConfirmatoryVerdict",
     "arm_runs",
+    "arm_profiles",
     "confirmatory_verdicts",
     "tally",
     "tally_sentence",
@@ -98,6 +99,17 @@ def arm_runs(arm: str, seeds: Sequence[int]) -> Optional[list]:
             return None
         runs.append(load_run(name))
     return runs
+
+
+def arm_profiles(
+    arm: str, seeds: Sequence[int] = CONFIRMATORY_SEEDS, threshold: float = 0.5
+) -> Optional[list]:
+    """Per fresh seed of ``arm``, what the depth claims read in each layer
+    (:func:`~attnconv.evidence.measures.layer_profile`), or ``None`` while a seed is missing."""
+    runs = arm_runs(arm, seeds)
+    if runs is None:
+        return None
+    return [M.layer_profile(M.layers(r.history), threshold) for r in runs]
 
 
 def _made(arm: str, seeds: Sequence[int]) -> int:

@@ -26,6 +26,7 @@ __all__ = [
     "condition_numbers",
     "centre_distance",
     "layers",
+    "layer_profile",
     "PROPERTIES",
     "CHANCE",
     "grid_chance",
@@ -109,6 +110,20 @@ def _one_key(record: Mapping, threshold: float) -> List[Tuple[int, int]]:
 
 def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values)
+
+
+def layer_profile(recs, threshold: float = 0.5) -> Dict[str, Optional[List[float]]]:
+    """What the depth claims read in each layer of one run (its layer records, first to last):
+    ``attention_distance`` (:func:`attention_distance`; ``None`` for learned heads, whose maps
+    are not saved) and ``one_key``, the heads with more than ``threshold`` of their attention on
+    one key (:func:`peaks`)."""
+    gaussian = all("centers" in r and "inverse_covariance" in r for r in recs)
+    return {
+        "attention_distance": [attention_distance(r) for r in recs]
+        if gaussian
+        else None,
+        "one_key": [float(len(_one_key(r, threshold))) for r in recs],
+    }
 
 
 # --------------------------------------------------------------------------- per-seed properties

@@ -82,6 +82,7 @@ __all__ = [
     "pruned_counts_from_history",
     "lemma_shifts_covered",
     "plot_depth_measures",
+    "plot_fresh_profiles",
     "plot_layer_distances",
     "plot_removal",
     "plot_pruned_counts",
@@ -615,6 +616,63 @@ def plot_depth_measures(
         frameon=False,
         handler_map={tuple: _tuple_handler()},
     )
+    return fig
+
+
+#: The models of :func:`plot_fresh_profiles`, in drawing order, with their labels.
+FRESH_ARMS = {
+    "quadratic": "quadratic",
+    "generalized": "generalized",
+    "quadratic-16heads": "quadratic, 16 heads",
+    "learned": "learned",
+}
+
+
+def plot_fresh_profiles(profiles: Mapping[str, Sequence[Mapping]], grid: int = 16):
+    """The depth claims' two measures over the layers on the fresh seeds: mean attention distance
+    (tokens; Gaussian heads only) and heads with more than half their attention on one key. For
+    each model of ``profiles`` (registry name → one
+    :func:`~attnconv.evidence.measures.layer_profile` per seed) its mean over the seeds (line,
+    its colour; the 16-head model dashed) and the range from the lowest to the highest seed
+    (shaded). The left panel marks a uniform head's distance (dotted). Returns the figure."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from .plotting import COLUMN_INCHES, model_colour
+
+    fig, axes = plt.subplots(
+        1, 2, figsize=(COLUMN_INCHES, 3.0), constrained_layout=True
+    )
+    for arm, seeds in profiles.items():
+        label = f"{FRESH_ARMS.get(arm, arm)} ({len(seeds)} seeds)"
+        style = dict(color=model_colour(arm), ls="--" if "16" in arm else "-", lw=1.6)
+        for ax, key in zip(axes, ("attention_distance", "one_key")):
+            values = [p[key] for p in seeds if p[key] is not None]
+            if not values:
+                continue
+            v = np.asarray(values, dtype=float)
+            layers = np.arange(1, v.shape[1] + 1)
+            ax.fill_between(
+                layers, v.min(0), v.max(0), color=style["color"], alpha=0.15, lw=0
+            )
+            ax.plot(layers, v.mean(0), marker="o", ms=4, label=label, **style)
+    axes[0].axhline(uniform_attention_distance(grid), color="0.4", ls=":", lw=1)
+    axes[0].annotate(
+        "uniform head",
+        (1, uniform_attention_distance(grid)),
+        xytext=(0, -11),
+        textcoords="offset points",
+        fontsize=8,
+        color="0.3",
+    )
+    titles = ("attention distance (tokens)", "heads > 50 % on one key")
+    for ax, title in zip(axes, titles):
+        ax.set_title(title)
+        ax.set_xlabel("layer")
+        ax.set_xticks(range(1, 7))
+    axes[1].set_ylim(bottom=0)
+    handles, names = axes[1].get_legend_handles_labels()
+    fig.legend(handles, names, loc="outside lower center", ncol=2, frameon=False)
     return fig
 
 

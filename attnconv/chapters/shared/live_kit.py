@@ -1,0 +1,68 @@
+"""What the book's live widgets share (:mod:`attnconv.chapters.live_widgets`,
+:mod:`attnconv.chapters.live_figures`, :mod:`attnconv.chapters.live_query_explorer`): the range
+check of their inputs, their CSS (controls, dark mode) and the prelude of their inline scripts
+(:func:`live_script`)."""
+
+from __future__ import annotations
+
+import json
+
+__all__ = ["check_range", "DARK_CSS", "CONTROLS_CSS", "JS_PRELUDE", "live_script"]
+
+
+def check_range(name: str, value: float, lo: float, hi: float) -> None:
+    """A one-line ValueError for a start value outside its slider's range."""
+    if not (lo <= value <= hi):
+        raise ValueError(f"{name} = {value} is outside the slider's range [{lo}, {hi}]")
+
+
+#: In dark mode the theme frames an HTML output in a light box meant for images drawn on white;
+#: a live widget draws in the text's colour and needs none (as reader.css does for Plotly).
+DARK_CSS = """
+html[data-theme="dark"] .bd-content div.cell_output div.text_html:has(#{id}) {{
+  background-color: transparent; padding: 0; }}
+#{id} {{ color: var(--pst-color-text-base, inherit); }}
+"""
+
+CONTROLS_CSS = """
+#{id} {{ max-width: {width}px; font-size: 14px; line-height: 1.4; }}
+#{id} .lw-controls {{ display: grid; grid-template-columns: max-content 1fr 5.5em;
+  gap: 4px 10px; align-items: center; max-width: 560px; }}
+#{id} input[type=range] {{ width: 100%; accent-color: #1f77b4; }}
+#{id} input[type=range]:focus-visible {{ outline: 2px solid #ff7f0e; outline-offset: 2px; }}
+#{id} output {{ font-variant-numeric: tabular-nums; }}
+#{id} svg {{ display: block; max-width: 100%; height: auto; margin-top: 6px; }}
+#{id} svg text {{ fill: currentColor; font-size: 13px; }}
+#{id} .lw-readout {{ margin-top: 4px; font-variant-numeric: tabular-nums; }}
+"""
+
+#: The start of every live widget's script: its root ``<div>`` (set up once), ``el`` to draw an
+#: SVG element into the widget's first ``<svg>``, and ``softmax`` (max subtracted, then
+#: normalised, as ``torch.softmax`` computes it).
+JS_PRELUDE = r"""
+  var root = document.getElementById(%(id)s);
+  if (!root || root.dataset.ready) return;
+  root.dataset.ready = '1';
+  var NS = 'http://www.w3.org/2000/svg', svg = root.querySelector('svg');
+  function el(tag, attrs, text) {
+    var e = document.createElementNS(NS, tag);
+    for (var a in attrs) e.setAttribute(a, attrs[a]);
+    if (text !== undefined) e.textContent = text;
+    svg.appendChild(e);
+    return e;
+  }
+  function softmax(s) {
+    var m = -Infinity, z = 0, p = [];
+    for (var k = 0; k < s.length; k++) if (s[k] > m) m = s[k];
+    for (var k2 = 0; k2 < s.length; k2++) { p.push(Math.exp(s[k2] - m)); z += p[k2]; }
+    for (var k3 = 0; k3 < p.length; k3++) p[k3] /= z;
+    return p;
+  }
+"""
+
+
+def live_script(body: str, widget_id: str) -> str:
+    """A live widget's inline script: :data:`JS_PRELUDE` for the element ``widget_id``, then
+    ``body``, in a function of their own."""
+    prelude = JS_PRELUDE.replace("%(id)s", json.dumps(widget_id))
+    return f"(function () {{{prelude}{body}}})();"
