@@ -157,6 +157,8 @@ _EXPLORER_JS = r"""
     var shown = alpha < 1 ? alpha.toFixed(3) : alpha < 10 ? alpha.toFixed(2) : alpha.toFixed(1);
     outs.alpha.value = shown; outs.d1.value = fmt(d1, 2); outs.d2.value = fmt(d2, 2);
     inputs.alpha.setAttribute('aria-valuetext', '\u03b1 = ' + shown);
+    inputs.d1.setAttribute('aria-valuetext', '\u0394\u2081 = ' + fmt(d1, 2));
+    inputs.d2.setAttribute('aria-valuetext', '\u0394\u2082 = ' + fmt(d2, 2));
     weightOut.textContent = pt.toFixed(6);
     readout.querySelector('[data-role=target]').textContent =
       '(' + fmt(ti - Q[0], 0) + ', ' + fmt(tj - Q[1], 0) + ')';
@@ -530,7 +532,7 @@ _SORT_JS = r"""
     }
     function sortBy(c, button) {
       var th = heads[c], dir = th.getAttribute('aria-sort') === 'ascending' ? 'descending' : 'ascending';
-      for (var i = 0; i < heads.length; i++) heads[i].removeAttribute('aria-sort');
+      for (var i = 0; i < heads.length; i++) heads[i].setAttribute('aria-sort', 'none');
       th.setAttribute('aria-sort', dir);
       var keys = original.map(function (r) { return key(text(r, c)); });
       var order = original.map(function (r, i) { return i; }).sort(function (a, b) {
@@ -546,6 +548,7 @@ _SORT_JS = r"""
       button.setAttribute('aria-label', 'sort by ' + button.dataset.name + ', now ' + dir);
     }
     Array.prototype.forEach.call(heads, function (th, c) {
+      th.setAttribute('aria-sort', 'none');  // sortable, not sorted yet: the header shows it
       var b = document.createElement('button');
       b.type = 'button';
       b.className = 'sort-button';
@@ -559,6 +562,7 @@ _SORT_JS = r"""
     var style = document.createElement('style');
     style.textContent = 'table.sortable-table .sort-button { all: unset; cursor: pointer; }' +
       ' table.sortable-table .sort-button:focus-visible { outline: 2px solid #ff7f0e; outline-offset: 2px; }' +
+      ' table.sortable-table th[aria-sort=none] .sort-button::after { content: " \u21c5"; font-size: 0.8em; opacity: 0.55; }' +
       ' table.sortable-table th[aria-sort=ascending] .sort-button::after { content: " \u25b2"; font-size: 0.8em; }' +
       ' table.sortable-table th[aria-sort=descending] .sort-button::after { content: " \u25bc"; font-size: 0.8em; }';
     document.head.appendChild(style);
@@ -600,7 +604,8 @@ def sortable_table_script(table_id: str):
     ``<button>`` (focusable; Enter or Space activates it), and a click sorts the body rows by
     that column (by :func:`sort_key` of each cell's ``data-sort`` value or text: verdicts in
     :data:`VERDICT_SORT_ORDER`, leading numbers as numbers whatever their unit), ascending, then
-    descending; ties keep the table's order. The header carries ``aria-sort``."""
+    descending; ties keep the table's order. Every header carries ``aria-sort`` ("none" and a
+    ⇅ mark until it sorts the table, then "ascending" ▲ or "descending" ▼)."""
     from IPython.display import HTML
 
     return HTML(

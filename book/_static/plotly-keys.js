@@ -13,6 +13,8 @@
      Plots.executeAPICommand does);
    - for each button of an update menu (Play, Pause), a native <button> running the same method
      and args.
+   They repeat the figure's own controls, so they stay out of sight until one of them has the
+   keyboard's focus (Tab reaches them; they then appear under the figure).
    The native controls follow the figure: when the Plotly slider moves (a click, a drag, an
    animation playing, a script relaying it out), plotly_sliderchange, plotly_relayout or
    plotly_animated updates the range input and its label.
@@ -28,6 +30,9 @@
   var STYLE =
     ".plotly-keys{box-sizing:border-box;max-width:100%;margin:0.25rem 0 0.75rem;" +
     "font-size:0.9rem;color:var(--pst-color-text-base,inherit)}" +
+    // they repeat the figure's own controls: seen only while they hold the keyboard's focus
+    ".plotly-keys:not(:focus-within){position:absolute;width:1px;height:1px;margin:0;" +
+    "overflow:hidden;clip-path:inset(50%);white-space:nowrap}" +
     ".plotly-keys-slider{display:flex;flex-wrap:wrap;align-items:center;" +
     "column-gap:0.75rem;max-width:100%}" +
     // the labels share one width, so that a figure's range inputs line up

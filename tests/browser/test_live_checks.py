@@ -295,3 +295,35 @@ def test_a_query_explorer_off_pythons_fails(browser):
     rep, _, _ = _run(browser, html)
     texts = [t for _, t in rep.failures["interactive"]]
     assert any("the page's largest weight" in t for t in texts), texts
+
+
+def test_every_header_shows_it_can_sort_before_any_click(browser):
+    """aria-sort="none" (drawn as ⇅) on every header until it sorts; then the sorted one says
+    its direction and the others go back to "none"."""
+    context = browser.new_context(viewport=check_book.VIEWPORT)
+    page = context.new_page()
+    page.set_content(TABLE + sortable_table_script("t").data)
+    states = "() => [...document.querySelectorAll('th')].map(t => t.getAttribute('aria-sort'))"
+    before = page.evaluate(states)
+    mark = page.evaluate(
+        "() => getComputedStyle(document.querySelector('.sort-button'), '::after').content"
+    )
+    page.click("th >> nth=1 >> button")
+    after = page.evaluate(states)
+    context.close()
+    assert before == ["none", "none"] and mark == '" \u21c5"'
+    assert after == ["none", "ascending"]
+
+
+def test_the_explorers_sliders_say_their_values(browser):
+    """Each of the head explorer's three sliders tells a screen reader its value in the
+    figure's words (α = …, Δ₁ = …, Δ₂ = …), not a bare step number."""
+    context = browser.new_context(viewport=check_book.VIEWPORT)
+    page = context.new_page()
+    page.set_content(head_explorer_widget().data)
+    texts = page.evaluate(
+        "() => [...document.querySelectorAll('input[type=range]')]"
+        ".map(i => i.getAttribute('aria-valuetext'))"
+    )
+    context.close()
+    assert texts == ["α = 10.0", "Δ₁ = 1.00", "Δ₂ = −1.00"], texts

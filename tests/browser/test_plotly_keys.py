@@ -142,3 +142,19 @@ def test_a_range_input_that_does_not_follow_the_mouse_fails(browser):
     context.close()
     texts = [t for _, t in rep.failures["interactive"]]
     assert any("leaves the range input at" in t for t in texts), texts
+
+
+def test_the_repeated_controls_stay_out_of_sight_until_focused(browser):
+    """The native controls repeat the figure's own: out of sight (1 px) for the mouse, shown
+    under the figure while one of them has the keyboard's focus."""
+    context, page, errors, _ = _page(browser, KEYS_JS.read_text())
+    page.wait_for_selector(".plotly-keys input", state="attached")
+    height = (
+        "() => document.querySelector('.plotly-keys').getBoundingClientRect().height"
+    )
+    hidden = page.evaluate(height)
+    page.focus(".plotly-keys input")
+    shown = page.evaluate(height)
+    context.close()
+    assert not errors
+    assert hidden <= 1 and shown > 20, (hidden, shown)
