@@ -547,18 +547,47 @@ MAP_ROWS: Dict[str, Tuple[Tuple[str, str], ...]] = {
 }
 #: Between a paper-map row's fresh-seed lead and its exploratory status.
 MAP_JOIN = " · exploratory: "
+_ONE_OF_N = (
+    "the earlier rule took one run of several showing it as enough; the frozen protocol asks "
+    "it of most fresh seeds"
+)
+#: Why a claim's verdict on the fresh seeds and its exploratory verdict point opposite ways
+#: (one reproduced, the other not), said once in the paper map's row, after the fresh lead.
+MAP_DIFFERS: Dict[str, str] = {
+    "no_overlap": _ONE_OF_N,
+    "learned_pixels": _ONE_OF_N,
+    "close_to_resnet": (
+        "the earlier ResNet18 was not tuned, at 1/8 width with a step schedule scaled from "
+        "300 epochs; for the fresh seeds every arm's learning rate, and the ResNet18's "
+        "width, were chosen on validation"
+    ),
+}
+
+
+def _opposite(a: str, b: str) -> bool:
+    return {a, b} == {REPRODUCED, NOT_REPRODUCED}
 
 
 def paper_map_text(text: str) -> str:
     """The paper map ``text`` with each claim row's status led by :func:`fresh_map_cell` (an
-    earlier lead replaced): what ``book/paper_map.md`` holds (a test compares)."""
-    out = []
+    earlier lead replaced), and, where the fresh and the exploratory verdict point opposite
+    ways, why (:data:`MAP_DIFFERS`): what ``book/paper_map.md`` holds (a test compares)."""
+    out, fresh = [], fresh_verdicts()
+    earlier = {c.key: c.verdict for g in GROUPS for c in book_claims().get(g, [])}
     for line in text.splitlines(keepends=True):
         words = [w for w in MAP_ROWS if line.startswith("|") and w in line]
         if words:
             body, _, status = line.rstrip().rstrip("|").rstrip().rpartition(" | ")
             old = status.split(MAP_JOIN, 1)[-1]
             lead = fresh_map_cell(MAP_ROWS[words[0]])
+            differ = [
+                MAP_DIFFERS[k]
+                for _, k in MAP_ROWS[words[0]]
+                if k in MAP_DIFFERS
+                and _opposite(fresh[k].verdict, earlier.get(k, fresh[k].verdict))
+            ]
+            if differ:
+                lead += f" (the two differ: {'; '.join(differ)})"
             line = f"{body} | {lead}{MAP_JOIN}{old} |\n"
         out.append(line)
     return "".join(out)

@@ -716,3 +716,24 @@ def test_layer_values_rows_refuses_unequal_depths_and_unknown_seeds():
         layer_values_rows({"quadratic, seed 0": [one]}, {"seed 0": [0, 0]})
     with pytest.raises(ValueError):
         layer_values_rows({"generalized": [one]})
+
+
+def test_paper_map_says_why_where_the_two_verdicts_point_opposite_ways():
+    """A row whose fresh-seed verdict and exploratory verdict are reproduced and not reproduced
+    (either way round) says why, once; a row where they agree or one is inconclusive does not."""
+    text = PAPER_MAP.read_text()
+    fresh = pv.fresh_verdicts()
+    claims = pv.book_claims()
+    earlier = {c.key: c.verdict for g in pv.GROUPS for c in claims.get(g, [])}
+    opposite = {REPRODUCED, NOT_REPRODUCED}
+    seen = 0
+    for words, keys in pv.MAP_ROWS.items():
+        (row,) = [r for r in text.splitlines() if words in r and r.startswith("|")]
+        flips = [
+            k for _, k in keys if {fresh[k].verdict, earlier.get(k, "")} == opposite
+        ]
+        assert row.count("the two differ") == (1 if flips else 0), words
+        for k in flips:
+            assert pv.MAP_DIFFERS[k] in row
+        seen += bool(flips)
+    assert seen == 3  # no overlap, individual pixels, close to ResNet18
