@@ -633,7 +633,10 @@ def test_intro_says_no_share_of_the_seeds_survives_holm():
     flat = " ".join(
         " ".join("".join(c["source"]) for c in intro["cells"]).replace("*", "").split()
     )
-    assert f"on {n_seeds} new seeds per model at CPU scale" in flat
+    assert (
+        f"judged on {n_seeds} {{ref}}`fresh seeds <glossary-confirmatory>` per model"
+        in flat
+    )
     assert (
         f"{n_seeds} seeds are too few to survive a correction for testing {len(got)} "
         "claims at once" in flat
