@@ -4,6 +4,7 @@ verdicts beside the exploratory ones. Reads only (:mod:`attnconv.evidence`)."""
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Dict, List
 
@@ -16,6 +17,7 @@ from ..evidence.judge import (
     tally,
 )
 from ..evidence.runs import beyond_tuning_runs, tuned_values, tuning_record, tuning_runs
+from ..experiments.claims import CLAIMS
 from ..experiments.registry import RUNS, run_state
 from ..experiments.verdicts import REPRODUCED
 from .shared.badges import verdict_word
@@ -68,11 +70,25 @@ def freeze_table():
     )
 
 
+def claim_name(key: str) -> str:
+    """The name a reader meets for claim ``key`` in the other tables (its registry title,
+    "Fig. 3: local first, further away deeper"), else its key in words."""
+    return CLAIMS[key].title if key in CLAIMS else key.replace("_", " ")
+
+
+def _number(x: float) -> str:
+    """A threshold as printed: a power of ten from 10³ up as 10³, else as it is (0.5)."""
+    e = round(math.log10(x)) if x > 0 else 0
+    if e >= 3 and x == 10.0**e:
+        return "10" + str(e).translate(str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹"))
+    return f"{x:g}"
+
+
 def _bound(c) -> str:
     """A frozen claim's type with its threshold or margin: "share, > 0.5"."""
     if c.margin is not None:
         return f"{c.kind}, margin {100 * c.margin:g} pt"
-    return f"{c.kind}, > {c.threshold:g}" if c.threshold is not None else c.kind
+    return f"{c.kind}, > {_number(c.threshold)}" if c.threshold is not None else c.kind
 
 
 def claims_table():
@@ -82,7 +98,7 @@ def claims_table():
     return _table(
         [
             {
-                "claim": c.key.replace("_", " "),
+                "claim": claim_name(c.key),
                 "paper": re.split(r",| \(", c.source)[0],
                 "arms": ", ".join(c.arms),
                 "type, bound": _bound(c),
@@ -369,7 +385,7 @@ def verdicts_table(
         mark = f" ({', '.join(flags)})" if v.verdict != PENDING and flags else ""
         rows.append(
             {
-                "claim": key.replace("_", " "),
+                "claim": claim_name(key),
                 "exploratory (not counted)": exploratory.get(key, "—"),
                 "confirmatory": v.verdict + mark,
             }
@@ -414,7 +430,7 @@ def robustness_table(confirmatory: Dict[str, ConfirmatoryVerdict]):
                 holds.append(alt)
         rows.append(
             {
-                "claim": key.replace("_", " "),
+                "claim": claim_name(key),
                 "verdict": verdict_word(v.verdict),
                 "changes under": "; ".join(changes) or "—",
                 "holds under (or not computed)": "; ".join(holds) or "—",
@@ -588,7 +604,7 @@ def followup_claims_table(verdicts: Dict[str, ConfirmatoryVerdict]):
         mark = " (fragile)" if v.verdict != PENDING and v.fragile else ""
         rows.append(
             {
-                "claim": key.replace("_", " "),
+                "claim": claim_name(key),
                 "type": c.kind,
                 "measure": c.prop,
                 "margin": "—" if c.margin is None else f"{100 * c.margin:g} point(s)",
@@ -608,7 +624,7 @@ def followup_amendments_table():
                 "date": a.date,
                 "claims": "every claim"
                 if set(a.claims) == set(followup.CLAIMS)
-                else ", ".join(k.replace("_", " ") for k in a.claims),
+                else ", ".join(claim_name(k) for k in a.claims),
                 "what": a.what,
                 "runs that existed then": "the same as above"
                 if i and a.visible == followup.AMENDMENTS[i - 1].visible
