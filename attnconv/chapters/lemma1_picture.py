@@ -118,7 +118,7 @@ def plot_heads_and_matrices(
         )
         ax_a.set_title(
             f"head {h + 1}: Δ = ({d1:+d}, {d2:+d})".replace("-", "−"),
-            fontsize=8.5,
+            fontsize=9,
             loc="left",
         )
         im = ax_w.imshow(
@@ -127,18 +127,21 @@ def plot_heads_and_matrices(
         ax_w.set_yticks(
             range(len(in_names)),
             in_names,  # on every matrix: the gap between the pairs holds them
-            fontsize=8.5,
+            fontsize=9.5,
         )
+        bottom = h // 3 == 2  # the outputs are named under the last row only
         ax_w.set_xticks(
             range(len(out_names)),
-            out_names if h // 3 == 2 else [""] * len(out_names),
-            fontsize=8.5,
+            out_names if bottom else [""] * len(out_names),
+            fontsize=9.5,
             rotation=90,
         )
+        if not bottom:  # no tick marks without their names
+            ax_w.tick_params(axis="x", length=0)
         ax_a.set_xticks([]), ax_a.set_yticks([])
     bar = fig.colorbar(im, ax=axes, fraction=0.02, pad=0.02)
     bar.set_label("entry of $W^{(h)}$", fontsize=9)
-    bar.ax.tick_params(labelsize=8.5)
+    bar.ax.tick_params(labelsize=9)
     fig.suptitle(
         f"each head: its attention around q = {tuple(query)} (red), keys within {zoom} "
         f"pixels,\nthen its $W^{{(h)}}$ (rows: inputs, columns: outputs)",

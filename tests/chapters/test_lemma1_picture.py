@@ -61,6 +61,12 @@ def test_head_matrices_are_the_kernel_slices_and_plots_draw():
     panels = [ax.get_window_extent() for ax in fig.axes[:-1]]
     for i, a in enumerate(boxes):
         assert not any(a.overlaps(b) for b in boxes[i + 1 :] + panels)
+    # a matrix's output ticks are named under the last row only, and only there marked
+    matrices = [ax for ax in fig.axes[:-1] if ax.images and ax.get_yticks().size]
+    for k, ax in enumerate(matrices):
+        named = any(t.get_text() for t in ax.get_xticklabels())
+        marked = ax.xaxis.get_major_ticks()[0].tick1line.get_markersize() > 0
+        assert named == marked == (k >= 6), k
     plt.close(fig)
     fig = plot_outputs(x[0], conv(x)[0].detach(), y[0].detach(), (3, 3))
     assert len(fig.axes) == 9
