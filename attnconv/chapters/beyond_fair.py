@@ -182,31 +182,31 @@ def _curves(arm: str, size: int):
     )
 
 
+#: One marker per arm of :func:`plot_fair_curves`, in the order of the arms.
+ARM_MARKERS = ("o", "s", "^", "D", "v", "P")
+
+
 def plot_fair_curves(size: int = 1000):
     """Figure: mean training accuracy (left) and validation accuracy (right, on its own scale, so
-    that curves a few points apart stay apart) of each arm over the steps at ``size`` images; one
-    legend below both panels."""
+    that curves a few points apart stay apart) of each arm over the steps at ``size`` images,
+    each arm in its colour with its own marker (:data:`ARM_MARKERS`); one legend below both
+    panels."""
     import matplotlib.pyplot as plt
 
     fig, (train_ax, val_ax) = plt.subplots(
         1, 2, figsize=(COLUMN_INCHES, 3.4), layout="constrained"
     )
-    for arm in fair.ARMS:
+    for k, arm in enumerate(fair.ARMS):
         got = _curves(arm, size)
         if got is None:
             continue
         x, train, xv, val = got
-        colour = model_colour(arm)
-        train_ax.plot(x, 100 * train, lw=1.4, color=colour)
-        val_ax.plot(
-            xv,
-            100 * val,
-            marker="o",
-            ms=4,
-            lw=1.4,
-            color=colour,
-            label=FAIR_LABELS[arm],
+        # a colour and a marker of its own: the GPSA pink and the ConViT violet stay apart
+        style = dict(
+            lw=1.4, color=model_colour(arm), marker=ARM_MARKERS[k % len(ARM_MARKERS)]
         )
+        train_ax.plot(x, 100 * train, ms=4, markevery=max(1, len(x) // 6), **style)
+        val_ax.plot(xv, 100 * val, ms=4, label=FAIR_LABELS[arm], **style)
     for ax, what in ((train_ax, "training"), (val_ax, "validation")):
         ax.set_xlabel("optimizer step")
         ax.set_ylabel(f"{what} accuracy (%)")

@@ -62,6 +62,9 @@ def test_the_chapter_shows_them(stand_ins):
     assert [t.get_text() for t in legend.get_texts()] == [
         chapter.FAIR_LABELS[a] for a in fair.ARMS
     ]
+    # each arm its own marker, the same in both panels (pink and violet stay apart)
+    markers = [[ln.get_marker() for ln in ax.lines] for ax in fig.axes]
+    assert markers[0] == markers[1] and len(set(markers[0])) == len(fair.ARMS)
     val_low, val_high = fig.axes[1].get_ylim()
     assert (
         val_high - val_low < 40
