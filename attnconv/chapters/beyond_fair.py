@@ -70,26 +70,26 @@ def _pct(x: float) -> str:
 
 
 def tuning_table():
-    """Each arm's mean validation accuracy (%) at each learning rate and size, the chosen rate in
-    bold (a Markdown table; a size whose tuning is not saved says so)."""
+    """Each arm's mean validation accuracy (%) at each size and learning rate, one column each,
+    the chosen rate in bold (a Markdown table; a size whose tuning is not saved says so)."""
     rows = []
     for arm in fair.ARMS:
         cells = [FAIR_LABELS[arm]]
         for size in fair.SIZES:
             got = beyond_tuning(size)
             if got is None or arm not in got:
-                cells.append("pending")
+                cells += ["pending"] * len(BEYOND_LRS)
                 continue
             scores, choice = got[arm]["scores"], got[arm]["choice"]
-            cells.append(
-                " · ".join(
-                    f"**{_pct(v)}**" if float(lr) == choice else _pct(v)
-                    for lr, v in sorted(scores.items(), key=lambda kv: float(kv[0]))
-                )
-            )
+            by_rate = {float(lr): v for lr, v in scores.items()}
+            cells += [
+                f"**{_pct(by_rate[r])}**" if r == choice else _pct(by_rate[r])
+                for r in map(float, BEYOND_LRS)
+            ]
         rows.append(cells)
-    rates = " · ".join(f"{r:g}" for r in BEYOND_LRS)
-    columns = ["arm"] + [f"{n:,} images (lr {rates})" for n in fair.SIZES]
+    columns = ["arm"] + [
+        f"{n // 1000}k · lr {r:g}" for n in fair.SIZES for r in BEYOND_LRS
+    ]
     return markdown_table(columns, rows)
 
 

@@ -24,7 +24,7 @@ from typing import Sequence, Tuple
 from attnconv import off_target_mass_bound
 
 from .shared.head_state import HeadState, head_state_probabilities
-from .shared.live_kit import CONTROLS_CSS, DARK_CSS, check_range, live_script
+from .shared.live_kit import CONTROLS_CSS, DARK_CSS, check_range, live_script, range_row
 
 __all__ = [
     "LEMMA2_ALPHA_RANGE",
@@ -48,10 +48,7 @@ _BLUES = (
 
 def _slider(wid: str, role: str, label: str, lo: float, hi: float, value: float) -> str:
     return (
-        f'<div class="lw-controls"><label for="{wid}-{role}">{label}</label>'
-        f'<input type="range" id="{wid}-{role}" data-role="{role}" min="{lo:.2f}" '
-        f'max="{hi:.2f}" step="0.01" value="{value:.2f}">'
-        f'<output for="{wid}-{role}" data-role="{role}-value"></output></div>'
+        f'<div class="lw-controls">{range_row(wid, role, label, lo, hi, value)}</div>'
     )
 
 

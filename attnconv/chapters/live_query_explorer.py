@@ -19,7 +19,7 @@ from typing import Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .shared.live_kit import CONTROLS_CSS, DARK_CSS, live_script
+from .shared.live_kit import CONTROLS_CSS, DARK_CSS, live_script, range_row
 
 __all__ = ["query_explorer_data", "query_explorer_widget"]
 
@@ -217,10 +217,7 @@ def query_explorer_widget(
         )
 
     sliders = "".join(
-        f'<label for="{wid}-{role}">query {what}</label>'
-        f'<input type="range" id="{wid}-{role}" data-role="{role}" min="1" max="{size}" '
-        f'step="1" value="{start + 1}">'
-        f'<output for="{wid}-{role}" data-role="{role}-value"></output>'
+        range_row(wid, role, f"query {what}", 1, size, start + 1, step=1, digits=0)
         for role, what, size, start in (
             ("row", "row", grid[0], initial[2]),
             ("col", "column", grid[1], initial[3]),

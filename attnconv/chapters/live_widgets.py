@@ -28,7 +28,7 @@ from typing import Optional, Sequence, Tuple
 import numpy as np
 
 from .shared.head_state import HeadState, head_state_probabilities
-from .shared.live_kit import CONTROLS_CSS, DARK_CSS, check_range, live_script
+from .shared.live_kit import CONTROLS_CSS, DARK_CSS, check_range, live_script, range_row
 
 __all__ = [
     "EXPLORER_ALPHA_RANGE",
@@ -50,8 +50,6 @@ EXPLORER_DELTA_RANGE = (-3.0, 3.0)
 #: The explorer's grid of keys and its query (the centre pixel): key offsets δ ∈ {−4, …, 4}².
 EXPLORER_GRID = (9, 9)
 EXPLORER_QUERY = (4, 4)
-#: Slider steps: log₁₀ α in hundredths of a decade, Δ in hundredths of a pixel.
-_STEP = 0.01
 
 
 def head_weights(
@@ -173,18 +171,6 @@ _EXPLORER_JS = r"""
 """
 
 
-def _range_row(
-    wid: str, role: str, label: str, lo: float, hi: float, value: float
-) -> str:
-    """One labelled native range input and the ``<output>`` that shows its value."""
-    return (
-        f'<label for="{wid}-{role}">{label}</label>'
-        f'<input type="range" id="{wid}-{role}" data-role="{role}" min="{lo:g}" max="{hi:g}" '
-        f'step="{_STEP:g}" value="{value:.2f}">'
-        f'<output for="{wid}-{role}" data-role="{role}-value"></output>'
-    )
-
-
 def head_explorer_widget(
     initial: Tuple[float, float, float] = (1.0, -1.0, 10.0),
     widget_id: str = "live-head-explorer",
@@ -230,9 +216,9 @@ def head_explorer_widget(
     dl, dh = EXPLORER_DELTA_RANGE
     rows = "".join(
         (
-            _range_row(wid, "alpha", "width α (log scale)", math.log10(lo), math.log10(hi), log_alpha),
-            _range_row(wid, "delta1", "centre Δ₁ (rows)", dl, dh, d1),
-            _range_row(wid, "delta2", "centre Δ₂ (columns)", dl, dh, d2),
+            range_row(wid, "alpha", "width α (log scale)", math.log10(lo), math.log10(hi), log_alpha),
+            range_row(wid, "delta1", "centre Δ₁ (rows)", dl, dh, d1),
+            range_row(wid, "delta2", "centre Δ₂ (columns)", dl, dh, d2),
         )
     )  # fmt: skip
     role = (
@@ -457,7 +443,7 @@ def lemma1_head_picker(
     )
     slider = (
         '<div class="lw-controls">'
-        + _range_row(
+        + range_row(
             wid,
             "alpha",
             "width α (log scale)",

@@ -547,21 +547,16 @@ MAP_ROWS: Dict[str, Tuple[Tuple[str, str], ...]] = {
 }
 #: Between a paper-map row's fresh-seed lead and its exploratory status.
 MAP_JOIN = " · exploratory: "
-_ONE_OF_N = (
-    "the earlier rule took one run of several showing it as enough; the frozen protocol asks "
-    "it of most fresh seeds"
-)
+_ONE_OF_N = "one run of several was enough before; now most fresh seeds must show it"
 #: Why a claim's verdict on the fresh seeds and its exploratory verdict point opposite ways
 #: (one reproduced, the other not), said once in the paper map's row, after the fresh lead.
 MAP_DIFFERS: Dict[str, str] = {
     "no_overlap": _ONE_OF_N,
     "learned_pixels": _ONE_OF_N,
-    "close_to_resnet": (
-        "the earlier ResNet18 was not tuned, at 1/8 width with a step schedule scaled from "
-        "300 epochs; for the fresh seeds every arm's learning rate, and the ResNet18's "
-        "width, were chosen on validation"
-    ),
+    "close_to_resnet": "the earlier ResNet18 was untuned; the fresh one was tuned on validation",
 }
+#: A paper-map row's exploratory part for a claim the earlier rule did not judge.
+MAP_NOT_EXPLORED = "not judged"
 
 
 def _opposite(a: str, b: str) -> bool:
@@ -569,26 +564,32 @@ def _opposite(a: str, b: str) -> bool:
 
 
 def paper_map_text(text: str) -> str:
-    """The paper map ``text`` with each claim row's status led by :func:`fresh_map_cell` (an
-    earlier lead replaced), and, where the fresh and the exploratory verdict point opposite
-    ways, why (:data:`MAP_DIFFERS`): what ``book/paper_map.md`` holds (a test compares)."""
+    """The paper map ``text`` with each claim row's status written anew: the verdicts on the
+    fresh seeds (:func:`fresh_map_cell`), where the fresh and the exploratory verdict point
+    opposite ways why (:data:`MAP_DIFFERS`), then the exploratory verdicts, in words only (their
+    evidence is in the chapter the row links). What ``book/paper_map.md`` holds (a test
+    compares)."""
     out, fresh = [], fresh_verdicts()
     earlier = {c.key: c.verdict for g in GROUPS for c in book_claims().get(g, [])}
     for line in text.splitlines(keepends=True):
         words = [w for w in MAP_ROWS if line.startswith("|") and w in line]
         if words:
-            body, _, status = line.rstrip().rstrip("|").rstrip().rpartition(" | ")
-            old = status.split(MAP_JOIN, 1)[-1]
-            lead = fresh_map_cell(MAP_ROWS[words[0]])
+            claims = MAP_ROWS[words[0]]
+            body = line.rstrip().rstrip("|").rstrip().rpartition(" | ")[0]
+            lead = fresh_map_cell(claims)
             differ = [
                 MAP_DIFFERS[k]
-                for _, k in MAP_ROWS[words[0]]
+                for _, k in claims
                 if k in MAP_DIFFERS
                 and _opposite(fresh[k].verdict, earlier.get(k, fresh[k].verdict))
             ]
             if differ:
                 lead += f" (the two differ: {'; '.join(differ)})"
-            line = f"{body} | {lead}{MAP_JOIN}{old} |\n"
+            explored = "; ".join(
+                f"{label} {earlier.get(k, MAP_NOT_EXPLORED)}".strip()
+                for label, k in claims
+            )
+            line = f"{body} | {lead}{MAP_JOIN}{explored} |\n"
         out.append(line)
     return "".join(out)
 

@@ -1,19 +1,47 @@
 """What the book's live widgets share (:mod:`attnconv.chapters.live_widgets`,
 :mod:`attnconv.chapters.live_figures`, :mod:`attnconv.chapters.live_query_explorer`): the range
-check of their inputs, their CSS (controls, dark mode) and the prelude of their inline scripts
+check of their inputs, their labelled range inputs (:func:`range_row`), their CSS (controls, dark mode) and the prelude of their inline scripts
 (:func:`live_script`)."""
 
 from __future__ import annotations
 
 import json
 
-__all__ = ["check_range", "DARK_CSS", "CONTROLS_CSS", "JS_PRELUDE", "live_script"]
+__all__ = [
+    "check_range",
+    "range_row",
+    "DARK_CSS",
+    "CONTROLS_CSS",
+    "JS_PRELUDE",
+    "live_script",
+]
 
 
 def check_range(name: str, value: float, lo: float, hi: float) -> None:
     """A one-line ValueError for a start value outside its slider's range."""
     if not (lo <= value <= hi):
         raise ValueError(f"{name} = {value} is outside the slider's range [{lo}, {hi}]")
+
+
+def range_row(
+    wid: str,
+    role: str,
+    label: str,
+    lo: float,
+    hi: float,
+    value: float,
+    step: float = 0.01,
+    digits: int = 2,
+) -> str:
+    """One labelled native range input ``{wid}-{role}`` from ``lo`` to ``hi`` in steps of
+    ``step``, starting at ``value`` (``digits`` decimals), and the ``<output>`` where the
+    widget's script shows its value: the three cells of a row of ``.lw-controls``."""
+    return (
+        f'<label for="{wid}-{role}">{label}</label>'
+        f'<input type="range" id="{wid}-{role}" data-role="{role}" min="{lo:g}" '
+        f'max="{hi:g}" step="{step:g}" value="{value:.{digits}f}">'
+        f'<output for="{wid}-{role}" data-role="{role}-value"></output>'
+    )
 
 
 #: In dark mode the theme frames an HTML output in a light box meant for images drawn on white;
