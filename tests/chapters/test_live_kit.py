@@ -2,10 +2,11 @@
 widget each range input has a unique id, a ``<label>`` naming it, the ``<output>`` its script
 writes, and a start value inside its range on its step grid (parsed from the widgets' HTML)."""
 
-from html.parser import HTMLParser
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from bs4 import BeautifulSoup
 
 from attnconv.chapters.live_figures import lemma2_alpha_widget, pruning_threshold_widget
 from attnconv.chapters.live_query_explorer import query_explorer_widget
@@ -13,25 +14,14 @@ from attnconv.chapters.live_widgets import head_explorer_widget
 from attnconv.chapters.shared.live_kit import range_row
 
 
-class _Controls(HTMLParser):
-    def __init__(self):
-        super().__init__()
-        self.ranges, self.labels, self.outputs = [], [], []
-
-    def handle_starttag(self, tag, attrs):
-        a = dict(attrs)
-        if tag == "input" and a.get("type") == "range":
-            self.ranges.append(a)
-        elif tag == "label":
-            self.labels.append(a.get("for"))
-        elif tag == "output":
-            self.outputs.append(a.get("for"))
-
-
-def controls(html: str) -> _Controls:
-    parser = _Controls()
-    parser.feed(html)
-    return parser
+def controls(html: str) -> SimpleNamespace:
+    """The range inputs' attributes, and the ids that labels and outputs name."""
+    soup = BeautifulSoup(html, "html.parser", multi_valued_attributes=None)
+    return SimpleNamespace(
+        ranges=[dict(i.attrs) for i in soup.find_all("input", type="range")],
+        labels=[t.get("for") for t in soup.find_all("label")],
+        outputs=[t.get("for") for t in soup.find_all("output")],
+    )
 
 
 def _widgets():
