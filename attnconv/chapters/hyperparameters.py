@@ -386,7 +386,8 @@ def plot_full_scale_hours(benchmark: dict, epochs: int = 300):
             ax.text(h * 1.1, i + dy, f"{kind}: {label}", va="center", fontsize=8.5)
     ax.set_xscale("log")
     ax.set_xlim(0.3, 1e4)
-    ax.set_yticks(np.arange(len(names)), [m.replace("_", " + ") for m in names])
+    shown = [m.replace("_", " + ").replace("resnet18", "ResNet18") for m in names]
+    ax.set_yticks(np.arange(len(names)), shown)
     ax.invert_yaxis()
     ax.set_xlabel(f"hours for {epochs} epochs of 50,000 images (log scale)")
     fig.tight_layout()

@@ -274,9 +274,10 @@ _PRUNING_JS = r"""
       counts[l2].setAttribute('x', (BX + wdt + 4).toFixed(1));
       counts[l2].textContent = kept[l2] + ' of ' + N;
     }
-    out.value = '10^' + e.toFixed(2);
-    readout.querySelector('[data-role=at]').textContent = '10^' + e.toFixed(2);
-    input.setAttribute('aria-valuetext', 'condition threshold 10 to the ' + e.toFixed(2));
+    var power = String(parseFloat(e.toFixed(2)));  // 5, 1.25: no trailing zeros
+    out.innerHTML = readout.querySelector('[data-role=at]').innerHTML =
+      '10<sup>' + power + '</sup>';
+    input.setAttribute('aria-valuetext', 'condition threshold 10 to the power ' + power);
     readout.setAttribute('data-pruned', JSON.stringify(gone));
     readout.querySelector('[data-role=pruned-count]').textContent = String(total);
     readout.querySelector('[data-role=kept-count]').textContent = String(rows.length - total);

@@ -77,6 +77,7 @@ def query_explorer_data(
         ],
         "labels": [str(s) for s in labels],
         "initial": [int(v) for v in initial],
+        "blues": [list(c) for c in _BLUES],
     }  # fmt: skip
 
 
@@ -95,7 +96,7 @@ _JS = r"""
   var titles = root.querySelectorAll('[data-role=map-title]');
   var inputs = {row: root.querySelector('[data-role=row]'), col: root.querySelector('[data-role=col]')};
   var readout = root.querySelector('[data-role=readout]');
-  var BLUES = [[247, 251, 255], [198, 219, 239], [107, 174, 214], [33, 113, 181], [8, 48, 107]];
+  var BLUES = D.blues;
   function blue(z) {
     var x = Math.max(0, Math.min(1, z)) * (BLUES.length - 1), i = Math.min(BLUES.length - 2, Math.floor(x)), f = x - i;
     var c = BLUES[i].map(function (u, k) { return Math.round(u + f * (BLUES[i + 1][k] - u)); });
@@ -179,7 +180,19 @@ _CSS = """
 #{id} .qe-map div {{ font-size: 12px; font-variant-numeric: tabular-nums; white-space: pre;
   text-align: left; margin: 0 0 2px; }}
 #{id} .qe-maps canvas {{ width: 128px; height: 128px; outline: 1px solid rgba(128, 128, 128, 0.5); }}
+#{id} .qe-key {{ display: flex; align-items: center; gap: 6px; font-size: 13px; margin: 4px 0; }}
+#{id} .qe-key span[data-role=ramp] {{ display: inline-block; width: 120px; height: 10px;
+  outline: 1px solid rgba(128, 128, 128, 0.5);
+  background: linear-gradient(to right, {ramp}); }}
 """
+#: The maps' colours (matplotlib's Blues), light to dark: the script's ramp and the key's.
+_BLUES = (
+    (247, 251, 255),
+    (198, 219, 239),
+    (107, 174, 214),
+    (33, 113, 181),
+    (8, 48, 107),
+)
 
 
 def query_explorer_widget(
@@ -229,11 +242,12 @@ def query_explorer_widget(
         for _ in range(n)
     )
     h, w = data["size"]
+    ramp = ", ".join(f"rgb{c}" for c in _BLUES)
     label = f' aria-label="{escape(alt, quote=True)}"' if alt else ""
     html = (
         f'<div id="{wid}" class="live-widget" data-live-widget="query-explorer" role="group"{label} '
         f"data-initial='{escape(json.dumps(data), quote=True)}'>"
-        f"<style>{CONTROLS_CSS.format(id=wid, width=640)}{_CSS.format(id=wid)}"
+        f"<style>{CONTROLS_CSS.format(id=wid, width=640)}{_CSS.format(id=wid, ramp=ramp)}"
         f"{DARK_CSS.format(id=wid)}</style>"
         + buttons("image", data["labels"], "image")
         + buttons("layer", [str(i + 1) for i in range(len(data["layers"]))], "layer")
@@ -241,6 +255,9 @@ def query_explorer_widget(
         f'<p class="lw-readout" data-role="readout" aria-live="polite">'
         f'<span data-role="where"></span>: head 1 puts its largest weight, '
         f'<strong data-role="head1"></strong>.</p>'
+        '<p class="qe-key">0 <span data-role="ramp"></span> the layer\'s largest weight '
+        "(square-root scale); each map's title gives its own largest weight and where it "
+        "falls.</p>"
         f'<div class="qe-body"><canvas data-role="image" width="{w * 6}" height="{h * 6}" '
         f'aria-hidden="true"></canvas><div class="qe-maps" aria-hidden="true">{maps}</div></div>'
         f"<script>{live_script(_JS, widget_id)}</script></div>"

@@ -94,9 +94,9 @@ _EXPLORER_JS = r"""
   el('text', {x: KX, y: 16}, '3\u00d73 kernel (shifts \u03b4)');
   var cells = [], kcells = [], ktext = [];
   for (var i = 0; i < H; i++) {
-    el('text', {x: X0 - 6, y: Y0 + i * C + C / 2 + 4, 'text-anchor': 'end'}, String(i - Q[0]));
+    el('text', {x: X0 - 6, y: Y0 + i * C + C / 2 + 4, 'text-anchor': 'end'}, fmt(i - Q[0], 0));
     for (var j = 0; j < W; j++) {
-      if (i === 0) el('text', {x: X0 + j * C + C / 2, y: Y0 + H * C + 16, 'text-anchor': 'middle'}, String(j - Q[1]));
+      if (i === 0) el('text', {x: X0 + j * C + C / 2, y: Y0 + H * C + 16, 'text-anchor': 'middle'}, fmt(j - Q[1], 0));
       el('rect', {x: X0 + j * C, y: Y0 + i * C, width: C, height: C, fill: 'none',
                   stroke: 'currentColor', 'stroke-opacity': 0.15});
       cells.push(el('rect', {x: X0 + j * C + 1, y: Y0 + i * C + 1, width: C - 2, height: C - 2,
@@ -163,8 +163,8 @@ _EXPLORER_JS = r"""
     readout.querySelector('[data-role=window-mass]').textContent = mass.toFixed(4);
     var inKernel = Math.abs(ti - Q[0]) <= R && Math.abs(tj - Q[1]) <= R;
     readout.querySelector('[data-role=distance]').textContent = !inKernel
-      ? 'none: the target is outside the 3\u00d73 kernel'
-      : on ? (2 * (1 - pt)).toExponential(1) : '1';
+      ? 'the target is outside the 3\u00d73 kernel: no one-tap 3\u00d73 convolution is near'
+      : 'distance to a one-tap convolution ' + (on ? (2 * (1 - pt)).toExponential(1) : '1');
   }
   for (var n in inputs) inputs[n].addEventListener('input', update);
   update();
@@ -235,8 +235,8 @@ def head_explorer_widget(
         f'<p id="{wid}-hint" class="lw-readout" data-role="readout" aria-live="polite">'
         f'weight on the target key q + <span data-role="target">{shift}</span>: '
         f'<strong data-role="target-weight">{initial_data["target_weight"]:.6f}</strong>; '
-        f'3×3 window mass <span data-role="window-mass"></span>; distance to a one-tap '
-        f'convolution <span data-role="distance"></span></p>'
+        f'3×3 window mass <span data-role="window-mass"></span>; '
+        f'<span data-role="distance"></span></p>'
         f'<svg viewBox="0 0 620 345" width="620" aria-hidden="true"></svg>'
         f"<script>{live_script(_EXPLORER_JS, widget_id)}</script></div>"
     )
@@ -256,6 +256,7 @@ _PICKER_JS = r"""
   var readout = root.querySelector('[data-role=readout]');
   var body = root.querySelector('[data-role=matrix]');
   function fmt(v) { return (v < 0 ? '\u2212' : '') + Math.abs(v).toFixed(3); }
+  var OFF_KEY_TOLERANCE = 1e-6;
   var live = data.live, slider = root.querySelector('[data-role=alpha]');
   var alphaOut = root.querySelector('[data-role=alpha-value]'), current = data.start;
   // with a width slider: the head's softmax over the image's keys of -alpha |(k - q) - Delta|^2
@@ -300,6 +301,12 @@ _PICKER_JS = r"""
       '(' + head.shift.map(function (v) { return String(v).replace('-', '\u2212'); }).join(', ') + ')';
     readout.querySelector('[data-role=weight]').textContent = head.weight.toFixed(6);
     readout.querySelector('[data-role=gap]').textContent = head.gap === 0 ? '0' : head.gap.toExponential(1);
+    // the matrix is exact at any width; the layer is the convolution only once the head is
+    // one-hot: what its other keys hold says how far it is
+    var off = 1 - head.weight;
+    readout.querySelector('[data-role=off-key]').textContent = off < OFF_KEY_TOLERANCE
+      ? 'its other keys hold less than 10\u207b\u2076 of its attention, so this head is the convolution\u2019s tap.'
+      : 'its other keys hold ' + off.toFixed(3) + ' of its attention, so the layer is not yet the convolution.';
     var cells = body.querySelectorAll('[data-cell]');
     head.matrix.forEach(function (row, i) {
       row.forEach(function (v, j) { cells[i * row.length + j].textContent = fmt(v); });
@@ -471,9 +478,8 @@ def lemma1_head_picker(
         f'<span data-role="head"></span> attends to the key at shift '
         f'<span data-role="shift"></span> with weight <span data-role="weight"></span>'
         + (' at α = <span data-role="alpha-shown"></span>' if alpha is not None else "")
-        + " and "
-        f"carries the kernel slice at that shift: largest difference "
-        f'<span data-role="gap"></span></p>'
+        + ". Its matrix is the kernel slice at that shift (largest difference "
+        f'<span data-role="gap"></span>); <span data-role="off-key"></span></p>'
         f"<script>{live_script(_PICKER_JS, widget_id)}</script></div>"
     )
     return HTML(html)

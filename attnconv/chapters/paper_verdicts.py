@@ -1127,10 +1127,9 @@ def what_holds_box(
         f"{category_badge('exact')} **The theory holds as stated; {wrong} statements are wrong "
         "by an exact check.**\n\n"
         f"{count_badges(on_fresh)} **{_fresh_headline(fresh)}**\n\n"
-        f"- {category_badge('exploratory')} **Before the freeze** (secondary): "
-        f"of the {len(mine)} exploratory claims ({_exploratory_set(mine, len(fresh))}), "
-        f"CPU-scale runs reproduce {n[REPRODUCED]}, do not reproduce {n[NOT_REPRODUCED]} "
-        f"and cannot settle {n[INCONCLUSIVE]}.\n"
+        f"- {category_badge('exploratory')} **Before the freeze** (secondary), the earlier "
+        f"runs judged {_exploratory_set(mine)}: they reproduce {n[REPRODUCED]}, do not "
+        f"reproduce {n[NOT_REPRODUCED]} and cannot settle {n[INCONCLUSIVE]}.\n"
         "- **What it means.** The paper's construction is exact; its readings of trained "
         "models hold in part at CPU scale. A claim that small runs do not reproduce is not "
         "shown wrong.\n"
@@ -1138,22 +1137,21 @@ def what_holds_box(
     )
 
 
-def _exploratory_set(mine: Sequence[Claim], n_fresh: int) -> str:
-    """Which claims the exploratory count covers, beside the ``n_fresh`` claims of the frozen
-    protocol: "the 18 above less the one the protocol added: the paper's rule marks at least
-    one head"."""
+def _exploratory_set(mine: Sequence[Claim]) -> str:
+    """Which claims the exploratory count covers, beside the frozen protocol's: "the same claims
+    less the one the protocol added (that the paper's rule marks at least one head)"."""
     keys = {c.key for c in mine}
     added = [_claim_words(k) for k in FROZEN_CLAIMS if k not in keys]
     dropped = [c for c in mine if c.key not in FROZEN_CLAIMS]
-    text = f"the {n_fresh} above"
+    text = "the same claims"
     if added:
         one = len(added) == 1
         text += (
             f" less the {'one' if one else _WORDS.get(len(added), len(added))} the protocol "
-            f"added: {'; '.join(added)}"
+            f"added ({'; '.join(added)})"
         )
     if dropped:
-        text += f"; and {len(dropped)} not the protocol's"
+        text += f", and {len(dropped)} not the protocol's"
     return text
 
 
@@ -1185,8 +1183,7 @@ def six_layers_box(
         )
         props = "; ".join(_claim_words(k) for k in elsewhere)
         other = (
-            f" The protocol's {_ordinal(len(FROZEN_CLAIMS))} claim, {props}, is judged in "
-            f"{refs}."
+            f" The protocol's one other claim, {props}, is judged in {refs}."
             if len(elsewhere) == 1
             else f" Its {words(len(elsewhere))} other claims ({props}) are judged in {refs}."
         )
@@ -1206,10 +1203,10 @@ def six_layers_box(
         f"{count_badges(shown)} **On fresh seeds, {headline}**\n\n"
         f"- **On fresh seeds** ({seeds} per model, under the "
         "{ref}`frozen protocol <appendix-protocol>`), the badges count the "
-        f"{len(on_page)} claims of this page: the paper's {len(mine)} claims on its six-layer "
-        f"models, and {plus} (Table 12b.1).{other}\n"
-        f"- {category_badge('exploratory')} **Before the freeze**, on the earlier runs: of the "
-        f"page's {len(mine)} claims on six-layer models, {n[REPRODUCED]} reproduced, "
+        f"{len(on_page)} claims of this page (Table 12b.1); the protocol added one of them: "
+        f"{plus}.{other}\n"
+        f"- {category_badge('exploratory')} **Before the freeze**, the earlier runs judged the "
+        f"same claims less the added one: {n[REPRODUCED]} reproduced, "
         f"{n[NOT_REPRODUCED]} not reproduced and {n[INCONCLUSIVE]} inconclusive.{apart}\n"
         "```"
     )

@@ -76,7 +76,9 @@ def test_the_book_widgets_pass(browser):
     assert weights["log10 alpha = 1.26"]["alpha"] == 10**1.26
     assert 0.1 < weights["log10 alpha = 0.3"]["python"] < 0.99  # a blur: a real test
     assert weights["keyboard"]["alpha"] < 10.0  # moved down from 10 by keys
-    assert weights["outside"] == "none: the target is outside the 3\u00d73 kernel"
+    assert weights["outside"] == (
+        "the target is outside the 3\u00d73 kernel: no one-tap 3\u00d73 convolution is near"
+    )
     assert picker["controls"] == 10 and picker["keyboard_changes_readout"]
     blur = picker["weights"]["log10 alpha = 0.3"]
     assert 0.1 < blur["python"] < 0.99 and blur["printed"] == round(blur["python"], 6)

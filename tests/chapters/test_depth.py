@@ -455,8 +455,8 @@ def test_intro_tally_counts_the_rules_verdicts():
     box = " ".join(shown.split())
     assert "result-box" in box
     assert (
-        f"of the {len(verdicts)} exploratory claims (the {len(got)} above less the one the "
-        "protocol added: that the paper's rule marks at least one head), CPU-scale runs "
+        "the earlier runs judged the same claims less the one the protocol added (that the "
+        "paper's rule marks at least one head): they "
         f"reproduce {verdicts.count(REPRODUCED)}, do not reproduce "
         f"{verdicts.count(NOT_REPRODUCED)} and cannot settle {verdicts.count(INCONCLUSIVE)}"
     ) in box

@@ -60,3 +60,14 @@ def test_bad_input_is_refused(kwargs, message):
     args = {"records": RECORDS, "images": IMAGES, "labels": ["x"], "grid": (4, 4)}
     with pytest.raises(ValueError, match=message):
         query_explorer_data(**{**args, **kwargs})
+
+
+def test_the_maps_have_a_key_in_the_colours_the_script_paints():
+    """The key under the readout: a ramp from 0 to the layer's largest weight in the same five
+    blues that the script shades the maps with (the data carries them), and its scale named."""
+    html = query_explorer_widget(RECORDS, IMAGES, ["x"], (4, 4), (0, 0, 1, 2)).data
+    data = json.loads(unescape(re.search(r"data-initial='([^']*)'", html)[1]))
+    ramp = re.search(r"linear-gradient\(to right, ([^)]*\)(?:, [^)]*\))*)\)", html)[1]
+    assert ramp == ", ".join(f"rgb({r}, {g}, {b})" for r, g, b in data["blues"])
+    assert data["blues"][0] == [247, 251, 255] and len(data["blues"]) == 5
+    assert "square-root scale" in html and 'data-role="ramp"' in html

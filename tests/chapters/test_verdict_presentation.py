@@ -98,8 +98,8 @@ def test_exact_checks_and_descriptions_are_shown_apart_not_tallied():
     )
     box = " ".join(pv.what_holds_box(claims).split())
     assert (
-        "of the 2 exploratory claims (the " in box
-        and "CPU-scale runs reproduce 1, do not reproduce 1 and cannot settle 0" in box
+        "the earlier runs judged the same claims less " in box
+        and "they reproduce 1, do not reproduce 1 and cannot settle 0" in box
     )
     assert box.startswith("```{admonition} In short") and "result-box" in box
     assert "{ref}`frozen protocol <appendix-protocol>`" in box  # one click from ch. 17
@@ -386,12 +386,15 @@ def test_six_layers_box_names_the_set_each_count_counts():
         "{bdg-success}`1 reproduced` {bdg-warning}`1 not reproduced` "
         "{bdg-muted}`1 inconclusive` **On fresh seeds, a headline.**" in flat
     )
-    assert "the badges count the 3 claims of this page: the paper's 2 claims" in flat
-    assert "that the paper's rule marks at least one head" in flat
+    assert "the badges count the 3 claims of this page (Table 12b.1)" in flat
+    assert (
+        "the protocol added one of them: that the paper's rule marks at least one head"
+        in flat
+    )
     # the exploratory counts in words, over the 2 counted claims
     assert (
-        "of the page's 2 claims on six-layer models, 1 reproduced, 1 not reproduced and "
-        "0 inconclusive" in flat
+        "the earlier runs judged the same claims less the added one: 1 reproduced, "
+        "1 not reproduced and 0 inconclusive" in flat
     )
     assert "Shown apart, not counted: the paper's pruned heads per layer" in flat
     # the protocol's other claims, each with where it is judged

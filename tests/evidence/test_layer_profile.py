@@ -69,6 +69,10 @@ def test_the_figure_draws_each_models_mean_and_seed_range():
     ys = band.get_paths()[0].vertices[:, 1]
     assert ys.min() == 2.0 and ys.max() == 5.0  # lowest and highest seed
     assert len(right.collections) == 2  # learned drawn on the right only
+    # ... and the left panel says why it is not there
+    notes = [t.get_text() for t in left.texts if t.get_text().startswith("learned")]
+    assert notes == ["learned: no Gaussian heads,\nno distance to draw"]
+    assert right.get_ylabel() == "heads (of 9)"
     assert [t.get_text() for t in fig.legends[0].get_texts()] == [
         "quadratic (2 seeds)",
         "learned (2 seeds)",

@@ -634,7 +634,8 @@ def plot_fresh_profiles(profiles: Mapping[str, Sequence[Mapping]], grid: int = 1
     each model of ``profiles`` (registry name → one
     :func:`~attnconv.evidence.measures.layer_profile` per seed) its mean over the seeds (line,
     its colour; the 16-head model dashed) and the range from the lowest to the highest seed
-    (shaded). The left panel marks a uniform head's distance (dotted). Returns the figure."""
+    (shaded). The left panel marks a uniform head's distance (dotted); a model with no Gaussian
+    heads has no distance, and the panel says so. Returns the figure."""
     import matplotlib.pyplot as plt
     import numpy as np
 
@@ -643,12 +644,14 @@ def plot_fresh_profiles(profiles: Mapping[str, Sequence[Mapping]], grid: int = 1
     fig, axes = plt.subplots(
         1, 2, figsize=(COLUMN_INCHES, 3.0), constrained_layout=True
     )
+    undrawn = []  # models a panel cannot draw: no Gaussian heads, no attention distance
     for arm, seeds in profiles.items():
         label = f"{FRESH_ARMS.get(arm, arm)} ({len(seeds)} seeds)"
         style = dict(color=model_colour(arm), ls="--" if "16" in arm else "-", lw=1.6)
         for ax, key in zip(axes, ("attention_distance", "one_key")):
             values = [p[key] for p in seeds if p[key] is not None]
             if not values:
+                undrawn.append((ax, FRESH_ARMS.get(arm, arm)))
                 continue
             v = np.asarray(values, dtype=float)
             layers = np.arange(1, v.shape[1] + 1)
@@ -665,12 +668,22 @@ def plot_fresh_profiles(profiles: Mapping[str, Sequence[Mapping]], grid: int = 1
         fontsize=8,
         color="0.3",
     )
+    for ax, name in undrawn:  # said in the panel, not left to the legend
+        ax.text(
+            0.98, 0.04, f"{name}: no Gaussian heads,\nno distance to draw", ha="right",
+            va="bottom", transform=ax.transAxes, fontsize=8.5, color="0.3",
+        )  # fmt: skip
     titles = ("attention distance (tokens)", "heads > 50 % on one key")
     for ax, title in zip(axes, titles):
         ax.set_title(title)
         ax.set_xlabel("layer")
         ax.set_xticks(range(1, 7))
     axes[1].set_ylim(bottom=0)
+    axes[1].set_ylabel(
+        "heads (of 9; dashed: of 16)"
+        if any("16" in a for a in profiles)
+        else "heads (of 9)"
+    )
     handles, names = axes[1].get_legend_handles_labels()
     fig.legend(handles, names, loc="outside lower center", ncol=2, frameon=False)
     return fig

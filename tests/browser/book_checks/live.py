@@ -141,12 +141,12 @@ def _explorer_checks(page, rep: Report, name: str, label: str, w) -> dict:
         compare(f"log10 alpha = {v}")
     # a centre outside the 3×3 kernel: no one-tap 3×3 convolution to be near
     results["outside"] = page.evaluate(OUTSIDE_JS, w)
-    if not results["outside"].startswith("none"):
+    if not results["outside"].startswith("the target is outside the 3×3 kernel"):
         rep.fail(
             name,
             "interactive",
             f"{label}: with Δ₁ = {OUTSIDE_DELTA1} the distance to a one-tap 3×3 convolution "
-            f"reads {results['outside']!r}, not 'none: ...'",
+            f"reads {results['outside']!r}, not 'the target is outside the 3×3 kernel: ...'",
         )
     return results
 
@@ -197,7 +197,8 @@ PICKER_STATE_JS = r"""
            .findIndex(b => b.getAttribute('aria-pressed') === 'true');
          return {live: data.live || null, shift: data.heads[pressed].shift,
                  alpha: parseFloat((w.querySelector('[data-role=alpha]') || {}).value),
-                 printed: w.querySelector('[data-role=weight]').textContent}; }
+                 printed: w.querySelector('[data-role=weight]').textContent,
+                 offKey: w.querySelector('[data-role=off-key]').textContent}; }
 """
 
 
@@ -229,6 +230,14 @@ def _picker_weights(page, rep: Report, name: str, label: str, w) -> dict:
                 "interactive",
                 f"{label}: α = {alpha:.4g}, head at shift ({d1}, {d2}): printed weight "
                 f"{s['printed']}, Python {expected:.8f} (tolerance {LIVE_TOLERANCE:g})",
+            )
+        # the readout says the layer is not yet the convolution while the head is not one-hot
+        if ("not yet the convolution" in s["offKey"]) != (1 - expected >= 1e-6):
+            rep.fail(
+                name,
+                "interactive",
+                f"{label}: α = {alpha:.4g}, off-key mass {1 - expected:.3g}, readout says "
+                f"{s['offKey']!r}",
             )
     return results
 
