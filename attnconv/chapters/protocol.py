@@ -20,7 +20,7 @@ from ..evidence.runs import beyond_tuning_runs, tuned_values, tuning_record, tun
 from ..experiments.claims import CLAIMS
 from ..experiments.registry import RUNS, run_state
 from ..experiments.verdicts import REPRODUCED
-from .shared.badges import verdict_word
+from .shared.badges import verdict_badge, verdict_word
 from .shared.tables import keep_words, markdown_table
 
 __all__ = [
@@ -45,6 +45,7 @@ __all__ = [
     "followup_amendments_table",
     "followup_progress",
     "followup_box",
+    "matched_resnet_sentence",
 ]
 
 
@@ -663,8 +664,10 @@ def followup_box(
     for key, base in FOLLOWUP_OF.items():
         v = followup[key]
         got = "" if v.verdict == PENDING else f"; follow-up: *{v.verdict}*"
+        if got and v.interval is not None:
+            got += f", {v.interval.compact(v.scale, v.unit, v.digits, named=True)}"
         items.append(
-            f"- **{_FOLLOWUP_TITLES[key]}.** Asks again *{base.replace('_', ' ')}*; "
+            f"- **{_FOLLOWUP_TITLES[key]}.** Asks again *{claim_name(base)}*; "
             f"frozen protocol: *{frozen[base].verdict}*{got}."
         )
     made = followup_progress()
@@ -691,4 +694,34 @@ def followup_box(
             "<sec-protocol-followup>` (Tables P.11 to P.14).",
             "```",
         ]
+    )
+
+
+def matched_resnet_sentence(followup: Dict[str, ConfirmatoryVerdict]) -> str:
+    """The registered follow-up's answer to "close to ResNet18", for the intro and ch. 12b: the
+    learned model against a ResNet18 narrowed to its size, the paired difference with its 95 %
+    interval and the verdict's badge; while its runs are made, how many exist."""
+    from ..evidence import followup as registered
+
+    v = followup["close_to_resnet_matched"]
+    n = len(registered.SEEDS)
+    if v.verdict == PENDING:
+        made, of = followup_progress()["fresh"]
+        return (
+            "A registered follow-up compares it with a ResNet18 narrowed to its size; its "
+            f"verdict waits for its fresh runs ({made} of {of} made)."
+        )
+    margin = 100 * registered.CLAIMS["close_to_resnet_matched"].margin
+    number = v.interval.compact(v.scale, v.unit, v.digits, (-margin,), named=True)
+    flips = [f"{alt}: *{w}*" for alt, w in v.alternatives.items() if w != v.verdict]
+    fragile = (
+        f" The verdict is {{ref}}`fragile <glossary-fragile>` ({'; '.join(flips)})."
+        if flips
+        else ""
+    )
+    return (
+        "Against a ResNet18 narrowed to its size, in a follow-up registered before its "
+        f"{n} new seeds per model were trained, the learned model is {number}: "
+        f"{verdict_badge(v.verdict)} (the claim: no more than {margin:g} points behind)."
+        + fragile
     )

@@ -143,11 +143,17 @@ def test_the_followup_box_stands_beside_the_frozen_verdicts_and_counts_the_regis
     for key, base in page.FOLLOWUP_OF.items():
         assert base in protocol.CLAIMS
         assert (
-            f"Asks again *{base.replace('_', ' ')}*; frozen protocol: "
+            f"Asks again *{page.claim_name(base)}*; frozen protocol: "
             f"*{frozen[base].verdict}*" in text
         )
         if fresh[key].verdict != PENDING:
-            assert f"follow-up: *{fresh[key].verdict}*" in text
+            got = fresh[key]
+            said = f"follow-up: *{got.verdict}*"
+            if (
+                got.interval is not None
+            ):  # with the number it rests on, as the judge prints it
+                said += f", {got.interval.compact(got.scale, got.unit, got.digits, named=True)}"
+            assert said in text
     made = lambda names: sum(
         n in RUNS and run_state(RUNS[n]) == "present" for n in names
     )
@@ -290,3 +296,37 @@ def test_tables_name_claims_as_the_other_tables_do():
         page.claim_name("pruning_finds_heads") == "pruning finds heads"
     )  # no title: words
     assert "share, > 10⁵" in table and "100000" not in table
+
+
+def test_the_matched_resnet_sentence_reads_the_follow_ups_verdict():
+    """The intro's and ch. 12b's sentence on the size-matched ResNet18: while pending, the runs
+    made; once judged, the paired difference with its interval (an end that rounds onto the
+    −2-point margin gets one more digit) and the verdict's badge."""
+    from attnconv.experiments.verdicts import NOT_REPRODUCED, Interval
+
+    pending = ConfirmatoryVerdict(
+        "close_to_resnet_matched", "pending", "runs not all made"
+    )
+    text = page.matched_resnet_sentence({"close_to_resnet_matched": pending})
+    made, of = page.followup_progress()["fresh"]
+    assert text.endswith(f"({made} of {of} made).") and "waits" in text
+    iv = Interval(-0.031, -0.0498, -0.0198, 0.01, 7.0, 0.02, "paired", (8, 8))
+    got = ConfirmatoryVerdict(
+        "close_to_resnet_matched", NOT_REPRODUCED, "", (), None, 0.05, {}, interval=iv
+    )
+    text = page.matched_resnet_sentence({"close_to_resnet_matched": got})
+    assert "the learned model is −3.1 points, 95 % CI [−5.0, −1.98]: " in text
+    assert (
+        "{bdg-warning}`not reproduced`" in text
+        and "no more than 2 points behind" in text
+    )
+    assert "fragile" not in text
+    # a verdict that flips under an alternative says so, naming the alternative
+    got.alternatives = {
+        "margin doubled": "inconclusive",
+        "margin halved": NOT_REPRODUCED,
+    }
+    text = page.matched_resnet_sentence({"close_to_resnet_matched": got})
+    assert text.endswith(
+        "`fragile <glossary-fragile>` (margin doubled: *inconclusive*)."
+    )
