@@ -145,6 +145,8 @@ _JS = r"""
     inputs.row.value = String(state.row + 1); inputs.col.value = String(state.col + 1);
     root.querySelector('[data-role=row-value]').value = String(state.row + 1);
     root.querySelector('[data-role=col-value]').value = String(state.col + 1);
+    inputs.row.setAttribute('aria-valuetext', 'query row ' + (state.row + 1) + ' of ' + G[0]);
+    inputs.col.setAttribute('aria-valuetext', 'query column ' + (state.col + 1) + ' of ' + G[1]);
     pressed('image', state.image); pressed('layer', state.layer);
     readout.dataset.weights = JSON.stringify(report);
     readout.querySelector('[data-role=where]').textContent = D.labels[state.image] + ', layer ' +

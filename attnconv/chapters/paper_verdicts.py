@@ -25,6 +25,7 @@ from ..evidence.judge import (
     PENDING,
     ConfirmatoryVerdict,
     confirmatory_verdicts,
+    followup_verdicts,
     interim_words,
     one_sided_bounds,
 )
@@ -555,6 +556,9 @@ MAP_DIFFERS: Dict[str, str] = {
     "learned_pixels": _ONE_OF_N,
     "close_to_resnet": "the earlier ResNet18 was untuned; the fresh one was tuned on validation",
 }
+#: The registered follow-up's claim that asks a frozen claim again, given in its paper-map row
+#: after the fresh lead once judged.
+MAP_FOLLOWUP = {"close_to_resnet": "close_to_resnet_matched"}
 #: A paper-map row's exploratory part for a claim the earlier rule did not judge.
 MAP_NOT_EXPLORED = "not judged"
 
@@ -585,6 +589,7 @@ def paper_map_text(text: str) -> str:
             ]
             if differ:
                 lead += f" (the two differ: {'; '.join(differ)})"
+            lead += _map_followup([k for _, k in claims])
             explored = "; ".join(
                 f"{label} {earlier.get(k, MAP_NOT_EXPLORED)}".strip()
                 for label, k in claims
@@ -592,6 +597,24 @@ def paper_map_text(text: str) -> str:
             line = f"{body} | {lead}{MAP_JOIN}{explored} |\n"
         out.append(line)
     return "".join(out)
+
+
+def _map_followup(keys: Sequence[str]) -> str:
+    """The follow-up's verdict on the claims ``keys`` ask again (:data:`MAP_FOLLOWUP`), for a
+    paper-map row: nothing while it is pending."""
+    out = ""
+    for k in keys:
+        if k not in MAP_FOLLOWUP:
+            continue
+        f = followup_verdicts()[MAP_FOLLOWUP[k]]
+        if f.verdict == PENDING or f.interval is None:
+            continue
+        number = f.interval.compact(f.scale, f.unit, f.digits, named=True)
+        out += (
+            f"; against a ResNet18 of its size ({{ref}}`registered follow-up "
+            f"<glossary-followup>`): {verdict_badge(f.verdict)} {number}"
+        )
+    return out
 
 
 def fresh_counts(keys: Sequence[str]) -> Dict[str, int]:
@@ -1276,7 +1299,7 @@ THEORY_RESULTS = (
     (
         "Theorem 1",
         "$N_h$ heads express any $\\sqrt{N_h}\\times\\sqrt{N_h}$ convolution with "
-        "$\\min(D_h, D_{out})$ output channels",
+        "$\\min(D_h, D_{\\mathrm{out}})$ output channels",
         "ch-theorem1",
     ),
     (
@@ -1303,8 +1326,8 @@ BEYOND_THEORY = (
 #: The errata of ch. 15: statements wrong by an exact check, and imprecise ones.
 ERRATA_WRONG = (
     "the conjecture $D_p \\ge 3$",
-    "the rank $D_{out} - D_h$ (it is at most $D_h$; likely meant: rank-deficient by "
-    "$D_{out} - D_h$)",
+    "the rank $D_{\\mathrm{out}} - D_h$ (it is at most $D_h$; likely meant: rank-deficient by "
+    "$D_{\\mathrm{out}} - D_h$)",
     '"by a fourth" (the paper\'s own numbers give a fifth)',
 )
 ERRATA_IMPRECISE = (

@@ -743,3 +743,22 @@ def test_paper_map_says_why_where_the_two_verdicts_point_opposite_ways():
             assert pv.MAP_DIFFERS[k] in row
         seen += bool(flips)
     assert seen == 3  # no overlap, individual pixels, close to ResNet18
+
+
+def test_paper_map_gives_the_follow_ups_verdict_beside_the_claim_it_asks_again():
+    """Once judged, the registered follow-up's verdict stands in the row of the frozen claim it
+    asks again, after the fresh lead and before the exploratory verdict, with its number."""
+    from attnconv.evidence.judge import PENDING, followup_verdicts
+
+    text = PAPER_MAP.read_text()
+    for frozen, asked in pv.MAP_FOLLOWUP.items():
+        words = next(w for w, keys in pv.MAP_ROWS.items() if (("", frozen) in keys))
+        (row,) = [r for r in text.splitlines() if words in r and r.startswith("|")]
+        f = followup_verdicts()[asked]
+        lead = row.split(pv.MAP_JOIN)[0]
+        if f.verdict == PENDING:
+            assert "registered follow-up" not in row
+        else:
+            number = f.interval.compact(f.scale, f.unit, f.digits, named=True)
+            assert "registered follow-up <glossary-followup>`): " in lead
+            assert lead.endswith(f"{pv.verdict_badge(f.verdict)} {number}")

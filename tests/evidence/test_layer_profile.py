@@ -71,7 +71,7 @@ def test_the_figure_draws_each_models_mean_and_seed_range():
     assert len(right.collections) == 2  # learned drawn on the right only
     # ... and the left panel says why it is not there
     notes = [t.get_text() for t in left.texts if t.get_text().startswith("learned")]
-    assert notes == ["learned: no Gaussian heads,\nno distance to draw"]
+    assert notes == ["learned: only each head's peak\nis saved, no distance"]
     assert right.get_ylabel() == "heads (of 9)"
     assert [t.get_text() for t in fig.legends[0].get_texts()] == [
         "quadratic (2 seeds)",

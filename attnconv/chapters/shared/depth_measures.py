@@ -634,8 +634,9 @@ def plot_fresh_profiles(profiles: Mapping[str, Sequence[Mapping]], grid: int = 1
     each model of ``profiles`` (registry name → one
     :func:`~attnconv.evidence.measures.layer_profile` per seed) its mean over the seeds (line,
     its colour; the 16-head model dashed) and the range from the lowest to the highest seed
-    (shaded). The left panel marks a uniform head's distance (dotted); a model with no Gaussian
-    heads has no distance, and the panel says so. Returns the figure."""
+    (shaded). The left panel marks a uniform head's distance (dotted); a model whose runs save only
+    each head's peak (the learned one) has no distance, and the panel says so. Returns the
+    figure."""
     import matplotlib.pyplot as plt
     import numpy as np
 
@@ -644,7 +645,7 @@ def plot_fresh_profiles(profiles: Mapping[str, Sequence[Mapping]], grid: int = 1
     fig, axes = plt.subplots(
         1, 2, figsize=(COLUMN_INCHES, 3.0), constrained_layout=True
     )
-    undrawn = []  # models a panel cannot draw: no Gaussian heads, no attention distance
+    undrawn = []  # models a panel cannot draw: only peaks saved, no attention distance
     for arm, seeds in profiles.items():
         label = f"{FRESH_ARMS.get(arm, arm)} ({len(seeds)} seeds)"
         style = dict(color=model_colour(arm), ls="--" if "16" in arm else "-", lw=1.6)
@@ -670,7 +671,7 @@ def plot_fresh_profiles(profiles: Mapping[str, Sequence[Mapping]], grid: int = 1
     )
     for ax, name in undrawn:  # said in the panel, not left to the legend
         ax.text(
-            0.98, 0.04, f"{name}: no Gaussian heads,\nno distance to draw", ha="right",
+            0.98, 0.04, f"{name}: only each head's peak\nis saved, no distance", ha="right",
             va="bottom", transform=ax.transAxes, fontsize=8.5, color="0.3",
         )  # fmt: skip
     titles = ("attention distance (tokens)", "heads > 50 % on one key")

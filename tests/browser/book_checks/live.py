@@ -370,7 +370,8 @@ QUERY_JS = r"""
   }
   const r = w.querySelector('[data-role=readout]');
   return {weights: JSON.parse(r.dataset.weights), head1: r.querySelector('[data-role=head1]').textContent,
-          initial: JSON.parse(w.dataset.initial)};
+          initial: JSON.parse(w.dataset.initial),
+          said: ['row', 'col'].map(k => w.querySelector(`[data-role=${k}]`).getAttribute('aria-valuetext'))};
 }
 """
 #: (layer, query row, query column), 0-based, where the query explorer is checked: a corner
@@ -412,6 +413,15 @@ def _query_checks(page, rep: Report, name: str, label: str, w) -> dict:
             want.append({"weight": float(m.max()), "shift": [r - row, c - col]})
         got = s["weights"]
         where = f"layer {layer + 1}, query ({row + 1}, {col + 1})"
+        # a screen reader hears where the query is, not a bare number
+        said = [
+            f"query row {row + 1} of {shape[1][0]}",
+            f"query column {col + 1} of {shape[1][1]}",
+        ]
+        if s["said"] != said:
+            rep.fail(
+                name, "interactive", f"{label}: at {where} the sliders say {s['said']}"
+            )
         results[where] = {"widget": got, "python": want}
         bad = [
             i
