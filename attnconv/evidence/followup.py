@@ -283,6 +283,17 @@ AMENDMENTS: Tuple[FollowupAmendment, ...] = (
         "learned arm's first two tuning runs, training (validation only); no test accuracy "
         "of any follow-up run",
     ),
+    FollowupAmendment(
+        "2026-11-29",
+        ("pruning_hurts_fresh", "pruning_recovers_controlled", "pruning_recovers_15"),
+        "code only: the exact McNemar test counts each seed's discordant test images as "
+        "Python integers (judge._mcnemar); what it computes is unchanged",
+        "the counts were tensors, and 2**n of a tensor overflowed: the judge stopped before any "
+        "pruning verdict, once the last fresh run existed",
+        "in git: all 24 fresh runs and the verdict on close_to_resnet_matched; the pruning "
+        "studies of generalized seeds 2000-2006 (their accuracies not read); no pruning "
+        "verdict computed, seed 2007's study not made",
+    ),
 )
 
 #: The type each amended claim is judged as (the frozen type otherwise).

@@ -452,7 +452,9 @@ def _mcnemar(study, k: int, labels) -> float:
 
     a = study_predictions(study, k, "retrained")
     b = study_predictions(study, 0, "retrained")
-    right = [(x == y, z == y) for x, z, y in zip(a, b, labels)]
+    right = [
+        (bool(x == y), bool(z == y)) for x, z, y in zip(a, b, labels)
+    ]  # counts as ints
     return mcnemar_p(
         sum(p and not q for p, q in right), sum(q and not p for p, q in right)
     )
