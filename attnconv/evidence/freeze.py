@@ -62,11 +62,7 @@ FOLLOWUP_AMENDMENTS = (
         "81da70d41f6e5c8b5d2cd947133e83b89951714036b1faf015ca5ae8ea84d3ee",
         "225c88e273306a4b3e7dff205c1114773215b9a3",
     ),
-    (
-        8,
-        "2a409905faeb74f3107d936eff0ae2a9e828b5554d5df0ab8d3454816daa73d3",
-        "b707f69d4c7c36275316bb7b6ba77b3f34393ca7",
-    ),
+    (8, "0ae9b46bd7ff72e2dafb0f33b1cb7bcdf52b69cfdc42e53d8fc4754586859110", None),
 )
 #: The follow-up's runs and results: none of it may be in git at or before its freeze commit.
 FOLLOWUP_GUARDED_PATHS = ("runs/followup", "runs/followup-tuning", "results/followup")
