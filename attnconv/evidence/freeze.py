@@ -62,7 +62,11 @@ FOLLOWUP_AMENDMENTS = (
         "81da70d41f6e5c8b5d2cd947133e83b89951714036b1faf015ca5ae8ea84d3ee",
         "225c88e273306a4b3e7dff205c1114773215b9a3",
     ),
-    (8, "0ae9b46bd7ff72e2dafb0f33b1cb7bcdf52b69cfdc42e53d8fc4754586859110", None),
+    (
+        8,
+        "0ae9b46bd7ff72e2dafb0f33b1cb7bcdf52b69cfdc42e53d8fc4754586859110",
+        "93993917d4c3393b037edf6ff1bae93ef0c997ce",
+    ),
 )
 #: The follow-up's runs and results: none of it may be in git at or before its freeze commit.
 FOLLOWUP_GUARDED_PATHS = ("runs/followup", "runs/followup-tuning", "results/followup")
