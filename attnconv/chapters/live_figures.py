@@ -24,7 +24,14 @@ from typing import Sequence, Tuple
 from attnconv import off_target_mass_bound
 
 from .shared.head_state import HeadState, head_state_probabilities
-from .shared.live_kit import CONTROLS_CSS, DARK_CSS, check_range, live_script, range_row
+from .shared.live_kit import (
+    BLUES,
+    CONTROLS_CSS,
+    DARK_CSS,
+    check_range,
+    live_script,
+    range_row,
+)
 
 __all__ = [
     "LEMMA2_ALPHA_RANGE",
@@ -41,9 +48,6 @@ THRESHOLD_EXPONENT_RANGE = (1.0, 14.0)
 #: Probabilities below 10^LOG_FLOOR take the lightest colour of the Lemma 2 map.
 LOG_FLOOR = -18
 #: Matplotlib's "Blues", nine stops from light to dark (the Lemma 2 map's log₁₀ p).
-_BLUES = (
-    "#f7fbff #deebf7 #c6dbef #9ecae1 #6baed6 #4292c6 #2171b5 #08519c #08306b".split()
-)
 
 
 def _slider(wid: str, role: str, label: str, lo: float, hi: float, value: float) -> str:
@@ -210,7 +214,7 @@ def lemma2_alpha_widget(
         "alpha": alpha,
         "range": list(LEMMA2_ALPHA_RANGE),
         "floor": LOG_FLOOR,
-        "blues": list(_BLUES),
+        "blues": list(BLUES),
         **lemma2_start(alpha, tuple(delta), q, grid),
     }
     wid = escape(widget_id, quote=True)

@@ -19,7 +19,7 @@ from typing import Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .shared.live_kit import CONTROLS_CSS, DARK_CSS, live_script, range_row
+from .shared.live_kit import BLUES, CONTROLS_CSS, DARK_CSS, live_script, range_row
 
 __all__ = ["query_explorer_data", "query_explorer_widget"]
 
@@ -187,14 +187,9 @@ _CSS = """
   outline: 1px solid rgba(128, 128, 128, 0.5);
   background: linear-gradient(to right, {ramp}); }}
 """
-#: The maps' colours (matplotlib's Blues), light to dark: the script's ramp and the key's.
-_BLUES = (
-    (247, 251, 255),
-    (198, 219, 239),
-    (107, 174, 214),
-    (33, 113, 181),
-    (8, 48, 107),
-)
+#: The maps' colours, light to dark: every other stop of the book's Blues, as RGB triples (the
+#: script's ramp and the key's).
+_BLUES = tuple(tuple(int(h[i : i + 2], 16) for i in (1, 3, 5)) for h in BLUES[::2])
 
 
 def query_explorer_widget(

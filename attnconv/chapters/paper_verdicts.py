@@ -505,7 +505,7 @@ def _map_number(got: ConfirmatoryVerdict) -> str:
     if got.interval is None:
         return f"{got.shown} of {len(got.seeds)} seeds"
     bounds = _boundaries(got.key, got.scale)
-    return got.interval.compact(got.scale, got.unit, got.digits, bounds, named=True)
+    return got.number(bounds)
 
 
 def fresh_map_cell(claims: Sequence[Tuple[str, str]]) -> str:
@@ -609,10 +609,9 @@ def _map_followup(keys: Sequence[str]) -> str:
         f = followup_verdicts()[MAP_FOLLOWUP[k]]
         if f.verdict == PENDING or f.interval is None:
             continue
-        number = f.interval.compact(f.scale, f.unit, f.digits, named=True)
         out += (
             f"; against a ResNet18 of its size ({{ref}}`registered follow-up "
-            f"<glossary-followup>`): {verdict_badge(f.verdict)} {number}"
+            f"<glossary-followup>`): {verdict_badge(f.verdict)} {f.number()}"
         )
     return out
 

@@ -665,7 +665,7 @@ def followup_box(
         v = followup[key]
         got = "" if v.verdict == PENDING else f"; follow-up: *{v.verdict}*"
         if got and v.interval is not None:
-            got += f", {v.interval.compact(v.scale, v.unit, v.digits, named=True)}"
+            got += f", {v.number()}"
         items.append(
             f"- **{_FOLLOWUP_TITLES[key]}.** Asks again *{claim_name(base)}*; "
             f"frozen protocol: *{frozen[base].verdict}*{got}."
@@ -712,7 +712,7 @@ def matched_resnet_sentence(followup: Dict[str, ConfirmatoryVerdict]) -> str:
             f"verdict waits for its fresh runs ({made} of {of} made)."
         )
     margin = 100 * registered.CLAIMS["close_to_resnet_matched"].margin
-    number = v.interval.compact(v.scale, v.unit, v.digits, (-margin,), named=True)
+    number = v.number((-margin,))
     flips = [f"{alt}: *{w}*" for alt, w in v.alternatives.items() if w != v.verdict]
     fragile = (
         f" The verdict is {{ref}}`fragile <glossary-fragile>` ({'; '.join(flips)})."

@@ -83,6 +83,14 @@ class ConfirmatoryVerdict:
     def fragile(self) -> bool:
         return any(v != self.verdict for v in self.alternatives.values())
 
+    def number(self, boundaries: Sequence[float] = ()) -> str:
+        """The difference it rests on with its 95 % interval, as the book prints it
+        (``−3.8 points, 95 % CI [−6.3, −1.2]``; an end that rounds onto one of ``boundaries``
+        gets one more digit)."""
+        return self.interval.compact(
+            self.scale, self.unit, self.digits, boundaries, named=True
+        )
+
     @property
     def interim(self) -> bool:
         """Judged on the interim seeds only (:data:`INTERIM_SEEDS`), before every arm has all

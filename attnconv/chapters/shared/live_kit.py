@@ -10,11 +10,18 @@ import json
 __all__ = [
     "check_range",
     "range_row",
+    "BLUES",
     "DARK_CSS",
     "CONTROLS_CSS",
     "JS_PRELUDE",
     "live_script",
 ]
+
+
+#: The live figures' colour ramp, light to dark: matplotlib's Blues at nine stops.
+BLUES = tuple(
+    "#f7fbff #deebf7 #c6dbef #9ecae1 #6baed6 #4292c6 #2171b5 #08519c #08306b".split()
+)
 
 
 def check_range(name: str, value: float, lo: float, hi: float) -> None:
