@@ -52,6 +52,7 @@ from .shared.badges import (
     stated_verdicts,
     text_colour,
     verdict_badge,
+    verdict_number,
 )
 
 # badges.verdict_counts counts verdicts; verdict_counts here counts claims
@@ -556,9 +557,18 @@ MAP_DIFFERS: Dict[str, str] = {
     "learned_pixels": _ONE_OF_N,
     "close_to_resnet": "the earlier ResNet18 was untuned; the fresh one was tuned on validation",
 }
-#: The registered follow-up's claim that asks a frozen claim again, given in its paper-map row
-#: after the fresh lead once judged.
-MAP_FOLLOWUP = {"close_to_resnet": "close_to_resnet_matched"}
+#: The registered follow-up's claims that ask a frozen claim again, each with its label, given in
+#: the frozen claim's paper-map row after the fresh lead once judged.
+MAP_FOLLOWUP: Dict[str, Tuple[Tuple[str, str], ...]] = {
+    "close_to_resnet": (("close_to_resnet_matched", "against a ResNet18 of its size"),),
+    "pruning_hurts": (("pruning_hurts_fresh", "hurts"),),
+    "pruning_recovers": (
+        ("pruning_recovers_controlled", "recovers, against a retrained control"),
+        ("pruning_recovers_15", "with the paper's 15 heads pruned"),
+    ),
+}
+#: Where a paper-map row's follow-up verdicts begin.
+MAP_FOLLOWUP_LEAD = "; {ref}`registered follow-up <glossary-followup>`: "
 #: A paper-map row's exploratory part for a claim the earlier rule did not judge.
 MAP_NOT_EXPLORED = "not judged"
 
@@ -602,18 +612,13 @@ def paper_map_text(text: str) -> str:
 def _map_followup(keys: Sequence[str]) -> str:
     """The follow-up's verdict on the claims ``keys`` ask again (:data:`MAP_FOLLOWUP`), for a
     paper-map row: nothing while it is pending."""
-    out = ""
-    for k in keys:
-        if k not in MAP_FOLLOWUP:
-            continue
-        f = followup_verdicts()[MAP_FOLLOWUP[k]]
-        if f.verdict == PENDING or f.interval is None:
-            continue
-        out += (
-            f"; against a ResNet18 of its size ({{ref}}`registered follow-up "
-            f"<glossary-followup>`): {verdict_badge(f.verdict)} {f.number()}"
-        )
-    return out
+    parts = [
+        f"{label} {verdict_badge(f.verdict)} {verdict_number(f)}"
+        for k in keys
+        for asked, label in MAP_FOLLOWUP.get(k, ())
+        if (f := followup_verdicts()[asked]).verdict != PENDING
+    ]
+    return MAP_FOLLOWUP_LEAD + "; ".join(parts) if parts else ""
 
 
 def fresh_counts(keys: Sequence[str]) -> Dict[str, int]:

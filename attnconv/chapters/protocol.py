@@ -20,7 +20,7 @@ from ..evidence.runs import beyond_tuning_runs, tuned_values, tuning_record, tun
 from ..experiments.claims import CLAIMS
 from ..experiments.registry import RUNS, run_state
 from ..experiments.verdicts import REPRODUCED
-from .shared.badges import verdict_badge, verdict_word
+from .shared.badges import verdict_badge, verdict_number, verdict_word
 from .shared.tables import keep_words, markdown_table
 
 __all__ = [
@@ -609,10 +609,28 @@ def followup_claims_table(verdicts: Dict[str, ConfirmatoryVerdict]):
                 "type": c.kind,
                 "measure": c.prop,
                 "margin": "—" if c.margin is None else f"{100 * c.margin:g} point(s)",
+                "difference": "—" if v.verdict == PENDING else verdict_number(v),
                 "verdict": v.verdict + mark,
             }
         )
     return _table(rows)
+
+
+def followup_details(verdicts: Dict[str, ConfirmatoryVerdict]) -> str:
+    """Each judged follow-up verdict in full, as the judge states it (its difference, interval,
+    detectable difference and, for a recovery claim, each seed's exact McNemar p), with every
+    alternative's verdict: a Markdown list; pending claims are named as such."""
+    items = []
+    for key, v in verdicts.items():
+        if v.verdict == PENDING:
+            items.append(f"- **{claim_name(key)}:** *pending* ({v.detail}).")
+            continue
+        alts = "; ".join(f"{a}: *{w}*" for a, w in v.alternatives.items())
+        items.append(
+            f"- **{claim_name(key)}:** {verdict_badge(v.verdict)} {v.detail}. "
+            f"Under its alternatives: {alts}."
+        )
+    return "\n".join(items)
 
 
 def followup_amendments_table():
@@ -664,8 +682,8 @@ def followup_box(
     for key, base in FOLLOWUP_OF.items():
         v = followup[key]
         got = "" if v.verdict == PENDING else f"; follow-up: *{v.verdict}*"
-        if got and v.interval is not None:
-            got += f", {v.number()}"
+        if got:
+            got += f", {verdict_number(v)}"
         items.append(
             f"- **{_FOLLOWUP_TITLES[key]}.** Asks again *{claim_name(base)}*; "
             f"frozen protocol: *{frozen[base].verdict}*{got}."
@@ -724,4 +742,23 @@ def matched_resnet_sentence(followup: Dict[str, ConfirmatoryVerdict]) -> str:
         f"{n} new seeds per model were trained, the learned model is {number}: "
         f"{verdict_badge(v.verdict)} (the claim: no more than {margin:g} points behind)."
         + fragile
+    )
+
+
+def pruning_followup_sentence(followup: Dict[str, ConfirmatoryVerdict]) -> str:
+    """The registered follow-up's answer on pruning, for the intro: whether pruning the degenerate
+    heads hurts at first and whether retraining recovers (against a retrained control), each
+    verdict's badge and number; nothing while either is pending."""
+    hurts, recovers = (
+        followup["pruning_hurts_fresh"],
+        followup["pruning_recovers_controlled"],
+    )
+    if PENDING in (hurts.verdict, recovers.verdict):
+        return ""
+    return (
+        "On the follow-up's new seeds, pruning the degenerate heads hurts at first, "
+        f"{verdict_badge(hurts.verdict)}: the unpruned model leads by "
+        f"{verdict_number(hurts)}. Whether retraining recovers, against the same model "
+        f"retrained unpruned, is {verdict_badge(recovers.verdict)} (pruned minus control: "
+        f"{verdict_number(recovers)})."
     )

@@ -2,6 +2,7 @@
 claim checks on hand-made rows where the answer is known."""
 
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -751,14 +752,29 @@ def test_paper_map_gives_the_follow_ups_verdict_beside_the_claim_it_asks_again()
     from attnconv.evidence.judge import PENDING, followup_verdicts
 
     text = PAPER_MAP.read_text()
-    for frozen, asked in pv.MAP_FOLLOWUP.items():
-        words = next(w for w, keys in pv.MAP_ROWS.items() if (("", frozen) in keys))
+    judged = 0
+    for frozen, asked_all in pv.MAP_FOLLOWUP.items():
+        words = next(
+            w for w, keys in pv.MAP_ROWS.items() if frozen in {k for _, k in keys}
+        )
         (row,) = [r for r in text.splitlines() if words in r and r.startswith("|")]
-        f = followup_verdicts()[asked]
         lead = row.split(pv.MAP_JOIN)[0]
-        if f.verdict == PENDING:
-            assert "registered follow-up" not in row
-        else:
-            number = f.interval.compact(f.scale, f.unit, f.digits, named=True)
-            assert "registered follow-up <glossary-followup>`): " in lead
-            assert lead.endswith(f"{pv.verdict_badge(f.verdict)} {number}")
+        for asked, label in asked_all:
+            f = followup_verdicts()[asked]
+            if f.verdict == PENDING:
+                assert f"{label} {{bdg" not in row
+                continue
+            judged += 1
+            # the number as the verdict's interval prints it, or as its detail opens
+            number = (
+                f.interval.compact(f.scale, f.unit, f.digits, named=True)
+                if f.interval is not None
+                else re.match(r"[+−]\d+\.\d points, 95 % CI \[[^]]+\]", f.detail)[0]
+            )
+            want = f"{label} {pv.verdict_badge(f.verdict)} {number}"
+            assert want in lead.split(pv.MAP_FOLLOWUP_LEAD)[1], (want, lead)
+    assert judged == sum(
+        f.verdict != PENDING
+        for k, f in followup_verdicts().items()
+        if any(k == a for pairs in pv.MAP_FOLLOWUP.values() for a, _ in pairs)
+    )

@@ -330,3 +330,56 @@ def test_the_matched_resnet_sentence_reads_the_follow_ups_verdict():
     assert text.endswith(
         "`fragile <glossary-fragile>` (margin doubled: *inconclusive*)."
     )
+
+
+def test_the_pruning_sentence_reads_the_follow_ups_two_pruning_verdicts():
+    """The intro's sentence on pruning: nothing while either verdict is pending; once judged,
+    each verdict's badge and the number that opens its detail (its interval is over seeds only),
+    and a verdict with a kept interval prints that interval."""
+    from attnconv.experiments.verdicts import INCONCLUSIVE, REPRODUCED, Interval
+
+    def verdict(key, word, detail, interval=None):
+        return ConfirmatoryVerdict(
+            key, word, detail, (), None, 0.05, {}, interval=interval
+        )
+
+    hurts = verdict(
+        "pruning_hurts_fresh",
+        REPRODUCED,
+        "+1.5 points, 95 % CI [+0.5, +2.6] (seeds only)",
+    )
+    pending = verdict("pruning_recovers_controlled", "pending", "runs not all made")
+    both = {"pruning_hurts_fresh": hurts, "pruning_recovers_controlled": pending}
+    assert page.pruning_followup_sentence(both) == ""
+    iv = Interval(-0.004, -0.011, 0.002, 0.003, 7.0, 0.009, "paired", (8, 8))
+    both["pruning_recovers_controlled"] = verdict(
+        "pruning_recovers_controlled", INCONCLUSIVE, "ignored", interval=iv
+    )
+    text = page.pruning_followup_sentence(both)
+    assert (
+        "{bdg-success}`reproduced`: the unpruned model leads by +1.5 points, 95 % CI"
+        in text
+    )
+    assert text.endswith(
+        "{bdg-muted}`inconclusive` (pruned minus control: −0.4 points, 95 % CI [−1.1, +0.2])."
+    )
+
+
+def test_the_follow_ups_verdicts_are_shown_in_full_with_every_alternative():
+    """Appendix B's list under Table P.13: each judged verdict's own detail (for a recovery claim
+    the seeds' McNemar p) and every alternative's verdict; a pending claim says so."""
+    from attnconv.evidence.judge import PENDING, followup_verdicts
+
+    got = followup_verdicts()
+    text = page.followup_details(got)
+    assert len(text.splitlines()) == len(got)
+    for key, v in got.items():
+        (line,) = [
+            ln for ln in text.splitlines() if f"**{page.claim_name(key)}:**" in ln
+        ]
+        if v.verdict == PENDING:
+            assert "*pending*" in line
+            continue
+        assert f"{page.verdict_badge(v.verdict)} {v.detail}." in line
+        for alt, word in v.alternatives.items():
+            assert f"{alt}: *{word}*" in line

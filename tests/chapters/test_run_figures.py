@@ -764,3 +764,50 @@ def test_head_grid_markers_are_at_least_six_px_on_the_page():
     }
     assert set(sizes) == {"s", "x"} and min(sizes.values()) >= 6
     plt.close(fig)
+
+
+def test_head_grid_puts_a_disc_on_the_key_of_each_head_on_one_key():
+    """Fig. 7.1's disc: drawn on the key holding more than ``one_key`` of a head's attention,
+    that key and that share checked against a plain loop over the keys (eq. 16)."""
+    inverse = [[[8.0, 0.0], [0.0, 8.0]]] * 3
+    centers = [[1.0, -2.0], [0.0, 0.5], [0.0, 0.0]]  # sharp; between two keys; sharp
+    inverse = inverse[:2] + [[[0.5, 0.0], [0.0, 0.5]]]  # the third one broad
+    layer = {"centers": centers, "inverse_covariance": inverse}
+    history = {
+        "initial_attention": [layer],
+        "epochs": [{"epoch": 1, "attention": [layer]}],
+    }
+    query = (4, 4)
+
+    def loop_peak(c, p):
+        w = {
+            (i, j): math.exp(
+                -0.5
+                * p[0][0]
+                * ((i - query[0] - c[0]) ** 2 + (j - query[1] - c[1]) ** 2)
+            )
+            for i in range(8)
+            for j in range(8)
+        }
+        key = max(w, key=w.get)
+        return key, w[key] / sum(w.values())
+
+    want = [loop_peak(c, p) for c, p in zip(centers, inverse)]
+    assert want[0][1] > 0.9 and want[1][1] < 0.5 and want[2][1] < 0.5
+    fig = plot_head_grid(history, (8, 8), "quadratic", one_key=0.5)
+    discs = [
+        [
+            (ln.get_ydata()[0], ln.get_xdata()[0])
+            for ln in a.get_lines()
+            if ln.get_marker() == "o"
+        ]
+        for a in fig.axes
+        if a.axison
+    ]
+    assert discs == [[want[0][0]], [], []]  # only the sharp head on an integer shift
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert labels[-1] == "key with > 50%"
+    plt.close(fig)
+    plain = plot_head_grid(history, (8, 8), "quadratic")
+    assert not any(ln.get_marker() == "o" for a in plain.axes for ln in a.get_lines())
+    plt.close(plain)

@@ -72,7 +72,9 @@ def test_the_figure_draws_each_models_mean_and_seed_range():
     # ... and the left panel says why it is not there
     notes = [t.get_text() for t in left.texts if t.get_text().startswith("learned")]
     assert notes == ["learned: only each head's peak\nis saved, no distance"]
-    assert right.get_ylabel() == "heads (of 9)"
+    assert right.get_ylabel() == "share of the layer's heads"
+    (share,) = [ln for ln in right.get_lines() if ln.get_label().startswith("quad")]
+    assert list(share.get_ydata()) == [3.0 / 9, 0.5 / 9]  # mean count over 9 heads
     assert [t.get_text() for t in fig.legends[0].get_texts()] == [
         "quadratic (2 seeds)",
         "learned (2 seeds)",
@@ -80,3 +82,19 @@ def test_the_figure_draws_each_models_mean_and_seed_range():
     (uniform,) = [ln for ln in left.get_lines() if ln.get_linestyle() == ":"]
     assert uniform.get_ydata()[0] == uniform_attention_distance(16)
     plt.close(fig)
+
+
+def test_the_right_panel_is_a_share_of_each_models_own_heads():
+    """16-head and 9-head models side by side: each count over its own layer's heads, read from
+    the registered fresh runs' configs unless given."""
+    from attnconv.chapters.shared.depth_measures import fresh_heads
+
+    assert (fresh_heads("quadratic"), fresh_heads("quadratic-16heads")) == (9, 16)
+    nine = [{"attention_distance": [2.0], "one_key": [9.0]}]
+    sixteen = [{"attention_distance": [2.0], "one_key": [8.0]}]
+    fig = plot_fresh_profiles({"quadratic": nine, "quadratic-16heads": sixteen})
+    got = {ln.get_label(): list(ln.get_ydata()) for ln in fig.axes[1].get_lines()}
+    assert got == {"quadratic (1 seed)": [1.0], "quadratic, 16 heads (1 seed)": [0.5]}
+    fig = plot_fresh_profiles({"quadratic": nine}, heads={"quadratic": 18})
+    assert list(fig.axes[1].get_lines()[0].get_ydata()) == [0.5]
+    plt.close("all")

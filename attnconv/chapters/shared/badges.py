@@ -24,6 +24,7 @@ __all__ = [
     "verdict_counts",
     "counts_text",
     "verdict_word",
+    "verdict_number",
 ]
 
 #: sphinx-design badge role per verdict (green, orange, dark grey: the theme's "secondary" is
@@ -58,6 +59,16 @@ def verdict_word(verdict: str) -> str:
     """The short word a verdict's badge shows ("reproduced" for *reproduced at CPU scale*); any
     other word (*pending*, *not computed*) as it is."""
     return VERDICT_BADGES[verdict][1] if verdict in VERDICT_BADGES else verdict
+
+
+def verdict_number(v) -> str:
+    """A judged verdict's difference with its 95 % interval (``+1.5 points, 95 % CI [+0.5,
+    +2.6]``): its :meth:`~attnconv.evidence.judge.ConfirmatoryVerdict.number`, or, where the
+    interval is over seeds only and not kept (the follow-up's pruning claims), the opening of the
+    verdict's own detail, which states it."""
+    if v.interval is not None:
+        return v.number()
+    return v.detail.split(" (")[0]
 
 
 def verdict_badge(verdict: str) -> str:

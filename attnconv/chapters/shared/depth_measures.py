@@ -628,9 +628,24 @@ FRESH_ARMS = {
 }
 
 
-def plot_fresh_profiles(profiles: Mapping[str, Sequence[Mapping]], grid: int = 16):
+def fresh_heads(arm: str) -> int:
+    """Heads per layer of ``arm``'s fresh runs, read from its first fresh seed's registered
+    config."""
+    from attnconv.evidence.protocol import CONFIRMATORY_SEEDS
+    from attnconv.evidence.runs import RUNS, confirm_run_name
+
+    entry = RUNS[confirm_run_name(arm, CONFIRMATORY_SEEDS[0])]
+    return entry.config.model_config().num_heads
+
+
+def plot_fresh_profiles(
+    profiles: Mapping[str, Sequence[Mapping]],
+    grid: int = 16,
+    heads: Optional[Mapping[str, int]] = None,
+):
     """The depth claims' two measures over the layers on the fresh seeds: mean attention distance
-    (tokens; Gaussian heads only) and heads with more than half their attention on one key. For
+    (tokens; Gaussian heads only) and the share of a layer's heads (``heads``: per model, else
+    :func:`fresh_heads`) with more than half their attention on one key. For
     each model of ``profiles`` (registry name → one
     :func:`~attnconv.evidence.measures.layer_profile` per seed) its mean over the seeds (line,
     its colour; the 16-head model dashed) and the range from the lowest to the highest seed
@@ -647,7 +662,8 @@ def plot_fresh_profiles(profiles: Mapping[str, Sequence[Mapping]], grid: int = 1
     )
     undrawn = []  # models a panel cannot draw: only peaks saved, no attention distance
     for arm, seeds in profiles.items():
-        label = f"{FRESH_ARMS.get(arm, arm)} ({len(seeds)} seeds)"
+        n = len(seeds)
+        label = f"{FRESH_ARMS.get(arm, arm)} ({n} seed{'s' if n != 1 else ''})"
         style = dict(color=model_colour(arm), ls="--" if "16" in arm else "-", lw=1.6)
         for ax, key in zip(axes, ("attention_distance", "one_key")):
             values = [p[key] for p in seeds if p[key] is not None]
@@ -655,6 +671,8 @@ def plot_fresh_profiles(profiles: Mapping[str, Sequence[Mapping]], grid: int = 1
                 undrawn.append((ax, FRESH_ARMS.get(arm, arm)))
                 continue
             v = np.asarray(values, dtype=float)
+            if key == "one_key":  # a share of the layer's heads: 9 and 16 side by side
+                v = v / (heads[arm] if heads and arm in heads else fresh_heads(arm))
             layers = np.arange(1, v.shape[1] + 1)
             ax.fill_between(
                 layers, v.min(0), v.max(0), color=style["color"], alpha=0.15, lw=0
@@ -679,12 +697,9 @@ def plot_fresh_profiles(profiles: Mapping[str, Sequence[Mapping]], grid: int = 1
         ax.set_title(title)
         ax.set_xlabel("layer")
         ax.set_xticks(range(1, 7))
-    axes[1].set_ylim(bottom=0)
-    axes[1].set_ylabel(
-        "heads (of 9; dashed: of 16)"
-        if any("16" in a for a in profiles)
-        else "heads (of 9)"
-    )
+    axes[1].set_ylim(0, 1)
+    axes[1].yaxis.set_major_formatter(lambda y, _: f"{100 * y:.0f} %")
+    axes[1].set_ylabel("share of the layer's heads")
     handles, names = axes[1].get_legend_handles_labels()
     fig.legend(handles, names, loc="outside lower center", ncol=2, frameon=False)
     return fig

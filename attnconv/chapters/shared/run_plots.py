@@ -11,7 +11,7 @@ from typing import Mapping, Optional, Sequence
 import numpy as np
 
 from ...experiments.checkpoints import Run
-from .gaussian_maps import draw_mass_ellipses, mass_ellipse
+from .gaussian_maps import draw_mass_ellipses, gaussian_head_maps, mass_ellipse
 from .plotting import COLUMN_INCHES, label_colour, model_colour
 from .trained_heads import center_trajectories, layer_records
 
@@ -330,14 +330,22 @@ GAP = 0.15
 #: :func:`plot_head_grid`: at the book's 108 px per inch, 7.5 and 9 px on the page.
 QUERY_MARKER_PT = 5.0
 CENTRE_MARKER_PT = 6.0
+#: The disc on the key of a head on one key (``one_key``): 12 px, wider than the cross.
+ONE_KEY_MARKER_PT = 8.0
 
 
-def _head_panel(ax, center, inverse, grid, query, masses, colour) -> None:
+def _head_panel(ax, center, inverse, grid, query, masses, colour, key=None) -> None:
     """One head's panel of :func:`plot_head_grid`: the query token (red square), the head's mass
     ellipses and centre (cross) on the whole token grid, "wide" when the 50 % ellipse is wider than
-    the grid in every direction."""
+    the grid in every direction; ``key`` (row, column), when given, is the key the head puts most
+    of its attention on, drawn as a filled disc of a fixed size that a one-token head's specks
+    cannot hide."""
 
     h, w = grid
+    if key is not None:
+        ax.plot(
+            key[1], key[0], "o", color=colour, alpha=0.45, ms=ONE_KEY_MARKER_PT, mew=0
+        )
     ax.set_xlim(-0.5, w - 0.5), ax.set_ylim(h - 0.5, -0.5)
     ax.set_aspect("equal")
     draw_mass_ellipses(
@@ -369,6 +377,21 @@ def _head_panel(ax, center, inverse, grid, query, masses, colour) -> None:
         ax.text(0.5, 0.07, "wide", transform=ax.transAxes, ha="center", fontsize=9)
 
 
+def _one_key_keys(record, grid, query, threshold) -> list:
+    """Per head of a layer record, the key (row, column) holding more than ``threshold`` of its
+    attention for ``query``, else ``None`` (all ``None`` without a threshold)."""
+    n = len(record["centers"])
+    if threshold is None:
+        return [None] * n
+    maps = gaussian_head_maps(record, grid, query).reshape(n, -1)
+    top, where = maps.max(dim=1)
+    w = int(grid[1])
+    return [
+        (int(j) // w, int(j) % w) if float(t) > threshold else None
+        for t, j in zip(top, where)
+    ]
+
+
 def plot_head_grid(
     history: dict,
     grid: Sequence[int],
@@ -381,6 +404,7 @@ def plot_head_grid(
     width: float = COLUMN_INCHES,
     marked: Optional[Mapping[int, Sequence[int]]] = None,
     marked_label: str = "degenerate",
+    one_key: Optional[float] = None,
 ):
     """The paper's Figs. 3, 7 and 10 (ICLR Figs. 12 and 14) as small multiples: one small panel
     per head, one row (or several of ``heads_per_row`` heads) per layer in ``layers`` (0-based;
@@ -391,7 +415,9 @@ def plot_head_grid(
     square (3×3 for 9 heads, 4×4 for 16). Where a layer takes several rows, each layer is a block
     of its own (a subfigure), named once at its left and set apart from the next by a grey rule.
     ``marked`` (``{layer: [heads]}``, 0-based) frames those heads' panels in thick black, with
-    ``marked_label`` in the legend."""
+    ``marked_label`` in the legend. With ``one_key`` (a threshold, e.g.
+    :data:`~attnconv.experiments.claims.ONE_KEY`), a head with more than that share of its
+    attention on one key has that key drawn as a disc (its map: :func:`gaussian_head_maps`)."""
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
     from matplotlib.patches import Rectangle
@@ -439,13 +465,16 @@ def plot_head_grid(
         centers = np.asarray(records[i]["centers"], dtype=np.float64).reshape(-1, 2)
         inverse = np.asarray(records[i]["inverse_covariance"], dtype=np.float64)
         inverse = inverse.reshape(-1, 2, 2)
+        keys = _one_key_keys(records[i], (h, w), query, one_key)
         for k in range(per_layer * heads_per_row):
             ax = layer_axes[row][k // heads_per_row, k % heads_per_row]
             ax.set_xticks([]), ax.set_yticks([])
             if k >= len(centers):
                 ax.axis("off")
                 continue
-            _head_panel(ax, centers[k], inverse[k], (h, w), query, masses, colour)
+            _head_panel(
+                ax, centers[k], inverse[k], (h, w), query, masses, colour, keys[k]
+            )
             if row == 0 or per_layer > 1:
                 # clear of a marked head's thick frame
                 ax.set_title(f"head {k + 1}", fontsize=9, pad=4 if marked else 2)
@@ -471,6 +500,19 @@ def plot_head_grid(
             label="query token",
         ),
     ]
+    if one_key is not None:
+        handles.append(
+            Line2D(
+                [],
+                [],
+                color=colour,
+                alpha=0.45,
+                marker="o",
+                mew=0,
+                ls="",
+                label=f"key with > {one_key:.0%}",
+            )  # fmt: skip
+        )
     if any(marked.get(i) for i in layers):
         handles.append(
             Rectangle((0, 0), 1, 1, fc="none", ec="black", lw=2.5, label=marked_label)
