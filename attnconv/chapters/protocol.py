@@ -756,7 +756,7 @@ def pruning_followup_sentence(followup: Dict[str, ConfirmatoryVerdict]) -> str:
     if PENDING in (hurts.verdict, recovers.verdict):
         return ""
     return (
-        "On the follow-up's new seeds, pruning the degenerate heads hurts at first, "
+        "Pruning the degenerate heads hurts at first, "
         f"{verdict_badge(hurts.verdict)}: the unpruned model leads by "
         f"{verdict_number(hurts)}. Whether retraining recovers, against the same model "
         f"retrained unpruned, is {verdict_badge(recovers.verdict)} (pruned minus control: "
