@@ -24,13 +24,14 @@ from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 from ..evidence.judge import (
     PENDING,
     ConfirmatoryVerdict,
+    arm_runs,
     confirmatory_verdicts,
     followup_verdicts,
     interim_words,
     one_sided_bounds,
 )
 from ..evidence.protocol import CLAIMS as FROZEN_CLAIMS
-from ..evidence.protocol import NOT_JUDGED
+from ..evidence.protocol import CONFIRMATORY_SEEDS, NOT_JUDGED
 from ..experiments import verdicts as v
 from ..experiments.claim_text import claim_block, short_quote
 from ..experiments.claims import CLAIMS
@@ -554,7 +555,8 @@ _ONE_OF_N = "one run of several was enough before; now most fresh seeds must sho
 #: (one reproduced, the other not), said once in the paper map's row, after the fresh lead.
 MAP_DIFFERS: Dict[str, str] = {
     "no_overlap": _ONE_OF_N,
-    "learned_pixels": _ONE_OF_N,
+    "learned_pixels": "the earlier rule asked 0.5 of one run of several; the frozen protocol "
+    "asks 0.9 (nearly one-hot) of most fresh seeds",
     "close_to_resnet": "the earlier ResNet18 was untuned; the fresh one was tuned on validation",
 }
 #: The registered follow-up's claims that ask a frozen claim again, each with its label, given in
@@ -609,11 +611,13 @@ def paper_map_text(text: str) -> str:
     return "".join(out)
 
 
-def _map_followup(keys: Sequence[str]) -> str:
+def _map_followup(keys: Sequence[str], badges: bool = True) -> str:
     """The follow-up's verdict on the claims ``keys`` ask again (:data:`MAP_FOLLOWUP`), for a
-    paper-map row: nothing while it is pending."""
+    paper-map row (with ``badges``) or a line of ch. 17's lists (the verdict in words): nothing
+    while it is pending."""
     parts = [
-        f"{label} {verdict_badge(f.verdict)} {verdict_number(f)}"
+        f"{label} {verdict_badge(f.verdict) if badges else f'*{f.verdict}*'} "
+        f"{verdict_number(f)}"
         for k in keys
         for asked, label in MAP_FOLLOWUP.get(k, ())
         if (f := followup_verdicts()[asked]).verdict != PENDING
@@ -957,10 +961,26 @@ def verdict_list(claims: Sequence[Claim]) -> str:
         else:
             number, fragile = f"exploratory: {shown_verdict(c)}", ""
         lines.append(
-            f"- **{CLAIMS[c.key].title}** — {number}{fragile} · "
-            f"{{ref}}`card <{card_label(c.key)}>`"
+            f"- **{CLAIMS[c.key].title}** — {number}{baseline_note(c.key)}{fragile}"
+            f"{_map_followup([c.key], badges=False)} · {{ref}}`card <{card_label(c.key)}>`"
         )
     return "\n".join(lines)
+
+
+def baseline_note(key: str) -> str:
+    """What a comparison's baseline is where it is not the paper's (for "close to ResNet18": a
+    ResNet18 the tuning made several times the learned model's size, from the fresh runs'
+    parameter counts); nothing for other claims."""
+    if key != "close_to_resnet":
+        return ""
+    runs = [arm_runs(a, CONFIRMATORY_SEEDS[:1]) for a in ("resnet18", "learned")]
+    if None in runs:
+        return ""
+    big, small = (r[0].history["num_parameters"] for r in runs)
+    return (
+        f", against a ResNet18 {big / small:.1f} times the learned model's size (the only "
+        "arm whose width was tuned)"
+    )
 
 
 def confounds_note(claims: Sequence[Claim]) -> str:

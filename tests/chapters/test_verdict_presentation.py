@@ -445,3 +445,31 @@ def test_chapter_17s_lists_give_each_claim_its_number_and_card():
         assert first.replace(", each end a one-sided 95 % bound", "") in line
         assert line.endswith(f" · {{ref}}`card <{pv.card_label(c.key)}>`")
         assert ("`fragile <sec-why-fragile>`" in line) == bool(pv._flips(got))
+
+
+def test_chapter_17s_lists_name_a_larger_baseline_and_the_follow_ups_answer():
+    """The "close to ResNet18" line says how much larger its ResNet18 is (from the fresh runs'
+    parameter counts) and, like every claim the follow-up asks again, gives the follow-up's
+    verdict in words beside the frozen one; no other line names a baseline."""
+    import re
+
+    from attnconv.evidence.judge import PENDING, arm_runs, followup_verdicts
+    from attnconv.evidence.protocol import CONFIRMATORY_SEEDS
+
+    claims = pv.counted([c for g in pv.GROUPS for c in pv.book_claims().get(g, [])])
+    lines = dict(zip([c.key for c in claims], pv.verdict_list(claims).splitlines()))
+    big, small = (
+        arm_runs(a, CONFIRMATORY_SEEDS[:1])[0].history["num_parameters"]
+        for a in ("resnet18", "learned")
+    )
+    assert f"against a ResNet18 {big / small:.1f} times" in lines["close_to_resnet"]
+    assert [k for k, ln in lines.items() if "times the learned model's size" in ln] == [
+        "close_to_resnet"
+    ]
+    follow = followup_verdicts()
+    for frozen, asked in pv.MAP_FOLLOWUP.items():
+        for key, label in asked:
+            f = follow[key]
+            if f.verdict != PENDING:
+                assert f"{label} *{f.verdict}* " in lines[frozen]
+    assert not any(re.search(r"\{bdg-", ln) for ln in lines.values())
