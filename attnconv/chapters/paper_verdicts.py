@@ -54,6 +54,7 @@ from .shared.badges import (
     text_colour,
     verdict_badge,
     verdict_number,
+    verdict_word,
 )
 
 # badges.verdict_counts counts verdicts; verdict_counts here counts claims
@@ -615,9 +616,18 @@ def _map_followup(keys: Sequence[str], badges: bool = True) -> str:
     """The follow-up's verdict on the claims ``keys`` ask again (:data:`MAP_FOLLOWUP`), for a
     paper-map row (with ``badges``) or a line of ch. 17's lists (the verdict in words): nothing
     while it is pending."""
+    from ..evidence.followup import all_claims
+
+    margins = {k: c.margin for k, c in all_claims().items()}
     parts = [
         f"{label} {verdict_badge(f.verdict) if badges else f'*{f.verdict}*'} "
         f"{verdict_number(f)}"
+        + (
+            ""
+            if not margins.get(asked)
+            else f" (margin {100 * margins[asked]:g} point"
+            + ("s)" if 100 * margins[asked] != 1 else ")")
+        )
         for k in keys
         for asked, label in MAP_FOLLOWUP.get(k, ())
         if (f := followup_verdicts()[asked]).verdict != PENDING
@@ -1177,10 +1187,39 @@ def what_holds_box(
         f"- {category_badge('exploratory')} **Before the freeze** (secondary), the earlier "
         f"runs judged {_exploratory_set(mine)}: they reproduce {n[REPRODUCED]}, do not "
         f"reproduce {n[NOT_REPRODUCED]} and cannot settle {n[INCONCLUSIVE]}.\n"
-        "- **What it means.** The paper's construction is exact; its readings of trained "
+        + followup_bullet()
+        + "- **What it means.** The paper's construction is exact; its readings of trained "
         "models hold in part at CPU scale. A claim that small runs do not reproduce is not "
         "shown wrong.\n"
         "```"
+    )
+
+
+#: How a result box names each registered follow-up claim.
+FOLLOWUP_WORDS = {
+    "close_to_resnet_matched": "the learned model against a ResNet18 of its size",
+    "pruning_hurts_fresh": "pruning hurts at first",
+    "pruning_recovers_controlled": "retraining recovers, against a retrained control",
+    "pruning_recovers_15": "the same with the paper's 15 heads pruned",
+}
+
+
+def followup_bullet() -> str:
+    """A result box's line on the registered follow-up: each judged claim in words, its verdict
+    and its difference (without the interval, which the linked page gives); nothing while every
+    claim is pending."""
+    got = followup_verdicts()
+    parts = [
+        f"{words}, *{verdict_word(got[k].verdict)}* "
+        f"({verdict_number(got[k]).split(', 95 %')[0]})"
+        for k, words in FOLLOWUP_WORDS.items()
+        if got[k].verdict != PENDING
+    ]
+    if not parts:
+        return ""
+    return (
+        "- **Asked again** by a {ref}`registered follow-up <glossary-followup>` on new "
+        f"seeds, outside the tally: {'; '.join(parts)}.\n"
     )
 
 

@@ -19,7 +19,7 @@ from ..evidence.judge import (
 from ..evidence.runs import beyond_tuning_runs, tuned_values, tuning_record, tuning_runs
 from ..experiments.claims import CLAIMS
 from ..experiments.registry import RUNS, run_state
-from ..experiments.verdicts import REPRODUCED
+from ..experiments.verdicts import NOT_REPRODUCED, REPRODUCED
 from .shared.badges import verdict_badge, verdict_number, verdict_word
 from .shared.tables import keep_words, markdown_table
 
@@ -494,7 +494,35 @@ def why_fragile_text(confirmatory: Dict[str, ConfirmatoryVerdict]) -> str:
             "Read each *reproduced* as a share: how many of the "
             f"{n} seeds show the property (Table 17.2). It is evidence for most seeds at CPU "
             "scale, judged claim by claim, not a family-wide result.",
+            both_ways_text(confirmatory),
         ]
+    )
+
+
+def both_ways_text(confirmatory: Dict[str, ConfirmatoryVerdict]) -> str:
+    """What Holm's adjustment does when it also holds back the *not reproduced* verdicts (an
+    alternative the frozen protocol does not name, :func:`~.shared.holm_both.holm_both_ways`):
+    which of them stand, which would read inconclusive, and the p of the best share against it."""
+    from .shared.holm_both import holm_both_ways
+
+    both = holm_both_ways(confirmatory, protocol.CLAIMS)
+    against = [k for k, v in confirmatory.items() if v.verdict == NOT_REPRODUCED]
+    stand = [claim_name(k) for k in against if both[k] == NOT_REPRODUCED]
+    fall = [claim_name(k) for k in against if both[k] != NOT_REPRODUCED]
+    f = holm_floor()
+    return (
+        "The protocol holds back only the *reproduced* verdicts. A *not reproduced* is a "
+        "rejection too, in the other direction, and the same bound applies to it: no seed of "
+        f"{f['seeds']} showing the property has $p = {f['best_p']:.4f}$. Applied in both "
+        f"directions, Holm's adjustment leaves {len(stand)} of the {len(against)} *not "
+        "reproduced* standing"
+        + (f": {'; '.join(stand)}." if stand else ".")
+        + (
+            f" The other {len(fall)} would read *inconclusive* ({'; '.join(fall)}): they are "
+            "fragile too, under an alternative the frozen protocol does not name."
+            if fall
+            else ""
+        )
     )
 
 
@@ -697,7 +725,7 @@ def followup_box(
     )
     return "\n".join(
         [
-            "```{admonition} Planned study: the registered follow-up",
+            "```{admonition} The registered follow-up",
             ":class: note",
             f"Frozen in git before its runs existed, it asks {len(FOLLOWUP_OF)} questions "
             f"again on {len(registered.SEEDS)} new seeds per arm:",
@@ -739,7 +767,8 @@ def matched_resnet_sentence(followup: Dict[str, ConfirmatoryVerdict]) -> str:
     )
     return (
         "Against a ResNet18 narrowed to its size, in a follow-up registered before its "
-        f"{n} new seeds per model were trained, the learned model is {number}: "
+        f"{n} new seeds per model were trained, the learned model's accuracy minus the "
+        f"ResNet18's is {number}: "
         f"{verdict_badge(v.verdict)} (the claim: no more than {margin:g} points behind)."
         + fragile
     )

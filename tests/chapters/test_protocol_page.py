@@ -315,7 +315,7 @@ def test_the_matched_resnet_sentence_reads_the_follow_ups_verdict():
         "close_to_resnet_matched", NOT_REPRODUCED, "", (), None, 0.05, {}, interval=iv
     )
     text = page.matched_resnet_sentence({"close_to_resnet_matched": got})
-    assert "the learned model is −3.1 points, 95 % CI [−5.0, −1.98]: " in text
+    assert "minus the ResNet18's is −3.1 points, 95 % CI [−5.0, −1.98]: " in text
     assert (
         "{bdg-warning}`not reproduced`" in text
         and "no more than 2 points behind" in text

@@ -811,3 +811,33 @@ def test_head_grid_puts_a_disc_on_the_key_of_each_head_on_one_key():
     plain = plot_head_grid(history, (8, 8), "quadratic")
     assert not any(ln.get_marker() == "o" for a in plain.axes for ln in a.get_lines())
     plt.close(plain)
+
+
+def test_head_grid_close_up_shows_the_window_around_the_query_and_shades_one_key():
+    """Fig. 7.2: with ``window`` every panel spans the (2w + 1)² tokens around the query, with a
+    line between two tokens, and a head on one key has that token shaded (not a disc)."""
+    from matplotlib.patches import Rectangle
+
+    layer = {
+        "centers": [[1.0, -2.0], [0.0, 0.5]],
+        "inverse_covariance": [[[8.0, 0.0], [0.0, 8.0]]] * 2,
+    }
+    history = {
+        "initial_attention": [layer],
+        "epochs": [{"epoch": 1, "attention": [layer]}],
+    }
+    fig = plot_head_grid(history, (16, 16), "quadratic", one_key=0.5, window=3)
+    drawn = [a for a in fig.axes if a.axison]
+    for ax in drawn:
+        assert ax.get_xlim() == (8 - 3.5, 8 + 3.5) and ax.get_ylim() == (
+            8 + 3.5,
+            8 - 3.5,
+        )
+        assert len([ln for ln in ax.get_lines() if ln.get_color() == "0.88"]) == 2 * 8
+    shaded = [
+        [(p.get_x() + 0.5, p.get_y() + 0.5) for p in a.patches if type(p) is Rectangle]
+        for a in drawn
+    ]
+    assert shaded == [[(8 - 2, 8 + 1)], []]  # (column, row) of the key at δ = (1, −2)
+    assert not any(ln.get_marker() == "o" for a in drawn for ln in a.get_lines())
+    plt.close(fig)

@@ -632,7 +632,8 @@ def fresh_heads(arm: str) -> int:
     """Heads per layer of ``arm``'s fresh runs, read from its first fresh seed's registered
     config."""
     from attnconv.evidence.protocol import CONFIRMATORY_SEEDS
-    from attnconv.evidence.runs import RUNS, confirm_run_name
+    from attnconv.evidence.runs import confirm_run_name
+    from attnconv.experiments.registry import RUNS
 
     entry = RUNS[confirm_run_name(arm, CONFIRMATORY_SEEDS[0])]
     return entry.config.model_config().num_heads

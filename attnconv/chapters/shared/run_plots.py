@@ -334,19 +334,35 @@ CENTRE_MARKER_PT = 6.0
 ONE_KEY_MARKER_PT = 8.0
 
 
-def _head_panel(ax, center, inverse, grid, query, masses, colour, key=None) -> None:
+def _head_panel(
+    ax, center, inverse, grid, query, masses, colour, key=None, window=None
+) -> None:
     """One head's panel of :func:`plot_head_grid`: the query token (red square), the head's mass
     ellipses and centre (cross) on the whole token grid, "wide" when the 50 % ellipse is wider than
     the grid in every direction; ``key`` (row, column), when given, is the key the head puts most
     of its attention on, drawn as a filled disc of a fixed size that a one-token head's specks
-    cannot hide."""
+    cannot hide (in a close-up of ``window`` tokens, as that token shaded)."""
+    from matplotlib.patches import Rectangle
 
     h, w = grid
-    if key is not None:
+    if key is not None and window is None:
         ax.plot(
             key[1], key[0], "o", color=colour, alpha=0.45, ms=ONE_KEY_MARKER_PT, mew=0
         )
-    ax.set_xlim(-0.5, w - 0.5), ax.set_ylim(h - 0.5, -0.5)
+    elif key is not None:
+        ax.add_patch(
+            Rectangle(
+                (key[1] - 0.5, key[0] - 0.5), 1, 1, color=colour, alpha=0.35, lw=0
+            )
+        )
+    if window is None:
+        ax.set_xlim(-0.5, w - 0.5), ax.set_ylim(h - 0.5, -0.5)
+    else:  # the (2 window + 1)² tokens around the query, a grey line between two tokens
+        r = window + 0.5
+        ax.set_xlim(query[1] - r, query[1] + r), ax.set_ylim(query[0] + r, query[0] - r)
+        for e in np.arange(-window - 0.5, window + 1.0):
+            ax.axvline(query[1] + e, color="0.88", lw=0.5, zorder=0)
+            ax.axhline(query[0] + e, color="0.88", lw=0.5, zorder=0)
     ax.set_aspect("equal")
     draw_mass_ellipses(
         ax, center, inverse, query, masses, colour, clip_size=4.0 * max(h, w)
@@ -405,6 +421,7 @@ def plot_head_grid(
     marked: Optional[Mapping[int, Sequence[int]]] = None,
     marked_label: str = "degenerate",
     one_key: Optional[float] = None,
+    window: Optional[int] = None,
 ):
     """The paper's Figs. 3, 7 and 10 (ICLR Figs. 12 and 14) as small multiples: one small panel
     per head, one row (or several of ``heads_per_row`` heads) per layer in ``layers`` (0-based;
@@ -417,7 +434,9 @@ def plot_head_grid(
     ``marked`` (``{layer: [heads]}``, 0-based) frames those heads' panels in thick black, with
     ``marked_label`` in the legend. With ``one_key`` (a threshold, e.g.
     :data:`~attnconv.experiments.claims.ONE_KEY`), a head with more than that share of its
-    attention on one key has that key drawn as a disc (its map: :func:`gaussian_head_maps`)."""
+    attention on one key has that key drawn as a disc (its map: :func:`gaussian_head_maps`).
+    With ``window`` (tokens), each panel shows only the (2 ``window`` + 1)² tokens around the
+    query, with a grey line between two tokens: a close-up at one shared scale."""
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
     from matplotlib.patches import Rectangle
@@ -473,7 +492,15 @@ def plot_head_grid(
                 ax.axis("off")
                 continue
             _head_panel(
-                ax, centers[k], inverse[k], (h, w), query, masses, colour, keys[k]
+                ax,
+                centers[k],
+                inverse[k],
+                (h, w),
+                query,
+                masses,
+                colour,
+                keys[k],
+                window,
             )
             if row == 0 or per_layer > 1:
                 # clear of a marked head's thick frame
@@ -507,7 +534,7 @@ def plot_head_grid(
                 [],
                 color=colour,
                 alpha=0.45,
-                marker="o",
+                marker="o" if window is None else "s",
                 mew=0,
                 ls="",
                 label=f"key with > {one_key:.0%}",
@@ -524,7 +551,8 @@ def plot_head_grid(
         ncol=len(handles) if len(handles) <= 3 else math.ceil(len(handles) / 2),
         fontsize=9,
         frameon=False,
-        title=f"{model}, {h}×{w} tokens",
+        title=f"{model}, {h}×{w} tokens"
+        + ("" if window is None else f"; close-up: {2 * window + 1}×{2 * window + 1}"),
         title_fontsize=9,
     )
     return fig
