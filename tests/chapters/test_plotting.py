@@ -300,6 +300,7 @@ def test_depth_figure_draws_seeds_in_shades_and_the_16_head_model_apart():
                 localized=1,
                 overlapping_pairs=2,
                 pairs=36,
+                heads=9,
             )
             for i in range(6)
         ]
@@ -320,6 +321,9 @@ def test_depth_figure_draws_seeds_in_shades_and_the_16_head_model_apart():
     assert to_hex(wide.get_color()) == model_colour("quadratic, 16 heads")
     assert wide.get_linestyle() == "--" and wide.get_marker() not in markers
     assert to_hex(lines["learned, seed 0"].get_color()) == seed_colours("learned", 3)[0]
+    # the middle panel: a share of each layer's heads, the learned seeds' counts too
+    middle = {ln.get_label(): list(ln.get_ydata()) for ln in fig.axes[1].lines}
+    assert middle["learned, seed 1 (middle)"] == [100 / 9] * 6
     # the legend: one entry per model and one for the seeds' markers, not one per run
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
     assert legend == [

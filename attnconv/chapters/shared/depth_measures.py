@@ -526,8 +526,9 @@ def pruned_counts_from_history(
 def plot_depth_measures(
     rows_by_run: Mapping[str, Sequence[dict]], learned_seeds: Optional[Mapping] = None
 ):
-    """Three panels over the layers (from 1): mean attention distance (tokens), heads with more
-    than half their attention on one key, and the share of overlapping pairs; one line per run
+    """Three panels over the layers (from 1): mean attention distance (tokens), the share of a
+    layer's heads with more than half their attention on one key (its ``heads``; the learned
+    seeds' counts over the learned run's heads), and the share of overlapping pairs; one line per run
     (each seed of a model a shade of its colour, :func:`~.plotting.seed_colours`, and a marker
     of its own; the 16-head model dashed). ``learned_seeds``: seed label →
     per-layer localized counts of the learned seeds (:func:`learned_seed_localized`), drawn in the
@@ -582,24 +583,35 @@ def plot_depth_measures(
             **style(label),
         )
         if not label.startswith("learned"):
-            axes[1].plot(layers, [r["localized"] for r in rows], **style(label))
+            axes[1].plot(
+                layers,
+                [100 * r["localized"] / r["heads"] for r in rows],
+                **style(label),
+            )
         axes[2].plot(
             layers,
             [100 * r["overlapping_pairs"] / r["pairs"] for r in rows],
             **style(label),
         )
+    learned_heads = [
+        rows[0]["heads"] for lb, rows in rows_by_run.items() if lb.startswith("learned")
+    ]
+    if learned_seeds and not learned_heads:
+        raise ValueError(
+            "the learned seeds' counts need a learned run's rows (its heads)"
+        )
     for label, counts in learned_seeds.items():
         name = f"learned, {label}"
         axes[1].plot(
             range(1, len(counts) + 1),
-            counts,
+            [100 * c / learned_heads[0] for c in counts],
             # seed 0 is the learned run of the other panels, already in the legend
             label=None if seed_of(name) == 0 else f"{name} (middle)",
             **style(name),
         )
     titles = (  # two lines each: on one line they ran into each other
         "attention distance\n(tokens)",
-        "heads > 50 %\non one key",
+        "heads > 50 % on one\nkey (% of heads)",
         "overlapping pairs\n(% of pairs)",
     )
     for ax, title in zip(axes, titles):
