@@ -512,13 +512,13 @@ def both_ways_text(confirmatory: Dict[str, ConfirmatoryVerdict]) -> str:
     f = holm_floor()
     return (
         "The protocol holds back only the *reproduced* verdicts. A *not reproduced* is a "
-        "rejection too, in the other direction, and the same bound applies to it: no seed of "
+        "rejection too, in the other direction. The same bound applies to it: no seed of "
         f"{f['seeds']} showing the property has $p = {f['best_p']:.4f}$. Applied in both "
         f"directions, Holm's adjustment leaves {len(stand)} of the {len(against)} *not "
         "reproduced* standing"
         + (f": {'; '.join(stand)}." if stand else ".")
         + (
-            f" The other {len(fall)} would read *inconclusive* ({'; '.join(fall)}): they are "
+            f" The other {len(fall)} would read *inconclusive*: {'; '.join(fall)}. They are "
             "fragile too, under an alternative the frozen protocol does not name."
             if fall
             else ""

@@ -138,7 +138,8 @@ def test_the_followup_box_stands_beside_the_frozen_verdicts_and_counts_the_regis
 
     frozen, fresh = confirmatory_verdicts(), followup_verdicts()
     text = page.followup_box(frozen, fresh)
-    assert text.startswith("```{admonition} Planned study") and text.endswith("```")
+    assert text.startswith("```{admonition} The registered follow-up")
+    assert text.endswith("```")
     assert set(page.FOLLOWUP_OF) == set(followup.all_claims())
     for key, base in page.FOLLOWUP_OF.items():
         assert base in protocol.CLAIMS
