@@ -621,18 +621,20 @@ def _map_followup(keys: Sequence[str], badges: bool = True) -> str:
     margins = {k: c.margin for k, c in all_claims().items()}
     parts = [
         f"{label} {verdict_badge(f.verdict) if badges else f'*{f.verdict}*'} "
-        f"{verdict_number(f)}"
-        + (
-            ""
-            if not margins.get(asked)
-            else f" (margin {100 * margins[asked]:g} point"
-            + ("s)" if 100 * margins[asked] != 1 else ")")
-        )
+        f"{verdict_number(f)}{_margin_words(margins.get(asked))}"
         for k in keys
         for asked, label in MAP_FOLLOWUP.get(k, ())
         if (f := followup_verdicts()[asked]).verdict != PENDING
     ]
     return MAP_FOLLOWUP_LEAD + "; ".join(parts) if parts else ""
+
+
+def _margin_words(margin: Optional[float]) -> str:
+    """ " (margin 2 points)" for a comparison's margin (a fraction), nothing without one."""
+    if not margin:
+        return ""
+    points = 100 * margin
+    return f" (margin {points:g} point{'' if points == 1 else 's'})"
 
 
 def fresh_counts(keys: Sequence[str]) -> Dict[str, int]:

@@ -473,3 +473,22 @@ def test_chapter_17s_lists_name_a_larger_baseline_and_the_follow_ups_answer():
             if f.verdict != PENDING:
                 assert f"{label} *{f.verdict}* " in lines[frozen]
     assert not any(re.search(r"\{bdg-", ln) for ln in lines.values())
+
+
+def test_chapter_17s_box_gives_each_judged_follow_up_claim_its_word_and_number():
+    """The box's follow-up line: every judged follow-up claim in words with its verdict's short
+    word and its difference as the judge prints it; nothing when all are pending."""
+    from attnconv.chapters.shared.badges import verdict_number, verdict_word
+    from attnconv.evidence.judge import PENDING, followup_verdicts
+
+    got = followup_verdicts()
+    line = pv.followup_bullet()
+    judged = {k: v for k, v in got.items() if v.verdict != PENDING}
+    assert set(pv.FOLLOWUP_WORDS) == set(got)
+    assert bool(line) == bool(judged)
+    for k, v in judged.items():
+        number = verdict_number(v).split(", 95 %")[0]
+        assert f"{pv.FOLLOWUP_WORDS[k]}, *{verdict_word(v.verdict)}* ({number})" in line
+    assert pv._margin_words(0.02) == " (margin 2 points)"
+    assert pv._margin_words(0.01) == " (margin 1 point)"
+    assert pv._margin_words(None) == ""
