@@ -743,6 +743,10 @@ def followup_box(
     )
 
 
+#: What a comparison's interval does to its claim, by verdict (the size-matched sentence).
+_SETTLES = {REPRODUCED: "supports", NOT_REPRODUCED: "rules out"}
+
+
 def matched_resnet_sentence(followup: Dict[str, ConfirmatoryVerdict]) -> str:
     """The registered follow-up's answer to "close to ResNet18", for the intro and ch. 12b: the
     learned model against a ResNet18 narrowed to its size, the paired difference with its 95 %
@@ -765,12 +769,12 @@ def matched_resnet_sentence(followup: Dict[str, ConfirmatoryVerdict]) -> str:
         if flips
         else ""
     )
+    behind = -100 * v.interval.estimate
     return (
-        "Against a ResNet18 narrowed to its size, in a follow-up registered before its "
-        f"{n} new seeds per model were trained, the learned model's accuracy minus the "
-        f"ResNet18's is {number}: "
-        f"{verdict_badge(v.verdict)} (the claim: no more than {margin:g} points behind)."
-        + fragile
+        f"On {n} new seeds, the learned model is {behind:.1f} points behind a ResNet18 "
+        f"narrowed to its size: {verdict_badge(v.verdict)}, as the difference, {number}, "
+        f'{_SETTLES.get(v.verdict, "does not settle")} "no more than {margin:g} points '
+        'behind".' + fragile
     )
 
 

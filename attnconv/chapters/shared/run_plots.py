@@ -342,6 +342,7 @@ def _head_panel(
     the grid in every direction; ``key`` (row, column), when given, is the key the head puts most
     of its attention on, drawn as a filled disc of a fixed size that a one-token head's specks
     cannot hide (in a close-up of ``window`` tokens, as that token shaded)."""
+    from matplotlib.colors import to_rgb
     from matplotlib.patches import Rectangle
 
     h, w = grid
@@ -351,9 +352,15 @@ def _head_panel(
         )
     elif key is not None:
         ax.add_patch(
-            Rectangle(
-                (key[1] - 0.5, key[0] - 0.5), 1, 1, color=colour, alpha=0.35, lw=0
-            )
+            Rectangle(  # on top of the ellipses, outlined: a small head cannot hide it
+                (key[1] - 0.5, key[0] - 0.5),
+                1,
+                1,
+                fc=(*to_rgb(colour), 0.4),
+                ec=colour,
+                lw=1.2,
+                zorder=3,
+            )  # fmt: skip
         )
     if window is None:
         ax.set_xlim(-0.5, w - 0.5), ax.set_ylim(h - 0.5, -0.5)
