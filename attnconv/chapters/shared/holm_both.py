@@ -15,13 +15,8 @@ from typing import Dict, Mapping, Optional
 
 from ...evidence.judge import PENDING, ConfirmatoryVerdict
 from ...evidence.protocol import ProtocolClaim
-from ...evidence.rule import SHARE_ALPHA, binomial_upper_tail, holm
-from ...experiments.verdicts import (
-    INCONCLUSIVE,
-    NOT_REPRODUCED,
-    REPRODUCED,
-    t_cdf,
-)
+from ...evidence.rule import SHARE_ALPHA, binomial_upper_tail, holm, one_sided_p
+from ...experiments.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 
 __all__ = ["against_p", "holm_both_ways"]
 
@@ -38,14 +33,10 @@ def against_p(v: ConfirmatoryVerdict, claim: ProtocolClaim) -> Optional[float]:
         n = len(v.seeds)
         return binomial_upper_tail(n - v.shown, n, 0.5)
     iv = v.interval
-    if iv.se <= 0:
+    if iv.se <= 0 or claim.kind not in ("non-inferiority", "superiority"):
         return None
-    bound = {"non-inferiority": -(claim.margin or 0.0), "superiority": 0.0}.get(
-        claim.kind
-    )
-    if bound is None:
-        return None
-    return t_cdf((iv.estimate - bound) / iv.se, iv.df)
+    # the other side of the one rule's one-sided t test of the claimed direction
+    return 1.0 - one_sided_p(claim.kind, iv.estimate, iv.se, iv.df, claim.margin)
 
 
 def holm_both_ways(
