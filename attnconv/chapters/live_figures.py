@@ -239,8 +239,8 @@ _PRUNING_JS = r"""
     if (c === null) return '\u221e';
     if (c < 9.95) return c.toFixed(1);
     if (c < 999.5) return c.toFixed(0);
-    var s = c.toExponential(1).split('e');
-    return s[0] + 'e' + parseInt(s[1], 10);
+    var s = c.toExponential(1).split('e'), sup = '\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079';
+    return s[0] + '\u00d710' + String(parseInt(s[1], 10)).replace(/[0-9]/g, function (d) { return sup[+d]; });
   }
   el('text', {x: X0, y: 16}, 'heads (grey: pruned), condition number written in each');
   el('text', {x: BX, y: 16}, 'heads kept');

@@ -880,12 +880,17 @@ def _card_sentences(rows: Sequence[Tuple[str, str, str]]) -> List[str]:
 
 
 def claim_cards(
-    claims: Sequence[Claim], chapter: str, first: int, open_: bool = False
+    claims: Sequence[Claim],
+    chapter: str,
+    first: int,
+    open_: bool = False,
+    open_first: bool = False,
 ) -> str:
     """Each claim as a collapsed dropdown (its verdict in the title, as :func:`claim_dropdowns`)
     holding one small captioned table, "Table <chapter>.<n> — <title>: ...", numbered from
     ``first`` in order (:func:`claim_card_rows`), and at most two short sentences below it
-    (:func:`_card_sentences`). The confounds are left to :func:`confounds_note`."""
+    (:func:`_card_sentences`); every card open with ``open_``, the first with ``open_first``
+    (a page's first card, as an example). The confounds are left to :func:`confounds_note`."""
     from .shared.tables import captioned, markdown_table
 
     blocks = []
@@ -902,7 +907,8 @@ def claim_cards(
         if sentences:
             body += ["", " ".join(sentences)]
         name = card_label(c.key) if c.key else None
-        blocks.append(_dropdown(f"{title}: {dropdown_verdict(c)}", body, open_, name))
+        opened = open_ or (open_first and n == first)
+        blocks.append(_dropdown(f"{title}: {dropdown_verdict(c)}", body, opened, name))
     return "\n\n".join(blocks)
 
 
@@ -969,7 +975,8 @@ def verdict_list(claims: Sequence[Claim]) -> str:
         got = fresh_verdicts().get(c.key)
         if got is not None and got.verdict != PENDING:
             number = clauses(sharpened_detail(got))[0].replace(_BOUNDS_NOTE, "")
-            fragile = "; {ref}`fragile <sec-why-fragile>`" if _flips(got) else ""
+            flips = "; or ".join(_flips(got))
+            fragile = f"; {{ref}}`fragile <sec-why-fragile>`: {flips}" if flips else ""
         else:
             number, fragile = f"exploratory: {shown_verdict(c)}", ""
         lines.append(
@@ -980,17 +987,19 @@ def verdict_list(claims: Sequence[Claim]) -> str:
 
 
 def baseline_note(key: str) -> str:
-    """What a comparison's baseline is where it is not the paper's (for "close to ResNet18": a
-    ResNet18 the tuning made several times the learned model's size, from the fresh runs'
-    parameter counts); nothing for other claims."""
-    if key != "close_to_resnet":
+    """Where a comparison's baseline is the protocol's ResNet18 (an arm of the frozen claim
+    ``key``), how many times its rival's size the tuning made it, from the fresh runs'
+    parameter counts; nothing for other claims."""
+    claim = FROZEN_CLAIMS.get(key)
+    if claim is None or "resnet18" not in claim.arms:
         return ""
-    runs = [arm_runs(a, CONFIRMATORY_SEEDS[:1]) for a in ("resnet18", "learned")]
+    rival = next(a for a in claim.arms if a != "resnet18")
+    runs = [arm_runs(a, CONFIRMATORY_SEEDS[:1]) for a in ("resnet18", rival)]
     if None in runs:
         return ""
     big, small = (r[0].history["num_parameters"] for r in runs)
     return (
-        f", against a ResNet18 {big / small:.1f} times the learned model's size (the only "
+        f", against a ResNet18 {big / small:.1f} times the {rival} model's size (the only "
         "arm whose width was tuned)"
     )
 
@@ -1420,10 +1429,10 @@ def scorecard_table(
 ) -> str:
     """Ch. 17's scorecard as a Markdown table: the theory (exact), what the checks add, the errata
     (wrong, imprecise) and the experimental claims counted by verdict, each row with its badge,
-    its count and where the book shows it; the experimental rows count :func:`counted`, the
-    exact checks and descriptions get a row of their own. A column beside the count gives the
-    experimental rows' counts on the fresh seeds (``fresh``, by default :func:`fresh_verdicts`;
-    "pending" gets a row while any claim is)."""
+    its count and where the book shows it. The experimental rows count the frozen protocol's
+    verdicts on the fresh seeds (``fresh``, by default :func:`fresh_verdicts`; "pending" gets a
+    row while any claim is), with the exploratory count beside it (:func:`counted`); the exact
+    checks and descriptions get a row of their own."""
     n = verdict_counts(counted(claims))
     on_fresh, interim = _fresh_tally(fresh)
     rows = [
@@ -1481,9 +1490,9 @@ def scorecard_table(
         rows.append(
             (
                 verdict_badge(verdict),
-                words[verdict],
-                count,
+                words[verdict] + ", on fresh seeds",
                 on_fresh[verdict],
+                count,
                 "{ref}`below <sec-every-claim>`",
             )
         )
@@ -1492,14 +1501,14 @@ def scorecard_table(
             (
                 category_badge("pending"),
                 "Experimental claims whose fresh seeds are being run",
-                "—",
                 on_fresh[PENDING],
+                "—",
                 "{ref}`the protocol <appendix-protocol>`",
             )
         )
-    head = "on fresh seeds" + (" (interim)" if interim else "")
+    head = "count" + (" (fresh seeds interim)" if interim else "")
     lines = [
-        f"| | what | count | {head} | where |",
+        f"| | what | {head} | exploratory | where |",
         "| :--- | :--- | ---: | ---: | :--- |",
     ]
     lines += [f"| {b} | {w} | {c} | {f} | {at} |" for b, w, c, f, at in rows]
@@ -1516,6 +1525,7 @@ DARK_THEME_EDGES = {INCONCLUSIVE: "#6c757d"}
 def plot_scorecard(
     claims: Sequence[Claim],
     fresh: Optional[Mapping[str, ConfirmatoryVerdict]] = None,
+    followup: Optional[Mapping[str, ConfirmatoryVerdict]] = None,
 ):
     """Ch. 17's scorecard as a figure: one bar per part of the paper (theory, errata, experimental
     claims), split and coloured by what the book finds, each segment labelled with its count and
@@ -1524,7 +1534,9 @@ def plot_scorecard(
     its words keeps its count alone. The experimental claims get two bars: the
     frozen protocol's verdicts on the fresh seeds (``fresh``, by default :func:`fresh_verdicts`;
     labelled interim while they are), and the exploratory verdicts, which count :func:`counted`
-    only. Returns the figure."""
+    only. Between them a bar gives the registered follow-up's verdicts (``followup``, by default
+    :func:`~attnconv.evidence.judge.followup_verdicts`), outside the tally. Returns the
+    figure."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
 
@@ -1532,6 +1544,7 @@ def plot_scorecard(
 
     n = verdict_counts(counted(claims))
     on_fresh, interim = _fresh_tally(fresh)
+    asked, _ = _fresh_tally(followup_verdicts() if followup is None else followup)
     verdicts = [(v, VERDICT_BADGES[v][1]) for v in VERDICT_BADGES]
     bars = (
         (
@@ -1554,11 +1567,16 @@ def plot_scorecard(
             + [(on_fresh[PENDING], "pending", "pending")],
         ),
         (
+            f"follow-up: {sum(asked.values())} claims\nasked again",
+            [(asked[v], word, v) for v, word in verdicts]
+            + [(asked[PENDING], "pending", "pending")],
+        ),
+        (
             "experimental claims:\nexploratory",
             [(n[v], word, v) for v, word in verdicts],
         ),
     )
-    fig, ax = plt.subplots(figsize=(COLUMN_INCHES, 3.6), constrained_layout=True)
+    fig, ax = plt.subplots(figsize=(COLUMN_INCHES, 4.3), constrained_layout=True)
     height = 0.7
     labelled = []
     for y, (_, segments) in enumerate(bars):

@@ -727,8 +727,8 @@ def followup_box(
         [
             "```{admonition} The registered follow-up",
             ":class: note",
-            f"Frozen in git before its runs existed, it asks {len(FOLLOWUP_OF)} questions "
-            f"again on {len(registered.SEEDS)} new seeds per arm:",
+            "Frozen in git before any of its runs was committed, it asks "
+            f"{len(FOLLOWUP_OF)} questions again on {len(registered.SEEDS)} new seeds per arm:",
             "",
             *items,
             "",
@@ -744,13 +744,18 @@ def followup_box(
 
 
 #: What a comparison's interval does to its claim, by verdict (the size-matched sentence).
-_SETTLES = {REPRODUCED: "supports", NOT_REPRODUCED: "rules out"}
+#: Where a non-inferiority interval lies against its margin, by the verdict it gives.
+_AGAINST_MARGIN = {
+    REPRODUCED: "lies above",
+    NOT_REPRODUCED: "lies below",
+}
 
 
 def matched_resnet_sentence(followup: Dict[str, ConfirmatoryVerdict]) -> str:
     """The registered follow-up's answer to "close to ResNet18", for the intro and ch. 12b: the
     learned model against a ResNet18 narrowed to its size, the paired difference with its 95 %
-    interval and the verdict's badge; while its runs are made, how many exist."""
+    interval, the verdict's badge and where the interval lies against the margin; while its
+    runs are made, how many exist."""
     from ..evidence import followup as registered
 
     v = followup["close_to_resnet_matched"]
@@ -762,7 +767,7 @@ def matched_resnet_sentence(followup: Dict[str, ConfirmatoryVerdict]) -> str:
             f"verdict waits for its fresh runs ({made} of {of} made)."
         )
     margin = 100 * registered.CLAIMS["close_to_resnet_matched"].margin
-    number = v.number((-margin,))
+    interval = v.number((-margin,)).split(", ", 1)[1]  # "95 % CI [..., ...]"
     flips = [f"{alt}: *{w}*" for alt, w in v.alternatives.items() if w != v.verdict]
     fragile = (
         f" The verdict is {{ref}}`fragile <glossary-fragile>` ({'; '.join(flips)})."
@@ -770,28 +775,30 @@ def matched_resnet_sentence(followup: Dict[str, ConfirmatoryVerdict]) -> str:
         else ""
     )
     behind = -100 * v.interval.estimate
+    where = _AGAINST_MARGIN.get(v.verdict, "reaches both sides of")
     return (
-        f"On {n} new seeds, the learned model is {behind:.1f} points behind a ResNet18 "
-        f"narrowed to its size: {verdict_badge(v.verdict)}, as the difference, {number}, "
-        f'{_SETTLES.get(v.verdict, "does not settle")} "no more than {margin:g} points '
-        'behind".' + fragile
+        f"Against a ResNet18 narrowed to its size, the learned model is {behind:.1f} points "
+        f'behind on {n} new seeds ({interval}): {verdict_badge(v.verdict)}. "Close" allows '
+        f"{margin:g} points, and the interval {where} −{margin:g}." + fragile
     )
 
 
 def pruning_followup_sentence(followup: Dict[str, ConfirmatoryVerdict]) -> str:
-    """The registered follow-up's answer on pruning, for the intro: whether pruning the degenerate
-    heads hurts at first and whether retraining recovers (against a retrained control), each
-    verdict's badge and number; nothing while either is pending."""
-    hurts, recovers = (
+    """The registered follow-up's answers on pruning, for the intro and ch. 8: whether pruning
+    hurts at first, and whether retraining recovers against a retrained control and with the
+    paper's 15 heads pruned, each verdict's badge and number; nothing while one is pending."""
+    hurts, control, fifteen = (
         followup["pruning_hurts_fresh"],
         followup["pruning_recovers_controlled"],
+        followup["pruning_recovers_15"],
     )
-    if PENDING in (hurts.verdict, recovers.verdict):
+    if PENDING in (hurts.verdict, control.verdict, fifteen.verdict):
         return ""
     return (
-        "Pruning the degenerate heads hurts at first, "
-        f"{verdict_badge(hurts.verdict)}: the unpruned model leads by "
-        f"{verdict_number(hurts)}. Whether retraining recovers, against the same model "
-        f"retrained unpruned, is {verdict_badge(recovers.verdict)} (pruned minus control: "
-        f"{verdict_number(recovers)})."
+        f"Pruning hurts at first, {verdict_badge(hurts.verdict)}: the unpruned model leads "
+        f"by {verdict_number(hurts)}. Whether retraining recovers is "
+        f"{verdict_badge(control.verdict)} against the same model retrained unpruned "
+        f"(pruned minus control: {verdict_number(control)}), and "
+        f"{verdict_badge(fifteen.verdict)} with the paper's 15 heads pruned "
+        f"({verdict_number(fifteen)})."
     )

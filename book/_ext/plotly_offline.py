@@ -6,6 +6,7 @@ the installed ``plotly`` package (pinned in requirements.txt) into ``_build/html
 adds a ``<script>`` for it to the pages that hold a Plotly figure, and only to those, so the
 figures work offline and from file:// and no copy of plotly.js is kept in git.
 """
+
 from __future__ import annotations
 
 from pathlib import Path

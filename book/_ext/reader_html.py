@@ -1,4 +1,4 @@
-"""Two touches to the book's HTML for readers, made when the pages are written (no JavaScript).
+"""Three touches to the book's HTML for readers, made when the pages are written (no JavaScript).
 
 - Inline maths keeps its punctuation: a formula and the text touching it with no space between
   ("(", "),", "-head") go into one ``<span class="math-nowrap">``, which book/_static/reader.css
@@ -10,6 +10,10 @@
   prompts to "Show {type}" / "Hide {type}"; this extension puts the reader's word for the
   ``{type}`` myst-nb filled in. A cell's own prompt (cell metadata, e.g. "Show the check") is
   left as it is.
+- A range is set with an en dash, as in the prose: "layers 4-6" in a claim's title, and a range
+  of numbers a table keeps on one line (``<span class="nowrap">4-6</span>``, from
+  ``attnconv.chapters.shared.tables.keep_ranges``), read "4–6". Code, literal output and maths
+  keep their hyphens, and so does a quotation of the paper (“... layers 3-6 ...”).
 """
 
 from __future__ import annotations
@@ -72,6 +76,74 @@ class GlueInlineMath(SphinxPostTransform):
         glue_inline_math(self.document)
 
 
+#: "layers 4-6", "Layer 1-2", "layers 1-2 minus 3-6": a range of layers written with an ASCII
+#: hyphen.
+_LAYER_RANGE = re.compile(r"\b([Ll]ayers?|minus)(\s+)(\d+)-(\d+)\b")
+#: A range of small numbers alone in a text node: "4-6", as a nowrap span holds it (a date,
+#: "2026-11-21", is not a range).
+_BARE_RANGE = re.compile(r"\d{1,3}-\d{1,3}")
+#: Nodes whose text is code or maths, where a hyphen is a character, not typography.
+_VERBATIM = (
+    nodes.literal,
+    nodes.literal_block,
+    nodes.math,
+    nodes.math_block,
+    nodes.raw,
+)
+
+
+def en_dash_layer_ranges(document: nodes.Node) -> int:
+    """Set every range of layers in ``document``'s running text (:data:`_LAYER_RANGE`), and every
+    range of numbers a nowrap span holds (:data:`_BARE_RANGE`), with an en dash, leaving code,
+    literal output and maths alone. Returns how many text nodes changed."""
+    changed = 0
+    for text in list(document.findall(nodes.Text)):
+        if text.parent is None or any(
+            isinstance(a, _VERBATIM) for a in _ancestors(text)
+        ):
+            continue
+        new = _LAYER_RANGE.sub(_dash_unless_quoted, str(text))
+        if _BARE_RANGE.fullmatch(new) and _after_nowrap_span(text):
+            new = new.replace("-", "\u2013")
+        if new != str(text):
+            text.parent.replace(text, nodes.Text(new))
+            changed += 1
+    return changed
+
+
+def _dash_unless_quoted(m: re.Match) -> str:
+    """A layer range with an en dash, unless it stands inside a quotation (“...” open before it
+    in the same text): the paper's words are quoted as it prints them."""
+    before = m.string[: m.start()]
+    if before.count("\u201c") > before.count("\u201d"):
+        return m.group(0)
+    return f"{m.group(1)}{m.group(2)}{m.group(3)}\u2013{m.group(4)}"
+
+
+def _after_nowrap_span(text: nodes.Text) -> bool:
+    """Whether ``text`` opens a ``<span class="nowrap">`` (the raw HTML node just before it)."""
+    at = text.parent.index(text)
+    before = text.parent[at - 1] if at > 0 else None
+    return isinstance(before, nodes.raw) and 'class="nowrap"' in before.astext()
+
+
+def _ancestors(node: nodes.Node):
+    """``node``'s parents, nearest first."""
+    while node.parent is not None:
+        node = node.parent
+        yield node
+
+
+class EnDashLayerRanges(SphinxPostTransform):
+    """:func:`en_dash_layer_ranges` on every page written as HTML."""
+
+    default_priority = 410
+    formats = ("html",)
+
+    def run(self, **kwargs) -> None:
+        en_dash_layer_ranges(self.document)
+
+
 def prompt_word(myst_type: str, has_input: bool, has_output: bool) -> str:
     """The reader's word for what a hidden part of a cell holds, from myst-nb's ``{type}``
     (source, output, outputs, content)."""
@@ -87,7 +159,9 @@ def prompt_word(myst_type: str, has_input: bool, has_output: bool) -> str:
 class ReaderCellPrompts(SphinxPostTransform):
     """The toggles myst-nb puts on hidden cells, in the reader's words (:func:`prompt_word`)."""
 
-    default_priority = 250  # after myst-nb's HideInputCells (199), which makes the toggles
+    default_priority = (
+        250  # after myst-nb's HideInputCells (199), which makes the toggles
+    )
     formats = ("html",)
 
     def run(self, **kwargs) -> None:
@@ -114,4 +188,5 @@ class ReaderCellPrompts(SphinxPostTransform):
 def setup(app):
     app.add_post_transform(GlueInlineMath)
     app.add_post_transform(ReaderCellPrompts)
+    app.add_post_transform(EnDashLayerRanges)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

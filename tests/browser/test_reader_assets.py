@@ -763,3 +763,46 @@ def test_a_link_to_a_collapsed_block_opens_it(browser):
     page.click("#go")
     assert is_open("src") and not is_open("other")
     context.close()
+
+
+def test_layer_ranges_get_an_en_dash_outside_code_and_maths():
+    """reader_html's third touch: "layers 4-6" in running text (a claim's title, a table a
+    notebook prints) reads "layers 4–6"; code, literal output and maths keep their hyphens,
+    and other hyphenated numbers (dates) are left alone."""
+    import sys
+
+    from docutils import nodes
+
+    sys.path.insert(0, str(EXT))
+    try:
+        from reader_html import en_dash_layer_ranges
+    finally:
+        sys.path.remove(str(EXT))
+    para = nodes.paragraph()
+    para += nodes.Text(
+        "Fig. 6: layers 4-6 deviate; Layer 1-2 minus 3-6 on 2026-11-21, "
+    )
+    para += nodes.literal(text="layers 3-6")
+    para += nodes.Text("“while deeper layers (layers 3-6) also”, ")
+    block = nodes.literal_block(text="layers 5-6")
+    section = nodes.section()
+    section += [para, block, nodes.math(text="layers 1-2")]
+    assert (
+        en_dash_layer_ranges(section) == 1
+    )  # the quotation is left as the paper prints it
+    assert para.astext() == (
+        "Fig. 6: layers 4\u20136 deviate; Layer 1\u20132 minus 3\u20136 on 2026-11-21, "
+        "layers 3-6“while deeper layers (layers 3-6) also”, "
+    )
+    assert block.astext() == "layers 5-6"
+    assert section[2].astext() == "layers 1-2"
+    # a range a nowrap span keeps on one line (keep_ranges), but not a date in one
+    cell = nodes.paragraph()
+    for date_or_range in ("5-6", "2026-11-21"):
+        cell += nodes.raw("", '<span class="nowrap">', format="html")
+        cell += nodes.Text(date_or_range)
+        cell += nodes.raw("", "</span>", format="html")
+    assert en_dash_layer_ranges(cell) == 1
+    assert cell.astext() == '<span class="nowrap">5\u20136</span>' + (
+        '<span class="nowrap">2026-11-21</span>'
+    )

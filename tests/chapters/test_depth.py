@@ -777,3 +777,37 @@ def test_paper_map_gives_the_follow_ups_verdict_beside_the_claim_it_asks_again()
         for k, f in followup_verdicts().items()
         if any(k == a for pairs in pv.MAP_FOLLOWUP.values() for a, _ in pairs)
     )
+
+
+def test_rms_distance_is_the_root_mean_square_of_each_heads_map_and_bounds_its_mean():
+    """depth_measures.rms_distance, from the moments a learned run saves (centre E[δ] and Cov δ),
+    against a plain loop over each head's map: the mean over heads of √Σ p(δ)‖δ‖², which is at
+    least the head's E‖δ‖ (Jensen)."""
+    import math
+    import random
+
+    from attnconv.chapters.shared.depth_measures import rms_distance
+
+    rng = random.Random(0)
+    shifts = [(r, c) for r in range(-7, 8) for c in range(-7, 8)]
+    centers, covariance, rms, mean_norm = [], [], [], []
+    for _ in range(4):
+        w = [rng.random() ** 6 for _ in shifts]
+        p = [x / sum(w) for x in w]
+        m = [sum(pi * d[i] for pi, d in zip(p, shifts)) for i in (0, 1)]
+        cov = [
+            [
+                sum(pi * (d[i] - m[i]) * (d[j] - m[j]) for pi, d in zip(p, shifts))
+                for j in (0, 1)
+            ]
+            for i in (0, 1)
+        ]
+        centers.append(m)
+        covariance.append(cov)
+        rms.append(
+            math.sqrt(sum(pi * (d[0] ** 2 + d[1] ** 2) for pi, d in zip(p, shifts)))
+        )
+        mean_norm.append(sum(pi * math.hypot(*d) for pi, d in zip(p, shifts)))
+    got = rms_distance({"centers": centers, "covariance": covariance})
+    assert math.isclose(got, sum(rms) / 4, rel_tol=1e-12)
+    assert got > sum(mean_norm) / 4

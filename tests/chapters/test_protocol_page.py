@@ -316,11 +316,11 @@ def test_the_matched_resnet_sentence_reads_the_follow_ups_verdict():
         "close_to_resnet_matched", NOT_REPRODUCED, "", (), None, 0.05, {}, interval=iv
     )
     text = page.matched_resnet_sentence({"close_to_resnet_matched": got})
-    assert "the learned model is 3.1 points behind a ResNet18" in text
-    assert (
-        "{bdg-warning}`not reproduced`, as the difference, −3.1 points, 95 % CI [−5.0, "
-        '−1.98], rules out "no more than 2 points behind".' in text
+    assert text.startswith(
+        "Against a ResNet18 narrowed to its size, the learned model is 3.1 points behind "
+        "on 8 new seeds (95 % CI [−5.0, −1.98]): {bdg-warning}`not reproduced`."
     )
+    assert '"Close" allows 2 points, and the interval lies below −2.' in text
     assert "fragile" not in text
     # a verdict that flips under an alternative says so, naming the alternative
     got.alternatives = {
@@ -333,10 +333,10 @@ def test_the_matched_resnet_sentence_reads_the_follow_ups_verdict():
     )
 
 
-def test_the_pruning_sentence_reads_the_follow_ups_two_pruning_verdicts():
-    """The intro's sentence on pruning: nothing while either verdict is pending; once judged,
-    each verdict's badge and the number that opens its detail (its interval is over seeds only),
-    and a verdict with a kept interval prints that interval."""
+def test_the_pruning_sentence_reads_the_follow_ups_three_pruning_verdicts():
+    """The intro's and ch. 8's sentence on pruning: nothing while a verdict is pending; once
+    judged, each verdict's badge and the number that opens its detail (its interval is over
+    seeds only), and a verdict with a kept interval prints that interval."""
     from attnconv.experiments.verdicts import INCONCLUSIVE, REPRODUCED, Interval
 
     def verdict(key, word, detail, interval=None):
@@ -350,19 +350,31 @@ def test_the_pruning_sentence_reads_the_follow_ups_two_pruning_verdicts():
         "+1.5 points, 95 % CI [+0.5, +2.6] (seeds only)",
     )
     pending = verdict("pruning_recovers_controlled", "pending", "runs not all made")
-    both = {"pruning_hurts_fresh": hurts, "pruning_recovers_controlled": pending}
-    assert page.pruning_followup_sentence(both) == ""
+    fifteen = verdict(
+        "pruning_recovers_15", INCONCLUSIVE, "−1.2 points, 95 % CI [−2.0, −0.3]"
+    )
+    three = {
+        "pruning_hurts_fresh": hurts,
+        "pruning_recovers_controlled": pending,
+        "pruning_recovers_15": fifteen,
+    }
+    assert page.pruning_followup_sentence(three) == ""
     iv = Interval(-0.004, -0.011, 0.002, 0.003, 7.0, 0.009, "paired", (8, 8))
-    both["pruning_recovers_controlled"] = verdict(
+    three["pruning_recovers_controlled"] = verdict(
         "pruning_recovers_controlled", INCONCLUSIVE, "ignored", interval=iv
     )
-    text = page.pruning_followup_sentence(both)
+    text = page.pruning_followup_sentence(three)
+    assert text.startswith(
+        "Pruning hurts at first, {bdg-success}`reproduced`: the unpruned model leads by "
+        "+1.5 points, 95 % CI [+0.5, +2.6]."
+    )
     assert (
-        "{bdg-success}`reproduced`: the unpruned model leads by +1.5 points, 95 % CI"
-        in text
+        "{bdg-muted}`inconclusive` against the same model retrained unpruned (pruned minus "
+        "control: −0.4 points, 95 % CI [−1.1, +0.2])" in text
     )
     assert text.endswith(
-        "{bdg-muted}`inconclusive` (pruned minus control: −0.4 points, 95 % CI [−1.1, +0.2])."
+        "{bdg-muted}`inconclusive` with the paper's 15 heads pruned (−1.2 points, 95 % CI "
+        "[−2.0, −0.3])."
     )
 
 

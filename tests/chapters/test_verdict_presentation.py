@@ -105,7 +105,12 @@ def test_exact_checks_and_descriptions_are_shown_apart_not_tallied():
     assert "{ref}`frozen protocol <appendix-protocol>`" in box  # one click from ch. 17
     table = pv.scorecard_table(claims)
     assert "{bdg-dark}`not counted`" in table and "(an exact count)" in table
-    assert "| Experimental claims reproduced at CPU scale | 1 |" in table
+    # the count column leads with the fresh seeds' count; the exploratory one (1) beside it
+    fresh = pv.fresh_counts(list(pv.fresh_verdicts()))[REPRODUCED]
+    assert (
+        f"| Experimental claims reproduced at CPU scale, on fresh seeds | {fresh} | 1 |"
+        in table
+    )
     text = pv.not_counted_markdown(claims)
     assert (
         "An exact check, not an experiment" in text
@@ -445,27 +450,39 @@ def test_chapter_17s_lists_give_each_claim_its_number_and_card():
         assert first.replace(", each end a one-sided 95 % bound", "") in line
         assert line.endswith(f" · {{ref}}`card <{pv.card_label(c.key)}>`")
         assert ("`fragile <sec-why-fragile>`" in line) == bool(pv._flips(got))
+        for flip in pv._flips(got):  # each alternative that flips it, in words
+            assert flip in line
 
 
 def test_chapter_17s_lists_name_a_larger_baseline_and_the_follow_ups_answer():
-    """The "close to ResNet18" line says how much larger its ResNet18 is (from the fresh runs'
-    parameter counts) and, like every claim the follow-up asks again, gives the follow-up's
-    verdict in words beside the frozen one; no other line names a baseline."""
+    """Every line whose claim compares an arm with the protocol's ResNet18 says how much larger
+    that ResNet18 is (from the fresh runs' parameter counts) and, like every claim the
+    follow-up asks again, gives the follow-up's verdict in words beside the frozen one; no
+    other line names a baseline."""
     import re
 
     from attnconv.evidence.judge import PENDING, arm_runs, followup_verdicts
+    from attnconv.evidence.protocol import CLAIMS as FROZEN
     from attnconv.evidence.protocol import CONFIRMATORY_SEEDS
 
     claims = pv.counted([c for g in pv.GROUPS for c in pv.book_claims().get(g, [])])
     lines = dict(zip([c.key for c in claims], pv.verdict_list(claims).splitlines()))
-    big, small = (
-        arm_runs(a, CONFIRMATORY_SEEDS[:1])[0].history["num_parameters"]
-        for a in ("resnet18", "learned")
+    size = {
+        a: arm_runs(a, CONFIRMATORY_SEEDS[:1])[0].history["num_parameters"]
+        for a in ("resnet18", "learned", "quadratic")
+    }
+    against = {"close_to_resnet": "learned", "resnet_faster": "quadratic"}
+    for key, rival in against.items():
+        assert FROZEN[key].arms == (rival, "resnet18")
+        ratio = size["resnet18"] / size[rival]
+        assert ratio > 5
+        assert (
+            f"against a ResNet18 {ratio:.1f} times the {rival} model's size"
+            in lines[key]
+        )
+    assert sorted(k for k, ln in lines.items() if "against a ResNet18" in ln) == sorted(
+        against
     )
-    assert f"against a ResNet18 {big / small:.1f} times" in lines["close_to_resnet"]
-    assert [k for k, ln in lines.items() if "times the learned model's size" in ln] == [
-        "close_to_resnet"
-    ]
     follow = followup_verdicts()
     for frozen, asked in pv.MAP_FOLLOWUP.items():
         for key, label in asked:
@@ -492,3 +509,27 @@ def test_chapter_17s_box_gives_each_judged_follow_up_claim_its_word_and_number()
     assert pv._margin_words(0.02) == " (margin 2 points)"
     assert pv._margin_words(0.01) == " (margin 1 point)"
     assert pv._margin_words(None) == ""
+
+
+def test_the_scorecard_has_a_bar_for_the_follow_up_outside_the_tally():
+    """Figure 17.1's follow-up bar: its segments add up to the follow-up's claims, by verdict,
+    as the judge counts them; the fresh-seed and exploratory bars keep their own counts."""
+    import matplotlib.pyplot as plt
+
+    from attnconv.evidence.judge import followup_verdicts
+
+    follow = followup_verdicts()
+    claims = [_claim(REPRODUCED)] * 3 + [_claim(INCONCLUSIVE)] * 2
+    fig = pv.plot_scorecard(claims)
+    (ax,) = fig.axes
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    row = labels.index(f"follow-up: {len(follow)} claims\nasked again")
+    assert labels[row - 1].startswith("experimental claims:\nfresh seeds")
+    assert labels[row + 1] == "experimental claims:\nexploratory"
+    widths = {}
+    for bar in ax.patches:
+        y = round(bar.get_y() + bar.get_height() / 2)
+        widths[y] = widths.get(y, 0) + bar.get_width()
+    assert widths[row] == len(follow)
+    assert widths[row + 1] == len(claims)
+    plt.close(fig)

@@ -347,9 +347,10 @@ def _head_panel(
 
     h, w = grid
     if key is not None and window is None:
-        ax.plot(
-            key[1], key[0], "o", color=colour, alpha=0.45, ms=ONE_KEY_MARKER_PT, mew=0
-        )
+        ax.plot(  # on top of the ellipses, outlined in black: seen at the page's size
+            key[1], key[0], "o", mfc=(*to_rgb(colour), 0.55), mec="black", mew=1.0,
+            ms=ONE_KEY_MARKER_PT, zorder=3,
+        )  # fmt: skip
     elif key is not None:
         ax.add_patch(
             Rectangle(  # on top of the ellipses, outlined: a small head cannot hide it
@@ -445,6 +446,7 @@ def plot_head_grid(
     With ``window`` (tokens), each panel shows only the (2 ``window`` + 1)² tokens around the
     query, with a grey line between two tokens: a close-up at one shared scale."""
     import matplotlib.pyplot as plt
+    from matplotlib.colors import to_rgb
     from matplotlib.lines import Line2D
     from matplotlib.patches import Rectangle
 
@@ -539,10 +541,10 @@ def plot_head_grid(
             Line2D(
                 [],
                 [],
-                color=colour,
-                alpha=0.45,
                 marker="o" if window is None else "s",
-                mew=0,
+                mfc=(*to_rgb(colour), 0.55 if window is None else 0.4),
+                mec="black" if window is None else colour,
+                mew=1.0 if window is None else 1.2,
                 ls="",
                 label=f"key with > {one_key:.0%}",
             )  # fmt: skip
