@@ -59,6 +59,7 @@ from .shared.badges import (
 
 # badges.verdict_counts counts verdicts; verdict_counts here counts claims
 from .shared.badges import verdict_counts as count_verdicts
+from .shared.followup_words import FOLLOWUP, asked_again
 from .shared.paper_claims import (
     accuracy_claims,
     deep_label,
@@ -562,14 +563,7 @@ MAP_DIFFERS: Dict[str, str] = {
 }
 #: The registered follow-up's claims that ask a frozen claim again, each with its label, given in
 #: the frozen claim's paper-map row after the fresh lead once judged.
-MAP_FOLLOWUP: Dict[str, Tuple[Tuple[str, str], ...]] = {
-    "close_to_resnet": (("close_to_resnet_matched", "against a ResNet18 of its size"),),
-    "pruning_hurts": (("pruning_hurts_fresh", "hurts"),),
-    "pruning_recovers": (
-        ("pruning_recovers_controlled", "recovers, against a retrained control"),
-        ("pruning_recovers_15", "with the paper's 15 heads pruned"),
-    ),
-}
+MAP_FOLLOWUP: Dict[str, Tuple[Tuple[str, str], ...]] = asked_again()
 #: Where a paper-map row's follow-up verdicts begin.
 MAP_FOLLOWUP_LEAD = "; {ref}`registered follow-up <glossary-followup>`: "
 #: A paper-map row's exploratory part for a claim the earlier rule did not judge.
@@ -1207,12 +1201,7 @@ def what_holds_box(
 
 
 #: How a result box names each registered follow-up claim.
-FOLLOWUP_WORDS = {
-    "close_to_resnet_matched": "the learned model against a ResNet18 of its size",
-    "pruning_hurts_fresh": "pruning hurts at first",
-    "pruning_recovers_controlled": "retraining recovers, against a retrained control",
-    "pruning_recovers_15": "the same with the paper's 15 heads pruned",
-}
+FOLLOWUP_WORDS = {key: words.short for key, words in FOLLOWUP.items()}
 
 
 def followup_bullet() -> str:
@@ -1298,13 +1287,12 @@ def six_layers_box(
         "```{admonition} In short\n"
         ":class: tip result-box\n"
         f"{count_badges(shown)} **On fresh seeds, {headline}**\n\n"
-        f"- **On fresh seeds** ({seeds} per model, under the "
-        "{ref}`frozen protocol <appendix-protocol>`), the badges count the "
-        f"{len(on_page)} claims of this page (Table 12b.1); the protocol added one of them: "
-        f"{plus}.{other}\n"
-        f"- {category_badge('exploratory')} **Before the freeze**, the earlier runs judged the "
-        f"same claims less the added one: {n[REPRODUCED]} reproduced, "
-        f"{n[NOT_REPRODUCED]} not reproduced and {n[INCONCLUSIVE]} inconclusive.{apart}\n"
+        f"- **On fresh seeds** ({seeds} per model, "
+        "{ref}`frozen protocol <appendix-protocol>`): the badges count this page's "
+        f"{len(on_page)} claims (Table 12b.1).{other}\n"
+        f"- {category_badge('exploratory')} **Before the freeze**: {n[REPRODUCED]} "
+        f"reproduced, {n[NOT_REPRODUCED]} not reproduced, {n[INCONCLUSIVE]} inconclusive, "
+        f"on the same claims but the one the protocol added ({plus}).{apart}\n"
         "```"
     )
 

@@ -21,6 +21,7 @@ from ..experiments.claims import CLAIMS
 from ..experiments.registry import RUNS, run_state
 from ..experiments.verdicts import NOT_REPRODUCED, REPRODUCED
 from .shared.badges import verdict_badge, verdict_number, verdict_word
+from .shared.followup_words import FOLLOWUP
 from .shared.tables import keep_words, markdown_table
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "followup_progress",
     "followup_box",
     "matched_resnet_sentence",
+    "hurts_mcnemar_table",
 ]
 
 
@@ -683,18 +685,7 @@ def followup_amendments_table():
 
 
 #: Each follow-up claim and the frozen claim it asks again.
-FOLLOWUP_OF = {
-    "close_to_resnet_matched": "close_to_resnet",
-    "pruning_hurts_fresh": "pruning_hurts",
-    "pruning_recovers_controlled": "pruning_recovers",
-    "pruning_recovers_15": "pruning_recovers",
-}
-_FOLLOWUP_TITLES = {
-    "close_to_resnet_matched": "close to ResNet18, against a ResNet18 of the same size",
-    "pruning_hurts_fresh": "pruning hurts a bit, on other seeds",
-    "pruning_recovers_controlled": "pruning recovers, against a retrained unpruned model",
-    "pruning_recovers_15": "pruning the paper's 15 heads recovers, against the same control",
-}
+FOLLOWUP_OF = {key: words.asks_again for key, words in FOLLOWUP.items()}
 
 
 def followup_box(
@@ -713,7 +704,7 @@ def followup_box(
         if got:
             got += f", {verdict_number(v)}"
         items.append(
-            f"- **{_FOLLOWUP_TITLES[key]}.** Asks again *{claim_name(base)}*; "
+            f"- **{FOLLOWUP[key].title}.** Asks again *{claim_name(base)}*; "
             f"frozen protocol: *{frozen[base].verdict}*{got}."
         )
     made = followup_progress()
@@ -802,3 +793,27 @@ def pruning_followup_sentence(followup: Dict[str, ConfirmatoryVerdict]) -> str:
         f"{verdict_badge(fifteen.verdict)} with the paper's 15 heads pruned "
         f"({verdict_number(fifteen)})."
     )
+
+
+def hurts_mcnemar_table():
+    """Each seed's exact McNemar p for "pruning initially hurts a bit" (the unpruned model
+    against the same model pruned by the rule, before retraining, on the same test images), on
+    the frozen protocol's fresh seeds and on the follow-up's, side by side, with the heads the
+    rule pruned: the per-seed test the claim's measure promises beside its interval, computed
+    after both verdicts and reported, not judged. A set whose runs are missing shows dashes."""
+    from ..evidence.judge import pruning_hurts_mcnemar
+
+    got = pruning_hurts_mcnemar()
+    n = max(len(rows or ()) for rows in got.values())
+    cells = {
+        key: [(str(s), str(k), f"{p:.2g}") for s, k, p in rows or ()]
+        + [("—", "—", "—")] * (n - len(rows or ()))
+        for key, rows in got.items()
+    }
+    head = ("fresh seed", "heads pruned", "McNemar p") + (
+        "follow-up seed",
+        "heads pruned",
+        "McNemar p",
+    )
+    rows = [[*cells["fresh"][i], *cells["followup"][i]] for i in range(n)]
+    return markdown_table(head, rows, "r" * len(head))

@@ -51,6 +51,7 @@ __all__ = [
     "one_sided_bounds",
     "detectable_share",
     "followup_verdicts",
+    "pruning_hurts_mcnemar",
 ]
 
 #: The state of a claim whose arms do not have their seeds yet (not a verdict).
@@ -579,3 +580,48 @@ def followup_verdicts() -> Dict[str, ConfirmatoryVerdict]:
         v.seeds = tuple(SEEDS) if v.verdict != PENDING else ()
         out[key] = v
     return _holm_alternative(out, "Holm's adjustment over the follow-up's family")
+
+
+# --------------------------------------------------------------------------- reported, not judged
+def _hurts_mcnemar(run) -> Tuple[int, float]:
+    """One seed's pruning study: how many heads the rule prunes (``k``) and the exact McNemar p
+    of its unpruned model against the same model with those heads pruned, before retraining, on
+    the same test images."""
+    from ..experiments.data import load_cifar10
+    from ..experiments.studies_pruning import load_pruning_study, study_predictions
+    from ..experiments.verdicts import mcnemar_p
+
+    study = load_pruning_study(run, verbose=False)
+    k = sum(len(v) for v in study["selected_paper_thresholds"].values())
+    data = load_cifar10(run.config.data, verbose=False)
+    labels = data.subset(run.config.train_subset, run.config.test_subset).y_test
+    right = [
+        (bool(a == y), bool(b == y))
+        for a, b, y in zip(
+            study_predictions(study, 0), study_predictions(study, k), labels
+        )
+    ]
+    return k, mcnemar_p(
+        sum(a and not b for a, b in right), sum(b and not a for a, b in right)
+    )
+
+
+def pruning_hurts_mcnemar() -> Dict[str, Optional[List[Tuple[int, int, float]]]]:
+    """Each seed's exact McNemar test for "pruning initially hurts a bit", which the claim's
+    measure (frozen, and in the follow-up) promises beside its interval: per seed (seed, heads
+    pruned, p) of the unpruned model against the pruned one before retraining, on the frozen
+    protocol's fresh seeds (``"fresh"``) and the follow-up's (``"followup"``); ``None`` while a
+    run is missing. Reported, never judged: both verdicts rest on the interval over seeds."""
+    from .followup import SEEDS
+
+    out: Dict[str, Optional[List[Tuple[int, int, float]]]] = {}
+    for name, seeds, runs in (
+        ("fresh", CONFIRMATORY_SEEDS, arm_runs("generalized", CONFIRMATORY_SEEDS)),
+        ("followup", SEEDS, _followup_runs("generalized")),
+    ):
+        out[name] = (
+            None
+            if runs is None
+            else [(s, *_hurts_mcnemar(r)) for s, r in zip(seeds, runs)]
+        )
+    return out

@@ -391,15 +391,12 @@ def test_six_layers_box_names_the_set_each_count_counts():
         "{bdg-success}`1 reproduced` {bdg-warning}`1 not reproduced` "
         "{bdg-muted}`1 inconclusive` **On fresh seeds, a headline.**" in flat
     )
-    assert "the badges count the 3 claims of this page (Table 12b.1)" in flat
+    assert "the badges count this page's 3 claims (Table 12b.1)" in flat
+    # the exploratory counts in words, over the 2 counted claims, and the claim added
     assert (
-        "the protocol added one of them: that the paper's rule marks at least one head"
-        in flat
-    )
-    # the exploratory counts in words, over the 2 counted claims
-    assert (
-        "the earlier runs judged the same claims less the added one: 1 reproduced, "
-        "1 not reproduced and 0 inconclusive" in flat
+        "**Before the freeze**: 1 reproduced, 1 not reproduced, 0 inconclusive, on the same "
+        "claims but the one the protocol added (that the paper's rule marks at least one "
+        "head)" in flat
     )
     assert "Shown apart, not counted: the paper's pruned heads per layer" in flat
     # the protocol's other claims, each with where it is judged

@@ -24,3 +24,38 @@ def test_mcnemar_counts_discordant_images_from_tensors(monkeypatch):
     b, c = 20, 80  # exact two-sided binomial test on the 100 discordant images
     tail = sum(math.comb(b + c, i) for i in range(min(b, c) + 1)) / 2.0 ** (b + c)
     assert isinstance(p, float) and math.isclose(p, min(1.0, 2 * tail), rel_tol=1e-12)
+
+
+def test_pruning_hurts_mcnemar_counts_each_seeds_discordant_images():
+    """The per-seed McNemar tests reported beside "pruning hurts" (frozen and follow-up): for each
+    seed, in the seeds' order, the heads the rule pruned and the two-sided exact binomial p on
+    the images only one of the two models (unpruned, pruned before retraining) gets right,
+    counted here with a plain loop over the saved predictions."""
+    from attnconv.evidence.followup import SEEDS
+    from attnconv.evidence.protocol import CONFIRMATORY_SEEDS
+    from attnconv.experiments.data import load_cifar10
+
+    got = judge.pruning_hurts_mcnemar()
+    runs = {
+        "fresh": judge.arm_runs("generalized", CONFIRMATORY_SEEDS),
+        "followup": judge._followup_runs("generalized"),
+    }
+    for key, seeds in (("fresh", CONFIRMATORY_SEEDS), ("followup", SEEDS)):
+        rows = got[key]
+        assert [s for s, _, _ in rows] == list(seeds)
+        for (seed, k, p), run in zip(rows, runs[key]):
+            study = studies_pruning.load_pruning_study(run, verbose=False)
+            assert k == sum(len(v) for v in study["selected_paper_thresholds"].values())
+            data = load_cifar10(run.config.data, verbose=False)
+            labels = data.subset(run.config.train_subset, run.config.test_subset).y_test
+            a = studies_pruning.study_predictions(study, 0)
+            z = studies_pruning.study_predictions(study, k)
+            b = c = 0
+            for i in range(len(labels)):
+                first, second = int(a[i]) == int(labels[i]), int(z[i]) == int(labels[i])
+                b += first and not second
+                c += second and not first
+            tail = sum(math.comb(b + c, i) for i in range(min(b, c) + 1)) / 2.0 ** (
+                b + c
+            )
+            assert math.isclose(p, min(1.0, 2 * tail), rel_tol=1e-9), (key, seed)
