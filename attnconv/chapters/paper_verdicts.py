@@ -494,11 +494,35 @@ def _fresh_badge(got: ConfirmatoryVerdict) -> str:
     return verdict_badge(got.verdict) + (" (interim)" if got.interim else "")
 
 
+#: The flip of a *not reproduced* that Holm's adjustment applied in both directions holds back
+#: (:func:`~.shared.holm_both.holm_both_ways`), in a fragile verdict's words.
+TWO_WAY_HOLM = "inconclusive with Holm's adjustment applied in both directions (not the protocol's)"
+
+
 def _flips(got: ConfirmatoryVerdict) -> List[str]:
-    """Each alternative under which the judged verdict ``got`` changes, in words."""
+    """Each alternative under which the judged verdict ``got`` changes, in words: the protocol's,
+    and for a *not reproduced* Holm's adjustment applied in both directions, which the protocol
+    does not name but ch. 17 reports (:data:`TWO_WAY_HOLM`)."""
     if got.verdict == PENDING:
         return []
-    return [f"{w} with {a}" for a, w in got.alternatives.items() if w != got.verdict]
+    flips = [f"{w} with {a}" for a, w in got.alternatives.items() if w != got.verdict]
+    # the two-way reading is the family's: only for the fresh verdict itself
+    family = fresh_verdicts().get(got.key) == got
+    if (
+        got.verdict == NOT_REPRODUCED
+        and family
+        and _two_way_holm()[got.key] == INCONCLUSIVE
+    ):
+        flips.append(TWO_WAY_HOLM)
+    return flips
+
+
+@functools.lru_cache(maxsize=None)
+def _two_way_holm() -> Dict[str, str]:
+    """The fresh verdicts under Holm's adjustment applied in both directions."""
+    from .shared.holm_both import holm_both_ways
+
+    return holm_both_ways(fresh_verdicts(), FROZEN_CLAIMS)
 
 
 def _map_number(got: ConfirmatoryVerdict) -> str:
@@ -736,10 +760,17 @@ def claim_dropdowns(claims: Sequence[Claim], open_: bool = False) -> str:
             body += ["*At other settings* (listed, not counted).", ""]
             body += [f"- {_one_line(e.run)}: {_one_line(e.measured)}" for e in off]
             body.append("")
-        body.append(
-            f"*Exploratory verdict* (runs made before the protocol's freeze, not counted). "
-            f"**{c.verdict}** — {_one_line(c.reason)}."
-        )
+        if (
+            c.key in DESCRIBED + EXACT_CHECKS
+        ):  # shown apart: what is measured, no verdict
+            body.append(
+                f"*{shown_verdict(c).capitalize()}.* {_APART_NOTE.get(c.key, '')}"
+            )
+        else:
+            body.append(
+                f"*Exploratory verdict* (runs made before the protocol's freeze, not "
+                f"counted). **{c.verdict}** — {_one_line(c.reason)}."
+            )
         body[2:2] = [fresh_sentence(c.key), ""]  # the fresh seeds' verdict leads
         name = card_label(c.key) if c.key else None
         blocks.append(_dropdown(f"{title}: {dropdown_verdict(c)}", body, open_, name))
@@ -974,7 +1005,8 @@ def verdict_list(claims: Sequence[Claim]) -> str:
         else:
             number, fragile = f"exploratory: {shown_verdict(c)}", ""
         lines.append(
-            f"- **{CLAIMS[c.key].title}** — {number}{baseline_note(c.key)}{fragile}"
+            f"- **{CLAIMS[c.key].title}** — {number}{baseline_note(c.key)}"
+            f"{grid_end_note(c.key)}{fragile}"
             f"{_map_followup([c.key], badges=False)} · {{ref}}`card <{card_label(c.key)}>`"
         )
     return "\n".join(lines)
@@ -996,6 +1028,27 @@ def baseline_note(key: str) -> str:
         f", against a ResNet18 {big / small:.1f} times the {rival} model's size (the only "
         "arm whose width was tuned)"
     )
+
+
+def grid_end_note(key: str) -> str:
+    """For a comparison of the frozen protocol, which of its arms chose a value at an end of its
+    tuning grid (:func:`~attnconv.evidence.runs.grid_ends`), so that a better value may lie
+    beyond it: ", with the quadratic arm's lr at an end of its tuning grid"; nothing for other
+    claims."""
+    from ..evidence.runs import grid_ends
+
+    claim = FROZEN_CLAIMS.get(key)
+    if claim is None or claim.kind == "share" or len(claim.arms) < 2:
+        return ""  # a share, or a same-model ablation: no arm against another
+    ends = [
+        f"the {arm} arm's {' and '.join(grid_ends(arm))}"
+        for arm in claim.arms
+        if grid_ends(arm)
+    ]
+    if not ends:
+        return ""
+    grids = "its tuning grid" if len(ends) == 1 else "their tuning grids"
+    return f", with {' and '.join(ends)} at an end of {grids}"
 
 
 def confounds_note(claims: Sequence[Claim]) -> str:
@@ -1029,6 +1082,12 @@ EXACT_CHECKS = tuple(k for k in ("local_fewer_flops",) if k in NOT_JUDGED)
 #: Statements that report one run of the paper: the book's runs are described beside it, without
 #: a verdict (:data:`~attnconv.evidence.protocol.NOT_JUDGED`).
 DESCRIBED = tuple(k for k in ("pruned_counts",) if k in NOT_JUDGED)
+#: What a dropdown of a statement shown apart says instead of a verdict.
+_APART_NOTE = {
+    "pruned_counts": "Every fresh seed's counts per layer are in "
+    "{ref}`Table P.15 <table-protocol-hurts-mcnemar>`.",
+    "local_fewer_flops": "Counted exactly, with no noise to judge.",
+}
 
 
 def dropdown_verdict(c: Claim) -> str:

@@ -16,7 +16,7 @@ from ..evidence.judge import (
     interim_words,
     tally,
 )
-from ..evidence.runs import beyond_tuning_runs, tuned_values, tuning_record, tuning_runs
+from ..evidence.runs import beyond_tuning_runs, grid_ends, tuning_record, tuning_runs
 from ..experiments.claims import CLAIMS
 from ..experiments.registry import RUNS, run_state
 from ..experiments.verdicts import NOT_REPRODUCED, REPRODUCED
@@ -166,11 +166,7 @@ def tuning_table():
             continue
         saved = tuning_record(arm)
         choice = saved["choice"]
-        edge = [
-            k
-            for k, grid in a.grid.items()
-            if list(grid).index(tuned_values(arm)[k]) in (0, len(grid) - 1)
-        ]
+        edge = grid_ends(arm)
         for r in saved["runs"]:
             chosen = r["values"] == choice
             rows.append(
@@ -584,7 +580,7 @@ def _amendment_rows() -> List[dict]:
         rows.append(
             {
                 "item": f"amendment {i}"
-                + (" (code only)" if i > 1 else " (before its runs)"),
+                + (" (code only)" if i > 1 else " (before any fresh run)"),
                 "value": where + (", digest checked" if last else ", digest recorded"),
             }
         )
@@ -646,18 +642,38 @@ def followup_claims_table(verdicts: Dict[str, ConfirmatoryVerdict]):
     return _table(rows)
 
 
+#: Where each recovery claim's gate prunes (:func:`attnconv.evidence.judge.followup_gates`).
+_GATE_AT = {
+    "pruning_recovers_controlled": "the rule's heads",
+    "pruning_recovers_15": "the paper's 15 heads",
+}
+
+
 def followup_details(verdicts: Dict[str, ConfirmatoryVerdict]) -> str:
     """Each judged follow-up verdict in full, as the judge states it (its difference, interval,
-    detectable difference and, for a recovery claim, each seed's exact McNemar p), with every
+    detectable difference and, for a recovery claim, each seed's exact McNemar p and the gate it
+    passed first: pruning hurts, unpruned minus pruned before retraining), with every
     alternative's verdict: a Markdown list; pending claims are named as such."""
+    from ..evidence.judge import followup_gates
+
+    gates = followup_gates()
     items = []
     for key, v in verdicts.items():
         if v.verdict == PENDING:
             items.append(f"- **{claim_name(key)}:** *pending* ({v.detail}).")
             continue
         alts = "; ".join(f"{a}: *{w}*" for a, w in v.alternatives.items())
+        gate = gates.get(key)
+        first = (
+            f" Its gate, pruning hurts first ({_GATE_AT[key]}): *{gate[0]}*, "
+            f"{gate[1].format(100)}."
+            if gate
+            else ""
+        )
+        if key == "pruning_hurts_fresh":
+            first = " Each seed's exact McNemar p: Table P.15."
         items.append(
-            f"- **{claim_name(key)}:** {verdict_badge(v.verdict)} {v.detail}. "
+            f"- **{claim_name(key)}:** {verdict_badge(v.verdict)} {v.detail}.{first} "
             f"Under its alternatives: {alts}."
         )
     return "\n".join(items)
@@ -799,21 +815,22 @@ def hurts_mcnemar_table():
     """Each seed's exact McNemar p for "pruning initially hurts a bit" (the unpruned model
     against the same model pruned by the rule, before retraining, on the same test images), on
     the frozen protocol's fresh seeds and on the follow-up's, side by side, with the heads the
-    rule pruned: the per-seed test the claim's measure promises beside its interval, computed
-    after both verdicts and reported, not judged. A set whose runs are missing shows dashes."""
+    rule pruned in each layer: the per-seed test the claim's measure promises beside its
+    interval, computed after both verdicts and reported, not judged. A set whose runs are
+    missing shows dashes."""
     from ..evidence.judge import pruning_hurts_mcnemar
 
     got = pruning_hurts_mcnemar()
     n = max(len(rows or ()) for rows in got.values())
     cells = {
-        key: [(str(s), str(k), f"{p:.2g}") for s, k, p in rows or ()]
+        key: [
+            (str(s), f"{sum(per)} ({' '.join(map(str, per))})", f"{p:.2g}")
+            for s, per, p in rows or ()
+        ]
         + [("—", "—", "—")] * (n - len(rows or ()))
         for key, rows in got.items()
     }
-    head = ("fresh seed", "heads pruned", "McNemar p") + (
-        "follow-up seed",
-        "heads pruned",
-        "McNemar p",
-    )
+    pruned = "heads pruned (per layer)"
+    head = ("fresh seed", pruned, "McNemar p", "follow-up seed", pruned, "McNemar p")
     rows = [[*cells["fresh"][i], *cells["followup"][i]] for i in range(n)]
-    return markdown_table(head, rows, "r" * len(head))
+    return markdown_table(head, rows, "rlrrlr")

@@ -52,6 +52,7 @@ __all__ = [
     "detectable_share",
     "followup_verdicts",
     "pruning_hurts_mcnemar",
+    "followup_gates",
 ]
 
 #: The state of a claim whose arms do not have their seeds yet (not a verdict).
@@ -583,8 +584,8 @@ def followup_verdicts() -> Dict[str, ConfirmatoryVerdict]:
 
 
 # --------------------------------------------------------------------------- reported, not judged
-def _hurts_mcnemar(run) -> Tuple[int, float]:
-    """One seed's pruning study: how many heads the rule prunes (``k``) and the exact McNemar p
+def _hurts_mcnemar(run) -> Tuple[Tuple[int, ...], float]:
+    """One seed's pruning study: the heads the rule prunes in each layer and the exact McNemar p
     of its unpruned model against the same model with those heads pruned, before retraining, on
     the same test images."""
     from ..experiments.data import load_cifar10
@@ -592,7 +593,11 @@ def _hurts_mcnemar(run) -> Tuple[int, float]:
     from ..experiments.verdicts import mcnemar_p
 
     study = load_pruning_study(run, verbose=False)
-    k = sum(len(v) for v in study["selected_paper_thresholds"].values())
+    chosen = study["selected_paper_thresholds"]
+    per_layer = tuple(
+        len(chosen.get(str(i), ())) for i in range(run.config.model_config().num_layers)
+    )
+    k = sum(per_layer)
     data = load_cifar10(run.config.data, verbose=False)
     labels = data.subset(run.config.train_subset, run.config.test_subset).y_test
     right = [
@@ -601,20 +606,23 @@ def _hurts_mcnemar(run) -> Tuple[int, float]:
             study_predictions(study, 0), study_predictions(study, k), labels
         )
     ]
-    return k, mcnemar_p(
+    return per_layer, mcnemar_p(
         sum(a and not b for a, b in right), sum(b and not a for a, b in right)
     )
 
 
-def pruning_hurts_mcnemar() -> Dict[str, Optional[List[Tuple[int, int, float]]]]:
+def pruning_hurts_mcnemar() -> Dict[
+    str, Optional[List[Tuple[int, Tuple[int, ...], float]]]
+]:
     """Each seed's exact McNemar test for "pruning initially hurts a bit", which the claim's
     measure (frozen, and in the follow-up) promises beside its interval: per seed (seed, heads
-    pruned, p) of the unpruned model against the pruned one before retraining, on the frozen
-    protocol's fresh seeds (``"fresh"``) and the follow-up's (``"followup"``); ``None`` while a
-    run is missing. Reported, never judged: both verdicts rest on the interval over seeds."""
+    the rule pruned in each layer, p) of the unpruned model against the pruned one before
+    retraining, on the frozen protocol's fresh seeds (``"fresh"``) and the follow-up's
+    (``"followup"``); ``None`` while a run is missing. Reported, never judged: both verdicts
+    rest on the interval over seeds."""
     from .followup import SEEDS
 
-    out: Dict[str, Optional[List[Tuple[int, int, float]]]] = {}
+    out: Dict[str, Optional[List[Tuple[int, Tuple[int, ...], float]]]] = {}
     for name, seeds, runs in (
         ("fresh", CONFIRMATORY_SEEDS, arm_runs("generalized", CONFIRMATORY_SEEDS)),
         ("followup", SEEDS, _followup_runs("generalized")),
@@ -624,4 +632,26 @@ def pruning_hurts_mcnemar() -> Dict[str, Optional[List[Tuple[int, int, float]]]]
             if runs is None
             else [(s, *_hurts_mcnemar(r)) for s, r in zip(seeds, runs)]
         )
+    return out
+
+
+def followup_gates() -> Dict[str, Optional[Tuple[str, Interval]]]:
+    """The fixed-sequence gate of each follow-up recovery claim, as its judge computes it
+    (:func:`_gate`): the verdict on "pruning hurts" at the claim's pruning (the rule's heads, or
+    the paper's 15) with its interval over seeds (unpruned minus pruned, before retraining);
+    ``None`` while a run is missing. Reported beside the recovery verdicts."""
+    from .followup import GATES, all_claims
+
+    runs = _followup_runs("generalized")
+    if runs is None:
+        return {key: None for key in GATES}
+    rows = [_study_row(r) for r in runs]
+    claims = all_claims()
+    out: Dict[str, Optional[Tuple[str, Interval]]] = {}
+    for key, at in GATES.items():
+        pruned = "pruned15" if at == "k15" else "pruned"
+        iv = paired_seed_interval(
+            [r["unpruned"] for r in rows], [r[pruned] for r in rows]
+        )
+        out[key] = (_gate(claims[key], rows), iv)
     return out

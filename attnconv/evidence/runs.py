@@ -70,6 +70,7 @@ __all__ = [
     "tuning_runs",
     "choose",
     "tuned_values",
+    "grid_ends",
     "tuning_record",
     "confirm_run_name",
     "register_arm_seeds",
@@ -213,6 +214,15 @@ def tuned_values(arm: str) -> Optional[dict]:
     except MissingResultError:
         return None
     return {k: tuple(v) if isinstance(v, list) else v for k, v in chosen.items()}
+
+
+def grid_ends(arm: str) -> List[str]:
+    """The tuned values of ``arm`` whose choice sits at an end of its grid (first or last of the
+    values tried), e.g. ``["lr"]``; none for an arm without a grid or without its tuning."""
+    grid, chosen = ARMS[arm].grid, tuned_values(arm)
+    if not grid or chosen is None:
+        return []
+    return [k for k, v in grid.items() if list(v).index(chosen[k]) in (0, len(v) - 1)]
 
 
 def confirm_run_name(arm: str, seed: int) -> str:

@@ -396,3 +396,22 @@ def test_the_follow_ups_verdicts_are_shown_in_full_with_every_alternative():
         assert f"{page.verdict_badge(v.verdict)} {v.detail}." in line
         for alt, word in v.alternatives.items():
             assert f"{alt}: *{word}*" in line
+
+
+def test_table_p15_gives_every_seeds_pruned_heads_and_mcnemar_p():
+    """Table P.15: one row per seed pair, each side's seed, its heads pruned (the total, then
+    each layer's count, which add up to it) and its McNemar p, as the judge reports them."""
+    from attnconv.evidence.judge import pruning_hurts_mcnemar
+
+    got = pruning_hurts_mcnemar()
+    lines = page.hurts_mcnemar_table().data.splitlines()[2:]
+    assert len(lines) == len(got["fresh"]) == len(got["followup"])
+    for line, a, b in zip(lines, got["fresh"], got["followup"]):
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        for (seed, per_layer, p), (s, pruned, shown) in zip(
+            (a, b), (cells[:3], cells[3:])
+        ):
+            total, layers = pruned.split(" ", 1)
+            assert s == str(seed) and int(total) == sum(per_layer)
+            assert layers == "(" + " ".join(map(str, per_layer)) + ")"
+            assert float(shown) == float(f"{p:.2g}")

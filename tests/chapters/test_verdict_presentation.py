@@ -530,3 +530,26 @@ def test_the_scorecard_has_a_bar_for_the_follow_up_outside_the_tally():
     assert widths[row] == len(follow)
     assert widths[row + 1] == len(claims)
     plt.close(fig)
+
+
+def test_chapter_17s_lists_name_an_arm_tuned_at_its_grids_end():
+    """A comparison's line names every arm whose chosen value is the first or last value of its
+    tuning grid (read here from the protocol's grid and the saved choice), and only those; a
+    share claim or a same-model ablation names none."""
+    from attnconv.evidence.protocol import ARMS
+    from attnconv.evidence.protocol import CLAIMS as FROZEN
+    from attnconv.evidence.runs import tuned_values
+
+    claims = pv.counted([c for g in pv.GROUPS for c in pv.book_claims().get(g, [])])
+    lines = dict(zip([c.key for c in claims], pv.verdict_list(claims).splitlines()))
+    for key, line in lines.items():
+        claim = FROZEN.get(key)
+        if claim is None or claim.kind == "share" or len(claim.arms) < 2:
+            assert "tuning grid" not in line, key
+            continue
+        for arm in claim.arms:
+            grid, chosen = ARMS[arm].grid, tuned_values(arm)
+            ends = [k for k, v in (grid or {}).items() if chosen[k] in (v[0], v[-1])]
+            named = f"the {arm} arm's {' and '.join(ends)}"
+            assert (named in line) == bool(ends), (key, arm)
+    assert "the quadratic arm's lr" in lines["similar_or_better"]

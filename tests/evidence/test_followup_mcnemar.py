@@ -43,9 +43,14 @@ def test_pruning_hurts_mcnemar_counts_each_seeds_discordant_images():
     for key, seeds in (("fresh", CONFIRMATORY_SEEDS), ("followup", SEEDS)):
         rows = got[key]
         assert [s for s, _, _ in rows] == list(seeds)
-        for (seed, k, p), run in zip(rows, runs[key]):
+        for (seed, per_layer, p), run in zip(rows, runs[key]):
             study = studies_pruning.load_pruning_study(run, verbose=False)
-            assert k == sum(len(v) for v in study["selected_paper_thresholds"].values())
+            chosen = study["selected_paper_thresholds"]
+            assert len(per_layer) == 6
+            for layer, n in enumerate(per_layer):
+                assert n == len(chosen.get(str(layer), []))
+            k = sum(per_layer)
+            assert k == sum(len(v) for v in chosen.values())
             data = load_cifar10(run.config.data, verbose=False)
             labels = data.subset(run.config.train_subset, run.config.test_subset).y_test
             a = studies_pruning.study_predictions(study, 0)
@@ -59,3 +64,22 @@ def test_pruning_hurts_mcnemar_counts_each_seeds_discordant_images():
                 b + c
             )
             assert math.isclose(p, min(1.0, 2 * tail), rel_tol=1e-9), (key, seed)
+
+
+def test_followup_gates_are_the_judges_and_read_off_their_interval():
+    """Each recovery claim's gate as reported: the verdict the judge's own gate gives, and an
+    interval over seeds (unpruned minus pruned before retraining) whose lower end is above 0
+    exactly when that verdict is "reproduced" (superiority, no margin)."""
+    from attnconv.evidence.followup import GATES, all_claims
+    from attnconv.experiments.verdicts import REPRODUCED
+
+    runs = judge._followup_runs("generalized")
+    rows = [judge._study_row(r) for r in runs]
+    gates = judge.followup_gates()
+    assert set(gates) == set(GATES)
+    for key, (verdict, iv) in gates.items():
+        assert verdict == judge._gate(all_claims()[key], rows)
+        assert (iv.lo > 0) == (verdict == REPRODUCED)
+        pruned = "pruned15" if GATES[key] == "k15" else "pruned"
+        diffs = [r["unpruned"] - r[pruned] for r in rows]
+        assert math.isclose(iv.estimate, sum(diffs) / len(diffs), rel_tol=1e-9)
