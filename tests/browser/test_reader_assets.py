@@ -4,7 +4,8 @@ doing what they say on a small page.
 - plotly-dark.js: the Plotly figures follow the dark colour mode (relaid out when
   ``<html data-theme>`` is dark, their light values restored otherwise), with nothing fetched;
 - reader.css: running text keeps to about 75-80 characters a line while tables, figures and
-  code keep the column's full width.
+  code keep the column's full width; in dark mode a figure marked ``dark-invert`` (its cell's
+  ``metadata.mystnb.image.classes``) is inverted onto the page, the others sit on a white card.
 
 The checks in a browser run when Chromium and playwright are installed (as for
 ``make check-book``) and are skipped otherwise."""
@@ -307,6 +308,52 @@ def _cell(source: str, tags: list[str], outputs: bool, prompt: str = "") -> dict
     }
 
 
+def _png() -> str:
+    """A 1×1 white PNG, base64-encoded as a notebook stores it."""
+    import base64
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    png = (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0))
+        + chunk(b"IDAT", zlib.compress(b"\x00\xff\xff\xff"))
+        + chunk(b"IEND", b"")
+    )
+    return base64.b64encode(png).decode()
+
+
+def _figure_cell(name: str, classes: str = "") -> dict:
+    """A figure cell as the book's notebooks have it: caption and alt text in
+    ``metadata.mystnb``, and, for a figure inverted in dark mode, ``image.classes``."""
+    image = {"alt": f"A white square standing in for the {name} figure."}
+    if classes:
+        image["classes"] = classes
+    return {
+        "cell_type": "code",
+        "id": name,
+        "execution_count": 1,
+        "metadata": {
+            "mystnb": {
+                "figure": {"caption": f"**Figure {name}.**", "name": f"fig-{name}"},
+                "image": image,
+            }
+        },
+        "outputs": [
+            {
+                "data": {"image/png": _png(), "text/plain": ["<Figure>"]},
+                "metadata": {},
+                "output_type": "display_data",
+            }
+        ],
+        "source": ["plt.show()"],
+    }
+
+
 def _notebook() -> dict:
     cells = [
         {
@@ -321,6 +368,8 @@ def _notebook() -> dict:
         _cell("c = 3", ["hide-cell"], True),
         _cell("d = 4", ["hide-cell"], False),
         _cell("e = 5", ["hide-cell"], True, prompt="the check"),
+        _figure_cell("chart", classes="dark-invert"),
+        _figure_cell("heatmap"),
     ]
     return {
         "cells": cells,
@@ -466,6 +515,49 @@ def test_a_bracket_never_ends_a_line_alone_before_inline_maths(browser, small_bo
     assert parted("") == []  # reader.css: white-space nowrap
     assert parted("normal")  # the browser's own line breaking parts them somewhere
     context.close()
+
+
+FIGURE_LOOK_JS = """(id) => {
+  const s = getComputedStyle(document.querySelector(`#${id} img`));
+  return {filter: s.filter, background: s.backgroundColor, padding: s.paddingLeft,
+          page: getComputedStyle(document.body).backgroundColor};
+}"""
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_dark_mode_inverts_only_the_figures_marked_for_it(browser, small_book, theme):
+    """A figure cell whose ``metadata.mystnb.image.classes`` is "dark-invert" (a chart drawn on
+    white with categorical colours) is shown in dark mode inverted with its hues turned back, on
+    no card, its white becoming the dark page's background; an unmarked figure (a heat map, a
+    photograph) keeps its true colours on a white card. In light mode neither is touched."""
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(small_book.read_text(), "html.parser")
+    chart, heatmap = (soup.select_one(f"#fig-{n}") for n in ("chart", "heatmap"))
+    assert chart.img["class"] == ["dark-invert"]  # myst-nb put the class on the <img>
+    assert not heatmap.img.get("class")
+    html = "".join(  # the book's markup, in the theme's content column
+        f"<div class='cell_output docutils container' id='{f['id']}-out'>{f}</div>"
+        for f in (chart, heatmap)
+    )
+    context, page = _themed_page(
+        browser, f"<div class='bd-content'>{html}</div>", theme
+    )
+    marked = page.evaluate(FIGURE_LOOK_JS, "fig-chart")
+    plain = page.evaluate(FIGURE_LOOK_JS, "fig-heatmap")
+    context.close()
+    if theme == "light":
+        assert marked["filter"] == plain["filter"] == "none"
+        assert marked["padding"] == plain["padding"] == "0px"
+        return
+    match = re.fullmatch(r"invert\(([\d.]+)\) hue-rotate\(180deg\)", marked["filter"])
+    assert match, marked
+    assert marked["background"] == "rgba(0, 0, 0, 0)" and marked["padding"] == "0px"
+    white = round(255 * (1 - float(match[1])))  # the figure's white, inverted
+    assert marked["page"] == f"rgb({white}, {white}, {white})", marked
+    # the unmarked figure: the theme's dimming undone, its colours on a white card
+    assert plain["filter"] == "none"
+    assert plain["background"] == "rgb(255, 255, 255)" and plain["padding"] == "6px"
 
 
 # ---- the badges as the built book draws them: the installed themes' CSS (pydata-sphinx-theme,
