@@ -234,7 +234,7 @@ _PRUNING_JS = r"""
   var init = JSON.parse(root.dataset.initial), rows = init.rows;
   var L = 0, N = 0;
   rows.forEach(function (r) { L = Math.max(L, r.layer + 1); N = Math.max(N, r.head + 1); });
-  var CW = 46, CH = 30, X0 = 62, Y0 = 34, BX = X0 + N * CW + 24, BW = 90;
+  var CW = 50, CH = 30, X0 = 62, Y0 = 34, BX = X0 + N * CW + 20, BW = 60;
   function short(c) {
     if (c === null) return '\u221e';
     if (c < 9.95) return c.toFixed(1);
@@ -269,7 +269,9 @@ _PRUNING_JS = r"""
     rows.forEach(function (r, k) {
       var p = pruned(r, t);
       cells[k].setAttribute('fill', p ? '#d9d9d9' : init.colour);
-      labels[k].setAttribute('style', 'font-size:12px;fill:' + (p ? '#222' : '#fff'));
+      // a condition number written with ×10ⁿ gets a smaller size, to fit its cell
+      var size = r.condition !== null && r.condition >= 999.5 ? 11 : 12;
+      labels[k].setAttribute('style', 'font-size:' + size + 'px;fill:' + (p ? '#222' : '#fff'));
       if (p) { (gone[r.layer] = gone[r.layer] || []).push(r.head); total++; } else kept[r.layer]++;
     });
     for (var l2 = 0; l2 < L; l2++) {

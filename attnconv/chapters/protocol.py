@@ -775,9 +775,10 @@ def matched_resnet_sentence(followup: Dict[str, ConfirmatoryVerdict]) -> str:
         )
     margin = 100 * registered.CLAIMS["close_to_resnet_matched"].margin
     interval = v.number((-margin,)).split(", ", 1)[1]  # "95 % CI [..., ...]"
-    flips = [f"{alt}: *{w}*" for alt, w in v.alternatives.items() if w != v.verdict]
+    flips = [f"with the {alt} it would read *{w}*" for alt, w in v.alternatives.items()
+             if w != v.verdict]  # fmt: skip
     fragile = (
-        f" The verdict is {{ref}}`fragile <glossary-fragile>` ({'; '.join(flips)})."
+        f" The verdict is {{ref}}`fragile <glossary-fragile>`: {'; '.join(flips)}."
         if flips
         else ""
     )

@@ -779,35 +779,33 @@ def test_paper_map_gives_the_follow_ups_verdict_beside_the_claim_it_asks_again()
     )
 
 
-def test_rms_distance_is_the_root_mean_square_of_each_heads_map_and_bounds_its_mean():
-    """depth_measures.rms_distance, from the moments a learned run saves (centre E[δ] and Cov δ),
-    against a plain loop over each head's map: the mean over heads of √Σ p(δ)‖δ‖², which is at
-    least the head's E‖δ‖ (Jensen)."""
+def test_fresh_map_distances_are_each_layers_mean_distance_under_its_saved_maps():
+    """depth_measures.fresh_map_distances for the learned arm, against a plain loop over each
+    seed's saved attention maps (attention_maps.json): per layer, the mean over heads of
+    Σ p(k)·‖k − q‖ for the centre query of the 16×16 grid."""
+    import json
     import math
-    import random
 
-    from attnconv.chapters.shared.depth_measures import rms_distance
+    from attnconv.chapters.shared.depth_measures import fresh_map_distances
+    from attnconv.evidence.protocol import CONFIRMATORY_SEEDS
+    from attnconv.experiments.store import runs_dir
 
-    rng = random.Random(0)
-    shifts = [(r, c) for r in range(-7, 8) for c in range(-7, 8)]
-    centers, covariance, rms, mean_norm = [], [], [], []
-    for _ in range(4):
-        w = [rng.random() ** 6 for _ in shifts]
-        p = [x / sum(w) for x in w]
-        m = [sum(pi * d[i] for pi, d in zip(p, shifts)) for i in (0, 1)]
-        cov = [
-            [
-                sum(pi * (d[i] - m[i]) * (d[j] - m[j]) for pi, d in zip(p, shifts))
-                for j in (0, 1)
-            ]
-            for i in (0, 1)
-        ]
-        centers.append(m)
-        covariance.append(cov)
-        rms.append(
-            math.sqrt(sum(pi * (d[0] ** 2 + d[1] ** 2) for pi, d in zip(p, shifts)))
+    got = fresh_map_distances("learned")
+    assert len(got) == len(CONFIRMATORY_SEEDS)
+    for seed, layers in zip(CONFIRMATORY_SEEDS, got):
+        saved = json.loads(
+            (runs_dir() / f"confirm/learned/seed{seed}/attention_maps.json").read_text()
         )
-        mean_norm.append(sum(pi * math.hypot(*d) for pi, d in zip(p, shifts)))
-    got = rms_distance({"centers": centers, "covariance": covariance})
-    assert math.isclose(got, sum(rms) / 4, rel_tol=1e-12)
-    assert got > sum(mean_norm) / 4
+        q = saved["query"]
+        assert q == [8, 8] and len(layers) == len(saved["layers"]) == 6
+        for value, heads in zip(layers, saved["layers"]):
+            each = [
+                sum(
+                    p * math.hypot(r - q[0], c - q[1])
+                    for r, row in enumerate(head)
+                    for c, p in enumerate(row)
+                )
+                for head in heads
+            ]
+            # the saved maps are rounded to 6 digits; each is renormalised to sum 1
+            assert math.isclose(value, sum(each) / len(each), rel_tol=1e-4)

@@ -329,7 +329,8 @@ def test_the_matched_resnet_sentence_reads_the_follow_ups_verdict():
     }
     text = page.matched_resnet_sentence({"close_to_resnet_matched": got})
     assert text.endswith(
-        "`fragile <glossary-fragile>` (margin doubled: *inconclusive*)."
+        "`fragile <glossary-fragile>`: with the margin doubled it would read "
+        "*inconclusive*."
     )
 
 

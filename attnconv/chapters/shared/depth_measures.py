@@ -83,8 +83,7 @@ __all__ = [
     "lemma_shifts_covered",
     "plot_depth_measures",
     "plot_fresh_profiles",
-    "rms_distance",
-    "fresh_rms_bounds",
+    "fresh_map_distances",
     "plot_layer_distances",
     "plot_removal",
     "plot_pruned_counts",
@@ -653,37 +652,34 @@ def fresh_heads(arm: str) -> int:
     return entry.config.model_config().num_heads
 
 
-def rms_distance(record: Mapping) -> float:
-    """The mean over a layer's heads of the root-mean-square distance √E‖k − q‖² (tokens), from
-    the moments a learned run saves for the centre query: E‖k − q‖² = ‖E[k − q]‖² + tr Cov.
-    By Jensen's inequality it bounds the attention distance E‖k − q‖ from above; Fig. 12b.1
-    draws it for heads whose maps are not saved."""
-    mean = torch.tensor(record["centers"], dtype=torch.float64).reshape(-1, 2)
-    cov = torch.tensor(record["covariance"], dtype=torch.float64).reshape(-1, 2, 2)
-    second = (mean**2).sum(1) + cov.diagonal(dim1=1, dim2=2).sum(1)
-    return float(second.sqrt().mean())
-
-
-def fresh_rms_bounds(arm: str) -> Optional[List[List[float]]]:
-    """Per fresh seed of ``arm``, :func:`rms_distance` of each layer after the last epoch, or
-    ``None`` while a seed is missing or a layer lacks the saved moments."""
+def fresh_map_distances(arm: str, grid: int = 16) -> Optional[List[List[float]]]:
+    """Per fresh seed of ``arm``, the attention distance E‖k − q‖ (tokens, mean over a layer's
+    heads) of each layer for the centre query token, from the attention maps its run saved
+    (:func:`~.attention_maps.layer_attention_maps`): the measure the Gaussian models' profiles
+    compute from their parameters, for a model whose history keeps no Gaussian. ``None`` while
+    a seed or a saved map is missing."""
     from ...evidence.judge import arm_runs
     from ...evidence.protocol import CONFIRMATORY_SEEDS
+    from .attention_maps import layer_attention_maps
 
     runs = arm_runs(arm, CONFIRMATORY_SEEDS)
     if runs is None:
         return None
-    recs = [r.history.layer_records(-1) for r in runs]
-    if not all("covariance" in rec for seed in recs for rec in seed):
-        return None
-    return [[rms_distance(rec) for rec in seed] for seed in recs]
+    centre = (grid // 2, grid // 2)
+    out = []
+    for run in runs:
+        maps = layer_attention_maps(run)
+        if maps is None or any(m is None for m in maps):
+            return None
+        out.append([float(mean_attention_distance(m, centre).mean()) for m in maps])
+    return out
 
 
 def plot_fresh_profiles(
     profiles: Mapping[str, Sequence[Mapping]],
     grid: int = 16,
     heads: Optional[Mapping[str, int]] = None,
-    bounds: Optional[Mapping[str, Sequence[Sequence[float]]]] = None,
+    distances: Optional[Mapping[str, Sequence[Sequence[float]]]] = None,
 ):
     """The depth claims' two measures over the layers on the fresh seeds: mean attention distance
     (tokens; Gaussian heads only) and the share of a layer's heads (``heads``: per model, else
@@ -691,11 +687,10 @@ def plot_fresh_profiles(
     each model of ``profiles`` (registry name → one
     :func:`~attnconv.evidence.measures.layer_profile` per seed) its mean over the seeds (line,
     its colour; the 16-head model dashed) and the range from the lowest to the highest seed
-    (shaded). The left panel marks a uniform head's distance (dotted). A model whose runs save
-    no maps (the learned one) has no attention distance: where ``bounds`` gives its
-    :func:`rms_distance` per seed and layer, the panel draws that upper bound (mean over seeds,
-    dotted in the model's colour, the seeds' range shaded), else it says so. Returns the
-    figure."""
+    (shaded). The left panel marks a uniform head's distance (dotted). A model whose profiles
+    have no attention distance (the learned one keeps no Gaussian) takes it from ``distances``
+    (per seed and layer, :func:`fresh_map_distances`), drawn like the others; without them the
+    panel says so. Returns the figure."""
     import matplotlib.pyplot as plt
     import numpy as np
 
@@ -711,6 +706,8 @@ def plot_fresh_profiles(
         style = dict(color=model_colour(arm), ls="--" if "16" in arm else "-", lw=1.6)
         for ax, key in zip(axes, ("attention_distance", "one_key")):
             values = [p[key] for p in seeds if p[key] is not None]
+            if not values and key == "attention_distance" and arm in (distances or {}):
+                values = list(distances[arm])  # from the run's saved maps
             if not values:
                 undrawn.append((ax, FRESH_ARMS.get(arm, arm)))
                 continue
@@ -732,18 +729,6 @@ def plot_fresh_profiles(
         fontsize=8,
         color="0.3",
     )
-    for arm, seeds in (bounds or {}).items():  # an upper bound where no map is saved
-        v = np.asarray(seeds, dtype=float)
-        layers = np.arange(1, v.shape[1] + 1)
-        colour = model_colour(arm)
-        axes[0].fill_between(layers, v.min(0), v.max(0), color=colour, alpha=0.1, lw=0)
-        axes[0].plot(
-            layers, v.mean(0), color=colour, ls=":", lw=1.8, marker="v", ms=4,
-            label=f"{FRESH_ARMS.get(arm, arm)}: at most (root mean square)",
-        )  # fmt: skip
-        undrawn = [
-            (ax, name) for ax, name in undrawn if name != FRESH_ARMS.get(arm, arm)
-        ]
     for ax, name in undrawn:  # said in the panel, not left to the legend
         ax.text(
             0.98, 0.04, f"{name}: only each head's peak\nis saved, no distance", ha="right",
@@ -758,11 +743,6 @@ def plot_fresh_profiles(
     axes[1].yaxis.set_major_formatter(lambda y, _: f"{100 * y:.0f} %")
     axes[1].set_ylabel("share of the layer's heads")
     handles, names = axes[1].get_legend_handles_labels()
-    extra = [
-        (h, n) for h, n in zip(*axes[0].get_legend_handles_labels()) if n not in names
-    ]
-    handles += [h for h, _ in extra]
-    names += [n for _, n in extra]
     fig.legend(handles, names, loc="outside lower center", ncol=2, frameon=False)
     return fig
 

@@ -357,10 +357,10 @@ def _head_panel(
                 (key[1] - 0.5, key[0] - 0.5),
                 1,
                 1,
-                fc=(*to_rgb(colour), 0.4),
-                ec=colour,
+                fc=(*to_rgb(colour), 0.55),
+                ec="black",
                 lw=1.2,
-                zorder=3,
+                zorder=4,
             )  # fmt: skip
         )
     if window is None:
@@ -542,8 +542,8 @@ def plot_head_grid(
                 [],
                 [],
                 marker="o" if window is None else "s",
-                mfc=(*to_rgb(colour), 0.55 if window is None else 0.4),
-                mec="black" if window is None else colour,
+                mfc=(*to_rgb(colour), 0.55),
+                mec="black",
                 mew=1.0 if window is None else 1.2,
                 ls="",
                 label=f"key with > {one_key:.0%}",
