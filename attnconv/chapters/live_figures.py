@@ -56,13 +56,26 @@ def _slider(wid: str, role: str, label: str, lo: float, hi: float, value: float)
     )
 
 
+#: What both live figures' scripts start with: ``timesTen``, a number as the book writes it in
+#: text (7.696×10⁻¹⁵, ``digits`` after the point; no power of ten between 1 and 10).
+_TIMES_TEN_JS = r"""
+  function timesTen(v, digits) {
+    var s = v.toExponential(digits).split('e'), n = parseInt(s[1], 10);
+    if (n === 0) return s[0];
+    var sup = {'-': '\u207b', 0: '\u2070', 1: '\u00b9', 2: '\u00b2', 3: '\u00b3', 4: '\u2074',
+               5: '\u2075', 6: '\u2076', 7: '\u2077', 8: '\u2078', 9: '\u2079'};
+    return s[0] + '\u00d710' + String(n).split('').map(function (c) { return sup[c]; }).join('');
+  }
+"""
+
+
 def _wrap(wid: str, kind: str, alt: str, initial: dict, body: str, js: str) -> str:
     label = f' aria-label="{escape(alt, quote=True)}"' if alt else ""
     return (
         f'<div id="{wid}" class="live-widget" data-live-widget="{kind}" role="group"{label} '
         f"data-initial='{escape(json.dumps(initial), quote=True)}'>"
         f"<style>{CONTROLS_CSS.format(id=wid, width=640)}{DARK_CSS.format(id=wid)}</style>"
-        f"{body}<script>{live_script(js, wid)}</script></div>"
+        f"{body}<script>{live_script(_TIMES_TEN_JS + js, wid)}</script></div>"
     )
 
 
@@ -155,7 +168,7 @@ _LEMMA2_JS = r"""
   el('polyline', {points: mass.join(' '), fill: 'none', stroke: '#1f77b4', 'stroke-width': 2});
   var marker = el('circle', {r: 6, fill: '#ff7f0e', stroke: 'currentColor'});
   var input = root.querySelector('[data-role=alpha]'), out = root.querySelector('[data-role=alpha-value]');
-  function sci(v) { return v.toExponential(3).replace('e-', 'e\u2212').replace('e+', 'e'); }
+  function sci(v) { return timesTen(v, 3); }
   function update() {
     var la = parseFloat(input.value), alpha = Math.pow(10, la), p = weights(alpha), m = offMass(p), b = bound(alpha);
     for (var k = 0; k < p.length; k++) {
@@ -239,8 +252,7 @@ _PRUNING_JS = r"""
     if (c === null) return '\u221e';
     if (c < 9.95) return c.toFixed(1);
     if (c < 999.5) return c.toFixed(0);
-    var s = c.toExponential(1).split('e'), sup = '\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079';
-    return s[0] + '\u00d710' + String(parseInt(s[1], 10)).replace(/[0-9]/g, function (d) { return sup[+d]; });
+    return timesTen(c, 1);
   }
   el('text', {x: X0, y: 16}, 'heads (grey: pruned), condition number written in each');
   el('text', {x: BX, y: 16}, 'heads kept');

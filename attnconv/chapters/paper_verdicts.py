@@ -230,8 +230,8 @@ def _pruning_group(runs, shallow) -> List[Claim]:
         accuracies[label] = depth.pruning_accuracies(study, k)
         if label.startswith("6 layers"):
             for what, cond in (
-                ("thresholds 1e-5 and 1e5", PAPER_CONDITION_THRESHOLD),
-                ("the authors' code's 1e3", AUTHORS_CODE_CONDITION_THRESHOLD),
+                ("thresholds 10⁻⁵ and 10⁵", PAPER_CONDITION_THRESHOLD),
+                ("the authors' code's 10³", AUTHORS_CODE_CONDITION_THRESHOLD),
             ):
                 ours[f"{label}, {what}"] = depth.pruned_counts_from_history(
                     run.history, cond

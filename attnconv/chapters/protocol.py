@@ -812,6 +812,11 @@ def pruning_followup_sentence(followup: Dict[str, ConfirmatoryVerdict]) -> str:
     )
 
 
+def _p_value(p: float) -> str:
+    """A p-value as Table P.15 prints it: three decimals, or "< 0.001"."""
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+
+
 def hurts_mcnemar_table():
     """Each seed's exact McNemar p for "pruning initially hurts a bit" (the unpruned model
     against the same model pruned by the rule, before retraining, on the same test images), on
@@ -825,7 +830,7 @@ def hurts_mcnemar_table():
     n = max(len(rows or ()) for rows in got.values())
     cells = {
         key: [
-            (str(s), f"{sum(per)} ({' '.join(map(str, per))})", f"{p:.2g}")
+            (str(s), f"{sum(per)} ({' '.join(map(str, per))})", _p_value(p))
             for s, per, p in rows or ()
         ]
         + [("—", "—", "—")] * (n - len(rows or ()))

@@ -329,3 +329,41 @@ def test_the_explorers_sliders_say_their_values(browser):
     )
     context.close()
     assert texts == ["α = 10.0", "Δ₁ = 1.00", "Δ₂ = −1.00"], texts
+
+
+def test_condition_numbers_are_written_times_ten_and_fit_their_cells(browser):
+    """Figure 8.4 writes a large condition number as the book's text does (2.4×10¹², the live
+    kit's ``timesTen``), small ones as plain numbers, and every label of nine heads a layer,
+    the book's widest case, lies inside its cell."""
+    rows = [
+        {"layer": 0, "head": h, "lambda_max": 0.3, "condition": c}
+        for h, c in enumerate(
+            (2.4e12, 2.0e13, 2.7e8, 1.2e5, 2.7e4, 3.1, 40.0, 500.0, 7e3)
+        )
+    ]
+    page = browser.new_page()
+    try:
+        page.set_content(
+            "<html><body>" + pruning_threshold_widget(rows, "#2ca02c", 1e-5).data
+            + "</body></html>"
+        )  # fmt: skip
+        got = page.evaluate(
+            """() => {
+              const svg = document.querySelector('svg');
+              const rects = [...svg.querySelectorAll('rect')].slice(0, 9);
+              const texts = [...svg.querySelectorAll('text')].filter(t => t.getAttribute('x')
+                && rects.some(r => Math.abs(+r.getAttribute('x') + +r.getAttribute('width') / 2
+                                   - +t.getAttribute('x')) < 1e-6));
+              return texts.slice(0, 9).map((t, i) => {
+                const b = t.getBBox(), r = rects[i];
+                return [t.textContent, b.x >= +r.getAttribute('x'),
+                        b.x + b.width <= +r.getAttribute('x') + +r.getAttribute('width')];
+              });
+            }"""
+        )
+    finally:
+        page.close()
+    labels = [t for t, _, _ in got]
+    assert labels[:5] == ["2.4×10¹²", "2.0×10¹³", "2.7×10⁸", "1.2×10⁵", "2.7×10⁴"]
+    assert labels[5:] == ["3.1", "40", "500", "7.0×10³"]
+    assert all(left and right for _, left, right in got), got

@@ -396,7 +396,7 @@ def test_paper_map_states_the_frozen_protocols_tally():
     n_seeds = len(next(iter(got.values())).seeds)
     flat = " ".join(PAPER_MAP.read_text().split())
     assert (
-        f"{n_seeds} fresh seeds per model, trained after a protocol was {{ref}}`frozen "
+        f"{n_seeds} fresh seeds per model, committed after a protocol was {{ref}}`frozen "
         f"<glossary-frozen>` in git ({{ref}}`appendix-protocol`): {t[REPRODUCED]} "
         f"reproduced, {t[NOT_REPRODUCED]} not reproduced, {t[INCONCLUSIVE]} inconclusive."
     ) in flat

@@ -587,7 +587,7 @@ def pruning_claims(
         for label, c in ours.items()
     ]
     verdict, reason = existence_verdict(obs, Setting("generalized", 6))
-    reason += " (at the paper's thresholds; the authors' code's 1e3 is listed)"
+    reason += " (at the paper's thresholds; the authors' code's 10³ is listed)"
     out = [make_claim("pruned_counts", [o.evidence() for o in obs], verdict, reason)]
     for key, side in (
         ("pruning_hurts", ("full", "pruned")),

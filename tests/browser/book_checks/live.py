@@ -271,9 +271,18 @@ LEMMA2_STATE_JS = r"""
 MASS_TOLERANCE = 1e-3
 
 
+#: Superscript digits and minus, as a widget writes a power of ten (7.696×10⁻¹⁵).
+_SUPERSCRIPT = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-")
+
+
 def _printed_float(text: str) -> float:
+    """A number as a widget prints it: plain, with a minus sign, or as m×10ⁿ."""
+    text = text.replace("\u2212", "-")
+    if "\u00d710" in text:
+        mantissa, power = text.split("\u00d710", 1)
+        text = f"{mantissa}e{power.translate(_SUPERSCRIPT)}"
     try:
-        return float(text.replace("\u2212", "-"))
+        return float(text)
     except ValueError:
         return math.nan
 
