@@ -57,11 +57,11 @@ def _slider(wid: str, role: str, label: str, lo: float, hi: float, value: float)
 
 
 #: What both live figures' scripts start with: ``timesTen``, a number as the book writes it in
-#: text (7.696×10⁻¹⁵, ``digits`` after the point; no power of ten between 1 and 10).
+#: text (7.696×10⁻¹⁵, ``digits`` after the point; no power of ten from 0.01 to 999).
 _TIMES_TEN_JS = r"""
   function timesTen(v, digits) {
     var s = v.toExponential(digits).split('e'), n = parseInt(s[1], 10);
-    if (n === 0) return s[0];
+    if (n >= -2 && n <= 2) return v.toPrecision(digits + 1);  // 0.9667, 12.35: no power
     var sup = {'-': '\u207b', 0: '\u2070', 1: '\u00b9', 2: '\u00b2', 3: '\u00b3', 4: '\u2074',
                5: '\u2075', 6: '\u2076', 7: '\u2077', 8: '\u2078', 9: '\u2079'};
     return s[0] + '\u00d710' + String(n).split('').map(function (c) { return sup[c]; }).join('');

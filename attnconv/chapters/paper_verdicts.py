@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 import re
 from pathlib import Path
 from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
@@ -76,7 +75,7 @@ from .shared.paper_claims import (
     structure_claims,
 )
 from .shared.saved_runs import load_saved_runs
-from .shared.tables import keep_ranges, keep_words
+from .shared.tables import keep_ranges, keep_words, threshold_text
 
 __all__ = [
     "book_claims",
@@ -290,7 +289,8 @@ def format_claim_blocks(claims: Sequence[Claim], link: bool = False) -> str:
 
 #: A hyphen between two digits (a range of layers, "5-6"), written non-breaking in tables.
 def _number(x: float) -> str:
-    return f"{x:g}" if x < 1000 else f"1e{round(math.log10(x))}"
+    """A threshold as the text writes it (:func:`~.shared.tables.threshold_text`)."""
+    return threshold_text(x)
 
 
 def claims_table(
@@ -505,7 +505,11 @@ def _flips(got: ConfirmatoryVerdict) -> List[str]:
     does not name but ch. 17 reports (:data:`TWO_WAY_HOLM`)."""
     if got.verdict == PENDING:
         return []
-    flips = [f"{w} with {a}" for a, w in got.alternatives.items() if w != got.verdict]
+    flips = [
+        f"{w.removesuffix(' at CPU scale')} with {a}"
+        for a, w in got.alternatives.items()
+        if w != got.verdict
+    ]
     # the two-way reading is the family's: only for the fresh verdict itself
     family = fresh_verdicts().get(got.key) == got
     if (
@@ -1030,18 +1034,29 @@ def baseline_note(key: str) -> str:
     )
 
 
+#: How a line of text names the protocol's models.
+_MODEL_NAMES = {
+    "quadratic": "the quadratic model",
+    "generalized": "the generalized model",
+    "learned": "the learned model",
+    "resnet18": "ResNet18",
+}
+
+
 def grid_end_note(key: str) -> str:
     """For a comparison of the frozen protocol, which of its arms chose a value at an end of its
     tuning grid (:func:`~attnconv.evidence.runs.grid_ends`), so that a better value may lie
-    beyond it: ", with the quadratic arm's lr at an end of its tuning grid"; nothing for other
-    claims."""
+    beyond it: ", with the quadratic model's learning rate at an end of its tuning grid";
+    nothing for other claims."""
     from ..evidence.runs import grid_ends
 
     claim = FROZEN_CLAIMS.get(key)
     if claim is None or claim.kind == "share" or len(claim.arms) < 2:
         return ""  # a share, or a same-model ablation: no arm against another
+    words = {"lr": "learning rate", "widths": "widths"}
     ends = [
-        f"the {arm} arm's {' and '.join(grid_ends(arm))}"
+        f"{_MODEL_NAMES.get(arm, arm)}'s "
+        + " and ".join(words.get(k, k) for k in grid_ends(arm))
         for arm in claim.arms
         if grid_ends(arm)
     ]

@@ -4,7 +4,6 @@ verdicts beside the exploratory ones. Reads only (:mod:`attnconv.evidence`)."""
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Dict, List
 
@@ -22,7 +21,7 @@ from ..experiments.registry import RUNS, run_state
 from ..experiments.verdicts import NOT_REPRODUCED, REPRODUCED
 from .shared.badges import verdict_badge, verdict_number, verdict_word
 from .shared.followup_words import FOLLOWUP
-from .shared.tables import keep_words, markdown_table
+from .shared.tables import keep_words, markdown_table, threshold_text
 
 __all__ = [
     "freeze_table",
@@ -80,11 +79,8 @@ def claim_name(key: str) -> str:
 
 
 def _number(x: float) -> str:
-    """A threshold as printed: a power of ten from 10³ up as 10³, else as it is (0.5)."""
-    e = round(math.log10(x)) if x > 0 else 0
-    if e >= 3 and x == 10.0**e:
-        return "10" + str(e).translate(str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹"))
-    return f"{x:g}"
+    """A threshold as printed (:func:`~.shared.tables.threshold_text`)."""
+    return threshold_text(x)
 
 
 def _bound(c) -> str:

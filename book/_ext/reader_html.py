@@ -10,7 +10,8 @@
   prompts to "Show {type}" / "Hide {type}"; this extension puts the reader's word for the
   ``{type}`` myst-nb filled in. A cell's own prompt (cell metadata, e.g. "Show the check") is
   left as it is.
-- A range is set with an en dash, as in the prose: "layers 4-6" in a claim's title, and a range
+- A range is set with an en dash, as in the prose: "layers 4-6" in a claim's title, "share
+  0.69-1.00" in a verdict, and a range
   of numbers a table keeps on one line (``<span class="nowrap">4-6</span>``, from
   ``attnconv.chapters.shared.tables.keep_ranges``), read "4–6". Code, literal output and maths
   keep their hyphens, and so does a quotation of the paper (“... layers 3-6 ...”).
@@ -79,6 +80,8 @@ class GlueInlineMath(SphinxPostTransform):
 #: "layers 4-6", "Layer 1-2", "layers 1-2 minus 3-6": a range of layers written with an ASCII
 #: hyphen.
 _LAYER_RANGE = re.compile(r"\b([Ll]ayers?|minus)(\s+)(\d+)-(\d+)\b")
+#: A range of decimals in running text, "share 0.69-1.00" (a judge's words): an en dash too.
+_DECIMAL_RANGE = re.compile(r"(?<![\w.])(\d+\.\d+)-(\d+\.\d+)(?![\w.])")
 #: A range of small numbers alone in a text node: "4-6", as a nowrap span holds it (a date,
 #: "2026-11-21", is not a range).
 _BARE_RANGE = re.compile(r"\d{1,3}-\d{1,3}")
@@ -103,6 +106,7 @@ def en_dash_layer_ranges(document: nodes.Node) -> int:
         ):
             continue
         new = _LAYER_RANGE.sub(_dash_unless_quoted, str(text))
+        new = _DECIMAL_RANGE.sub("\\1\u2013\\2", new)
         if _BARE_RANGE.fullmatch(new) and _after_nowrap_span(text):
             new = new.replace("-", "\u2013")
         if new != str(text):

@@ -875,16 +875,16 @@ def test_layer_ranges_get_an_en_dash_outside_code_and_maths():
         "Fig. 6: layers 4-6 deviate; Layer 1-2 minus 3-6 on 2026-11-21, "
     )
     para += nodes.literal(text="layers 3-6")
-    para += nodes.Text("“while deeper layers (layers 3-6) also”, ")
+    para += nodes.Text("“while deeper layers (layers 3-6) also”, share 0.69-1.00, ")
     block = nodes.literal_block(text="layers 5-6")
     section = nodes.section()
     section += [para, block, nodes.math(text="layers 1-2")]
     assert (
-        en_dash_layer_ranges(section) == 1
+        en_dash_layer_ranges(section) == 2
     )  # the quotation is left as the paper prints it
     assert para.astext() == (
         "Fig. 6: layers 4\u20136 deviate; Layer 1\u20132 minus 3\u20136 on 2026-11-21, "
-        "layers 3-6“while deeper layers (layers 3-6) also”, "
+        "layers 3-6“while deeper layers (layers 3-6) also”, share 0.69\u20131.00, "
     )
     assert block.astext() == "layers 5-6"
     assert section[2].astext() == "layers 1-2"

@@ -3,10 +3,12 @@ overflows the column."""
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Sequence
 
 __all__ = [
+    "threshold_text",
     "keep_words",
     "keep_ranges",
     "NOWRAP",
@@ -37,6 +39,15 @@ def _nowrap(text, pattern) -> str:
     parts = re.split(r"(`[^`]*`|<[^>]*>)", str(text))
     span = lambda m: f'<span class="{NOWRAP}">{m.group(0)}</span>'  # noqa: E731
     return "".join(p if i % 2 else pattern.sub(span, p) for i, p in enumerate(parts))
+
+
+def threshold_text(x: float) -> str:
+    """A threshold as the text writes it: a power of ten from 10³ up as 10³ (10⁵), any other
+    value as it is (0.5, 2)."""
+    e = round(math.log10(x)) if x > 0 else 0
+    if e >= 3 and x == 10.0**e:
+        return "10" + str(e).translate(str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹"))
+    return f"{x:g}"
 
 
 def keep_words(text) -> str:
