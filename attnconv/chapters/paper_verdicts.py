@@ -1034,15 +1034,6 @@ def baseline_note(key: str) -> str:
     )
 
 
-#: How a line of text names the protocol's models.
-_MODEL_NAMES = {
-    "quadratic": "the quadratic model",
-    "generalized": "the generalized model",
-    "learned": "the learned model",
-    "resnet18": "ResNet18",
-}
-
-
 def grid_end_note(key: str) -> str:
     """For a comparison of the frozen protocol, which of its arms chose a value at an end of its
     tuning grid (:func:`~attnconv.evidence.runs.grid_ends`), so that a better value may lie
@@ -1055,7 +1046,12 @@ def grid_end_note(key: str) -> str:
         return ""  # a share, or a same-model ablation: no arm against another
     words = {"lr": "learning rate", "widths": "widths"}
     ends = [
-        f"{_MODEL_NAMES.get(arm, arm)}'s "
+        (
+            "ResNet18"
+            if arm == "resnet18"
+            else f"the {depth.FRESH_ARMS.get(arm, arm)} model"
+        )
+        + "'s "
         + " and ".join(words.get(k, k) for k in grid_ends(arm))
         for arm in claim.arms
         if grid_ends(arm)
