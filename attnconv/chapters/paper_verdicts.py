@@ -642,8 +642,12 @@ def _map_followup(keys: Sequence[str], badges: bool = True) -> str:
 
     margins = {k: c.margin for k, c in all_claims().items()}
     parts = [
-        f"{label} {verdict_badge(f.verdict) if badges else f'*{f.verdict}*'} "
-        f"{verdict_number(f)}{_margin_words(margins.get(asked))}"
+        (
+            f"{label} {verdict_badge(f.verdict)} "
+            if badges
+            else f"{label}: *{verdict_word(f.verdict)}*, "
+        )
+        + f"{verdict_number(f)}{_margin_words(margins.get(asked))}"
         for k in keys
         for asked, label in MAP_FOLLOWUP.get(k, ())
         if (f := followup_verdicts()[asked]).verdict != PENDING
@@ -997,14 +1001,15 @@ def verdict_list(claims: Sequence[Claim]) -> str:
     """Chapter 17's list of claims under one verdict: one line each, the claim's title, the
     number that decides it on the fresh seeds (the judge's first clause, without the note on a
     share's bounds that Table 17.2 gives once) or, for a claim the protocol does not judge, its
-    exploratory verdict, "fragile" where an alternative flips it, and a link to its card, which
-    holds the quotation, the test and every run."""
+    exploratory verdict, "fragile" where an alternative other than Holm's adjustment flips it
+    (Holm's, which holds back every share of eight seeds, is said once above the lists), and a
+    link to its card, which holds the quotation, the test and every run."""
     lines = []
     for c in claims:
         got = fresh_verdicts().get(c.key)
         if got is not None and got.verdict != PENDING:
             number = clauses(sharpened_detail(got))[0].replace(_BOUNDS_NOTE, "")
-            flips = "; or ".join(_flips(got))
+            flips = "; or ".join(f for f in _flips(got) if "Holm" not in f)
             fragile = f"; {{ref}}`fragile <sec-why-fragile>`: {flips}" if flips else ""
         else:
             number, fragile = f"exploratory: {shown_verdict(c)}", ""
