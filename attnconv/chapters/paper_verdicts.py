@@ -287,9 +287,8 @@ def format_claim_blocks(claims: Sequence[Claim], link: bool = False) -> str:
     return "\n\n---\n\n".join(blocks)
 
 
-#: A hyphen between two digits (a range of layers, "5-6"), written non-breaking in tables.
 def _number(x: float) -> str:
-    """A threshold as the text writes it (:func:`~.shared.tables.threshold_text`)."""
+    """A threshold as the text writes it (:func:`~.shared.tables.threshold_text`): 0.5, 10⁵."""
     return threshold_text(x)
 
 
@@ -499,17 +498,20 @@ def _fresh_badge(got: ConfirmatoryVerdict) -> str:
 TWO_WAY_HOLM = "inconclusive with Holm's adjustment applied in both directions (not the protocol's)"
 
 
-def _flips(got: ConfirmatoryVerdict) -> List[str]:
+def _flips(got: ConfirmatoryVerdict, holm: bool = True) -> List[str]:
     """Each alternative under which the judged verdict ``got`` changes, in words: the protocol's,
     and for a *not reproduced* Holm's adjustment applied in both directions, which the protocol
-    does not name but ch. 17 reports (:data:`TWO_WAY_HOLM`)."""
+    does not name but ch. 17 reports (:data:`TWO_WAY_HOLM`); without Holm's adjustment in either
+    reading when ``holm`` is false (a list that says it once above its lines)."""
     if got.verdict == PENDING:
         return []
     flips = [
         f"{w.removesuffix(' at CPU scale')} with {a}"
         for a, w in got.alternatives.items()
-        if w != got.verdict
+        if w != got.verdict and (holm or not a.startswith("Holm's adjustment"))
     ]
+    if not holm:
+        return flips
     # the two-way reading is the family's: only for the fresh verdict itself
     family = fresh_verdicts().get(got.key) == got
     if (
@@ -1009,7 +1011,7 @@ def verdict_list(claims: Sequence[Claim]) -> str:
         got = fresh_verdicts().get(c.key)
         if got is not None and got.verdict != PENDING:
             number = clauses(sharpened_detail(got))[0].replace(_BOUNDS_NOTE, "")
-            flips = "; or ".join(f for f in _flips(got) if "Holm" not in f)
+            flips = "; or ".join(_flips(got, holm=False))
             fragile = f"; {{ref}}`fragile <sec-why-fragile>`: {flips}" if flips else ""
         else:
             number, fragile = f"exploratory: {shown_verdict(c)}", ""

@@ -79,7 +79,7 @@ def claim_name(key: str) -> str:
 
 
 def _number(x: float) -> str:
-    """A threshold as printed (:func:`~.shared.tables.threshold_text`)."""
+    """A threshold as printed (:func:`~.shared.tables.threshold_text`): 0.5, 10⁵."""
     return threshold_text(x)
 
 
