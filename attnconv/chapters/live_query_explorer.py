@@ -151,7 +151,7 @@ _JS = r"""
     readout.dataset.weights = JSON.stringify(report);
     readout.querySelector('[data-role=where]').textContent = D.labels[state.image] + ', layer ' +
       (state.layer + 1) + ', query token (row ' + (state.row + 1) + ', column ' + (state.col + 1) + ')';
-    readout.querySelector('[data-role=head1]').textContent = report[0].weight.toFixed(6) + ' at shift (' +
+    readout.querySelector('[data-role=head1]').textContent = report[0].weight.toFixed(3) + ' at shift (' +
       signed(report[0].shift[0]) + ', ' + signed(report[0].shift[1]) + ')';
   }
   root.querySelectorAll('button[data-role]').forEach(function (b) {

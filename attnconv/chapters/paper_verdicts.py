@@ -472,10 +472,13 @@ def _ends(got: ConfirmatoryVerdict, margin: bool = True) -> str:
 
 def sharpened_detail(got: ConfirmatoryVerdict) -> str:
     """The judge's words on a fresh verdict, on one line, with its interval's ends as
-    :func:`_ends` prints them (the words keep the judge's numbers otherwise)."""
+    :func:`_ends` prints them and the unit after a bare estimate ("+2.75 epochs, 95 % CI":
+    the judge prints the epochs to converge without one); the words keep the judge's numbers
+    otherwise."""
     text = _one_line(got.detail)
     if got.interval is None or not got.interval.seed_term_known:
         return text
+    text = re.sub(r"^([+−]?[0-9.]+)(?=, 95 % CI)", rf"\g<1>{got.unit}", text, count=1)
     return text.replace(_ends(got, margin=False), _ends(got), 1)
 
 
@@ -1000,27 +1003,40 @@ _BOUNDS_NOTE = ", each end a one-sided 95 % bound"
 
 
 def verdict_list(claims: Sequence[Claim]) -> str:
-    """Chapter 17's list of claims under one verdict: one line each, the claim's title, the
+    """Chapter 17's list of claims under one verdict. Each claim is one item: its title, the
     number that decides it on the fresh seeds (the judge's first clause, without the note on a
     share's bounds that Table 17.2 gives once) or, for a claim the protocol does not judge, its
-    exploratory verdict, "fragile" where an alternative other than Holm's adjustment flips it
-    (Holm's, which holds back every share of eight seeds, is said once above the lists), and a
-    link to its card, which holds the quotation, the test and every run."""
-    lines = []
+    exploratory verdict, and a link to its card (the quotation, the test, every run). Under it,
+    one sub-item each: the caveats of a comparison (a larger baseline, an arm tuned at its
+    grid's end), the alternatives other than Holm's adjustment that flip it (Holm's, which
+    holds back every share of eight seeds, is said once above the lists), and the registered
+    follow-up's answer."""
+    items = []
     for c in claims:
         got = fresh_verdicts().get(c.key)
+        subs = []
         if got is not None and got.verdict != PENDING:
             number = clauses(sharpened_detail(got))[0].replace(_BOUNDS_NOTE, "")
             flips = "; or ".join(_flips(got, holm=False))
-            fragile = f"; {{ref}}`fragile <sec-why-fragile>`: {flips}" if flips else ""
+            if flips:
+                subs.append(f"{{ref}}`Fragile <sec-why-fragile>`: {flips}.")
         else:
-            number, fragile = f"exploratory: {shown_verdict(c)}", ""
-        lines.append(
-            f"- **{CLAIMS[c.key].title}** — {number}{baseline_note(c.key)}"
-            f"{grid_end_note(c.key)}{fragile}"
-            f"{_map_followup([c.key], badges=False)} · {{ref}}`card <{card_label(c.key)}>`"
+            number = f"exploratory: {shown_verdict(c)}"
+        caveats = [f"measured {baseline_note(c.key).removeprefix(', ')}"] * bool(
+            baseline_note(c.key)
         )
-    return "\n".join(lines)
+        ends = grid_end_note(c.key).removeprefix(", with ")
+        if ends:  # "X's learning rate at an end of its tuning grid"
+            verb = "were" if " and " in ends.split(" at an end")[0] else "was"
+            caveats.append(ends.replace(" at an end", f" {verb} chosen at an end", 1))
+        if caveats:
+            subs.insert(0, f"*Caveat:* {'; '.join(caveats)}.")
+        follow = _map_followup([c.key], badges=False).removeprefix(MAP_FOLLOWUP_LEAD)
+        if follow:
+            subs.append(f"{{ref}}`Registered follow-up <glossary-followup>`: {follow}.")
+        head = f"- **{CLAIMS[c.key].title}** — {number} · {{ref}}`card <{card_label(c.key)}>`"
+        items.append("\n".join([head] + [f"  - {s}" for s in subs]))
+    return "\n".join(items)
 
 
 def baseline_note(key: str) -> str:
@@ -1110,11 +1126,13 @@ _APART_NOTE = {
 
 def dropdown_verdict(c: Claim) -> str:
     """A claim dropdown's title verdict: on the fresh seeds first where the frozen protocol has
-    judged it, then the exploratory one (:func:`shown_verdict`)."""
+    judged it, then the exploratory one in its badge's short word (:func:`shown_verdict`,
+    :func:`~attnconv.chapters.shared.badges.verdict_word`): "at CPU scale" is said once."""
     got = fresh_verdicts().get(c.key)
     if got is None or got.verdict == PENDING:
         return shown_verdict(c)
-    return f"{got.verdict} on fresh seeds (exploratory: {shown_verdict(c)})"
+    earlier = verdict_word(shown_verdict(c))
+    return f"{got.verdict} on fresh seeds (exploratory: {earlier})"
 
 
 def shown_verdict(c: Claim) -> str:

@@ -44,6 +44,7 @@ __all__ = [
     "CIFAR10_STD",
     "CIFAR10_CLASSES",
     "SAMPLE_PATH",
+    "CIFAR10_TRAIN_IMAGES",
     "DataUnavailableError",
     "CifarData",
     "default_data_root",
@@ -79,6 +80,8 @@ CIFAR10_CLASSES = (
     "truck",
 )
 SAMPLE_PATH = Path(__file__).resolve().parents[1] / "data" / "cifar10-sample.npz"
+#: Training images in the full CIFAR-10 (the paper's training set; the sample holds a tenth).
+CIFAR10_TRAIN_IMAGES = 50_000
 
 
 class DataUnavailableError(RuntimeError):

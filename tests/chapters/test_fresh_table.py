@@ -230,14 +230,18 @@ def test_the_committed_runs_numbers_are_the_judges(judged):
 
 
 def test_the_dropdown_sharpens_only_the_interval(judged):
-    """The dropdown's line keeps the judge's words but for the interval's ends."""
+    """The dropdown's line keeps the judge's words but for the interval's ends and a unit
+    after a bare estimate (the judge prints epochs to converge without one)."""
     for key, got in judged.items():
         if got.verdict == PENDING or got.interval is None:
             continue
         line = pv.sharpened_detail(got)
-        assert line.replace(pv._ends(got), pv._ends(got, margin=False)) == pv._one_line(
-            got.detail
-        )
+        words = pv._one_line(got.detail)
+        bare = words.split(", 95 % CI")[0]
+        if got.interval.seed_term_known and not bare.endswith(got.unit.strip()):
+            words = words.replace(bare, bare + got.unit, 1)  # "+2.75" → "+2.75 epochs"
+            assert got.unit.strip() and bare[0] in "+−"
+        assert line.replace(pv._ends(got), pv._ends(got, margin=False)) == words
 
 
 def test_the_single_pixel_claims_test_names_both_thresholds():

@@ -171,7 +171,7 @@ def test_a_dropdown_leads_with_the_fresh_seeds_verdict():
     fresh = pv.fresh_verdicts()["grid_layer4"].verdict
     text = pv.claim_dropdowns([c])
     assert text.splitlines()[0].endswith(
-        f": {fresh} on fresh seeds (exploratory: {REPRODUCED})"
+        f": {fresh} on fresh seeds (exploratory: reproduced)"
     )
     assert text.index("*Fresh seeds*") < text.index("*Exploratory verdict*")
 
@@ -434,21 +434,28 @@ def test_the_claims_page_cards_its_own_counted_claims():
             assert claims[key].where.startswith("sec-six-layers"), key
 
 
+def _items(text):
+    """The items of a Markdown list, each with its indented sub-items, as one string each."""
+    return ["- " + item for item in text.removeprefix("- ").split("\n- ")]
+
+
 def test_chapter_17s_lists_give_each_claim_its_number_and_card():
     """One line per claim: its title, the judge's first clause on the fresh seeds (the number
     that decides it), *fragile* where an alternative flips it, and a link to its card."""
     claims = pv.counted([c for g in pv.GROUPS for c in pv.book_claims().get(g, [])])
-    lines = pv.verdict_list(claims).splitlines()
+    lines = _items(pv.verdict_list(claims))
     assert len(lines) == len(claims)
     for c, line in zip(claims, lines):
         got = pv.fresh_verdicts()[c.key]
         assert line.startswith(f"- **{CLAIMS[c.key].title}** — ")
         first = pv.clauses(pv.sharpened_detail(got))[0]
         assert first.replace(", each end a one-sided 95 % bound", "") in line
-        assert line.endswith(f" · {{ref}}`card <{pv.card_label(c.key)}>`")
+        head, *subs = line.splitlines()
+        assert head.endswith(f" · {{ref}}`card <{pv.card_label(c.key)}>`")
+        assert all(sub.startswith("  - ") and sub.endswith(".") for sub in subs)
         # Holm's adjustment is said once above the lists; every other flip on the line
         flips = [f for f in pv._flips(got) if "Holm" not in f]
-        assert ("`fragile <sec-why-fragile>`" in line) == bool(flips)
+        assert ("`Fragile <sec-why-fragile>`" in line) == bool(flips)
         for flip in flips:  # each alternative that flips it, in words
             assert flip in line
 
@@ -465,7 +472,7 @@ def test_chapter_17s_lists_name_a_larger_baseline_and_the_follow_ups_answer():
     from attnconv.evidence.protocol import CONFIRMATORY_SEEDS
 
     claims = pv.counted([c for g in pv.GROUPS for c in pv.book_claims().get(g, [])])
-    lines = dict(zip([c.key for c in claims], pv.verdict_list(claims).splitlines()))
+    lines = dict(zip([c.key for c in claims], _items(pv.verdict_list(claims))))
     size = {
         a: arm_runs(a, CONFIRMATORY_SEEDS[:1])[0].history["num_parameters"]
         for a in ("resnet18", "learned", "quadratic")
@@ -544,7 +551,7 @@ def test_chapter_17s_lists_name_an_arm_tuned_at_its_grids_end():
     from attnconv.evidence.runs import tuned_values
 
     claims = pv.counted([c for g in pv.GROUPS for c in pv.book_claims().get(g, [])])
-    lines = dict(zip([c.key for c in claims], pv.verdict_list(claims).splitlines()))
+    lines = dict(zip([c.key for c in claims], _items(pv.verdict_list(claims))))
     for key, line in lines.items():
         claim = FROZEN.get(key)
         if claim is None or claim.kind == "share" or len(claim.arms) < 2:
