@@ -1004,8 +1004,8 @@ _BOUNDS_NOTE = ", each end a one-sided 95 % bound"
 
 def verdict_list(claims: Sequence[Claim]) -> str:
     """Chapter 17's list of claims under one verdict. Each claim is one item: its title, the
-    number that decides it on the fresh seeds (the judge's first clause, without the note on a
-    share's bounds that Table 17.2 gives once) or, for a claim the protocol does not judge, its
+    number that decides it on the fresh seeds (:func:`_short_number`; Table 17.2 gives its
+    bounds or interval) or, for a claim the protocol does not judge, its
     exploratory verdict, and a link to its card (the quotation, the test, every run). Under it,
     one sub-item each: the caveats of a comparison (a larger baseline, an arm tuned at its
     grid's end), the alternatives other than Holm's adjustment that flip it (Holm's, which
@@ -1016,7 +1016,7 @@ def verdict_list(claims: Sequence[Claim]) -> str:
         got = fresh_verdicts().get(c.key)
         subs = []
         if got is not None and got.verdict != PENDING:
-            number = clauses(sharpened_detail(got))[0].replace(_BOUNDS_NOTE, "")
+            number = _short_number(got)
             flips = "; or ".join(_flips(got, holm=False))
             if flips:
                 subs.append(f"{{ref}}`Fragile <sec-why-fragile>`: {flips}.")
@@ -1037,6 +1037,13 @@ def verdict_list(claims: Sequence[Claim]) -> str:
         head = f"- **{CLAIMS[c.key].title}** — {number} · {{ref}}`card <{card_label(c.key)}>`"
         items.append("\n".join([head] + [f"  - {s}" for s in subs]))
     return "\n".join(items)
+
+
+def _short_number(got: ConfirmatoryVerdict) -> str:
+    """The number that decides a fresh verdict, without its bounds or interval (Table 17.2
+    gives them): "8 of 8 seeds", "−2.9 points"."""
+    first = clauses(sharpened_detail(got))[0].replace(_BOUNDS_NOTE, "")
+    return re.split(r" \(share|, 95 % CI", first)[0]
 
 
 def baseline_note(key: str) -> str:
@@ -1284,9 +1291,10 @@ def what_holds_box(
         f"{category_badge('exact')} **The theory holds as stated; {wrong} statements are wrong "
         "by an exact check.**\n\n"
         f"{count_badges(on_fresh)} **{_fresh_headline(fresh)}**\n\n"
-        f"- {category_badge('exploratory')} **Before the freeze** (secondary), the earlier "
-        f"runs judged {_exploratory_set(mine)}: they reproduce {n[REPRODUCED]}, do not "
-        f"reproduce {n[NOT_REPRODUCED]} and cannot settle {n[INCONCLUSIVE]}.\n"
+        f"- {category_badge('exploratory')} **Before the freeze**, earlier runs judged "
+        f"{len(mine)} of these claims. They reproduce {n[REPRODUCED]}, do not reproduce "
+        f"{n[NOT_REPRODUCED]} and cannot settle {n[INCONCLUSIVE]}; none of this is "
+        "counted.\n"
         + followup_bullet()
         + "- **What it means.** The paper's construction is exact; its readings of trained "
         "models hold in part at CPU scale. A claim that small runs do not reproduce is not "
@@ -1316,24 +1324,6 @@ def followup_bullet() -> str:
         "- **Asked again** by a {ref}`registered follow-up <glossary-followup>` on new "
         f"seeds, outside the tally: {'; '.join(parts)}.\n"
     )
-
-
-def _exploratory_set(mine: Sequence[Claim]) -> str:
-    """Which claims the exploratory count covers, beside the frozen protocol's: "the same claims
-    less the one the protocol added (that the paper's rule marks at least one head)"."""
-    keys = {c.key for c in mine}
-    added = [_claim_words(k) for k in FROZEN_CLAIMS if k not in keys]
-    dropped = [c for c in mine if c.key not in FROZEN_CLAIMS]
-    text = "the same claims"
-    if added:
-        one = len(added) == 1
-        text += (
-            f" less the {'one' if one else _WORDS.get(len(added), len(added))} the protocol "
-            f"added ({'; '.join(added)})"
-        )
-    if dropped:
-        text += f", and {len(dropped)} not the protocol's"
-    return text
 
 
 def six_layers_box(

@@ -456,10 +456,10 @@ def test_intro_tally_counts_the_rules_verdicts():
     box = " ".join(shown.split())
     assert "result-box" in box
     assert (
-        "the earlier runs judged the same claims less the one the protocol added (that the "
-        "paper's rule marks at least one head): they "
+        f"earlier runs judged {len(verdicts)} of these claims. They "
         f"reproduce {verdicts.count(REPRODUCED)}, do not reproduce "
-        f"{verdicts.count(NOT_REPRODUCED)} and cannot settle {verdicts.count(INCONCLUSIVE)}"
+        f"{verdicts.count(NOT_REPRODUCED)} and cannot settle {verdicts.count(INCONCLUSIVE)}; "
+        "none of this is counted"
     ) in box
     # and its fresh-seed line leads with the frozen protocol's tally, in badges
     got = confirmatory_verdicts()

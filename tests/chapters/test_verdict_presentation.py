@@ -440,8 +440,9 @@ def _items(text):
 
 
 def test_chapter_17s_lists_give_each_claim_its_number_and_card():
-    """One line per claim: its title, the judge's first clause on the fresh seeds (the number
-    that decides it), *fragile* where an alternative flips it, and a link to its card."""
+    """One item per claim: its title, the number that decides it on the fresh seeds without its
+    bounds or interval (Table 17.2 gives those), *fragile* where an alternative flips it, and a
+    link to its card."""
     claims = pv.counted([c for g in pv.GROUPS for c in pv.book_claims().get(g, [])])
     lines = _items(pv.verdict_list(claims))
     assert len(lines) == len(claims)
@@ -449,7 +450,9 @@ def test_chapter_17s_lists_give_each_claim_its_number_and_card():
         got = pv.fresh_verdicts()[c.key]
         assert line.startswith(f"- **{CLAIMS[c.key].title}** — ")
         first = pv.clauses(pv.sharpened_detail(got))[0]
-        assert first.replace(", each end a one-sided 95 % bound", "") in line
+        short = first.split(" (share")[0].split(", 95 % CI")[0]
+        assert line.startswith(f"- **{CLAIMS[c.key].title}** — {short} · ")
+        assert "95 % CI" not in line.splitlines()[0] and "(share" not in line
         head, *subs = line.splitlines()
         assert head.endswith(f" · {{ref}}`card <{pv.card_label(c.key)}>`")
         assert all(sub.startswith("  - ") and sub.endswith(".") for sub in subs)
