@@ -397,17 +397,16 @@ def alpha_sweep(
     measure: str = "fro",
     dtype: Optional[torch.dtype] = None,
 ) -> torch.Tensor:
-    """The error (:func:`conversion_error`, by default the smooth relative Frobenius error) of
-    ``conv_to_mhsa(conv, alpha=α)`` against the convolution for each α (Lemma 2), computed in
-    ``dtype`` (default: the convolution's); a float64 tensor of ``len(alphas)``."""
+    """The error (by default the smooth relative Frobenius error) of
+    ``conv_to_mhsa(conv, alpha=α)`` run in ``dtype`` (default: the convolution's) against the
+    exact convolution (:func:`_error_in`) for each α (Lemma 2); a float64 tensor of
+    ``len(alphas)``."""
     if len(alphas) == 0:
         raise ValueError("alphas is empty")
     if min(float(a) for a in alphas) <= 0:
         raise ValueError("every alpha must be > 0")
-    if dtype is not None:
-        conv, x = copy.deepcopy(conv).to(dtype), x.to(dtype)
     return torch.tensor(
-        [conversion_error(conv, x, measure, alpha=float(a)) for a in alphas],
+        [_error_in(conv, x, measure, dtype, alpha=float(a)) for a in alphas],
         dtype=torch.float64,
     )
 
@@ -418,8 +417,31 @@ def hard_error(
     measure: str = "fro",
     dtype: Optional[torch.dtype] = None,
 ) -> float:
-    """The error floor of the α = ∞ limit: :func:`conversion_error` with exactly one-hot heads."""
-    return conversion_error(conv, x, measure, dtype, hard=True)
+    """The error floor of the α = ∞ limit: the layer with exactly one-hot heads, run in
+    ``dtype``, against the exact convolution (:func:`_error_in`)."""
+    return _error_in(conv, x, measure, dtype, hard=True)
+
+
+def _error_in(
+    conv: nn.Module,
+    x: torch.Tensor,
+    measure: str,
+    dtype: Optional[torch.dtype],
+    **kwargs,
+) -> float:
+    """The layer Theorem 1 builds from ``conv``, run in ``dtype`` (default: the
+    convolution's), against the float64 convolution of the same weights and input, cast to
+    ``dtype`` first: what remains is the attention path's own round-off. A convolution run in
+    ``dtype`` rounds too, and on some CPUs in the very order the hard heads do, which gives an
+    exact 0 and no floor to measure against."""
+    if measure not in _MEASURES:
+        raise ValueError(f"measure must be one of {sorted(_MEASURES)}, got {measure!r}")
+    if dtype is not None:
+        conv, x = copy.deepcopy(conv).to(dtype), x.to(dtype)
+    with torch.no_grad():
+        out = _convert(conv, **kwargs)(x).double()
+        exact = reference_conv(copy.deepcopy(conv).double(), x.double())
+    return _MEASURES[measure](out, exact)
 
 
 def smallest_exact_alpha(
