@@ -98,8 +98,9 @@ def test_exact_checks_and_descriptions_are_shown_apart_not_tallied():
     )
     box = " ".join(pv.what_holds_box(claims).split())
     assert (
-        "the earlier runs judged the same claims less " in box
-        and "they reproduce 1, do not reproduce 1 and cannot settle 0" in box
+        "earlier runs judged 2 of these claims. " in box
+        and "They reproduce 1, do not reproduce 1 and cannot settle 0; none of this is "
+        "counted" in box
     )
     assert box.startswith("```{admonition} In short") and "result-box" in box
     assert "{ref}`frozen protocol <appendix-protocol>`" in box  # one click from ch. 17
