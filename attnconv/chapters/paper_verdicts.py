@@ -1022,21 +1022,29 @@ def verdict_list(claims: Sequence[Claim]) -> str:
                 subs.append(f"{{ref}}`Fragile <sec-why-fragile>`: {flips}.")
         else:
             number = f"exploratory: {shown_verdict(c)}"
-        caveats = [f"measured {baseline_note(c.key).removeprefix(', ')}"] * bool(
-            baseline_note(c.key)
-        )
-        ends = grid_end_note(c.key).removeprefix(", with ")
-        if ends:  # "X's learning rate at an end of its tuning grid"
-            verb = "were" if " and " in ends.split(" at an end")[0] else "was"
-            caveats.append(ends.replace(" at an end", f" {verb} chosen at an end", 1))
+        caveats = _caveats(c.key)
         if caveats:
-            subs.insert(0, f"*Caveat:* {'; '.join(caveats)}.")
+            subs.insert(0, f"*Caveat:* {caveats}.")
         follow = _map_followup([c.key], badges=False).removeprefix(MAP_FOLLOWUP_LEAD)
         if follow:
             subs.append(f"{{ref}}`Registered follow-up <glossary-followup>`: {follow}.")
         head = f"- **{CLAIMS[c.key].title}** — {number} · {{ref}}`card <{card_label(c.key)}>`"
         items.append("\n".join([head] + [f"  - {s}" for s in subs]))
     return "\n".join(items)
+
+
+def _caveats(key: str) -> str:
+    """A comparison's caveats as one clause: the larger baseline (:func:`baseline_note`) and
+    the arms tuned at a grid's end (:func:`grid_end_note`), "" for a claim with neither."""
+    parts = []
+    base = baseline_note(key).removeprefix(", ")
+    if base:
+        parts.append(f"measured {base}")
+    ends = grid_end_note(key).removeprefix(", with ")
+    if ends:  # "X's learning rate at an end of its tuning grid"
+        verb = "were" if " and " in ends.split(" at an end")[0] else "was"
+        parts.append(ends.replace(" at an end", f" {verb} chosen at an end", 1))
+    return "; ".join(parts)
 
 
 def _short_number(got: ConfirmatoryVerdict) -> str:
