@@ -100,7 +100,8 @@ def test_exact_checks_and_descriptions_are_shown_apart_not_tallied():
     assert (
         "earlier runs judged 2 of these claims. " in box
         and "They reproduce 1, do not reproduce 1 and cannot settle 0; none of this is "
-        "counted" in box
+        "counted"
+        in box
     )
     assert box.startswith("```{admonition} In short") and "result-box" in box
     assert "{ref}`frozen protocol <appendix-protocol>`" in box  # one click from ch. 17
