@@ -981,8 +981,8 @@ def card_links(claims: Sequence[Claim]) -> str:
         f"{{ref}}`{CLAIMS[c.key].title} <{card_label(c.key)}>` {fresh_badge(c.key)}"
         for c in claims
     ]
-    return (
-        "**Judged on the claims page, each with its card:** " + "; ".join(links) + "."
+    return "Each of these claims has its card, with every run, on the claims page: " + (
+        "; ".join(links) + "."
     )
 
 
@@ -1008,9 +1008,9 @@ def verdict_list(claims: Sequence[Claim]) -> str:
     bounds or interval) or, for a claim the protocol does not judge, its
     exploratory verdict, and a link to its card (the quotation, the test, every run). Under it,
     one sub-item each: the caveats of a comparison (a larger baseline, an arm tuned at its
-    grid's end), the alternatives other than Holm's adjustment that flip it (Holm's, which
-    holds back every share of eight seeds, is said once above the lists), and the registered
-    follow-up's answer."""
+    grid's end) and the alternatives other than Holm's adjustment that flip it (Holm's, which
+    holds back every share of eight seeds, is said once above the lists). The registered
+    follow-up's answers are in ch. 17's section on it, not here."""
     items = []
     for c in claims:
         got = fresh_verdicts().get(c.key)
@@ -1025,9 +1025,6 @@ def verdict_list(claims: Sequence[Claim]) -> str:
         caveats = _caveats(c.key)
         if caveats:
             subs.insert(0, f"*Caveat:* {caveats}.")
-        follow = _map_followup([c.key], badges=False).removeprefix(MAP_FOLLOWUP_LEAD)
-        if follow:
-            subs.append(f"{{ref}}`Registered follow-up <glossary-followup>`: {follow}.")
         head = f"- **{CLAIMS[c.key].title}** — {number} · {{ref}}`card <{card_label(c.key)}>`"
         items.append("\n".join([head] + [f"  - {s}" for s in subs]))
     return "\n".join(items)
@@ -1383,9 +1380,10 @@ def six_layers_box(
         f"- **On fresh seeds** ({seeds} per model, "
         "{ref}`frozen protocol <appendix-protocol>`): the badges count this page's "
         f"{len(on_page)} claims (Table 12b.1).{other}\n"
-        f"- {category_badge('exploratory')} **Before the freeze**: {n[REPRODUCED]} "
-        f"reproduced, {n[NOT_REPRODUCED]} not reproduced, {n[INCONCLUSIVE]} inconclusive, "
-        f"on the same claims but the one the protocol added ({plus}).{apart}\n"
+        f"- {category_badge('exploratory')} **Before the freeze**, not counted: "
+        f"{n[REPRODUCED]} reproduced, {n[NOT_REPRODUCED]} not reproduced, "
+        f"{n[INCONCLUSIVE]} inconclusive. The protocol added one claim later: {plus}."
+        f"{apart}\n"
         "```"
     )
 
@@ -1703,18 +1701,27 @@ def plot_scorecard(
     ax.xaxis.get_major_locator().set_params(integer=True)
     ax.set_xlim(0, max(sum(c for c, _, _ in s) for _, s in bars) + 0.3)
     ax.spines[["top", "right"]].set_visible(False)
-    # a key of the verdicts' colours, so a segment too short for its words keeps its count alone
+    # a key of every colour drawn, so a segment too short for its words keeps its count alone
+    shown = {}
+    for _, segments in bars:
+        for count, word, kind in segments:
+            if count and kind not in shown:
+                shown[kind] = word
     key = [
         Patch(
-            facecolor=VERDICT_COLOURS[v],
-            edgecolor=DARK_THEME_EDGES.get(v, "white"),
-            linewidth=2 if v in DARK_THEME_EDGES else 0,
+            facecolor="white" if outlined(kind) else VERDICT_COLOURS[kind],
+            edgecolor=VERDICT_COLOURS[kind]
+            if outlined(kind)
+            else DARK_THEME_EDGES.get(
+                kind, "#c9cfd6" if kind == "imprecise" else "white"
+            ),
+            linewidth=2 if kind in DARK_THEME_EDGES or outlined(kind) else 1,
             label=word,
         )
-        for v, word in verdicts
+        for kind, word in shown.items()
     ]
     fig.legend(
-        handles=key, loc="outside upper center", ncol=3, frameon=False, fontsize=9
+        handles=key, loc="outside upper center", ncol=4, frameon=False, fontsize=9
     )
     fit_bar_labels(ax, labelled, words_outside=False)
     return fig

@@ -798,11 +798,16 @@ def pruning_followup_sentence(followup: Dict[str, ConfirmatoryVerdict]) -> str:
     )
     if PENDING in (hurts.verdict, control.verdict, fifteen.verdict):
         return ""
+    from ..evidence import followup as registered
+
+    margin = 100 * registered.all_claims()["pruning_recovers_controlled"].margin
+    unit = f"{margin:g} point{'s' * (margin != 1)}"
     return (
         f"Pruning hurts at first, {verdict_badge(hurts.verdict)}: the unpruned model leads "
-        f"by {verdict_number(hurts)}. Whether retraining recovers is "
-        f"{verdict_badge(control.verdict)} against the same model retrained unpruned "
-        f"(pruned minus control: {verdict_number(control)}), and "
+        f"by {verdict_number(hurts)}. Retraining recovers when the pruned model ends within "
+        f"{unit} of the same model retrained unpruned: the interval of pruned minus control "
+        f"must lie above −{unit}. Against that control it is "
+        f"{verdict_badge(control.verdict)} ({verdict_number(control)}), and "
         f"{verdict_badge(fifteen.verdict)} with the paper's 15 heads pruned "
         f"({verdict_number(fifteen)})."
     )

@@ -370,8 +370,9 @@ def test_the_pruning_sentence_reads_the_follow_ups_three_pruning_verdicts():
         "+1.5 points, 95 % CI [+0.5, +2.6]."
     )
     assert (
-        "{bdg-muted}`inconclusive` against the same model retrained unpruned (pruned minus "
-        "control: −0.4 points, 95 % CI [−1.1, +0.2])" in text
+        "ends within 1 point of the same model retrained unpruned: the interval of pruned "
+        "minus control must lie above −1 point. Against that control it is "
+        "{bdg-muted}`inconclusive` (−0.4 points, 95 % CI [−1.1, +0.2])" in text
     )
     assert text.endswith(
         "{bdg-muted}`inconclusive` with the paper's 15 heads pruned (−1.2 points, 95 % CI "
