@@ -48,10 +48,11 @@ def margin_rows(fresh: Mapping[str, ConfirmatoryVerdict]) -> List[dict]:
                 "key": key,
                 "title": CLAIMS[key].title,
                 "kind": claim.kind,
-                "estimate": s * iv.estimate,
-                "lo": s * iv.lo,
-                "hi": s * iv.hi,
-                "margin": s * claim.margin,
+                # in printed units, to 3 decimals: what the page draws, the same on any CPU
+                "estimate": round(s * iv.estimate, 3),
+                "lo": round(s * iv.lo, 3),
+                "hi": round(s * iv.hi, 3),
+                "margin": round(s * claim.margin, 3),
                 "unit": got.unit.strip(),
                 "verdicts": verdicts,
             }
@@ -66,7 +67,7 @@ def _axis(rows: Sequence[dict]) -> List[float]:
     low = min([0.0] + [r["lo"] for r in rows] + [-max(reach)])
     high = max([0.0] + [r["hi"] for r in rows])
     high = max(high, max(r["margin"] * MARGIN_MULTIPLIERS[-1] for r in rows))
-    return [float(low) - 0.5, float(high) + 0.5]
+    return [round(float(low) - 0.5, 3), round(float(high) + 0.5, 3)]
 
 
 def margin_widget(
@@ -87,7 +88,7 @@ def margin_widget(
     at = FROZEN_AT if at is None else at
     if not 0 <= at < len(MARGIN_MULTIPLIERS):
         raise ValueError(f"at = {at} is outside 0..{len(MARGIN_MULTIPLIERS) - 1}")
-    verdicts = {v for r in rows for v in r["verdicts"]}
+    verdicts = sorted({v for r in rows for v in r["verdicts"]})  # one order on every run
     initial = {
         "rows": list(rows),
         "mults": list(MARGIN_MULTIPLIERS),

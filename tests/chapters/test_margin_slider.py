@@ -81,3 +81,27 @@ def test_in_the_browser_every_position_shows_pythons_verdicts(browser, fresh):
         )
         assert shown == [r["verdicts"][i] for r in rows], i
     page.close()
+
+
+def test_the_widget_is_the_same_under_any_hash_seed():
+    """nbval compares the saved HTML byte for byte: no set or dict order may leak into it."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "from attnconv.chapters.margin_slider import margin_rows, margin_widget\n"
+        "from attnconv.evidence.judge import confirmatory_verdicts\n"
+        "print(margin_widget(margin_rows(confirmatory_verdicts())).data)"
+    )
+    out = {
+        seed: subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        ).stdout
+        for seed in ("1", "2", "3")
+    }
+    assert out["1"] == out["2"] == out["3"] and out["1"].startswith("<div")
