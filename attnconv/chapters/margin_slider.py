@@ -88,7 +88,9 @@ def margin_widget(
     at = FROZEN_AT if at is None else at
     if not 0 <= at < len(MARGIN_MULTIPLIERS):
         raise ValueError(f"at = {at} is outside 0..{len(MARGIN_MULTIPLIERS) - 1}")
-    verdicts = sorted({v for r in rows for v in r["verdicts"]})  # one order on every run
+    verdicts = sorted(
+        {v for r in rows for v in r["verdicts"]}
+    )  # one order on every run
     initial = {
         "rows": list(rows),
         "mults": list(MARGIN_MULTIPLIERS),
