@@ -712,12 +712,14 @@ def followup_box(
     items = []
     for key, base in FOLLOWUP_OF.items():
         v = followup[key]
-        got = "" if v.verdict == PENDING else f"; follow-up: *{v.verdict}*"
-        if got:
-            got += f", {verdict_number(v)}"
+        got = (
+            ""
+            if v.verdict == PENDING
+            else f" The follow-up finds *{v.verdict}*: {verdict_number(v)}."
+        )
         items.append(
-            f"- **{FOLLOWUP[key].title}.** Asks again *{claim_name(base)}*; "
-            f"frozen protocol: *{frozen[base].verdict}*{got}."
+            f"- **{FOLLOWUP[key].title}.** Asks again *{claim_name(base)}*, which the "
+            f"frozen protocol found *{frozen[base].verdict}*.{got}"
         )
     made = followup_progress()
     pending = all(followup[k].verdict == PENDING for k in FOLLOWUP_OF)
@@ -735,7 +737,7 @@ def followup_box(
             "",
             *items,
             "",
-            "**Runs made:** {} of {} tuning runs, {} of {} fresh runs. ".format(
+            "{} of {} tuning runs and {} of {} fresh runs are made. ".format(
                 *made["tuning"], *made["fresh"]
             )
             + status,

@@ -144,16 +144,18 @@ def test_the_followup_box_stands_beside_the_frozen_verdicts_and_counts_the_regis
     for key, base in page.FOLLOWUP_OF.items():
         assert base in protocol.CLAIMS
         assert (
-            f"Asks again *{page.claim_name(base)}*; frozen protocol: "
-            f"*{frozen[base].verdict}*" in text
+            f"Asks again *{page.claim_name(base)}*, which the frozen protocol found "
+            f"*{frozen[base].verdict}*." in text
         )
         if fresh[key].verdict != PENDING:
             got = fresh[key]
-            said = f"follow-up: *{got.verdict}*"
+            said = f"The follow-up finds *{got.verdict}*: "
             if (
                 got.interval is not None
             ):  # with the number it rests on, as the judge prints it
-                said += f", {got.interval.compact(got.scale, got.unit, got.digits, named=True)}"
+                said += got.interval.compact(
+                    got.scale, got.unit, got.digits, named=True
+                )
             assert said in text
     made = lambda names: sum(
         n in RUNS and run_state(RUNS[n]) == "present" for n in names
@@ -161,8 +163,8 @@ def test_the_followup_box_stands_beside_the_frozen_verdicts_and_counts_the_regis
     tuning = [n for runs in followup_tuning_runs().values() for n, _ in runs]
     seeds = [followup_run_name(a, s) for a in followup.ARMS for s in followup.SEEDS]
     assert (
-        f"**Runs made:** {made(tuning)} of {len(tuning)} tuning runs, "
-        f"{made(seeds)} of {len(seeds)} fresh runs." in text
+        f"{made(tuning)} of {len(tuning)} tuning runs and "
+        f"{made(seeds)} of {len(seeds)} fresh runs are made." in text
     )
     assert f"on {len(followup.SEEDS)} new seeds per arm" in text
     assert "<sec-protocol-followup>" in text
