@@ -1138,13 +1138,14 @@ _APART_NOTE = {
 
 def dropdown_verdict(c: Claim) -> str:
     """A claim dropdown's title verdict: on the fresh seeds first where the frozen protocol has
-    judged it, then the exploratory one in its badge's short word (:func:`shown_verdict`,
-    :func:`~attnconv.chapters.shared.badges.verdict_word`): "at CPU scale" is said once."""
+    judged it (the card's body says so), then the exploratory one in its badge's short word
+    (:func:`shown_verdict`, :func:`~attnconv.chapters.shared.badges.verdict_word`): "at CPU
+    scale" is said once."""
     got = fresh_verdicts().get(c.key)
     if got is None or got.verdict == PENDING:
         return shown_verdict(c)
     earlier = verdict_word(shown_verdict(c))
-    return f"{got.verdict} on fresh seeds (exploratory: {earlier})"
+    return f"{got.verdict} (exploratory: {earlier})"
 
 
 def shown_verdict(c: Claim) -> str:

@@ -172,9 +172,7 @@ def test_a_dropdown_leads_with_the_fresh_seeds_verdict():
     c = _claim(REPRODUCED)
     fresh = pv.fresh_verdicts()["grid_layer4"].verdict
     text = pv.claim_dropdowns([c])
-    assert text.splitlines()[0].endswith(
-        f": {fresh} on fresh seeds (exploratory: reproduced)"
-    )
+    assert text.splitlines()[0].endswith(f": {fresh} (exploratory: reproduced)")
     assert text.index("*Fresh seeds*") < text.index("*Exploratory verdict*")
 
 
