@@ -58,7 +58,7 @@ from .shared.badges import (
 
 # badges.verdict_counts counts verdicts; verdict_counts here counts claims
 from .shared.badges import verdict_counts as count_verdicts
-from .shared.followup_words import FOLLOWUP, asked_again
+from .shared.followup_words import asked_again
 from .shared.paper_claims import (
     accuracy_claims,
     deep_label,
@@ -119,6 +119,12 @@ __all__ = [
     "what_holds_box",
     "six_layers_box",
     "not_counted_markdown",
+    "tallies_table",
+    "confounds_table",
+    "baseline_sentence",
+    "pruned_counts_table",
+    "six_layer_keys",
+    "SIX_LAYERS_ADDED",
     "THEORY_RESULTS",
     "BEYOND_THEORY",
     "ERRATA_WRONG",
@@ -210,11 +216,7 @@ def _learned_histories(deep_profile: str) -> Dict[str, Mapping]:
 
 
 def _pruning_group(runs, shallow) -> List[Claim]:
-    from ..experiments.paper_numbers import (
-        AUTHORS_CODE_CONDITION_THRESHOLD,
-        PAPER_CONDITION_THRESHOLD,
-        PAPER_PRUNED_PER_LAYER,
-    )
+    from ..experiments.paper_numbers import PAPER_PRUNED_PER_LAYER
 
     ours, accuracies = {}, {}
     candidates = [
@@ -228,14 +230,47 @@ def _pruning_group(runs, shallow) -> List[Claim]:
         k = sum(len(x) for x in study["selected"].values())
         accuracies[label] = depth.pruning_accuracies(study, k)
         if label.startswith("6 layers"):
-            for what, cond in (
-                ("thresholds 10⁻⁵ and 10⁵", PAPER_CONDITION_THRESHOLD),
-                ("the authors' code's 10³", AUTHORS_CODE_CONDITION_THRESHOLD),
-            ):
-                ours[f"{label}, {what}"] = depth.pruned_counts_from_history(
-                    run.history, cond
-                )
+            for what, counts in _pruned_per_layer(run).items():
+                ours[f"{label}, {what}"] = counts
     return pruning_claims(PAPER_PRUNED_PER_LAYER, ours, accuracies) if ours else []
+
+
+#: The condition-number thresholds the book prunes at: the paper's, and its authors' code's.
+_PRUNE_AT = {
+    "thresholds 10⁻⁵ and 10⁵": "PAPER_CONDITION_THRESHOLD",
+    "the authors' code's 10³": "AUTHORS_CODE_CONDITION_THRESHOLD",
+}
+
+
+def _pruned_per_layer(run) -> Dict[str, List[int]]:
+    """The heads the pruning rule marks in each layer of a six-layer generalized ``run``, at the
+    paper's thresholds and at its authors' code's (:data:`_PRUNE_AT`)."""
+    from ..experiments import paper_numbers
+
+    return {
+        what: list(
+            depth.pruned_counts_from_history(run.history, getattr(paper_numbers, name))
+        )
+        for what, name in _PRUNE_AT.items()
+    }
+
+
+def pruned_counts_table(deep_profile: Optional[str] = None):
+    """App. A.1's heads pruned per layer: the paper's one run, and the book's six-layer
+    generalized run at the paper's thresholds and at its authors' code's: one row each, a column
+    per layer and the total (ch. 17, shown apart: a description, not a verdict)."""
+    from ..experiments.paper_numbers import PAPER_PRUNED_PER_LAYER
+    from .shared.tables import markdown_table
+
+    runs, _ = load_saved_runs(depth.DEEP_RUNS, deep_profile or depth.DEEP_PROFILE)
+    rows = {"the paper's run (App. A.1)": list(PAPER_PRUNED_PER_LAYER)}
+    if "generalized" in runs:
+        for what, counts in _pruned_per_layer(runs["generalized"]).items():
+            rows[f"the book's run, {what}"] = counts
+    layers = len(PAPER_PRUNED_PER_LAYER)
+    columns = ["run", *(f"layer {i + 1}" for i in range(layers)), "heads"]
+    cells = [[name, *counts, sum(counts)] for name, counts in rows.items()]
+    return markdown_table(columns, cells, "l" + "r" * (layers + 1))
 
 
 #: The CPU benchmark the performance verdict reads, in the book's results folder
@@ -639,20 +674,15 @@ def paper_map_text(text: str) -> str:
     return "".join(out)
 
 
-def _map_followup(keys: Sequence[str], badges: bool = True) -> str:
+def _map_followup(keys: Sequence[str]) -> str:
     """The follow-up's verdict on the claims ``keys`` ask again (:data:`MAP_FOLLOWUP`), for a
-    paper-map row (with ``badges``) or a line of ch. 17's lists (the verdict in words): nothing
-    while it is pending."""
+    paper-map row, each with its badge: nothing while it is pending."""
     from ..evidence.followup import all_claims
 
     margins = {k: c.margin for k, c in all_claims().items()}
     parts = [
-        (
-            f"{label} {verdict_badge(f.verdict)} "
-            if badges
-            else f"{label}: *{verdict_word(f.verdict)}*, "
-        )
-        + f"{verdict_number(f)}{_margin_words(margins.get(asked))}"
+        f"{label} {verdict_badge(f.verdict)} "
+        f"{verdict_number(f)}{_margin_words(margins.get(asked))}"
         for k in keys
         for asked, label in MAP_FOLLOWUP.get(k, ())
         if (f := followup_verdicts()[asked]).verdict != PENDING
@@ -1007,8 +1037,8 @@ def verdict_list(claims: Sequence[Claim]) -> str:
     number that decides it on the fresh seeds (:func:`_short_number`; Table 17.2 gives its
     bounds or interval) or, for a claim the protocol does not judge, its
     exploratory verdict, and a link to its card (the quotation, the test, every run). Under it,
-    one sub-item each: the caveats of a comparison (a larger baseline, an arm tuned at its
-    grid's end) and the alternatives other than Holm's adjustment that flip it (Holm's, which
+    one sub-item each: the caveat of a comparison (an arm tuned at its grid's end; the larger
+    baseline is said once above the lists, :func:`baseline_sentence`) and the alternatives other than Holm's adjustment that flip it (Holm's, which
     holds back every share of eight seeds, is said once above the lists). The registered
     follow-up's answers are in ch. 17's section on it, not here."""
     items = []
@@ -1031,12 +1061,10 @@ def verdict_list(claims: Sequence[Claim]) -> str:
 
 
 def _caveats(key: str) -> str:
-    """A comparison's caveats as one clause: the larger baseline (:func:`baseline_note`) and
-    the arms tuned at a grid's end (:func:`grid_end_note`), "" for a claim with neither."""
+    """A comparison's caveat as one clause: the arms tuned at a grid's end
+    (:func:`grid_end_note`), "" for a claim with none. The larger baseline is said once above
+    the lists (:func:`baseline_sentence`)."""
     parts = []
-    base = baseline_note(key).removeprefix(", ")
-    if base:
-        parts.append(f"measured {base}")
     ends = grid_end_note(key).removeprefix(", with ")
     if ends:  # "X's learning rate at an end of its tuning grid"
         verb = "were" if " and " in ends.split(" at an end")[0] else "was"
@@ -1051,21 +1079,37 @@ def _short_number(got: ConfirmatoryVerdict) -> str:
     return re.split(r" \(share|, 95 % CI", first)[0]
 
 
-def baseline_note(key: str) -> str:
+def _baseline_ratio(key: str) -> Optional[Tuple[str, float]]:
     """Where a comparison's baseline is the protocol's ResNet18 (an arm of the frozen claim
-    ``key``), how many times its rival's size the tuning made it, from the fresh runs'
-    parameter counts; nothing for other claims."""
+    ``key``): its rival arm and how many times the rival's size the tuning made the ResNet18,
+    from the fresh runs' parameter counts; ``None`` for other claims or missing runs."""
     claim = FROZEN_CLAIMS.get(key)
     if claim is None or "resnet18" not in claim.arms:
-        return ""
+        return None
     rival = next(a for a in claim.arms if a != "resnet18")
     runs = [arm_runs(a, CONFIRMATORY_SEEDS[:1]) for a in ("resnet18", rival)]
     if None in runs:
-        return ""
+        return None
     big, small = (r[0].history["num_parameters"] for r in runs)
+    return rival, big / small
+
+
+def baseline_sentence(claims: Sequence[Claim]) -> str:
+    """Ch. 17's one sentence on the larger baseline, said once above its lists: each of these
+    claims that compares a model with the protocol's ResNet18, with how many times that model's
+    size the tuning made the ResNet18 (:func:`_baseline_ratio`); "" when none does."""
+    parts = []
+    for c in claims:
+        got = _baseline_ratio(c.key)
+        if got is not None:
+            parts.append(
+                f"{got[1]:.1f} times the {got[0]} model's size ({CLAIMS[c.key].title})"
+            )
+    if not parts:
+        return ""
     return (
-        f", against a ResNet18 {big / small:.1f} times the {rival} model's size (the only "
-        "arm whose width was tuned)"
+        "Every comparison with ResNet18 measures against a ResNet18 that the tuning made "
+        f"{' and '.join(parts)}: it is the only arm whose width was tuned."
     )
 
 
@@ -1097,23 +1141,44 @@ def grid_end_note(key: str) -> str:
     return f", with {' and '.join(ends)} at an end of {grids}"
 
 
-def confounds_note(claims: Sequence[Claim]) -> str:
-    """The confounds of these claims, each once (in the order they first appear), as a Markdown
-    list: which claims each one touches (by title)."""
+def _confounds(claims: Sequence[Claim]) -> Dict[str, List[str]]:
+    """Each confound of these claims, once, in the order they first appear → the keys of the
+    claims it touches."""
     seen: Dict[str, List[str]] = {}
     for c in claims:
         for text in c.confounds:
-            seen.setdefault(_one_line(text), []).append(CLAIMS[c.key].title)
-    every = [CLAIMS[c.key].title for c in claims]
-    lines = []
-    for text, titles in seen.items():
-        rest = [t for t in every if t not in titles]
-        if len(titles) > len(every) / 2 and rest:
-            touches = "every claim here but " + "; ".join(rest)
-        else:
-            touches = "; ".join(titles)
-        lines.append(f"- {text} *It touches:* {touches}.")
-    return "\n".join(lines)
+            seen.setdefault(text, []).append(c.key)
+    return seen
+
+
+def confounds_note(claims: Sequence[Claim]) -> str:
+    """The confounds of these claims, each once (in the order they first appear), as a numbered
+    Markdown list: the confound's short name (:data:`~attnconv.experiments.claims.CONFOUND_NAMES`)
+    and what it is. Which claims each touches is :func:`confounds_table`."""
+    from ..experiments.claims import CONFOUND_NAMES
+
+    return "\n".join(
+        f"{i}. **{CONFOUND_NAMES[text]}.** {_one_line(text)}"
+        for i, text in enumerate(_confounds(claims), 1)
+    )
+
+
+def confounds_table(claims: Sequence[Claim]):
+    """Which confound touches which claim: a row per claim that one touches (its title), a
+    column per confound (its number in :func:`confounds_note` and short name), a dot where it
+    touches the claim."""
+    from ..experiments.claims import CONFOUND_NAMES
+    from .shared.tables import markdown_table
+
+    seen = _confounds(claims)
+    columns = ["claim"] + [f"{i}. {CONFOUND_NAMES[t]}" for i, t in enumerate(seen, 1)]
+    rows = [
+        [keep_ranges(CLAIMS[c.key].title)]
+        + ["●" if c.key in keys else "" for keys in seen.values()]
+        for c in claims
+        if any(c.key in keys for keys in seen.values())
+    ]
+    return markdown_table(columns, rows, "l" * (len(seen) + 1))
 
 
 def verdict_counts(claims: Sequence[Claim]) -> Dict[str, int]:
@@ -1309,26 +1374,19 @@ def what_holds_box(
     )
 
 
-#: How a result box names each registered follow-up claim.
-FOLLOWUP_WORDS = {key: words.short for key, words in FOLLOWUP.items()}
-
-
 def followup_bullet() -> str:
-    """A result box's line on the registered follow-up: each judged claim in words, its verdict
-    and its difference (without the interval, which the linked page gives); nothing while every
-    claim is pending."""
-    got = followup_verdicts()
-    parts = [
-        f"{words}, *{verdict_word(got[k].verdict)}* "
-        f"({verdict_number(got[k]).split(', 95 %')[0]})"
-        for k, words in FOLLOWUP_WORDS.items()
-        if got[k].verdict != PENDING
-    ]
-    if not parts:
+    """A result box's line on the registered follow-up: how many questions it asked again and
+    its verdicts, counted (each question, with its number, is in ch. 17's Table 17.3); nothing
+    while every claim is pending."""
+    got = [v.verdict for v in followup_verdicts().values() if v.verdict != PENDING]
+    if not got:
         return ""
+    n = count_verdicts(got)
+    counts = ", ".join(f"{n[w]} {verdict_word(w)}" for w in VERDICT_BADGES if n.get(w))
     return (
         "- **Asked again** by a {ref}`registered follow-up <glossary-followup>` on new "
-        f"seeds, outside the tally: {'; '.join(parts)}.\n"
+        f"seeds, outside the tally: {len(got)} questions, {counts} "
+        "({ref}`Table 17.3 <tab-what-holds-followup>`).\n"
     )
 
 
@@ -1389,6 +1447,71 @@ def six_layers_box(
     )
 
 
+#: The frozen protocol's claims that ch. 12b judges although no six-layer card of the registry
+#: holds them (it added them after the exploratory runs).
+SIX_LAYERS_ADDED = ("pruning_finds_heads",)
+
+
+def six_layer_keys(claims: Sequence[Claim]) -> List[str]:
+    """The frozen protocol's claims that ch. 12b counts: its counted six-layer claims and
+    :data:`SIX_LAYERS_ADDED`."""
+    here = [c.key for c in counted(claims) if c.where.startswith("sec-six-layers")]
+    return here + list(SIX_LAYERS_ADDED)
+
+
+def tallies_table(
+    claims: Sequence[Claim],
+    fresh: Optional[Mapping[str, ConfirmatoryVerdict]] = None,
+):
+    """Every tally of verdicts the book gives, lined up (ch. 17): the frozen protocol's on the
+    fresh seeds, for every experimental claim and for ch. 12b's six-layer claims; the
+    exploratory ones, made before the freeze, for the same two sets; and the registered
+    follow-up's. Each row counts its own set, so that the reader can see why two pages give
+    different numbers."""
+    from .shared.tables import markdown_table
+
+    fresh = fresh_verdicts() if fresh is None else fresh
+    every = counted(claims)
+    six = [c for c in every if c.where.startswith("sec-six-layers")]
+    six_fresh = [k for k in six_layer_keys(claims) if k in fresh]
+    followup = followup_verdicts()
+
+    def row(what, verdicts, where):
+        n = count_verdicts(verdicts)
+        got = [n.get(k, 0) for k in VERDICT_BADGES]
+        return [what, len(verdicts), *got, where]
+
+    rows = [
+        row(
+            "fresh seeds: every experimental claim",
+            [g.verdict for g in fresh.values()],
+            "{ref}`Table 17.2 <tab-what-holds-claims>`, the intro",
+        ),
+        row(
+            "fresh seeds: the six-layer claims",
+            [fresh[k].verdict for k in six_fresh],
+            "{ref}`ch. 12b <ch-six-layers>`",
+        ),
+        row(
+            "exploratory: every claim written before the freeze",
+            [c.verdict for c in every],
+            "{ref}`Table 17.1 <tab-what-holds-scorecard>`",
+        ),
+        row(
+            "exploratory: the six-layer claims",
+            [c.verdict for c in six],
+            "{ref}`ch. 12b <ch-six-layers>`",
+        ),
+        row(
+            "registered follow-up: questions asked again",
+            [g.verdict for g in followup.values() if g.verdict != PENDING],
+            "{ref}`Table 17.3 <tab-what-holds-followup>`",
+        ),
+    ]
+    columns = ["verdicts", "claims", *(w for _, w in VERDICT_BADGES.values()), "where"]
+    return markdown_table(columns, rows, "lrrrrl")
+
+
 #: How a box names a statement shown apart (:func:`not_counted`).
 _APART = {
     "pruned_counts": "the paper's pruned heads per layer",
@@ -1409,10 +1532,12 @@ def _kind(c: Claim) -> str:
     return "an exact count" if c.key in EXACT_CHECKS else "a description"
 
 
-def not_counted_markdown(claims: Sequence[Claim]) -> str:
+def not_counted_markdown(
+    claims: Sequence[Claim], counts_ref: str = "the table below"
+) -> str:
     """The statements the tally leaves out (:func:`not_counted`), one block each: the quote, and
     what the book measures, without a verdict (an exact count; a description beside the
-    paper's one run)."""
+    paper's one run, whose counts ``counts_ref`` names: :func:`pruned_counts_table`)."""
     blocks = []
     for c in not_counted(claims):
         head = f"**{CLAIMS[c.key].title}.** “{short_quote(c.quote)}” ({c.source})"
@@ -1422,13 +1547,11 @@ def not_counted_markdown(claims: Sequence[Claim]) -> str:
                 "counted among the experimental verdicts."
             )
         else:
-            at, off = split_evidence(c)
-            rows = "; ".join(f"{e.run}: {e.measured}" for e in at + off)
             what = (
                 "*A description, not a verdict:* the paper reports the heads its rule pruned "
-                f"in one run; the book's run, beside it — {rows}. How many heads a rule prunes "
-                "in one run varies from run to run, so matching one run number for number is no "
-                "test; what the paper says of pruning is judged above."
+                f"in one run; {counts_ref} sets the book's run beside it. How many heads a rule "
+                "prunes varies from run to run, so matching one run number for number is no "
+                "test. What the paper says of pruning is judged above."
             )
         where = f" Evidence: {{ref}}`{c.where}`." if c.where else ""
         blocks.append(f"{head}\n\n{what}{where}")

@@ -44,7 +44,8 @@ __all__ = [
     "followup_claims_table",
     "followup_amendments_table",
     "followup_progress",
-    "followup_box",
+    "followup_table",
+    "followup_status",
     "matched_resnet_sentence",
     "hurts_mcnemar_table",
 ]
@@ -700,27 +701,53 @@ def followup_amendments_table():
 FOLLOWUP_OF = {key: words.asks_again for key, words in FOLLOWUP.items()}
 
 
-def followup_box(
-    frozen: Dict[str, ConfirmatoryVerdict], followup: Dict[str, ConfirmatoryVerdict]
-) -> str:
-    """The registered follow-up as a planned-study box (a MyST admonition), not a results table:
-    what it asks again, beside the frozen verdict each question revisits (its reporting rule:
-    side by side, neither replacing the other), its runs made so far (from the run registry) and
-    where the protocol page gives its design. A follow-up verdict is shown once it is made."""
-    from ..evidence import followup as registered
+def _followup_number(v: ConfirmatoryVerdict) -> str:
+    """A judged follow-up verdict's difference and its 95 % interval for a table cell whose
+    header names the interval (``−3.8 points [−6.3, −1.2]``); "pending" while unjudged."""
+    if v.verdict == PENDING:
+        return "pending"
+    if v.interval is not None:
+        return v.interval.compact(v.scale, v.unit, v.digits)
+    return verdict_number(v).replace(
+        ", 95 % CI ", " "
+    )  # seeds only: the detail states it
 
-    items = []
+
+def followup_table(
+    frozen: Dict[str, ConfirmatoryVerdict], followup: Dict[str, ConfirmatoryVerdict]
+):
+    """The registered follow-up's answers beside the frozen verdicts (its reporting rule: side
+    by side, neither replacing the other): one row per question, with the paper's claim it asks
+    again, the frozen protocol's verdict, the follow-up's verdict and the difference it rests
+    on, with its 95 % interval. A pending question says so."""
+    rows = []
     for key, base in FOLLOWUP_OF.items():
         v = followup[key]
-        got = (
-            ""
-            if v.verdict == PENDING
-            else f" The follow-up finds *{v.verdict}*: {verdict_number(v)}."
+        mark = "pending" if v.verdict == PENDING else verdict_badge(v.verdict)
+        rows.append(
+            [
+                keep_words(claim_name(base)),
+                keep_words(FOLLOWUP[key].short),
+                verdict_badge(frozen[base].verdict),  # a role: no span inside
+                mark,
+                _followup_number(v),
+            ]
         )
-        items.append(
-            f"- **{FOLLOWUP[key].title}.** Asks again *{claim_name(base)}*, which the "
-            f"frozen protocol found *{frozen[base].verdict}*.{got}"
-        )
+    columns = [
+        "asks again",
+        "the follow-up's question",
+        "frozen protocol",
+        "follow-up",
+        "difference [95 % interval]",
+    ]
+    return markdown_table(columns, rows, "lllll")
+
+
+def followup_status(followup: Dict[str, ConfirmatoryVerdict]) -> str:
+    """How far the follow-up's runs are (from the run registry), how its verdicts are reported,
+    and where the protocol page gives its design: two sentences under its table."""
+    from ..evidence import followup as registered
+
     made = followup_progress()
     pending = all(followup[k].verdict == PENDING for k in FOLLOWUP_OF)
     status = (
@@ -728,23 +755,15 @@ def followup_box(
         if pending
         else "Its verdicts stand beside the frozen ones, never in the tally."
     )
-    return "\n".join(
-        [
-            "```{admonition} The registered follow-up",
-            ":class: note",
-            "Frozen in git before any of its runs was committed, it asks "
-            f"{len(FOLLOWUP_OF)} questions again on {len(registered.SEEDS)} new seeds per arm:",
-            "",
-            *items,
-            "",
-            "{} of {} tuning runs and {} of {} fresh runs are made. ".format(
-                *made["tuning"], *made["fresh"]
-            )
-            + status,
-            "Its design, amendments and claims: {ref}`the protocol page "
-            "<sec-protocol-followup>` (Tables P.11 to P.14).",
-            "```",
-        ]
+    return (
+        f"It was frozen in git before any of its runs was committed, and trains "
+        f"{len(registered.SEEDS)} new seeds per arm. "
+        + "{} of {} tuning runs and {} of {} fresh runs are made. ".format(
+            *made["tuning"], *made["fresh"]
+        )
+        + status
+        + " Its design, amendments and claims: {ref}`the protocol page "
+        "<sec-protocol-followup>` (Tables P.11 to P.14)."
     )
 
 

@@ -95,6 +95,15 @@ NOTHING_TO_RECOVER = (
     "Where pruning cost nothing measurable, a recovery has nothing to recover from."
 )
 
+#: Each confound's short name, for a table's header (ch. 12b's Table 12b.2), in the order above.
+CONFOUND_NAMES = {
+    POSITIONAL_LR_CONFOUND: "×10 positional learning rate",
+    LOCAL_DROPOUT_CONFOUND: "Local attention's dropout",
+    SCHEDULE_CONFOUND: "ResNet18's step schedule",
+    NO_CONTROL_CONFOUND: "No retrained control",
+    NOTHING_TO_RECOVER: "Nothing to recover",
+}
+
 
 @dataclass(frozen=True)
 class ClaimRecord:

@@ -128,35 +128,39 @@ def test_the_followup_amendment_table_lists_each_amendment():
     assert freeze.FOLLOWUP_AMENDMENT_COMMIT[:10] in record
 
 
-def test_the_followup_box_stands_beside_the_frozen_verdicts_and_counts_the_registry():
-    """Chapter 17's planned-study box: each question with the frozen verdict it asks again, and
-    the runs made as the registry counts them (oracle: RUNS and run_state, read here)."""
+def test_the_followup_table_stands_beside_the_frozen_verdicts_and_counts_the_registry():
+    """Chapter 17's follow-up table: one row per question, with the frozen verdict it asks again
+    beside its own verdict and the difference it rests on; the runs made as the registry counts
+    them (oracle: RUNS and run_state, read here)."""
+    from attnconv.chapters.shared.badges import verdict_badge
     from attnconv.evidence import followup
     from attnconv.evidence.followup_runs import followup_run_name, followup_tuning_runs
     from attnconv.evidence.judge import PENDING, followup_verdicts
     from attnconv.experiments.registry import RUNS, run_state
 
     frozen, fresh = confirmatory_verdicts(), followup_verdicts()
-    text = page.followup_box(frozen, fresh)
-    assert text.startswith("```{admonition} The registered follow-up")
-    assert text.endswith("```")
+    rows = page.followup_table(frozen, fresh).data.splitlines()[2:]
     assert set(page.FOLLOWUP_OF) == set(followup.all_claims())
-    for key, base in page.FOLLOWUP_OF.items():
+    assert len(rows) == len(page.FOLLOWUP_OF)
+    for row, (key, base) in zip(rows, page.FOLLOWUP_OF.items()):
+        cells = [c.strip() for c in row.strip("|").split(" | ")]
         assert base in protocol.CLAIMS
-        assert (
-            f"Asks again *{page.claim_name(base)}*, which the frozen protocol found "
-            f"*{frozen[base].verdict}*." in text
-        )
-        if fresh[key].verdict != PENDING:
-            got = fresh[key]
-            said = f"The follow-up finds *{got.verdict}*: "
-            if (
-                got.interval is not None
-            ):  # with the number it rests on, as the judge prints it
-                said += got.interval.compact(
-                    got.scale, got.unit, got.digits, named=True
-                )
-            assert said in text
+        assert cells[0] == page.claim_name(base)
+        assert cells[2] == verdict_badge(frozen[base].verdict)
+        got = fresh[key]
+        if got.verdict == PENDING:
+            assert cells[3:] == ["pending", "pending"]
+            continue
+        assert cells[3] == verdict_badge(got.verdict)
+        if got.interval is not None:  # the judge's own numbers, formatted here
+            iv = got.interval
+            assert cells[4].startswith(
+                f"{100 * iv.estimate:+.1f}".replace("-", "\u2212")
+            )
+            assert cells[4].endswith("]") and cells[4].count(",") == 1
+        else:  # an interval over seeds only: the judge states it in its detail
+            assert cells[4] == got.detail.split(" (")[0].replace(", 95 % CI ", " ")
+    text = page.followup_status(fresh)
     made = lambda names: sum(
         n in RUNS and run_state(RUNS[n]) == "present" for n in names
     )
@@ -166,7 +170,7 @@ def test_the_followup_box_stands_beside_the_frozen_verdicts_and_counts_the_regis
         f"{made(tuning)} of {len(tuning)} tuning runs and "
         f"{made(seeds)} of {len(seeds)} fresh runs are made." in text
     )
-    assert f"on {len(followup.SEEDS)} new seeds per arm" in text
+    assert f"trains {len(followup.SEEDS)} new seeds per arm" in text
     assert "<sec-protocol-followup>" in text
 
 

@@ -52,11 +52,26 @@ def test_off_setting_runs_are_gathered_under_one_line():
     assert f"**{REPRODUCED}**" in text
 
 
-def test_confounds_are_named_once():
-    a = _claim(confounds=("Confound one.",))
-    b = _claim(confounds=("Confound one.", "Confound two."))
-    note = pv.confounds_note([a, b])
-    assert note.count("Confound one.") == 1 and note.count("Confound two.") == 1
+def test_confounds_are_named_once_and_tabled_by_claim():
+    """Each confound once in the numbered list, with its short name; the table has a row per
+    claim a confound touches and a dot in the column of each confound that touches it."""
+    from attnconv.experiments.claims import (
+        CONFOUND_NAMES,
+        NO_CONTROL_CONFOUND,
+        SCHEDULE_CONFOUND,
+    )
+
+    a = _claim(confounds=(SCHEDULE_CONFOUND,))
+    b = _claim(confounds=(SCHEDULE_CONFOUND, NO_CONTROL_CONFOUND))
+    b = replace(b, key="pruning_recovers")
+    c = replace(_claim(), key="pruning_hurts")  # touched by none
+    note = pv.confounds_note([a, b, c])
+    assert note.count(SCHEDULE_CONFOUND[:40]) == 1 and note.count("1. **") == 1
+    assert f"2. **{CONFOUND_NAMES[NO_CONTROL_CONFOUND]}.**" in note
+    rows = pv.confounds_table([a, b, c]).data.splitlines()
+    assert rows[0].count("|") == 4  # claim + two confounds
+    body = [[x.strip() for x in r.strip("|").split("|")] for r in rows[2:]]
+    assert [r[1:] for r in body] == [["●", ""], ["●", "●"]]
 
 
 @pytest.mark.parametrize("verdict", [REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE])
@@ -466,10 +481,11 @@ def test_chapter_17s_lists_give_each_claim_its_number_and_card():
             assert flip in line
 
 
-def test_chapter_17s_lists_name_a_larger_baseline_and_leave_the_follow_up_to_its_section():
-    """Every line whose claim compares an arm with the protocol's ResNet18 says how much larger
-    that ResNet18 is (from the fresh runs' parameter counts); no other line names a baseline,
-    and no line repeats the follow-up's answers (ch. 17 gives them once, in their section)."""
+def test_chapter_17_names_a_larger_baseline_once_and_leaves_the_follow_up_to_its_section():
+    """One sentence above the lists names every claim that compares an arm with the protocol's
+    ResNet18 and how much larger that ResNet18 is (from the fresh runs' parameter counts); no
+    list line repeats it, and no line repeats the follow-up's answers (ch. 17 gives them once,
+    in their section)."""
     import re
 
     from attnconv.evidence.judge import PENDING, arm_runs, followup_verdicts
@@ -478,6 +494,7 @@ def test_chapter_17s_lists_name_a_larger_baseline_and_leave_the_follow_up_to_its
 
     claims = pv.counted([c for g in pv.GROUPS for c in pv.book_claims().get(g, [])])
     lines = dict(zip([c.key for c in claims], _items(pv.verdict_list(claims))))
+    sentence = pv.baseline_sentence(claims)
     size = {
         a: arm_runs(a, CONFIRMATORY_SEEDS[:1])[0].history["num_parameters"]
         for a in ("resnet18", "learned", "quadratic")
@@ -488,12 +505,11 @@ def test_chapter_17s_lists_name_a_larger_baseline_and_leave_the_follow_up_to_its
         ratio = size["resnet18"] / size[rival]
         assert ratio > 5
         assert (
-            f"against a ResNet18 {ratio:.1f} times the {rival} model's size"
-            in lines[key]
+            f"{ratio:.1f} times the {rival} model's size ({CLAIMS[key].title})"
+            in sentence
         )
-    assert sorted(k for k, ln in lines.items() if "against a ResNet18" in ln) == sorted(
-        against
-    )
+    assert sentence.count(" times the ") == len(against)
+    assert not any("against a ResNet18" in ln for ln in lines.values())
     # the follow-up's answers are told once, in ch. 17's section on it: not in the lists
     follow = followup_verdicts()
     for frozen, asked in pv.MAP_FOLLOWUP.items():
@@ -504,23 +520,22 @@ def test_chapter_17s_lists_name_a_larger_baseline_and_leave_the_follow_up_to_its
     assert not any(re.search(r"\{bdg-", ln) for ln in lines.values())
 
 
-def test_chapter_17s_box_gives_each_judged_follow_up_claim_its_word_and_number():
-    """The box's follow-up line: every judged follow-up claim in words with its verdict's short
-    word and its difference as the judge prints it; nothing when all are pending."""
-    from attnconv.chapters.shared.badges import verdict_number, verdict_word
+def test_chapter_17s_box_counts_the_judged_follow_up_claims():
+    """The box's follow-up line: how many follow-up questions are judged and their verdicts,
+    counted by a plain loop over the judge's verdicts; nothing when all are pending."""
+    from attnconv.chapters.shared.badges import verdict_word
     from attnconv.evidence.judge import PENDING, followup_verdicts
 
     got = followup_verdicts()
     line = pv.followup_bullet()
-    judged = {k: v for k, v in got.items() if v.verdict != PENDING}
-    assert set(pv.FOLLOWUP_WORDS) == set(got)
+    judged = [v.verdict for v in got.values() if v.verdict != PENDING]
     assert bool(line) == bool(judged)
-    for k, v in judged.items():
-        number = verdict_number(v).split(", 95 %")[0]
-        assert f"{pv.FOLLOWUP_WORDS[k]}, *{verdict_word(v.verdict)}* ({number})" in line
-    assert pv._margin_words(0.02) == " (margin 2 points)"
-    assert pv._margin_words(0.01) == " (margin 1 point)"
-    assert pv._margin_words(None) == ""
+    if judged:
+        assert f"outside the tally: {len(judged)} questions, " in line
+        for verdict in set(judged):
+            k = sum(1 for v in judged if v == verdict)
+            assert f"{k} {verdict_word(verdict)}" in line
+        assert "tab-what-holds-followup" in line
 
 
 def test_the_scorecard_has_a_bar_for_the_follow_up_outside_the_tally():
