@@ -10,7 +10,9 @@ from typing import Mapping, Optional, Sequence
 
 import numpy as np
 
+from ...core.map_measures import distance_to_uniform, mean_attention_distance
 from ...experiments.checkpoints import Run
+from .depth_measures import NEAR_UNIFORM_TV
 from .gaussian_maps import draw_mass_ellipses, gaussian_head_maps, mass_ellipse
 from .plotting import COLUMN_INCHES, label_colour, model_colour
 from .trained_heads import center_trajectories, layer_records
@@ -20,6 +22,7 @@ __all__ = [
     "plot_trajectories_per_layer",
     "plot_layer_contours",
     "plot_head_grid",
+    "plot_layer_heads",
     "plot_accuracy_curves",
 ]
 
@@ -563,6 +566,134 @@ def plot_head_grid(
         title=f"{model}, {h}×{w} tokens"
         + ("" if window is None else f"; close-up: {2 * window + 1}×{2 * window + 1}"),
         title_fontsize=9,
+    )
+    return fig
+
+
+#: The size (points) of a head's centre mark in :func:`plot_layer_heads` (6 px on the page).
+LAYER_CENTRE_PT = 4.0
+
+
+def plot_layer_heads(
+    history: dict,
+    grid: Sequence[int],
+    layers: Optional[Sequence[int]] = None,
+    query: Optional[Sequence[int]] = None,
+    mass: float = 0.5,
+    one_key: Optional[float] = None,
+    epoch: int = -1,
+    width: float = COLUMN_INCHES,
+):
+    """The paper's Fig. 3 (ICLR Fig. 4) as the paper draws it: one panel per layer in ``layers``
+    (0-based; default all), in one row, with all the layer's heads overlaid, one colour per head
+    (the palette of :func:`plot_center_trajectories`). Each head is its ``mass`` ellipse (filled
+    lightly) and its centre (a dot), around the query token (red square). Every panel spans the
+    whole token grid, in shifts from the query (tokens; rows down), so distances compare across
+    layers. A nearly uniform head (its map within total-variation distance
+    :data:`~attnconv.chapters.shared.depth_measures.NEAR_UNIFORM_TV` of the uniform map) is not
+    drawn: a note in the panel's corner counts such heads. Under each layer's name, its attention
+    distance: E‖k − q‖ under each head's map (:func:`gaussian_head_maps`), averaged over the
+    layer's heads. With ``one_key``, the key holding more than that share of a head's attention is
+    drawn as a disc in the head's colour, outlined in black."""
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import to_rgb
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Ellipse, Rectangle
+
+    records = layer_records(history, epoch)
+    with_heads = [i for i, r in enumerate(records) if "centers" in r]
+    layers = with_heads if layers is None else [int(i) for i in layers]
+    if not layers or any(i not in with_heads for i in layers):
+        raise ValueError(
+            f"layers {layers} not among the layers with heads {with_heads}"
+        )
+    h, w = (int(s) for s in grid)
+    query = (h // 2, w // 2) if query is None else tuple(int(q) for q in query)
+    panel = width / len(layers)
+    fig, axes = plt.subplots(
+        1,
+        len(layers),
+        figsize=(width, panel + 0.75),
+        squeeze=False,
+        sharex=True,
+        sharey=True,
+        layout="constrained",
+    )
+    fig.get_layout_engine().set(w_pad=0.01, h_pad=0.02, wspace=0.0)
+    swap = np.array([[0, 1], [1, 0]])  # (row, column) -> (x = column, y = row)
+    rows = (-query[0] - 0.5, h - query[0] - 0.5)
+    cols = (-query[1] - 0.5, w - query[1] - 0.5)
+    for ax, i in zip(axes[0], layers):
+        record = records[i]
+        centers = np.asarray(record["centers"], dtype=np.float64).reshape(-1, 2)
+        inverse = np.asarray(record["inverse_covariance"], dtype=np.float64)
+        inverse = inverse.reshape(-1, 2, 2)
+        maps = gaussian_head_maps(record, (h, w), query)
+        uniform = (distance_to_uniform(maps) < NEAR_UNIFORM_TV).tolist()
+        distance = float(mean_attention_distance(maps, query).mean())
+        keys = _one_key_keys(record, (h, w), query, one_key)
+        ax.add_patch(
+            Rectangle((-0.5, -0.5), 1, 1, fill=False, ec="black", lw=1.4, zorder=4)
+        )
+        for k, colour in enumerate(_head_colors(len(centers))):
+            if uniform[k]:
+                continue
+            width_k, height_k, angle = mass_ellipse(swap @ inverse[k] @ swap, mass)
+            x, y = centers[k, 1], centers[k, 0]
+            for fill in (True, False):  # a light fill under a full outline
+                ax.add_patch(
+                    Ellipse(
+                        (x, y),
+                        min(width_k, 4.0 * max(h, w)),
+                        min(height_k, 4.0 * max(h, w)),
+                        angle=angle,
+                        fill=fill,
+                        fc=(*to_rgb(colour), 0.15) if fill else "none",
+                        ec="none" if fill else colour,
+                        lw=1.1,
+                        zorder=2,
+                    )
+                )
+            ax.plot(x, y, "o", color=colour, ms=LAYER_CENTRE_PT, mew=0, zorder=3)
+            if keys[k] is not None:
+                ax.plot(
+                    keys[k][1] - query[1], keys[k][0] - query[0], "o",
+                    mfc="none", mec="black", mew=1.0, ms=ONE_KEY_MARKER_PT, zorder=5,
+                )  # fmt: skip
+        if any(uniform):
+            ax.text(
+                0.04, 0.03, f"{sum(uniform)} uniform", transform=ax.transAxes,
+                fontsize=8.5, ha="left", va="bottom",
+            )  # fmt: skip
+        ax.set_xlim(*cols), ax.set_ylim(rows[1], rows[0])
+        ax.set_aspect("equal")
+        ax.set_title(f"layer {i + 1}\n{distance:.1f} tokens", fontsize=9)
+        ax.grid(alpha=0.3, lw=0.6)
+    ticks = [t for t in (-8, -4, 0, 4, 8) if cols[0] <= t <= cols[1]]
+    axes[0, 0].set_xticks(ticks), axes[0, 0].set_yticks(ticks)
+    for ax in axes[0, 1:]:  # the first panel's tick labels serve the row
+        ax.tick_params(labelbottom=False, length=0)
+    axes[0, 0].tick_params(length=2, pad=1)
+    handles = [
+        Line2D([], [], color="black", marker="s", mfc="none", ms=7, ls="", label="query"),
+        Line2D([], [], color="0.3", marker="o", ms=LAYER_CENTRE_PT, mew=0, ls="",
+               label="head centre"),
+        Ellipse((0, 0), 1, 1, fc=(*to_rgb("0.3"), 0.15), ec="0.3", lw=1.1,
+                label=f"{100 * mass:g} % of its attention"),
+    ]  # fmt: skip
+    if one_key is not None:
+        handles.append(
+            Line2D([], [], marker="o", mfc="none", mec="black", mew=1.0,
+                   ms=ONE_KEY_MARKER_PT, ls="", label=f"key with > {100 * one_key:g} %")
+        )  # fmt: skip
+    fig.legend(
+        handles=handles,
+        loc="outside lower center",
+        ncol=len(handles),
+        fontsize=8.5,
+        frameon=False,
+        handletextpad=0.4,
+        columnspacing=1.2,
     )
     return fig
 
