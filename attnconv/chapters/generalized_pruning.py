@@ -23,13 +23,15 @@ unpruned value). This module holds what the chapter needs:
 * :func:`initial_drop` — what pruning costs before retraining, from a saved pruning study (the
   verdict on "this ablation initially hurts a bit": :mod:`attnconv.chapters.paper_verdicts`);
 * :func:`plot_heads_by_layer` (Fig. 7), :func:`plot_eigenvalues`, :func:`plot_pruning` (Fig. 8),
-  :func:`pruning_table` (Fig. 9's table).
+  :func:`pruning_table` (Fig. 9's table),
+  :func:`reduction_table` and the chapter's other tables, as Markdown.
 """
 
 from __future__ import annotations
 
 import copy
 import math
+import re
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import torch
@@ -55,6 +57,7 @@ from ..experiments.studies_pruning import (
 )
 from .shared.gaussian_maps import draw_mass_contours, head_attention_maps
 from .shared.plotting import COLUMN_INCHES, model_colour
+from .shared.tables import markdown_table
 
 __all__ = [
     "pruned_per_layer",
@@ -71,6 +74,13 @@ __all__ = [
     "NOISE_STANDARD_ERRORS",
     "initial_drop",
     "pruning_table",
+    "reduction_table",
+    "pruned_counts_table",
+    "pilot_heads_table",
+    "by_layer",
+    "pilot_rule_table",
+    "pilot_pruning_table",
+    "verdicts_table",
     "paper_pruning_reduction",
 ]
 
@@ -535,43 +545,167 @@ def _paper_size_pruned_macs(pruned_heads: int = 15) -> Tuple[int, int]:
     return analytic_macs(cfg).dense, analytic_macs(cfg, heads).dense
 
 
-def pruning_table(study: dict, profile: str) -> str:
-    """Fig. 9's table as text: test accuracy, parameters and FLOPs (2 × Linear MACs, the paper's
-    way, :func:`attnconv.experiments.flops.analytic_macs`) of our run before pruning, after pruning its
-    degenerate heads, and after retraining; then the paper-size model with 15 heads pruned (our
-    exact counts, :func:`attnconv.experiments.models.parameter_count_table`) and the paper's numbers."""
+def _table(
+    columns: Sequence[str], rows: Sequence[Sequence[object]], align: str = ""
+) -> str:
+    """A Markdown table's text (:func:`~attnconv.chapters.shared.tables.markdown_table`)."""
+    return markdown_table(columns, rows, align).data
+
+
+def _percent(fraction) -> str:
+    """A test accuracy (a fraction, or the paper's "0.934") in percent: ``93.4 %``."""
+    return f"{100 * float(fraction):.1f} %"
+
+
+def _paper_count(text: str) -> str:
+    """The paper's "12.1M" or "6.2B" with a space before its unit."""
+    return f"{text[:-1]} {text[-1]}"
+
+
+def pruning_table(study: dict) -> str:
+    """Fig. 9's table as Markdown: test accuracy, parameters and FLOPs (2 × Linear MACs, the
+    paper's way, :func:`attnconv.experiments.flops.analytic_macs`) of our run before pruning,
+    after pruning its degenerate heads, and after retraining; then the paper-size model with 15
+    heads pruned (our exact counts, :func:`attnconv.experiments.models.parameter_count_table`)
+    and the paper's numbers."""
     k_sel = count_selected(study["selected"])
     acc0 = study["curve"]["degenerate_first"][0]
     acc1 = study["curve"]["degenerate_first"][k_sel]
     ret = next((r for r in study["retrained"] if r["k"] == k_sel), None)
     p0, p1 = study["parameters"]["before"], study["parameters"]["after"]
     f0, f1 = 2 * study["macs"]["before"]["dense"], 2 * study["macs"]["after"]["dense"]
-    n_heads = len(study["order"])
-    lines = [
-        f"{profile} profile, {study['base_epochs']} epochs ({n_heads} heads; {k_sel} degenerate):",
-        f"  {'model':<44} {'test acc':>8} {'params':>12} {'MFLOPs':>9}",
-        f"  {'generalized, before pruning':<44} {acc0:>8.3f} {p0:>12,} {f0 / 1e6:>9.1f}",
-        f"  {f'pruned ({k_sel} heads), no retraining':<44} {acc1:>8.3f} {p1:>12,} {f1 / 1e6:>9.1f}",
+    rows = [
+        ["ours, before pruning", _percent(acc0), f"{p0:,}", f"{f0 / 1e6:.1f} M"],
+        [f"ours, {k_sel} heads pruned", _percent(acc1), f"{p1:,}", f"{f1 / 1e6:.1f} M"],
     ]
     if ret is not None:
-        label = f"pruned + {study['retrain_epochs']} epochs of retraining (lr ÷ 10)"
-        lines.append(
-            f"  {label:<44} {ret['test_acc'][-1]:>8.3f} {p1:>12,} {f1 / 1e6:>9.1f}"
+        rows.append(
+            [
+                f"ours, pruned, then retrained {study['retrain_epochs']} epochs",
+                _percent(ret["test_acc"][-1]),
+                f"{p1:,}",
+                f"{f1 / 1e6:.1f} M",
+            ]
         )
-    rows = {r["model"]: r for r in parameter_count_table(15)}
+    counts = {r["model"]: r for r in parameter_count_table(15)}
     d0, d1 = _paper_size_pruned_macs(15)
-    n0, n1 = rows["generalized"]["ours"], rows["generalized_pruned"]["ours"]
-    lines += [
-        "paper-size model (6 layers × 9 heads, 16×16 tokens, hidden 400), our exact counts:",
-        f"  {'generalized':<44} {'':>8} {n0:>12,} {2 * d0 / 1e6:>9.0f}",
-        f"  {'15 heads pruned':<44} {'':>8} {n1:>12,} {2 * d1 / 1e6:>9.0f}",
-        f"  reduction: parameters {100 * (1 - n1 / n0):.1f}%, FLOPs {100 * (1 - d1 / d0):.1f}%",
-        f"the paper's Fig. 9: {rows['generalized']['paper']} → {rows['generalized_pruned']['paper']} parameters, "
-        f"{PAPER_FIG9['flops'][0]} → {PAPER_FIG9['flops'][1]} FLOPS, 15 of 54 heads pruned,",
-        f"  accuracy {PAPER_FIG9['accuracy'][0]} → {PAPER_FIG9['accuracy'][1]} "
-        "(after retraining with lr ÷ 10).",
+    n0, n1 = counts["generalized"]["ours"], counts["generalized_pruned"]["ours"]
+    acc, params, flops = (PAPER_FIG9[k] for k in ("accuracy", "parameters", "flops"))
+    rows += [
+        ["paper size, our exact count", "—", f"{n0:,}", f"{2 * d0 / 1e9:.2f} B"],
+        ["paper size, 15 heads pruned", "—", f"{n1:,}", f"{2 * d1 / 1e9:.2f} B"],
+        ["the paper's Fig. 9", _percent(acc[0])]
+        + [_paper_count(params[0]), _paper_count(flops[0])],
+        ["the paper's Fig. 9, 15 heads pruned", _percent(acc[1])]
+        + [_paper_count(params[1]), _paper_count(flops[1])],
     ]
-    return "\n".join(lines)
+    return _table(["model", "test accuracy", "parameters", "FLOPs"], rows)
+
+
+def reduction_table() -> str:
+    """What pruning 15 of 54 heads removes, in percent: by the paper's own Fig. 9 numbers
+    (:func:`paper_pruning_reduction`) and by our exact counts of the paper-size model."""
+    red = paper_pruning_reduction()
+    counts = {r["model"]: r for r in parameter_count_table(15)}
+    n0, n1 = counts["generalized"]["ours"], counts["generalized_pruned"]["ours"]
+    d0, d1 = _paper_size_pruned_macs(15)
+    heads = f"{100 * red['heads']:.1f} %"
+    rows = [
+        ["the paper's Fig. 9"]
+        + [f"{100 * red[k]:.1f} %" for k in ("parameters", "flops")]
+        + [heads],
+        ["our exact counts"]
+        + [f"{100 * (1 - n1 / n0):.1f} %", f"{100 * (1 - d1 / d0):.1f} %", heads],
+    ]
+    return _table(["removed, by", "parameters", "FLOPs", "heads"], rows)
+
+
+def pruned_counts_table(counts: Dict[str, Sequence[int]]) -> str:
+    """Heads pruned per layer, one row per rule (``{name: [count per layer]}``), and the total."""
+    n = max(len(c) for c in counts.values())
+    rows = [[name, *c, sum(c)] for name, c in counts.items()]
+    return _table(
+        ["heads pruned", *(f"layer {i + 1}" for i in range(n)), "total"], rows
+    )
+
+
+def pilot_heads_table(rows: Sequence[dict], num_layers: int) -> str:
+    """The pilot's heads per layer from :func:`head_table` rows: how many have a condition
+    number above 2 (not isotropic), and the median largest eigenvalue of Σ⁻¹ (sharpness)."""
+    out = []
+    for layer in range(num_layers):
+        mine = [r for r in rows if r["layer"] == layer]
+        median = sorted(r["lambda_max"] for r in mine)[len(mine) // 2]
+        stretched = sum(r["condition"] > 2 for r in mine)
+        out.append([layer + 1, f"{stretched} of {len(mine)}", f"{median:.2f}"])
+    columns = ["layer", "heads with condition number > 2"]
+    return _table([*columns, "median largest eigenvalue of Σ⁻¹"], out)
+
+
+def by_layer(selection: Dict[int, Sequence[int]]) -> str:
+    """Pruned heads numbered from 1: ``"layer 1: heads 2, 3; layer 2: heads 1, 9"``."""
+    text = "; ".join(
+        f"layer {layer + 1}: heads {', '.join(str(h + 1) for h in hs)}"
+        for layer, hs in sorted(selection.items())
+        if hs
+    )
+    return text or "none"
+
+
+def pilot_rule_table(
+    rows: Sequence[dict], rules: Dict[str, Dict[int, Sequence[int]]]
+) -> str:
+    """One row per condition threshold (``{threshold text: selection}``): the heads the rule
+    prunes and the largest condition number among the heads it keeps (:func:`head_table` rows)."""
+    out = []
+    for name, selection in rules.items():
+        pruned = {(layer, h) for layer, hs in selection.items() for h in hs}
+        kept = max(
+            r["condition"] for r in rows if (r["layer"], r["head"]) not in pruned
+        )
+        out.append([name, by_layer(selection), f"{kept:.0f}"])
+    columns = ["condition threshold", "heads pruned", "largest condition number kept"]
+    return _table(columns, out, "llr")
+
+
+def pilot_pruning_table(study: dict) -> str:
+    """The pilot's pruning study: test accuracy unpruned, with its degenerate heads pruned
+    before and after retraining, and with as many random heads pruned (the range of the
+    orders)."""
+    acc = study["curve"]["degenerate_first"]
+    k = count_selected(study["selected"])
+    after = next(r for r in study["retrained"] if r["k"] == k)["test_acc"][-1]
+    random_k = [order[k] for order in study["curve"]["random"]]
+    rows = [
+        ["unpruned", _percent(acc[0])],
+        [f"{k} degenerate heads pruned", _percent(acc[k])],
+        [f"the same, retrained {study['retrain_epochs']} epochs", _percent(after)],
+        [
+            f"{k} random heads pruned",
+            f"{_percent(min(random_k))} to {_percent(max(random_k))}",
+        ],
+    ]
+    return _table(["model", "test accuracy"], rows)
+
+
+#: A difference with its interval as the verdicts print it: "+1.5 points, 95 % CI [+0.5, +2.6]".
+_NUMBER = re.compile(
+    r"(?P<diff>[+−-]?[0-9.]+) points?, 95 % CI (?P<interval>\[[^\]]+\])"
+)
+
+
+def verdicts_table(rows: Sequence[Sequence[str]]) -> str:
+    """The pruning claims' differences side by side: ``rows`` of (question, runs, the verdict's
+    number as the judge prints it, verdict); the number split into its difference (points)
+    and its 95 % interval."""
+    out = []
+    for question, runs, number, verdict in rows:
+        m = _NUMBER.match(number)
+        if m is None:
+            raise ValueError(f"not a difference with its interval: {number!r}")
+        out.append([question, runs, m["diff"], m["interval"], verdict])
+    columns = ["question", "runs", "difference (points)", "95 % interval", "verdict"]
+    return _table(columns, out, "llrrl")
 
 
 # --------------------------------------------------------------------------- "initially hurts a bit"

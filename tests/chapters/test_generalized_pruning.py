@@ -349,7 +349,7 @@ def test_figures_and_table(data):
     assert [a.get_ylabel() for a in fig2.axes] == ["test accuracy (%)"] * 2
     first = fig2.axes[0].lines[0].get_ydata()
     assert list(first) == [100 * v for v in study["curve"]["degenerate_first"]]
-    table = gf.pruning_table(study, "cpu")
+    table = gf.pruning_table(study)
     assert "12,087,006" in table and "9,686,916" in table
     assert (
         f"{study['parameters']['before']:,}" in table
@@ -358,6 +358,40 @@ def test_figures_and_table(data):
     import matplotlib.pyplot as plt
 
     plt.close("all")
+
+
+def test_chapter_tables_are_markdown_with_the_numbers():
+    counts = gf.pruned_counts_table(
+        {"the paper": [2, 4, 1, 2, 6, 0], "ours": [0, 1, 2, 0, 2, 0]}
+    )
+    assert counts.splitlines()[0].startswith("| heads pruned | layer 1 |")
+    assert "| the paper | 2 | 4 | 1 | 2 | 6 | 0 | 15 |" in counts
+    assert "| ours | 0 | 1 | 2 | 0 | 2 | 0 | 5 |" in counts
+    red = gf.reduction_table()
+    assert "| the paper's Fig. 9 | 19.8 % | 21.0 % | 27.8 % |" in red
+    assert (
+        gf.by_layer({1: [0, 8], 0: [1, 2]})
+        == "layer 1: heads 2, 3; layer 2: heads 1, 9"
+    )
+    assert gf.by_layer({0: []}) == "none"
+    rows = [
+        {"layer": 0, "head": 0, "lambda_max": 1.0, "condition": 1e6},
+        {"layer": 0, "head": 1, "lambda_max": 2.0, "condition": 3.0},
+        {"layer": 1, "head": 0, "lambda_max": 4.0, "condition": 1.5},
+    ]
+    rule = gf.pilot_rule_table(rows, {"10⁵": {0: [0]}})
+    assert "| 10⁵ | layer 1: heads 1 | 3 |" in rule  # the largest kept: 3
+    heads = gf.pilot_heads_table(rows, 2)
+    assert "| 1 | 2 of 2 | 2.00 |" in heads and "| 2 | 0 of 1 | 4.00 |" in heads
+
+
+def test_verdicts_table_splits_the_difference_from_its_interval():
+    table = gf.verdicts_table(
+        [("cost", "seed 0", "+0.5 points, 95 % CI [−1.2, +2.2] (paired)", "badge")]
+    )
+    assert "| cost | seed 0 | +0.5 | [−1.2, +2.2] | badge |" in table
+    with pytest.raises(ValueError):
+        gf.verdicts_table([("cost", "seed 0", "8 of 8 seeds", "badge")])
 
 
 def test_paper_pruning_reduction_is_a_fifth_not_a_fourth():
