@@ -122,7 +122,6 @@ __all__ = [
     "tallies_table",
     "confounds_table",
     "baseline_sentence",
-    "pruned_counts_table",
     "six_layer_keys",
     "SIX_LAYERS_ADDED",
     "THEORY_RESULTS",
@@ -253,24 +252,6 @@ def _pruned_per_layer(run) -> Dict[str, List[int]]:
         )
         for what, name in _PRUNE_AT.items()
     }
-
-
-def pruned_counts_table(deep_profile: Optional[str] = None):
-    """App. A.1's heads pruned per layer: the paper's one run, and the book's six-layer
-    generalized run at the paper's thresholds and at its authors' code's: one row each, a column
-    per layer and the total (ch. 17, shown apart: a description, not a verdict)."""
-    from ..experiments.paper_numbers import PAPER_PRUNED_PER_LAYER
-    from .shared.tables import markdown_table
-
-    runs, _ = load_saved_runs(depth.DEEP_RUNS, deep_profile or depth.DEEP_PROFILE)
-    rows = {"the paper's run (App. A.1)": list(PAPER_PRUNED_PER_LAYER)}
-    if "generalized" in runs:
-        for what, counts in _pruned_per_layer(runs["generalized"]).items():
-            rows[f"the book's run, {what}"] = counts
-    layers = len(PAPER_PRUNED_PER_LAYER)
-    columns = ["run", *(f"layer {i + 1}" for i in range(layers)), "heads"]
-    cells = [[name, *counts, sum(counts)] for name, counts in rows.items()]
-    return markdown_table(columns, cells, "l" + "r" * (layers + 1))
 
 
 #: The CPU benchmark the performance verdict reads, in the book's results folder
@@ -1537,7 +1518,7 @@ def not_counted_markdown(
 ) -> str:
     """The statements the tally leaves out (:func:`not_counted`), one block each: the quote, and
     what the book measures, without a verdict (an exact count; a description beside the
-    paper's one run, whose counts ``counts_ref`` names: :func:`pruned_counts_table`)."""
+    paper's one run, whose counts ``counts_ref`` names: ch. 8's Table 8.1)."""
     blocks = []
     for c in not_counted(claims):
         head = f"**{CLAIMS[c.key].title}.** “{short_quote(c.quote)}” ({c.source})"
