@@ -688,9 +688,9 @@ def pilot_pruning_table(study: dict) -> str:
     return _table(["model", "test accuracy"], rows)
 
 
-#: A difference with its interval as the verdicts print it: "+1.5 points, 95 % CI [+0.5, +2.6]".
+#: A difference with its interval as the verdicts print it: "+1.5 points, 95 % interval [+0.5, +2.6]".
 _NUMBER = re.compile(
-    r"(?P<diff>[+−-]?[0-9.]+) points?, 95 % CI (?P<interval>\[[^\]]+\])"
+    r"(?P<diff>[+−-]?[0-9.]+) points?, 95 % interval (?P<interval>\[[^\]]+\])"
 )
 
 

@@ -488,13 +488,15 @@ def _ends(got: ConfirmatoryVerdict, margin: bool = True) -> str:
 
 def sharpened_detail(got: ConfirmatoryVerdict) -> str:
     """The judge's words on a fresh verdict, on one line, with its interval's ends as
-    :func:`_ends` prints them and the unit after a bare estimate ("+2.75 epochs, 95 % CI":
+    :func:`_ends` prints them and the unit after a bare estimate ("+2.75 epochs, 95 % interval":
     the judge prints the epochs to converge without one); the words keep the judge's numbers
     otherwise."""
     text = _one_line(got.detail)
     if got.interval is None or not got.interval.seed_term_known:
         return text
-    text = re.sub(r"^([+−]?[0-9.]+)(?=, 95 % CI)", rf"\g<1>{got.unit}", text, count=1)
+    text = re.sub(
+        r"^([+−]?[0-9.]+)(?=, 95 % interval)", rf"\g<1>{got.unit}", text, count=1
+    )
     return text.replace(_ends(got, margin=False), _ends(got), 1)
 
 
@@ -551,7 +553,7 @@ def _two_way_holm() -> Dict[str, str]:
 
 
 def _map_number(got: ConfirmatoryVerdict) -> str:
-    """A paper-map cell's number: ``8 of 8 seeds``, or ``−10.0 points, 95 % CI [−12.2, −7.8]``
+    """A paper-map cell's number: ``8 of 8 seeds``, or ``−10.0 points, 95 % interval [−12.2, −7.8]``
     (:func:`_ends`); nothing while pending."""
     if got.verdict == PENDING:
         return ""
@@ -992,9 +994,7 @@ def card_links(claims: Sequence[Claim]) -> str:
         f"{{ref}}`{CLAIMS[c.key].title} <{card_label(c.key)}>` {fresh_badge(c.key)}"
         for c in claims
     ]
-    return "Each of these claims has its card, with every run, on the claims page: " + (
-        "; ".join(links) + "."
-    )
+    return "Every run, claim by claim: " + "; ".join(links) + "."
 
 
 def claim_evidence(claims: Sequence[Claim]) -> str:
@@ -1057,7 +1057,7 @@ def _short_number(got: ConfirmatoryVerdict) -> str:
     """The number that decides a fresh verdict, without its bounds or interval (Table 17.2
     gives them): "8 of 8 seeds", "−2.9 points"."""
     first = clauses(sharpened_detail(got))[0].replace(_BOUNDS_NOTE, "")
-    return re.split(r" \(share|, 95 % CI", first)[0]
+    return re.split(r" \(share|, 95 % interval", first)[0]
 
 
 def _baseline_ratio(key: str) -> Optional[Tuple[str, float]]:

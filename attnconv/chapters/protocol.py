@@ -709,7 +709,7 @@ def _followup_number(v: ConfirmatoryVerdict) -> str:
     if v.interval is not None:
         return v.interval.compact(v.scale, v.unit, v.digits)
     return verdict_number(v).replace(
-        ", 95 % CI ", " "
+        ", 95 % interval ", " "
     )  # seeds only: the detail states it
 
 
@@ -791,7 +791,7 @@ def matched_resnet_sentence(followup: Dict[str, ConfirmatoryVerdict]) -> str:
             f"verdict waits for its fresh runs ({made} of {of} made)."
         )
     margin = 100 * registered.CLAIMS["close_to_resnet_matched"].margin
-    interval = v.number((-margin,)).split(", ", 1)[1]  # "95 % CI [..., ...]"
+    interval = v.number((-margin,)).split(", ", 1)[1]  # "95 % interval [..., ...]"
     flips = [f"with the {alt} it would read *{w}*" for alt, w in v.alternatives.items()
              if w != v.verdict]  # fmt: skip
     fragile = (

@@ -87,7 +87,7 @@ class ConfirmatoryVerdict:
 
     def number(self, boundaries: Sequence[float] = ()) -> str:
         """The difference it rests on with its 95 % interval, as the book prints it
-        (``−3.8 points, 95 % CI [−6.3, −1.2]``; an end that rounds onto one of ``boundaries``
+        (``−3.8 points, 95 % interval [−6.3, −1.2]``; an end that rounds onto one of ``boundaries``
         gets one more digit)."""
         return self.interval.compact(
             self.scale, self.unit, self.digits, boundaries, named=True

@@ -522,10 +522,10 @@ class Interval:
     def format(
         self, scale: float = 100.0, unit: str = " points", digits: int = 1
     ) -> str:
-        """``+4.7 points, 95 % CI [+3.1, +6.3] (paired, 5 v 5 seeds)``; with one run on a side
+        """``+4.7 points, 95 % interval [+3.1, +6.3] (paired, 5 v 5 seeds)``; with one run on a side
         (the spread over seeds unknown) no interval: ``+3 heads (1 v 1 seed; one run on a side:
         no interval)``. Negative numbers carry a true minus sign (−, U+2212), as the book's
-        text prints them: ``−2.9 points, 95 % CI [−4.8, −1.0]``."""
+        text prints them: ``−2.9 points, 95 % interval [−4.8, −1.0]``."""
 
         def f(v: float) -> str:
             return _signed(v, scale, digits)
@@ -543,7 +543,7 @@ class Interval:
             one = "one run" if self.method == SEEDS_PAIRED else "one run on a side"
             return f"{f(self.estimate)}{unit} ({seeds[2:]}; {one}: no interval)"
         return (
-            f"{f(self.estimate)}{unit}, 95 % CI [{f(self.lo)}, {f(self.hi)}] "
+            f"{f(self.estimate)}{unit}, 95 % interval [{f(self.lo)}, {f(self.hi)}] "
             f"({self.method}{seeds}{p})"
         )
 
@@ -570,13 +570,13 @@ class Interval:
         named: bool = False,
     ) -> str:
         """The estimate and its interval for a table cell, ``−10.0 points [−12.2, −7.8]``
-        (ends as :meth:`ends`), or ``named``: ``−10.0 points, 95 % CI [−12.2, −7.8]``; with one
+        (ends as :meth:`ends`), or ``named``: ``−10.0 points, 95 % interval [−12.2, −7.8]``; with one
         run on a side, ``+3 heads: no interval``."""
         head = f"{_signed(self.estimate, scale, digits)}{unit}"
         if not self.seed_term_known:
             return f"{head}: no interval"
         lo, hi = self.ends(scale, digits, boundaries)
-        return f"{head}{', 95 % CI ' if named else ' '}[{lo}, {hi}]"
+        return f"{head}{', 95 % interval ' if named else ' '}[{lo}, {hi}]"
 
 
 def _signed(v: float, scale: float, digits: int) -> str:
@@ -646,7 +646,7 @@ def _paired_image_term(a: Side, b: Side) -> float:
 
 
 def accuracy_interval(a: Side) -> Interval:
-    """The 95 % CI of one side's mean accuracy, by the rule's two terms for one side: the seeds
+    """The 95 % interval of one side's mean accuracy, by the rule's two terms for one side: the seeds
     (s²/n) and the test images (:func:`_image_term` of the seeds' mean right/wrong per image when
     every run kept its predictions, :data:`PAIRED`; else the binomial p(1 − p)/N,
     :data:`UNPAIRED`). The interval a table or a figure prints beside a mean accuracy, so that it
@@ -665,7 +665,7 @@ def accuracy_interval(a: Side) -> Interval:
 
 
 def difference_interval(a: Side, b: Side) -> Interval:
-    """The 95 % CI of mean(a) − mean(b) carrying both sources of noise:
+    """The 95 % interval of mean(a) − mean(b) carrying both sources of noise:
 
     * the **seeds**: s²_a/n_a + s²_b/n_b (sample variances over seeds; unknown, and left out with
       ``seed_term_known`` false, when a side has one seed);

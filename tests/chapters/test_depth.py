@@ -107,7 +107,7 @@ def test_structure_claims_use_every_seed_with_their_interval():
     local = _key(claims, "local_then_far")
     assert local.verdict == REPRODUCED and local.kind == "superiority"
     assert (
-        "95 % CI" in local.interval
+        "95 % interval" in local.interval
         and "paired within each run, 3 seeds" in local.interval
     )
     assert any("×10" in x for x in local.confounds)
@@ -760,7 +760,9 @@ def test_paper_map_gives_the_follow_ups_verdict_beside_the_claim_it_asks_again()
             number = (
                 f.interval.compact(f.scale, f.unit, f.digits, named=True)
                 if f.interval is not None
-                else re.match(r"[+−]\d+\.\d points, 95 % CI \[[^]]+\]", f.detail)[0]
+                else re.match(r"[+−]\d+\.\d points, 95 % interval \[[^]]+\]", f.detail)[
+                    0
+                ]
             )
             want = f"{label} {pv.verdict_badge(f.verdict)} {number}"
             assert want in lead.split(pv.MAP_FOLLOWUP_LEAD)[1], (want, lead)

@@ -237,7 +237,7 @@ def test_the_dropdown_sharpens_only_the_interval(judged):
             continue
         line = pv.sharpened_detail(got)
         words = pv._one_line(got.detail)
-        bare = words.split(", 95 % CI")[0]
+        bare = words.split(", 95 % interval")[0]
         if got.interval.seed_term_known and not bare.endswith(got.unit.strip()):
             words = words.replace(bare, bare + got.unit, 1)  # "+2.75" → "+2.75 epochs"
             assert got.unit.strip() and bare[0] in "+−"

@@ -387,7 +387,14 @@ def test_chapter_tables_are_markdown_with_the_numbers():
 
 def test_verdicts_table_splits_the_difference_from_its_interval():
     table = gf.verdicts_table(
-        [("cost", "seed 0", "+0.5 points, 95 % CI [−1.2, +2.2] (paired)", "badge")]
+        [
+            (
+                "cost",
+                "seed 0",
+                "+0.5 points, 95 % interval [−1.2, +2.2] (paired)",
+                "badge",
+            )
+        ]
     )
     assert "| cost | seed 0 | +0.5 | [−1.2, +2.2] | badge |" in table
     with pytest.raises(ValueError):

@@ -159,7 +159,9 @@ def test_the_followup_table_stands_beside_the_frozen_verdicts_and_counts_the_reg
             )
             assert cells[4].endswith("]") and cells[4].count(",") == 1
         else:  # an interval over seeds only: the judge states it in its detail
-            assert cells[4] == got.detail.split(" (")[0].replace(", 95 % CI ", " ")
+            assert cells[4] == got.detail.split(" (")[0].replace(
+                ", 95 % interval ", " "
+            )
     text = page.followup_status(fresh)
     made = lambda names: sum(
         n in RUNS and run_state(RUNS[n]) == "present" for n in names
@@ -324,7 +326,7 @@ def test_the_matched_resnet_sentence_reads_the_follow_ups_verdict():
     text = page.matched_resnet_sentence({"close_to_resnet_matched": got})
     assert text.startswith(
         "Against a ResNet18 narrowed to its size, the learned model is 3.1 points behind "
-        "on 8 new seeds (95 % CI [−5.0, −1.98]): {bdg-warning}`not reproduced`."
+        "on 8 new seeds (95 % interval [−5.0, −1.98]): {bdg-warning}`not reproduced`."
     )
     assert '"Close" allows 2 points, and the interval lies below −2.' in text
     assert "fragile" not in text
@@ -354,11 +356,11 @@ def test_the_pruning_sentence_reads_the_follow_ups_three_pruning_verdicts():
     hurts = verdict(
         "pruning_hurts_fresh",
         REPRODUCED,
-        "+1.5 points, 95 % CI [+0.5, +2.6] (seeds only)",
+        "+1.5 points, 95 % interval [+0.5, +2.6] (seeds only)",
     )
     pending = verdict("pruning_recovers_controlled", "pending", "runs not all made")
     fifteen = verdict(
-        "pruning_recovers_15", INCONCLUSIVE, "−1.2 points, 95 % CI [−2.0, −0.3]"
+        "pruning_recovers_15", INCONCLUSIVE, "−1.2 points, 95 % interval [−2.0, −0.3]"
     )
     three = {
         "pruning_hurts_fresh": hurts,
@@ -373,15 +375,15 @@ def test_the_pruning_sentence_reads_the_follow_ups_three_pruning_verdicts():
     text = page.pruning_followup_sentence(three)
     assert text.startswith(
         "Pruning hurts at first, {bdg-success}`reproduced`: the unpruned model leads by "
-        "+1.5 points, 95 % CI [+0.5, +2.6]."
+        "+1.5 points, 95 % interval [+0.5, +2.6]."
     )
     assert (
         "ends within 1 point of the same model retrained unpruned: the interval of pruned "
         "minus control must lie above −1 point. Against that control it is "
-        "{bdg-muted}`inconclusive` (−0.4 points, 95 % CI [−1.1, +0.2])" in text
+        "{bdg-muted}`inconclusive` (−0.4 points, 95 % interval [−1.1, +0.2])" in text
     )
     assert text.endswith(
-        "{bdg-muted}`inconclusive` with the paper's 15 heads pruned (−1.2 points, 95 % CI "
+        "{bdg-muted}`inconclusive` with the paper's 15 heads pruned (−1.2 points, 95 % interval "
         "[−2.0, −0.3])."
     )
 

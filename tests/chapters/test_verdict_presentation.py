@@ -198,12 +198,12 @@ def test_a_compact_interval_keeps_the_numbers_of_the_formatted_one():
     from attnconv.experiments.verdicts import PAIRED, SEEDS_PAIRED, Interval
 
     paired = Interval(-0.037, -0.077, 0.003, 0.02, 7, 0.05, PAIRED, (8, 8))
-    assert paired.format().startswith("−3.7 points, 95 % CI [−7.7, +0.3] (")
+    assert paired.format().startswith("−3.7 points, 95 % interval [−7.7, +0.3] (")
     assert paired.compact() == "−3.7 points [−7.7, +0.3]"
-    assert paired.compact(named=True) == "−3.7 points, 95 % CI [−7.7, +0.3]"
+    assert paired.compact(named=True) == "−3.7 points, 95 % interval [−7.7, +0.3]"
     seeds = Interval(1.75, 0.39, 3.12, 0.3, 2, 1.0, SEEDS_PAIRED, (3, 3))
     assert seeds.format(scale=1, unit=" tokens", digits=2).startswith(
-        "+1.75 tokens, 95 % CI [+0.39, +3.12] ("
+        "+1.75 tokens, 95 % interval [+0.39, +3.12] ("
     )
     assert (
         seeds.compact(scale=1, unit=" tokens", digits=2)
@@ -283,10 +283,10 @@ def test_clauses_cut_at_semicolons_outside_brackets_only():
 
 def test_paired_label_says_what_is_paired():
     got = pv.paired_over_images(
-        "+4.8 points, 95 % CI [+0.6, +9.0] (paired, 3 v 5 seeds)"
+        "+4.8 points, 95 % interval [+0.6, +9.0] (paired, 3 v 5 seeds)"
     )
     assert got == (
-        "+4.8 points, 95 % CI [+0.6, +9.0] (paired over the test images, 3 v 5 seeds)"
+        "+4.8 points, 95 % interval [+0.6, +9.0] (paired over the test images, 3 v 5 seeds)"
     )
     # a same-model comparison and a seeds-only interval are left as they are
     same = "(paired, one model, exact McNemar)"
@@ -468,9 +468,9 @@ def test_chapter_17s_lists_give_each_claim_its_number_and_card():
         got = pv.fresh_verdicts()[c.key]
         assert line.startswith(f"- **{CLAIMS[c.key].title}** — ")
         first = pv.clauses(pv.sharpened_detail(got))[0]
-        short = first.split(" (share")[0].split(", 95 % CI")[0]
+        short = first.split(" (share")[0].split(", 95 % interval")[0]
         assert line.startswith(f"- **{CLAIMS[c.key].title}** — {short} · ")
-        assert "95 % CI" not in line.splitlines()[0] and "(share" not in line
+        assert "95 % interval" not in line.splitlines()[0] and "(share" not in line
         head, *subs = line.splitlines()
         assert head.endswith(f" · {{ref}}`card <{pv.card_label(c.key)}>`")
         assert all(sub.startswith("  - ") and sub.endswith(".") for sub in subs)

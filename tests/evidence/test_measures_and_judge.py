@@ -84,7 +84,10 @@ def test_the_judge_end_to_end_on_stand_ins(monkeypatch, exploratory):
     assert verdicts["localized_first"].verdict == "inconclusive"
     assert "3 of 3 seeds" in verdicts["localized_first"].detail
     # the comparison is the one rule's: the exploratory paired interval of ch. 12b
-    assert "−3.7 points, 95 % CI [−7.7, +0.3]" in verdicts["similar_or_better"].detail
+    assert (
+        "−3.7 points, 95 % interval [−7.7, +0.3]"
+        in verdicts["similar_or_better"].detail
+    )
     assert J.tally(verdicts)["pending"] == 2  # the learned stand-ins kept no studies
 
 

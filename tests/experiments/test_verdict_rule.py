@@ -94,7 +94,7 @@ def _iv(lo, hi, known=True, p=None):
 def test_every_case_of_the_verdict(kind, margin, lo, hi, want):
     verdict, reason = v.decide(kind, _iv(lo, hi), margin)
     assert verdict == want
-    assert "95 % CI" in reason
+    assert "95 % interval" in reason
     if want == v.INCONCLUSIVE:
         assert "could detect a difference of about" in reason
 
@@ -274,7 +274,9 @@ def test_one_run_on_a_side_prints_no_interval():
         -len("(3 v 1 seeds; one run on a side: no interval)") :
     ] == ("(3 v 1 seeds; one run on a side: no interval)")
     two = v.difference_interval(v.exact_side([3.0, 4.0]), v.exact_side([0.0, 1.0]))
-    assert "95 % CI [" in two.format(1.0, "") and "2 v 2 seeds" in two.format(1.0, "")
+    assert "95 % interval [" in two.format(1.0, "") and "2 v 2 seeds" in two.format(
+        1.0, ""
+    )
 
 
 def test_intervals_print_a_true_minus_sign():
@@ -282,11 +284,14 @@ def test_intervals_print_a_true_minus_sign():
     prints as +0.0, not −0.0."""
     iv = v.difference_interval(v.exact_side([0.0, 1.0]), v.exact_side([3.0, 3.5]))
     text = iv.format(1.0, " heads", 1)
-    assert text.startswith("−2.8 heads, 95 % CI [−") and "-" not in text.split(" (")[0]
+    assert (
+        text.startswith("−2.8 heads, 95 % interval [−")
+        and "-" not in text.split(" (")[0]
+    )
     one = v.difference_interval(v.exact_side([0.0]), v.exact_side([3.0]))
     assert one.format(1.0, " heads", 2).startswith("−3.00 heads (")
     zero = v.difference_interval(v.exact_side([1.0, 2.0]), v.exact_side([1.0, 2.0]))
-    assert zero.format(1.0, "").startswith("+0.0, 95 % CI")
+    assert zero.format(1.0, "").startswith("+0.0, 95 % interval")
 
 
 def test_existence_reasons_count_runs_in_words():

@@ -171,7 +171,7 @@ def test_compare_seed_series_prints_the_interval_of_the_rule(tmp_path):
     )
     assert "missing: seed 3" in lines[1]
     # the difference by the one rule: the histories kept no predictions, so unpaired
-    assert lines[-1].startswith("9 heads − 16 heads: −9.3 points, 95 % CI [")
+    assert lines[-1].startswith("9 heads − 16 heads: −9.3 points, 95 % interval [")
     assert "unpaired (conservative), 3 v 3 seeds" in lines[-1]
     write_history(tmp_path / "seeds" / "cpu" / "quadratic" / "seed3", 3, 0.55)
     lines = compare_seed_series(

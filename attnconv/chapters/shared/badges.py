@@ -62,7 +62,7 @@ def verdict_word(verdict: str) -> str:
 
 
 def verdict_number(v) -> str:
-    """A judged verdict's difference with its 95 % interval (``+1.5 points, 95 % CI [+0.5,
+    """A judged verdict's difference with its 95 % interval (``+1.5 points, 95 % interval [+0.5,
     +2.6]``): its :meth:`~attnconv.evidence.judge.ConfirmatoryVerdict.number`, or, where the
     interval is over seeds only and not kept (the follow-up's pruning claims), the opening of the
     verdict's own detail, which states it."""
