@@ -345,7 +345,7 @@ def test_every_training_chapter_reads_the_full_scale_runs(
         assert any(r["k"] == k for r in study["retrained"])
         assert studies_pruning.load_pruned_run(run).epochs
     assert len(study["curve"]["degenerate_first"]) == 55
-    assert gp.pruning_table(study, profile)
+    assert gp.pruning_table(study)
     # chapter 9: the learned encodings' saved attention maps
     for model in ("learned", "learned_content"):
         saved = studies_maps.run_attention_maps(book_run(model))
