@@ -101,7 +101,7 @@ __all__ = [
     "card_label",
     "card_links",
     "claim_evidence",
-    "verdict_list",
+    "caveats_list",
     "clauses",
     "paired_over_images",
     "confounds_note",
@@ -416,8 +416,15 @@ def fresh_claims_table(
     ]
     for key in keys:
         got, bound = verdicts[key], frozen_bound(key)
-        if key in CLAIMS:
-            title, old = _title(key, link), _margin(key)
+        if (
+            key in CLAIMS
+        ):  # the title links to the claim's card: its evidence, run by run
+            title = (
+                f"{{ref}}`{CLAIMS[key].title} <{card_label(key)}>`"
+                if link
+                else CLAIMS[key].title
+            )
+            old = _margin(key)
             aside = f" ({old})" if old not in ("—", bound) else ""
             c = by_key.get(key)
             exploratory = "—" if c is None else verdict_badge(c.verdict) + aside
@@ -937,8 +944,8 @@ def claim_cards(
     open_: bool = False,
     open_first: bool = False,
 ) -> str:
-    """Each claim as a collapsed dropdown (its verdict in the title, as :func:`claim_dropdowns`)
-    holding one small captioned table, "Table <chapter>.<n> — <title>: ...", numbered from
+    """Each claim as a collapsed dropdown titled by the claim alone (the page's overview table
+    gives the verdicts) holding one small captioned table, "Table <chapter>.<n> — <title>: ...", numbered from
     ``first`` in order (:func:`claim_card_rows`), and at most two short sentences below it
     (:func:`_card_sentences`); every card open with ``open_``, the first with ``open_first``
     (a page's first card, as an example). The confounds are left to :func:`confounds_note`."""
@@ -959,7 +966,7 @@ def claim_cards(
             body += ["", " ".join(sentences)]
         name = card_label(c.key) if c.key else None
         opened = open_ or (open_first and n == first)
-        blocks.append(_dropdown(f"{title}: {dropdown_verdict(c)}", body, opened, name))
+        blocks.append(_dropdown(title, body, opened, name))  # its verdicts: Table 12b.1
     return "\n\n".join(blocks)
 
 
@@ -1009,35 +1016,14 @@ def claim_evidence(claims: Sequence[Claim]) -> str:
     return "\n\n".join(parts)
 
 
-#: What the judge says of a share's bounds; Table 17.2's caption says it once for every line.
-_BOUNDS_NOTE = ", each end a one-sided 95 % bound"
-
-
-def verdict_list(claims: Sequence[Claim]) -> str:
-    """Chapter 17's list of claims under one verdict. Each claim is one item: its title, the
-    number that decides it on the fresh seeds (:func:`_short_number`; Table 17.2 gives its
-    bounds or interval) or, for a claim the protocol does not judge, its
-    exploratory verdict, and a link to its card (the quotation, the test, every run). Under it,
-    one sub-item each: the caveat of a comparison (an arm tuned at its grid's end; the larger
-    baseline is said once above the lists, :func:`baseline_sentence`) and the alternatives other than Holm's adjustment that flip it (Holm's, which
-    holds back every share of eight seeds, is said once above the lists). The registered
-    follow-up's answers are in ch. 17's section on it, not here."""
-    items = []
-    for c in claims:
-        got = fresh_verdicts().get(c.key)
-        subs = []
-        if got is not None and got.verdict != PENDING:
-            number = _short_number(got)
-            flips = "; or ".join(_flips(got, holm=False))
-            if flips:
-                subs.append(f"{{ref}}`Fragile <sec-why-fragile>`: {flips}.")
-        else:
-            number = f"exploratory: {shown_verdict(c)}"
-        caveats = _caveats(c.key)
-        if caveats:
-            subs.insert(0, f"*Caveat:* {caveats}.")
-        head = f"- **{CLAIMS[c.key].title}** — {number} · {{ref}}`card <{card_label(c.key)}>`"
-        items.append("\n".join([head] + [f"  - {s}" for s in subs]))
+def caveats_list(claims: Sequence[Claim]) -> str:
+    """Ch. 17's caveats under Table 17.2: one item per comparison with an arm tuned at an end of
+    its grid (:func:`_caveats`), its title linked to its card; "" when none has one."""
+    items = [
+        f"- {{ref}}`{CLAIMS[c.key].title} <{card_label(c.key)}>`: {_caveats(c.key)}."
+        for c in claims
+        if _caveats(c.key)
+    ]
     return "\n".join(items)
 
 
@@ -1051,13 +1037,6 @@ def _caveats(key: str) -> str:
         verb = "were" if " and " in ends.split(" at an end")[0] else "was"
         parts.append(ends.replace(" at an end", f" {verb} chosen at an end", 1))
     return "; ".join(parts)
-
-
-def _short_number(got: ConfirmatoryVerdict) -> str:
-    """The number that decides a fresh verdict, without its bounds or interval (Table 17.2
-    gives them): "8 of 8 seeds", "−2.9 points"."""
-    first = clauses(sharpened_detail(got))[0].replace(_BOUNDS_NOTE, "")
-    return re.split(r" \(share|, 95 % interval", first)[0]
 
 
 def _baseline_ratio(key: str) -> Optional[Tuple[str, float]]:
@@ -1333,7 +1312,6 @@ def what_holds_box(
     the chapter's text."""
     fresh = fresh_verdicts() if fresh is None else fresh
     mine = counted(claims)
-    n = verdict_counts(mine)
     wrong = _WORDS.get(len(ERRATA_WRONG), len(ERRATA_WRONG))
     on_fresh = count_verdicts(got.verdict for got in fresh.values())
     return (
@@ -1343,9 +1321,8 @@ def what_holds_box(
         "by an exact check.**\n\n"
         f"{count_badges(on_fresh)} **{_fresh_headline(fresh)}**\n\n"
         f"- {category_badge('exploratory')} **Before the freeze**, earlier runs judged "
-        f"{len(mine)} of these claims. They reproduce {n[REPRODUCED]}, do not reproduce "
-        f"{n[NOT_REPRODUCED]} and cannot settle {n[INCONCLUSIVE]}; none of this is "
-        "counted.\n"
+        f"{len(mine)} of these claims; none of this is counted "
+        "({ref}`Table 17.4 <tab-what-holds-tallies>` lines up every count).\n"
         + followup_bullet()
         + "- **What it means.** The paper's construction is exact; its readings of trained "
         "models hold in part at CPU scale. A claim that small runs do not reproduce is not "
@@ -1355,17 +1332,15 @@ def what_holds_box(
 
 
 def followup_bullet() -> str:
-    """A result box's line on the registered follow-up: how many questions it asked again and
-    its verdicts, counted (each question, with its number, is in ch. 17's Table 17.3); nothing
-    while every claim is pending."""
+    """A result box's line on the registered follow-up: how many questions it asked again (each
+    question, its verdict and its number are in ch. 17's Table 17.3, its counts in Table 17.4);
+    nothing while every claim is pending."""
     got = [v.verdict for v in followup_verdicts().values() if v.verdict != PENDING]
     if not got:
         return ""
-    n = count_verdicts(got)
-    counts = ", ".join(f"{n[w]} {verdict_word(w)}" for w in VERDICT_BADGES if n.get(w))
     return (
         "- **Asked again** by a {ref}`registered follow-up <glossary-followup>` on new "
-        f"seeds, outside the tally: {len(got)} questions, {counts} "
+        f"seeds, outside the tally: {len(got)} questions "
         "({ref}`Table 17.3 <tab-what-holds-followup>`).\n"
     )
 
@@ -1386,7 +1361,6 @@ def six_layers_box(
     on_page = [c.key for c in mine] + list(added)
     shown = count_verdicts(fresh[k].verdict for k in on_page if k in fresh)
     seeds = max((len(fresh[k].seeds) for k in on_page if k in fresh), default=0)
-    n = verdict_counts(mine)
     words = lambda k: _WORDS.get(k, k)  # noqa: E731
     plus = "; ".join(_claim_words(k) for k in added)
     elsewhere = judged_elsewhere(on_page)
@@ -1419,10 +1393,10 @@ def six_layers_box(
         f"- **On fresh seeds** ({seeds} per model, "
         "{ref}`frozen protocol <appendix-protocol>`): the badges count this page's "
         f"{len(on_page)} claims (Table 12b.1).{other}\n"
-        f"- {category_badge('exploratory')} **Before the freeze**, not counted: "
-        f"{n[REPRODUCED]} reproduced, {n[NOT_REPRODUCED]} not reproduced, "
-        f"{n[INCONCLUSIVE]} inconclusive. The protocol added one claim later: {plus}."
-        f"{apart}\n"
+        f"- {category_badge('exploratory')} **Before the freeze**, earlier runs judged "
+        f"{len(mine)} of these claims (Table 12b.1, never counted; "
+        "{ref}`Table 17.4 <tab-what-holds-tallies>` lines up every count). The protocol "
+        f"added one claim later: {plus}.{apart}\n"
         "```"
     )
 

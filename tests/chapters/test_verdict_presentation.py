@@ -112,12 +112,8 @@ def test_exact_checks_and_descriptions_are_shown_apart_not_tallied():
         "2 claims: 1 reproduced at CPU scale; 1 not reproduced at CPU scale; 0 inconclusive"
     )
     box = " ".join(pv.what_holds_box(claims).split())
-    assert (
-        "earlier runs judged 2 of these claims. " in box
-        and "They reproduce 1, do not reproduce 1 and cannot settle 0; none of this is "
-        "counted"
-        in box
-    )
+    assert "earlier runs judged 2 of these claims; none of this is counted" in box
+    assert "<tab-what-holds-tallies>" in box  # the counts: Table 17.4's
     assert box.startswith("```{admonition} In short") and "result-box" in box
     assert "{ref}`frozen protocol <appendix-protocol>`" in box  # one click from ch. 17
     table = pv.scorecard_table(claims)
@@ -410,11 +406,12 @@ def test_six_layers_box_names_the_set_each_count_counts():
         "{bdg-muted}`1 inconclusive` **On fresh seeds, a headline.**" in flat
     )
     assert "the badges count this page's 3 claims (Table 12b.1)" in flat
-    # the exploratory counts in words, over the 2 counted claims, and the claim added
+    # the exploratory verdicts: how many claims (the counts are Table 17.4's), the claim added
+    assert "**Before the freeze**, earlier runs judged 2 of these claims" in flat
+    assert "<tab-what-holds-tallies>" in flat
     assert (
-        "**Before the freeze**, not counted: 1 reproduced, 1 not reproduced, 0 "
-        "inconclusive. The protocol added one claim later: that the paper's rule marks at "
-        "least one head." in flat
+        "The protocol added one claim later: that the paper's rule marks at least one head."
+        in flat
     )
     assert "Shown apart, not counted: the paper's pruned heads per layer" in flat
     # the protocol's other claims, each with where it is judged
@@ -452,48 +449,19 @@ def test_the_claims_page_cards_its_own_counted_claims():
             assert claims[key].where.startswith("sec-six-layers"), key
 
 
-def _items(text):
-    """The items of a Markdown list, each with its indented sub-items, as one string each."""
-    return ["- " + item for item in text.removeprefix("- ").split("\n- ")]
-
-
-def test_chapter_17s_lists_give_each_claim_its_number_and_card():
-    """One item per claim: its title, the number that decides it on the fresh seeds without its
-    bounds or interval (Table 17.2 gives those), *fragile* where an alternative flips it, and a
-    link to its card."""
-    claims = pv.counted([c for g in pv.GROUPS for c in pv.book_claims().get(g, [])])
-    lines = _items(pv.verdict_list(claims))
-    assert len(lines) == len(claims)
-    for c, line in zip(claims, lines):
-        got = pv.fresh_verdicts()[c.key]
-        assert line.startswith(f"- **{CLAIMS[c.key].title}** — ")
-        first = pv.clauses(pv.sharpened_detail(got))[0]
-        short = first.split(" (share")[0].split(", 95 % interval")[0]
-        assert line.startswith(f"- **{CLAIMS[c.key].title}** — {short} · ")
-        assert "95 % interval" not in line.splitlines()[0] and "(share" not in line
-        head, *subs = line.splitlines()
-        assert head.endswith(f" · {{ref}}`card <{pv.card_label(c.key)}>`")
-        assert all(sub.startswith("  - ") and sub.endswith(".") for sub in subs)
-        # Holm's adjustment is said once above the lists; every other flip on the line
-        flips = [f for f in pv._flips(got) if "Holm" not in f]
-        assert ("`Fragile <sec-why-fragile>`" in line) == bool(flips)
-        for flip in flips:  # each alternative that flips it, in words
-            assert flip in line
-
-
 def test_chapter_17_names_a_larger_baseline_once_and_leaves_the_follow_up_to_its_section():
-    """One sentence above the lists names every claim that compares an arm with the protocol's
+    """One sentence under Table 17.2 names every claim that compares an arm with the protocol's
     ResNet18 and how much larger that ResNet18 is (from the fresh runs' parameter counts); no
-    list line repeats it, and no line repeats the follow-up's answers (ch. 17 gives them once,
-    in their section)."""
+    caveat repeats it, and none repeats the follow-up's answers (ch. 17 gives them once, in
+    their section)."""
     import re
 
-    from attnconv.evidence.judge import PENDING, arm_runs, followup_verdicts
+    from attnconv.evidence.judge import arm_runs
     from attnconv.evidence.protocol import CLAIMS as FROZEN
     from attnconv.evidence.protocol import CONFIRMATORY_SEEDS
 
     claims = pv.counted([c for g in pv.GROUPS for c in pv.book_claims().get(g, [])])
-    lines = dict(zip([c.key for c in claims], _items(pv.verdict_list(claims))))
+    lines = {c.key: pv._caveats(c.key) for c in claims}  # the caveats under Table 17.2
     sentence = pv.baseline_sentence(claims)
     size = {
         a: arm_runs(a, CONFIRMATORY_SEEDS[:1])[0].history["num_parameters"]
@@ -510,20 +478,14 @@ def test_chapter_17_names_a_larger_baseline_once_and_leaves_the_follow_up_to_its
         )
     assert sentence.count(" times the ") == len(against)
     assert not any("against a ResNet18" in ln for ln in lines.values())
-    # the follow-up's answers are told once, in ch. 17's section on it: not in the lists
-    follow = followup_verdicts()
-    for frozen, asked in pv.MAP_FOLLOWUP.items():
-        for key, label in asked:
-            if follow[key].verdict != PENDING:
-                assert f"{label}: *" not in lines[frozen]
+    # the follow-up's answers are told once, in ch. 17's section on it: not in the caveats
     assert not any("follow-up" in ln for ln in lines.values())
     assert not any(re.search(r"\{bdg-", ln) for ln in lines.values())
 
 
 def test_chapter_17s_box_counts_the_judged_follow_up_claims():
-    """The box's follow-up line: how many follow-up questions are judged and their verdicts,
-    counted by a plain loop over the judge's verdicts; nothing when all are pending."""
-    from attnconv.chapters.shared.badges import verdict_word
+    """The box's follow-up line: how many follow-up questions are judged, pointing to the table
+    that gives each; nothing when all are pending."""
     from attnconv.evidence.judge import PENDING, followup_verdicts
 
     got = followup_verdicts()
@@ -531,10 +493,7 @@ def test_chapter_17s_box_counts_the_judged_follow_up_claims():
     judged = [v.verdict for v in got.values() if v.verdict != PENDING]
     assert bool(line) == bool(judged)
     if judged:
-        assert f"outside the tally: {len(judged)} questions, " in line
-        for verdict in set(judged):
-            k = sum(1 for v in judged if v == verdict)
-            assert f"{k} {verdict_word(verdict)}" in line
+        assert f"outside the tally: {len(judged)} questions " in line
         assert "tab-what-holds-followup" in line
 
 
@@ -562,16 +521,18 @@ def test_the_scorecard_has_a_bar_for_the_follow_up_outside_the_tally():
     plt.close(fig)
 
 
-def test_chapter_17s_lists_name_an_arm_tuned_at_its_grids_end():
-    """A comparison's line names every arm whose chosen value is the first or last value of its
-    tuning grid (read here from the protocol's grid and the saved choice), and only those; a
-    share claim or a same-model ablation names none."""
+def test_chapter_17s_caveats_name_an_arm_tuned_at_its_grids_end():
+    """A comparison's caveat names every arm whose chosen value is the first or last value of
+    its tuning grid (read here from the protocol's grid and the saved choice), and only those; a
+    share claim or a same-model ablation has none, and the list holds one item per caveat."""
     from attnconv.evidence.protocol import ARMS
     from attnconv.evidence.protocol import CLAIMS as FROZEN
     from attnconv.evidence.runs import tuned_values
 
     claims = pv.counted([c for g in pv.GROUPS for c in pv.book_claims().get(g, [])])
-    lines = dict(zip([c.key for c in claims], _items(pv.verdict_list(claims))))
+    lines = {c.key: pv._caveats(c.key) for c in claims}
+    listed = pv.caveats_list(claims).splitlines()
+    assert len(listed) == sum(bool(x) for x in lines.values())
     for key, line in lines.items():
         claim = FROZEN.get(key)
         if claim is None or claim.kind == "share" or len(claim.arms) < 2:
