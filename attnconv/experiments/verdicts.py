@@ -665,7 +665,7 @@ def accuracy_interval(a: Side) -> Interval:
 
 
 def difference_interval(a: Side, b: Side) -> Interval:
-    """The 95 % interval of mean(a) − mean(b) carrying both sources of noise:
+    """The 95 % CI of mean(a) − mean(b) carrying both sources of noise:
 
     * the **seeds**: s²_a/n_a + s²_b/n_b (sample variances over seeds; unknown, and left out with
       ``seed_term_known`` false, when a side has one seed);
