@@ -155,7 +155,7 @@ def test_the_committed_runs_verdicts_as_table_17_2_prints_them(judged):
                 assert one_digit(number) in got.detail, (key, number)
         assert measure.split(" ")[0] == got.detail.split(" ")[0].rstrip(","), key
         ends = re.search(
-            r"(?:CI \[|share )([\d.+\u2212]+)(?:, |-)([\d.+\u2212]+)", got.detail
+            r"(?:interval \[|share )([\d.+\u2212]+)(?:, |-)([\d.+\u2212]+)", got.detail
         )
         shown = re.search(
             r"(?:\[|share )([\d.+\u2212]+)(?:, |\u2060–\u2060)([\d.+\u2212]+)", measure
