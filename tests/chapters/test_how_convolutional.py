@@ -16,8 +16,10 @@ from attnconv.chapters.how_convolutional import (
     locality_summary,
     measures_rows,
     plot_measures,
+    reference_list,
     reference_measures,
     run_measures,
+    runs_list,
 )
 from attnconv.chapters.shared.gaussian_maps import head_attention_maps
 from attnconv.chapters.shared.saved_runs import load_saved_runs
@@ -355,6 +357,35 @@ def test_run_measures_at_initialisation_and_references():
     assert (
         reference_measures((8, 8), alpha=0.5)["theorem1"]["mean_mass"]
         < ref["theorem1"]["mean_mass"]
+    )
+    # in words for the page: one item per layer, its three numbers
+    words = reference_list(ref).splitlines()
+    assert words == [
+        "- **Theorem 1's layer**: mean distance to the lattice 0.00 tokens, 9 of 9 lattice "
+        "points covered, 1.00 of the attention in the 3×3 window.",
+        "- **The uniform layer**: mean distance to the lattice 0.00 tokens, 1 of 9 lattice "
+        "points covered, 0.14 of the attention in the 3×3 window.",
+    ]
+
+
+def test_runs_list_names_each_run_with_its_size_and_accuracy():
+    from types import SimpleNamespace
+
+    from attnconv.experiments.registry import run_entry
+
+    config = run_entry("cpu/quadratic").config  # the sample data: no caveat
+    run = SimpleNamespace(
+        config=config,
+        history={
+            "model_config": {"num_layers": 2, "num_heads": 9, "hidden_size": 64},
+            "num_parameters": 119680,
+            "data": "sample",
+        },
+        epochs=[{"test_acc": 0.5}, {"test_acc": 0.515}],
+    )
+    assert runs_list({"quadratic": run}) == (
+        "- **quadratic**: 2 layers of 9 heads, hidden size 64, 119,680 parameters; "
+        "2 epochs, test accuracy 51.5 %."
     )
 
 
