@@ -419,6 +419,18 @@ def _one_key_keys(record, grid, query, threshold) -> list:
     ]
 
 
+def _head_layers(records, layers=None) -> list:
+    """The layers to draw: ``layers`` (0-based), by default every layer whose record holds head
+    centres; a one-line ``ValueError`` names the layers with heads when one asked has none."""
+    with_heads = [i for i, r in enumerate(records) if "centers" in r]
+    layers = with_heads if layers is None else [int(i) for i in layers]
+    if not layers or any(i not in with_heads for i in layers):
+        raise ValueError(
+            f"layers {layers} not among the layers with heads {with_heads}"
+        )
+    return layers
+
+
 def plot_head_grid(
     history: dict,
     grid: Sequence[int],
@@ -454,12 +466,7 @@ def plot_head_grid(
     from matplotlib.patches import Rectangle
 
     records = layer_records(history, epoch)
-    with_heads = [i for i, r in enumerate(records) if "centers" in r]
-    layers = with_heads if layers is None else [int(i) for i in layers]
-    if not layers or any(i not in with_heads for i in layers):
-        raise ValueError(
-            f"layers {layers} not among the layers with heads {with_heads}"
-        )
+    layers = _head_layers(records, layers)
     h, w = (int(s) for s in grid)
     query = (h // 2, w // 2) if query is None else tuple(query)
     colour = model_colour(model)
@@ -601,12 +608,7 @@ def plot_layer_heads(
     from matplotlib.patches import Ellipse, Rectangle
 
     records = layer_records(history, epoch)
-    with_heads = [i for i, r in enumerate(records) if "centers" in r]
-    layers = with_heads if layers is None else [int(i) for i in layers]
-    if not layers or any(i not in with_heads for i in layers):
-        raise ValueError(
-            f"layers {layers} not among the layers with heads {with_heads}"
-        )
+    layers = _head_layers(records, layers)
     h, w = (int(s) for s in grid)
     query = (h // 2, w // 2) if query is None else tuple(int(q) for q in query)
     panel = width / len(layers)
