@@ -399,7 +399,8 @@ def fresh_claims_table(
     """Ch. 17's master table, led by the frozen protocol: one row per claim of the registry (in
     its order) that the protocol judges, then one per claim it adds: the protocol's threshold or
     margin (:func:`frozen_bound`), the fresh seeds' number that decides it
-    (:func:`fresh_measure`), the fresh verdict as a badge (*fragile* marked), and the
+    (:func:`fresh_measure`), the fresh verdict as a badge (*fragile* marked where an alternative
+    other than Holm's adjustment changes it: the caption says Holm's once), and the
     exploratory verdict as a secondary column, with the registry's own threshold or margin where
     it differs from the protocol's. ``verdicts``: the judge's
     :class:`~attnconv.evidence.judge.ConfirmatoryVerdict` objects (by default
@@ -434,7 +435,8 @@ def fresh_claims_table(
                 f"{r.source.split(' (')[0]}: {r.prop} (frozen protocol only)"
             )
             exploratory = "—"
-        shown = _fresh_badge(got) + (" *fragile*" if _flips(got) else "")
+        # Holm's adjustment changes every share of eight seeds: the caption says it once
+        shown = _fresh_badge(got) + (" *fragile*" if _flips(got, holm=False) else "")
         cells = (title, bound, fresh_measure(got), shown, exploratory)
         cells = tuple(keep_ranges(x) for x in cells)
         lines.append("| " + " | ".join(x.replace("|", "\\|") for x in cells) + " |")
@@ -1354,15 +1356,14 @@ def six_layers_box(
     """Chapter 12b's result box, so that no count in it is typed by hand: the fresh-seed
     verdicts of the page's claims (the counted claims ``here`` and the protocol's claims
     ``added`` that the page judges too) as the box's one row of badges, beside ``headline``;
-    a bullet that names that set and where the protocol's other claims are judged; and the
-    exploratory counts of ``here``, in words, with what they leave out."""
+    a bullet that says how many claims they are and where the protocol's other claims are
+    judged; and one line on the exploratory column of the page's table."""
     fresh = fresh_verdicts() if fresh is None else fresh
     mine = counted(here)
     on_page = [c.key for c in mine] + list(added)
     shown = count_verdicts(fresh[k].verdict for k in on_page if k in fresh)
     seeds = max((len(fresh[k].seeds) for k in on_page if k in fresh), default=0)
     words = lambda k: _WORDS.get(k, k)  # noqa: E731
-    plus = "; ".join(_claim_words(k) for k in added)
     elsewhere = judged_elsewhere(on_page)
     other = ""
     if elsewhere:
@@ -1376,27 +1377,14 @@ def six_layers_box(
             if len(elsewhere) == 1
             else f" Its {words(len(elsewhere))} other claims ({props}) are judged in {refs}."
         )
-    aside = not_counted(here)
-    apart = (
-        " Shown apart, not counted: "
-        + "; ".join(
-            f"{_APART.get(c.key, CLAIMS[c.key].title)}, {_kind(c)}" for c in aside
-        )
-        + "."
-        if aside
-        else ""
-    )
     return (
         "```{admonition} In short\n"
         ":class: tip result-box\n"
         f"{count_badges(shown)} **On fresh seeds, {headline}**\n\n"
-        f"- **On fresh seeds** ({seeds} per model, "
-        "{ref}`frozen protocol <appendix-protocol>`): the badges count this page's "
-        f"{len(on_page)} claims (Table 12b.1).{other}\n"
-        f"- {category_badge('exploratory')} **Before the freeze**, earlier runs judged "
-        f"{len(mine)} of these claims (Table 12b.1, never counted; "
-        "{ref}`Table 17.4 <tab-what-holds-tallies>` lines up every count). The protocol "
-        f"added one claim later: {plus}.{apart}\n"
+        f"- **On fresh seeds** ({seeds} per model): {len(on_page)} claims, each in "
+        f"Table 12b.1.{other}\n"
+        f"- {category_badge('exploratory')} **Earlier runs**, made before the freeze, give "
+        "the table's exploratory column; they are never counted.\n"
         "```"
     )
 
