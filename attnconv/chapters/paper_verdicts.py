@@ -234,23 +234,20 @@ def _pruning_group(runs, shallow) -> List[Claim]:
     return pruning_claims(PAPER_PRUNED_PER_LAYER, ours, accuracies) if ours else []
 
 
-#: The condition-number thresholds the book prunes at: the paper's, and its authors' code's.
-_PRUNE_AT = {
-    "thresholds 10⁻⁵ and 10⁵": "PAPER_CONDITION_THRESHOLD",
-    "the authors' code's 10³": "AUTHORS_CODE_CONDITION_THRESHOLD",
-}
-
-
 def _pruned_per_layer(run) -> Dict[str, List[int]]:
     """The heads the pruning rule marks in each layer of a six-layer generalized ``run``, at the
-    paper's thresholds and at its authors' code's (:data:`_PRUNE_AT`)."""
-    from ..experiments import paper_numbers
+    paper's condition-number thresholds and at its authors' code's."""
+    from ..experiments.paper_numbers import (
+        AUTHORS_CODE_CONDITION_THRESHOLD,
+        PAPER_CONDITION_THRESHOLD,
+    )
 
     return {
-        what: list(
-            depth.pruned_counts_from_history(run.history, getattr(paper_numbers, name))
+        what: list(depth.pruned_counts_from_history(run.history, condition))
+        for what, condition in (
+            ("thresholds 10⁻⁵ and 10⁵", PAPER_CONDITION_THRESHOLD),
+            ("the authors' code's 10³", AUTHORS_CODE_CONDITION_THRESHOLD),
         )
-        for what, name in _PRUNE_AT.items()
     }
 
 
@@ -417,9 +414,8 @@ def fresh_claims_table(
     ]
     for key in keys:
         got, bound = verdicts[key], frozen_bound(key)
-        if (
-            key in CLAIMS
-        ):  # the title links to the claim's card: its evidence, run by run
+        if key in CLAIMS:
+            # the title links to the claim's card: its evidence, run by run
             title = (
                 f"{{ref}}`{CLAIMS[key].title} <{card_label(key)}>`"
                 if link
@@ -1394,11 +1390,15 @@ def six_layers_box(
 SIX_LAYERS_ADDED = ("pruning_finds_heads",)
 
 
+def _six_layer_claims(claims: Sequence[Claim]) -> List[Claim]:
+    """The counted claims whose evidence is ch. 12b's (their section is on that page)."""
+    return [c for c in counted(claims) if c.where.startswith("sec-six-layers")]
+
+
 def six_layer_keys(claims: Sequence[Claim]) -> List[str]:
     """The frozen protocol's claims that ch. 12b counts: its counted six-layer claims and
     :data:`SIX_LAYERS_ADDED`."""
-    here = [c.key for c in counted(claims) if c.where.startswith("sec-six-layers")]
-    return here + list(SIX_LAYERS_ADDED)
+    return [c.key for c in _six_layer_claims(claims)] + list(SIX_LAYERS_ADDED)
 
 
 def tallies_table(
@@ -1414,7 +1414,7 @@ def tallies_table(
 
     fresh = fresh_verdicts() if fresh is None else fresh
     every = counted(claims)
-    six = [c for c in every if c.where.startswith("sec-six-layers")]
+    six = _six_layer_claims(claims)
     six_fresh = [k for k in six_layer_keys(claims) if k in fresh]
     followup = followup_verdicts()
 
@@ -1454,13 +1454,6 @@ def tallies_table(
     return markdown_table(columns, rows, "lrrrrl")
 
 
-#: How a box names a statement shown apart (:func:`not_counted`).
-_APART = {
-    "pruned_counts": "the paper's pruned heads per layer",
-    "local_fewer_flops": "the FLOP count of local attention",
-}
-
-
 def _claim_words(key: str) -> str:
     """A claim of the frozen protocol in a box's words: "that the learned encoding matched the
     lemma" (the registry's title after its source), or "that " and the protocol's property."""
@@ -1469,14 +1462,7 @@ def _claim_words(key: str) -> str:
     return "that " + FROZEN_CLAIMS[key].prop
 
 
-def _kind(c: Claim) -> str:
-    """Why a statement is shown apart: "an exact count" or "a description"."""
-    return "an exact count" if c.key in EXACT_CHECKS else "a description"
-
-
-def not_counted_markdown(
-    claims: Sequence[Claim], counts_ref: str = "the table below"
-) -> str:
+def not_counted_markdown(claims: Sequence[Claim], counts_ref: str) -> str:
     """The statements the tally leaves out (:func:`not_counted`), one block each: the quote, and
     what the book measures, without a verdict (an exact count; a description beside the
     paper's one run, whose counts ``counts_ref`` names: ch. 8's Table 8.1)."""

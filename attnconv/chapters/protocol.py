@@ -708,9 +708,8 @@ def _followup_number(v: ConfirmatoryVerdict) -> str:
         return "pending"
     if v.interval is not None:
         return v.interval.compact(v.scale, v.unit, v.digits)
-    return verdict_number(v).replace(
-        ", 95 % interval ", " "
-    )  # seeds only: the detail states it
+    # an interval over seeds only is not kept: the judge's detail states it
+    return verdict_number(v).replace(", 95 % interval ", " ")
 
 
 def followup_table(

@@ -124,7 +124,7 @@ def test_exact_checks_and_descriptions_are_shown_apart_not_tallied():
         f"| Experimental claims reproduced at CPU scale, on fresh seeds | {fresh} | 1 |"
         in table
     )
-    text = pv.not_counted_markdown(claims)
+    text = pv.not_counted_markdown(claims, counts_ref="Table 8.1")
     assert (
         "An exact check, not an experiment" in text
         and "A description, not a verdict" in text
