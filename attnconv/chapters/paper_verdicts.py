@@ -48,9 +48,7 @@ from .shared.badges import (
     VERDICT_BADGES,
     VERDICT_COLOURS,
     category_badge,
-    outlined,
     stated_verdicts,
-    text_colour,
     verdict_badge,
     verdict_number,
     verdict_word,
@@ -129,7 +127,8 @@ __all__ = [
     "ERRATA_WRONG",
     "ERRATA_IMPRECISE",
     "scorecard_table",
-    "plot_scorecard",
+    "plot_claim_board",
+    "board_rows",
 ]
 
 
@@ -1646,134 +1645,141 @@ def scorecard_table(
     return "\n".join(lines)
 
 
-#: Segments of the scorecard outlined in the colour their badge takes in the book's dark theme,
+#: Markers of the claim board outlined in the colour their badge takes in the book's dark theme,
 #: where it differs most from the light theme's fill that the figure is drawn in: the
 #: inconclusive badge is near-black (#29313d) in the light theme and sphinx-design's muted grey in
 #: the dark one. The figure, a PNG on the theme's light frame in either mode, then shows both.
 DARK_THEME_EDGES = {INCONCLUSIVE: "#6c757d"}
 
+#: The claim board's columns, left to right, and its rows' order: the verdicts in this order.
+BOARD_ORDER = (REPRODUCED, INCONCLUSIVE, NOT_REPRODUCED)
 
-def plot_scorecard(
-    claims: Sequence[Claim],
-    fresh: Optional[Mapping[str, ConfirmatoryVerdict]] = None,
-    followup: Optional[Mapping[str, ConfirmatoryVerdict]] = None,
+
+def _board_title(key: str) -> str:
+    """A claim's name on the board: the registry's title, or for a claim the protocol adds, its
+    source's section and property."""
+    if key in CLAIMS:
+        return CLAIMS[key].title
+    r = FROZEN_CLAIMS[key]
+    return f"{r.source.split(' (')[0]}: {r.prop}"
+
+
+def _board_number(got: ConfirmatoryVerdict) -> str:
+    """The number a fresh verdict rests on, short: seeds that show a property, or a
+    comparison's estimate (:func:`fresh_measure`; its interval is in Table 17.2)."""
+    if got.shown is not None:
+        return f"{got.shown} of {len(got.seeds)} seeds"
+    return fresh_measure(got).split(" [")[0]
+
+
+def board_rows(
+    claims: Sequence[Claim], fresh: Mapping[str, ConfirmatoryVerdict]
+) -> List[Tuple[str, str, Optional[str], str]]:
+    """The claim board's rows, top to bottom: (claim's name, fresh verdict, exploratory verdict
+    or None, the fresh number), grouped by fresh verdict in :data:`BOARD_ORDER` (pending last),
+    each group in the registry's order."""
+    explored = {c.key: c.verdict for c in claims}
+    keys = [k for k in CLAIMS if k in fresh] + [k for k in fresh if k not in CLAIMS]
+    rank = {verdict: i for i, verdict in enumerate(BOARD_ORDER)}
+    keys.sort(key=lambda k: rank.get(fresh[k].verdict, len(rank)))
+    return [
+        (
+            _board_title(k),
+            fresh[k].verdict,
+            explored.get(k),
+            "pending" if fresh[k].verdict == PENDING else _board_number(fresh[k]),
+        )
+        for k in keys
+    ]
+
+
+def plot_claim_board(
+    claims: Sequence[Claim], fresh: Optional[Mapping[str, ConfirmatoryVerdict]] = None
 ):
-    """Ch. 17's scorecard as a figure: one bar per part of the paper (theory, errata, experimental
-    claims), split and coloured by what the book finds, each segment labelled with its count and
-    coloured as its badge (:data:`VERDICT_COLOURS`; inconclusive outlined in its dark-theme colour,
-    :data:`DARK_THEME_EDGES`), with a key of the three verdicts above; a segment too short for
-    its words keeps its count alone. The experimental claims get two bars: the
-    frozen protocol's verdicts on the fresh seeds (``fresh``, by default :func:`fresh_verdicts`;
-    labelled interim while they are), and the exploratory verdicts, which count :func:`counted`
-    only. Between them a bar gives the registered follow-up's verdicts (``followup``, by default
-    :func:`~attnconv.evidence.judge.followup_verdicts`), outside the tally. Returns the
+    """Ch. 17's lead figure: every experimental claim the protocol judges, by name, one row each,
+    with a filled dot in the column of its verdict on the fresh seeds and a ring in the column
+    of its exploratory verdict (an arrow where they differ), the number the fresh verdict rests
+    on at the right; rows grouped by fresh verdict (:func:`board_rows`), dots in their badge's
+    colour (:data:`VERDICT_COLOURS`; inconclusive outlined in its dark-theme colour,
+    :data:`DARK_THEME_EDGES`). ``fresh``: by default :func:`fresh_verdicts`. Returns the
     figure."""
     import matplotlib.pyplot as plt
-    from matplotlib.patches import Patch
+    from matplotlib.lines import Line2D
 
-    from .shared.plotting import COLUMN_INCHES, fit_bar_labels
+    from .shared.plotting import COLUMN_INCHES
 
-    n = verdict_counts(counted(claims))
-    on_fresh, interim = _fresh_tally(fresh)
-    asked, _ = _fresh_tally(followup_verdicts() if followup is None else followup)
-    verdicts = [(v, VERDICT_BADGES[v][1]) for v in VERDICT_BADGES]
-    bars = (
-        (
-            "theory\n(exact checks)",
-            [
-                (len(THEORY_RESULTS), "hold", "exact"),
-                (len(BEYOND_THEORY), "beyond", "beyond the paper"),
-            ],
-        ),
-        (
-            "errata\n(ch. 15)",
-            [
-                (len(ERRATA_WRONG), "wrong", "errata"),
-                (len(ERRATA_IMPRECISE), "imprecise", "imprecise"),
-            ],
-        ),
-        (
-            "experimental claims:\nfresh seeds" + (" (interim)" if interim else ""),
-            [(on_fresh[v], word, v) for v, word in verdicts]
-            + [(on_fresh[PENDING], "pending", "pending")],
-        ),
-        (
-            f"follow-up: {sum(asked.values())} claims\nasked again",
-            [(asked[v], word, v) for v, word in verdicts]
-            + [(asked[PENDING], "pending", "pending")],
-        ),
-        (
-            "experimental claims:\nexploratory",
-            [(n[v], word, v) for v, word in verdicts],
-        ),
+    rows = board_rows(claims, fresh_verdicts() if fresh is None else fresh)
+    column = {verdict: i for i, verdict in enumerate(BOARD_ORDER)}
+    fig, ax = plt.subplots(
+        figsize=(COLUMN_INCHES, 0.8 + 0.24 * len(rows)), constrained_layout=True
     )
-    fig, ax = plt.subplots(figsize=(COLUMN_INCHES, 4.3), constrained_layout=True)
-    height = 0.7
-    labelled = []
-    for y, (_, segments) in enumerate(bars):
-        left = 0
-        for count, word, key in segments:
-            if not count:
-                continue
-            colour = VERDICT_COLOURS[key]
-            # a light fill (the "imprecise" badge's) gets the badge's darker edge; an outlined
-            # badge ("exact") is drawn as one: white inside a border of its colour
-            edge = "#c9cfd6" if key == "imprecise" else "white"
-            if outlined(key):
-                colour, edge = "white", colour
-            # the dark theme's badge colour as the segment's outline (DARK_THEME_EDGES)
-            edge = DARK_THEME_EDGES.get(key, edge)
-            thick = outlined(key) or key in DARK_THEME_EDGES
-            (bar,) = ax.barh(
-                y,
-                count,
-                left=left,
-                color=colour,
-                edgecolor=edge,
-                linewidth=2.5 if key in DARK_THEME_EDGES else 1.5 if thick else None,
-                height=height,
-            )
-            text = ax.text(
-                left + count / 2,
-                y,
-                f"{count}\n{word}",
-                ha="center",
-                va="center",
-                color=text_colour(key),
-                fontsize=9,
-            )
-            labelled.append((bar, text))
-            left += count
-    ax.set_yticks(range(len(bars)), [label for label, _ in bars])
-    # as much room above the first bar and below the last as between two bars: a label too
-    # wide for its segment goes there
-    gap = 1 - height
-    ax.set_ylim(len(bars) - 1 + height / 2 + gap, -height / 2 - gap)
-    ax.set_xlabel("results of the paper (count)")
-    ax.xaxis.get_major_locator().set_params(integer=True)
-    ax.set_xlim(0, max(sum(c for c, _, _ in s) for _, s in bars) + 0.3)
-    ax.spines[["top", "right"]].set_visible(False)
-    # a key of every colour drawn, so a segment too short for its words keeps its count alone
-    shown = {}
-    for _, segments in bars:
-        for count, word, kind in segments:
-            if count and kind not in shown:
-                shown[kind] = word
-    key = [
-        Patch(
-            facecolor="white" if outlined(kind) else VERDICT_COLOURS[kind],
-            edgecolor=VERDICT_COLOURS[kind]
-            if outlined(kind)
-            else DARK_THEME_EDGES.get(
-                kind, "#c9cfd6" if kind == "imprecise" else "white"
-            ),
-            linewidth=2 if kind in DARK_THEME_EDGES or outlined(kind) else 1,
-            label=word,
+
+    def dot(x, y, verdict, filled):
+        colour = VERDICT_COLOURS[verdict]
+        ax.plot(
+            x,
+            y,
+            "o",
+            ms=9 if filled else 11,
+            mfc=colour if filled else "none",
+            mec=DARK_THEME_EDGES.get(verdict, colour),
+            mew=2 if filled and verdict in DARK_THEME_EDGES else 1.6,
+            zorder=3 if filled else 2,
         )
-        for kind, word in shown.items()
+
+    for y, (_, now, before, number) in enumerate(rows):
+        if before in column:
+            dot(column[before], y, before, filled=False)
+        if now in column:
+            dot(column[now], y, now, filled=True)
+            if before in column and before != now:
+                ax.annotate(
+                    "",
+                    xy=(column[now], y),
+                    xytext=(column[before], y),
+                    arrowprops=dict(
+                        arrowstyle="->", color="#9aa0a6", lw=1.2, shrinkA=6, shrinkB=6
+                    ),
+                )
+        ax.text(len(column) - 0.4, y, number, va="center", fontsize=8.5)
+        if y and rows[y - 1][1] != now:  # a line between two verdicts' groups
+            ax.axhline(y - 0.5, color="#d0d4d9", lw=0.8)
+    ax.set_yticks(range(len(rows)), [title for title, *_ in rows], fontsize=8.5)
+    ax.set_ylim(len(rows) - 0.5, -0.5)
+    heads = [verdict_word(v).replace("not ", "not\n") for v in BOARD_ORDER]
+    ax.set_xticks(range(len(column)), heads, fontsize=8)
+    ax.xaxis.tick_top()
+    ax.tick_params(axis="both", length=0)
+    for label, verdict in zip(ax.get_xticklabels(), BOARD_ORDER):
+        label.set_color(DARK_THEME_EDGES.get(verdict, VERDICT_COLOURS[verdict]))
+        label.set_fontweight("bold")
+    ax.set_xlim(-0.5, len(column) + 0.65)
+    ax.grid(axis="x", color="#eef0f2", lw=6)
+    for side in ("top", "right", "bottom", "left"):
+        ax.spines[side].set_visible(False)
+    grey = "#6c757d"
+    key = [
+        Line2D(
+            [],
+            [],
+            ls="",
+            marker="o",
+            ms=8,
+            mfc=grey,
+            mec=grey,
+            label="on fresh seeds (counted)",
+        ),
+        Line2D(
+            [],
+            [],
+            ls="",
+            marker="o",
+            ms=10,
+            mfc="none",
+            mec=grey,
+            mew=1.6,
+            label="exploratory, before the freeze",
+        ),
     ]
-    fig.legend(
-        handles=key, loc="outside upper center", ncol=4, frameon=False, fontsize=9
-    )
-    fit_bar_labels(ax, labelled, words_outside=False)
+    fig.legend(handles=key, loc="outside lower center", ncol=2, frameon=False)
     return fig

@@ -178,3 +178,37 @@ def test_a_ring_on_the_key_of_each_head_on_one_key():
 def test_unknown_layers_are_refused():
     with pytest.raises(ValueError):
         plot_layer_heads(history(), GRID, layers=[2])
+
+
+def test_a_close_up_shows_the_window_and_counts_heads_sharing_a_key():
+    """With ``window`` every panel spans the shifts within that many tokens of the query; a key
+    held by several heads (two sharp heads on one key, found by the loop's maps) carries their
+    number, and a key held by one head carries none."""
+    sharp = [[8.0, 0.0], [0.0, 8.0]]
+    layer = {
+        "centers": [[0.0, 2.0], [0.1, 2.0], [-1.0, 0.0], [3.0, 3.0]],
+        "inverse_covariance": [sharp, sharp, sharp, [[0.6, 0.0], [0.0, 0.6]]],
+    }
+    held = {}
+    for c, a in zip(layer["centers"], layer["inverse_covariance"]):
+        p = loop_map(c, a)
+        key = max(p, key=p.get)
+        if p[key] > 0.5:
+            held[key] = held.get(key, 0) + 1
+    assert sorted(held.values()) == [1, 2]
+    fig = plot_layer_heads(
+        {"initial_attention": [layer], "epochs": [{"epoch": 1, "attention": [layer]}]},
+        GRID,
+        one_key=0.5,
+        window=3,
+    )
+    (ax,) = [a for a in fig.axes if a.axison]
+    assert ax.get_xlim() == (-3.5, 3.5) and ax.get_ylim() == (3.5, -3.5)
+    counts = [t for t in ax.texts if t.get_text().startswith("×")]
+    assert [t.get_text() for t in counts] == ["×2"]
+    (row, col), _ = max(held.items(), key=lambda kv: kv[1])
+    x, y = counts[0].get_position()
+    assert abs(x - col) < 1 and abs(y - row) < 1  # beside the shared key
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert labels[-1] == "×n: heads on that key"
+    plt.close(fig)

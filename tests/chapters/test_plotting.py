@@ -182,82 +182,6 @@ def test_figures_draw_each_model_in_its_book_colour():
     assert drawn == {MODEL_COLOURS["quadratic"], MODEL_COLOURS["learned"]}
 
 
-def _stacked_bars(ax, counts_words, xmax):
-    """One horizontal stacked bar per (count, word), each labelled "count\\nword" at its centre,
-    as the scorecard draws them; the (bar, label) pairs."""
-    pairs, left = [], 0
-    for count, word in counts_words:
-        (bar,) = ax.barh(0, count, left=left, height=0.7)
-        text = ax.text(
-            left + count / 2, 0, f"{count}\n{word}", ha="center", va="center"
-        )
-        pairs.append((bar, text))
-        left += count
-    ax.set_xlim(0, xmax)
-    ax.set_ylim(1, -1)
-    return pairs
-
-
-def test_bar_labels_stay_inside_where_they_fit_and_move_out_where_not():
-    """A label wider than its bar goes outside it (one line, within the axes, above the bar or,
-    where that is taken, below); one that fits stays centred in its bar."""
-    from attnconv.chapters.shared.plotting import fit_bar_labels
-
-    fig, ax = plt.subplots(figsize=(6, 2), dpi=100)
-    pairs = _stacked_bars(
-        ax, ((12, "reproduced"), (1, "not reproduced"), (1, "inconclusive")), 14
-    )
-    moved = fit_bar_labels(ax, pairs)
-    # the counts stay in the bars, the words go outside
-    assert [t.get_text() for t in moved] == ["not reproduced", "inconclusive"]
-    assert [t.get_text() for _, t in pairs[1:]] == ["1", "1"]
-    renderer = fig.canvas.get_renderer()
-    frame = ax.get_window_extent(renderer)
-    for bar, text in pairs:
-        inside = text.get_window_extent(renderer)
-        assert bar.get_window_extent(renderer).contains(*inside.p0)
-        assert bar.get_window_extent(renderer).contains(*inside.p1)
-    boxes = []
-    for (bar, _), text in zip(pairs[1:], moved):
-        box, room = text.get_window_extent(renderer), bar.get_window_extent(renderer)
-        assert "\n" not in text.get_text()
-        assert box.y0 >= room.y1 or box.y1 <= room.y0  # above or below, not on the bar
-        assert frame.x0 <= box.x0 and box.x1 <= frame.x1
-        boxes.append(box)
-    assert not boxes[0].overlaps(boxes[1])
-    plt.close(fig)
-
-
-def test_the_lowest_bars_moved_label_goes_below_it():
-    """Two stacked bars: a label moved out of the lower bar sits below it, not in the gap
-    between the two bars where it would read as the upper bar's."""
-    from attnconv.chapters.shared.plotting import fit_bar_labels
-
-    fig, ax = plt.subplots(figsize=(6, 2.5), dpi=100)
-    pairs = []
-    for y in (0, 1):
-        left = 0
-        for count, word in ((12, "reproduced"), (1, "not reproduced")):
-            (bar,) = ax.barh(y, count, left=left, height=0.7)
-            text = ax.text(left + count / 2, y, f"{count}\n{word}", ha="center")
-            pairs.append((bar, text))
-            left += count
-    ax.set_xlim(0, 14)
-    ax.set_ylim(1.65, -0.65)  # inverted: y = 1 is the lower bar on screen
-    moved = fit_bar_labels(ax, pairs)
-    renderer = fig.canvas.get_renderer()
-    upper, lower = (pairs[1][0], moved[0]), (pairs[3][0], moved[1])
-    assert (
-        upper[1].get_window_extent(renderer).y0
-        >= upper[0].get_window_extent(renderer).y1
-    )
-    assert (
-        lower[1].get_window_extent(renderer).y1
-        <= lower[0].get_window_extent(renderer).y0
-    )
-    plt.close(fig)
-
-
 def test_seed_colours_keep_the_models_hue_and_step_in_lightness():
     """Several seeds of one model: one hue (the model's), lightness rising evenly from the first
     seed, every shade distinct; one seed keeps the model's colour."""
@@ -335,25 +259,6 @@ def test_depth_figure_draws_seeds_in_shades_and_the_16_head_model_apart():
     plt.close(fig)
 
 
-def test_every_bar_label_lies_in_or_just_beside_its_bar():
-    """A label too wide for a short bar: its count stays in the bar, its words sit just outside
-    (at most 3 px from the bar's edge, overlapping the bar's extent), on the synthetic chart and
-    on the book's scorecard (Fig. 17.1), where the exploratory bar's "not reproduced" is short."""
-    from attnconv.chapters.shared.plotting import bar_label_gaps, fit_bar_labels
-
-    fig, ax = plt.subplots(figsize=(6.7, 2), dpi=108)
-    pairs = _stacked_bars(
-        ax, ((7, "reproduced"), (2, "not reproduced"), (8, "inconclusive")), 18
-    )
-    moved = fit_bar_labels(ax, pairs)
-    assert [t.get_text() for t in moved] == ["not reproduced"]
-    assert pairs[1][1].get_text() == "2"  # the count stays in its bar
-    assert bar_label_gaps(ax, pairs) == [0.0, 0.0, 0.0]
-    (gap,) = bar_label_gaps(ax, [(pairs[1][0], moved[0])])
-    assert 0 <= gap <= 3
-    plt.close(fig)
-
-
 def test_gpsa_and_impulse_colours_differ_in_lightness():
     """Fig. 18.2 draws the GPSA default start (pink) beside the impulse start (red): the two differ
     in lightness as well as hue, by at least 0.25 (HLS)."""
@@ -407,23 +312,3 @@ def test_the_dtype_pair_stays_apart_for_red_green_colour_blind_readers():
     assert min(delta_e("tab:red", "tab:green", sim) for sim in simulations) < 40
     used = set(MODEL_COLOURS.values()) | set(IMPLEMENTATION_COLOURS.values())
     assert not set(DTYPE_COLOURS.values()) & used
-
-
-def test_without_words_outside_a_short_bar_keeps_its_count_alone():
-    """words_outside=False (a figure with a key of its colours): the count that fits stays in
-    its bar, its words are dropped, nothing is drawn outside; a long bar keeps both lines."""
-    from attnconv.chapters.shared.plotting import fit_bar_labels
-
-    fig, ax = plt.subplots(figsize=(6, 1.5), dpi=100)
-    pairs, left = [], 0
-    for count, word in ((12, "reproduced"), (1, "not reproduced")):
-        (bar,) = ax.barh(0, count, left=left, height=0.7)
-        pairs.append(
-            (bar, ax.text(left + count / 2, 0, f"{count}\n{word}", ha="center"))
-        )
-        left += count
-    ax.set_xlim(0, 14)
-    assert fit_bar_labels(ax, pairs, words_outside=False) == []
-    assert [t.get_text() for _, t in pairs] == ["12\nreproduced", "1"]
-    assert len(ax.texts) == 2
-    plt.close(fig)

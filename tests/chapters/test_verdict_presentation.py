@@ -1,4 +1,4 @@
-"""How the chapters show the verdicts (ch. 12b's claims table and dropdowns, ch. 17's scorecard):
+"""How the chapters show the verdicts (ch. 12b's claims table and dropdowns, ch. 17's scorecard and claim board):
 presentation only, every verdict and number as the rule gives it."""
 
 import matplotlib
@@ -91,8 +91,6 @@ def test_scorecard_counts_every_verdict():
     table = pv.scorecard_table(claims)
     assert "| 2 |" in table and "| 1 |" in table and "| 0 |" in table
     assert "{bdg-danger}`errata`" in table
-    fig = pv.plot_scorecard(claims)
-    assert len(fig.axes) == 1
 
 
 def test_exact_checks_and_descriptions_are_shown_apart_not_tallied():
@@ -209,62 +207,46 @@ def test_a_compact_interval_keeps_the_numbers_of_the_formatted_one():
     assert one.compact(scale=1, unit=" heads", digits=0) == "+3 heads: no interval"
 
 
-def test_scorecard_inconclusive_reads_as_its_badge_in_both_themes():
-    """Figure 17.1: an inconclusive segment is filled with its badge's light-theme colour and
-    outlined with the dark theme's (sphinx-design's muted grey), so it matches its badge in
-    either mode; the other segments keep their plain edges."""
+def test_the_claim_board_draws_each_judged_claim_at_its_two_verdicts():
+    """Figure 17.1: one row per claim the judge gives a fresh verdict, named as the registry
+    names it, grouped reproduced / inconclusive / not reproduced; in each row a filled dot in
+    the column of the judge's fresh verdict and a ring in the column of the exploratory verdict
+    (read here from the claims, not the board's rows), in the verdict's badge colour, the
+    inconclusive dots outlined in the dark theme's grey."""
+    import matplotlib.pyplot as plt
     from matplotlib.colors import to_hex
 
     from attnconv.chapters.shared.badges import VERDICT_COLOURS
+    from attnconv.evidence.judge import confirmatory_verdicts
 
-    claims = [_claim(REPRODUCED), _claim(NOT_REPRODUCED), _claim(INCONCLUSIVE)]
-    fig = pv.plot_scorecard(claims)
+    fresh = confirmatory_verdicts()
+    claims = [c for g in pv.GROUPS for c in pv.book_claims().get(g, [])]
+    before = {c.key: c.verdict for c in claims}
+    fig = pv.plot_claim_board(claims, fresh)
     (ax,) = fig.axes
-    grey = to_hex(VERDICT_COLOURS[INCONCLUSIVE])
-    bars = [p for p in ax.patches if to_hex(p.get_facecolor()) == grey]
-    assert bars  # the exploratory bar's inconclusive segment at least
-    for p in bars:
-        assert to_hex(p.get_edgecolor()) == "#6c757d" and p.get_linewidth() >= 2
-    others = [p for p in ax.patches if to_hex(p.get_facecolor()) != grey]
-    assert others and all(to_hex(p.get_edgecolor()) != "#6c757d" for p in others)
-    import matplotlib.pyplot as plt
-
+    names = [t.get_text() for t in ax.get_yticklabels()]
+    assert len(names) == len(fresh) == len(set(names))
+    column = {v: i for i, v in enumerate((REPRODUCED, INCONCLUSIVE, NOT_REPRODUCED))}
+    marks = {}
+    for line in (m for m in ax.lines if m.get_marker() == "o"):  # not the group lines
+        (x,), (y,) = line.get_xdata(), line.get_ydata()
+        filled = line.get_markerfacecolor() != "none"
+        marks.setdefault(round(y), {})[filled] = (round(x), line)
+    for key, got in fresh.items():
+        if key not in CLAIMS:
+            continue
+        y = names.index(CLAIMS[key].title)
+        x, dot = marks[y][True]
+        assert x == column[got.verdict]
+        assert to_hex(dot.get_markerfacecolor()) == to_hex(VERDICT_COLOURS[got.verdict])
+        if got.verdict == INCONCLUSIVE:
+            assert to_hex(dot.get_markeredgecolor()) == "#6c757d"
+        if key in before:
+            assert marks[y][False][0] == column[before[key]]
+    by_row = sorted(marks)
+    columns = [marks[y][True][0] for y in by_row]
+    assert columns == sorted(columns)  # grouped by fresh verdict, top to bottom
     plt.close(fig)
-
-
-def test_the_scorecards_labels_lie_in_or_just_beside_a_bar():
-    """Figure 17.1 with the exploratory tally's counts (7 / 2 / 8): every label drawn lies in a
-    bar (the short "not reproduced" segment keeps its count alone, and the key above the bars
-    names its colour)."""
-    import matplotlib.pyplot as plt
-
-    from attnconv.chapters.shared.plotting import bar_label_gaps
-
-    claims = (
-        [_claim(REPRODUCED)] * 7
-        + [_claim(NOT_REPRODUCED)] * 2
-        + [_claim(INCONCLUSIVE)] * 8
-    )
-    fig = pv.plot_scorecard(claims)
-    (ax,) = fig.axes
-    assert ax.texts
-    for text in ax.texts:
-        gaps = bar_label_gaps(ax, [(bar, text) for bar in ax.patches])
-        assert min(gaps) == 0, (text.get_text(), gaps)
-    assert "2" in [t.get_text() for t in ax.texts]  # the short segment's count, alone
-    (key,) = fig.legends  # every colour drawn, each once, with its segment's word
-    words = [t.get_text() for t in key.get_texts()]
-    drawn = [
-        t.get_text().split("\n")[1] for t in ax.texts if "\n" in t.get_text()
-    ]  # the words the segments wide enough for them carry
-    assert len(words) == len(set(words)) and set(drawn) <= set(words)
-    assert {"hold", "wrong", "reproduced", "not reproduced", "inconclusive"} <= set(
-        words
-    )
-    plt.close(fig)
-
-
-# ----------------------------------------------------------------- ch. 12b's claim cards
 
 
 def test_clauses_cut_at_semicolons_outside_brackets_only():
@@ -492,30 +474,6 @@ def test_chapter_17s_box_counts_the_judged_follow_up_claims():
     if judged:
         assert f"outside the tally: {len(judged)} questions " in line
         assert "tab-what-holds-followup" in line
-
-
-def test_the_scorecard_has_a_bar_for_the_follow_up_outside_the_tally():
-    """Figure 17.1's follow-up bar: its segments add up to the follow-up's claims, by verdict,
-    as the judge counts them; the fresh-seed and exploratory bars keep their own counts."""
-    import matplotlib.pyplot as plt
-
-    from attnconv.evidence.judge import followup_verdicts
-
-    follow = followup_verdicts()
-    claims = [_claim(REPRODUCED)] * 3 + [_claim(INCONCLUSIVE)] * 2
-    fig = pv.plot_scorecard(claims)
-    (ax,) = fig.axes
-    labels = [t.get_text() for t in ax.get_yticklabels()]
-    row = labels.index(f"follow-up: {len(follow)} claims\nasked again")
-    assert labels[row - 1].startswith("experimental claims:\nfresh seeds")
-    assert labels[row + 1] == "experimental claims:\nexploratory"
-    widths = {}
-    for bar in ax.patches:
-        y = round(bar.get_y() + bar.get_height() / 2)
-        widths[y] = widths.get(y, 0) + bar.get_width()
-    assert widths[row] == len(follow)
-    assert widths[row + 1] == len(claims)
-    plt.close(fig)
 
 
 def test_chapter_17s_caveats_name_an_arm_tuned_at_its_grids_end():

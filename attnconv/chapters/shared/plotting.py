@@ -24,8 +24,6 @@ __all__ = [
     "install_figure_check",
     "figure_text_sizes",
     "shown_text_px",
-    "fit_bar_labels",
-    "bar_label_gaps",
     "attention_map",
     "plot_attention_heads",
     "plot_error_map",
@@ -291,108 +289,6 @@ def install_figure_check() -> None:
 
     checked._attnconv_checked = True
     formatter.for_type(Figure, checked)
-
-
-def fit_bar_labels(
-    ax, pairs, pad_px: float = 3.0, offset_pt: float = 1.0, words_outside: bool = True
-) -> list:
-    """Keep the labels of horizontal bars readable. ``pairs`` are ``(bar, text)``: a bar (a
-    Rectangle from ``barh``) and its label, centred in it. A label that fits its bar as drawn,
-    with ``pad_px`` to spare on every side, stays inside. Of a label of several lines ("2\\nnot
-    reproduced") that does not fit, the first line (the count) stays inside where it fits, and the
-    rest is drawn just outside the bar; any other label is moved out whole, on one line. Outside
-    means black, centred on the bar and ``offset_pt`` from its edge, above it or, where that would
-    cover a label already moved, below (the lowest bar's label below first, where no bar can claim
-    it); shifted sideways to stay within the axes, always overlapping the bar's extent. Draws the
-    figure to measure (call it once the figure's layout is final); the labels drawn outside take no
-    part in the layout. With ``words_outside=False`` (a figure whose key names the colours), a
-    count that fits stays alone in its bar and its words are dropped. Returns the labels drawn
-    outside the bars."""
-    from matplotlib.transforms import offset_copy
-
-    fig = ax.figure
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
-    frame = ax.get_window_extent(renderer)
-
-    def fits(text, room):
-        size = text.get_window_extent(renderer)
-        return (
-            size.width + 2 * pad_px <= room.width
-            and size.height + 2 * pad_px <= room.height
-        )
-
-    moved, placed = [], []
-    # the lowest bar's label goes below it first: above, it would sit between two bars and read
-    # as the upper one's
-    lowest = min(bar.get_window_extent(renderer).y0 for bar, _ in pairs)
-    for bar, text in pairs:
-        room = bar.get_window_extent(renderer)
-        if fits(text, room):
-            continue
-        first, _, rest = text.get_text().partition("\n")
-        if rest:
-            text.set_text(first)
-            if fits(text, room) and not words_outside:  # the key names the colour
-                continue
-            if fits(text, room):  # the count stays in its bar, the words go outside
-                text = ax.text(0, 0, rest, fontsize=text.get_fontsize(), color="black")
-            else:
-                text.set_text(f"{first} {rest}")
-        text.set_text(" ".join(text.get_text().split()))
-        text.set_color("black")
-        text.set_in_layout(False)
-        x = bar.get_x() + bar.get_width() / 2
-        low, high = bar.get_y(), bar.get_y() + bar.get_height()
-        top, bottom = (low, high) if ax.yaxis_inverted() else (high, low)
-        sides = ((top, "bottom", 1), (bottom, "top", -1))
-        if room.y0 <= lowest + 0.5:
-            sides = sides[::-1]
-        for y, va, sign in sides:
-            text.set_position((x, y))
-            text.set_va(va)
-            text.set_ha("center")
-            text.set_transform(
-                offset_copy(ax.transData, fig=fig, y=sign * offset_pt, units="points")
-            )
-            box = text.get_window_extent(renderer)
-            if box.x1 > frame.x1:
-                text.set_ha("right")
-                text.set_position((bar.get_x() + bar.get_width(), y))
-            elif box.x0 < frame.x0:
-                text.set_ha("left")
-                text.set_position((bar.get_x(), y))
-            box = text.get_window_extent(renderer)
-            if not any(box.overlaps(other) for other in placed):
-                break
-        placed.append(box)
-        moved.append(text)
-    return moved
-
-
-def bar_label_gaps(ax, pairs) -> list:
-    """For each ``(bar, text)`` of a bar chart, how far (display px) the label's drawn box lies
-    from its bar: 0 when it lies within the bar, else the vertical gap between the box and the
-    bar's nearer edge; ``inf`` when the box does not overlap the bar's horizontal extent (it sits
-    beside another bar). Draws the figure to measure."""
-    fig = ax.figure
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
-    gaps = []
-    for bar, text in pairs:
-        room, box = bar.get_window_extent(renderer), text.get_window_extent(renderer)
-        if box.x1 <= room.x0 or box.x0 >= room.x1:
-            gaps.append(float("inf"))
-        elif (
-            room.x0 <= box.x0
-            and box.x1 <= room.x1
-            and room.y0 <= box.y0
-            and box.y1 <= room.y1
-        ):
-            gaps.append(0.0)
-        else:
-            gaps.append(float(max(box.y0 - room.y1, room.y0 - box.y1, 0.0)))
-    return gaps
 
 
 def attention_map(

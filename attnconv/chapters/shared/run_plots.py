@@ -590,6 +590,7 @@ def plot_layer_heads(
     one_key: Optional[float] = None,
     epoch: int = -1,
     width: float = COLUMN_INCHES,
+    window: Optional[int] = None,
 ):
     """The paper's Fig. 3 (ICLR Fig. 4) as the paper draws it: one panel per layer in ``layers``
     (0-based; default all), in one row, with all the layer's heads overlaid, one colour per head
@@ -601,7 +602,11 @@ def plot_layer_heads(
     drawn: a note in the panel's corner counts such heads. Under each layer's name, its attention
     distance: E‖k − q‖ under each head's map (:func:`gaussian_head_maps`), averaged over the
     layer's heads. With ``one_key``, the key holding more than that share of a head's attention is
-    drawn as a disc in the head's colour, outlined in black."""
+    drawn as a disc in the head's colour, outlined in black, and a key that several heads hold
+    carries their number ("×3"). With ``window``, each panel shows only the shifts within
+    ``window`` tokens of the query, a close-up at one scale for every panel."""
+    from collections import Counter
+
     import matplotlib.pyplot as plt
     from matplotlib.colors import to_rgb
     from matplotlib.lines import Line2D
@@ -625,6 +630,11 @@ def plot_layer_heads(
     swap = np.array([[0, 1], [1, 0]])  # (row, column) -> (x = column, y = row)
     rows = (-query[0] - 0.5, h - query[0] - 0.5)
     cols = (-query[1] - 0.5, w - query[1] - 0.5)
+    if (
+        window is not None
+    ):  # a close-up: the shifts within ``window`` tokens of the query
+        rows = cols = (-window - 0.5, window + 0.5)
+    shared = False
     for ax, i in zip(axes[0], layers):
         record = records[i]
         centers = np.asarray(record["centers"], dtype=np.float64).reshape(-1, 2)
@@ -662,6 +672,14 @@ def plot_layer_heads(
                     keys[k][1] - query[1], keys[k][0] - query[0], "o",
                     mfc="none", mec="black", mew=1.0, ms=ONE_KEY_MARKER_PT, zorder=5,
                 )  # fmt: skip
+        held = Counter(tuple(key) for key in keys if key is not None)
+        for (r, c), n in sorted(held.items()):
+            if n > 1:  # several heads on one key: their number, up and right of it
+                shared = True
+                ax.text(
+                    c - query[1] + 0.45, r - query[0] - 0.45, f"×{n}", fontsize=8.5,
+                    ha="left", va="bottom", zorder=6,
+                )  # fmt: skip
         if any(uniform):
             ax.text(
                 0.04, 0.03, f"{sum(uniform)} uniform", transform=ax.transAxes,
@@ -671,7 +689,8 @@ def plot_layer_heads(
         ax.set_aspect("equal")
         ax.set_title(f"layer {i + 1}\n{distance:.1f} tokens", fontsize=9)
         ax.grid(alpha=0.3, lw=0.6)
-    ticks = [t for t in (-8, -4, 0, 4, 8) if cols[0] <= t <= cols[1]]
+    step = 4 if window is None or window > 4 else 1 if window <= 2 else 2
+    ticks = [t for t in range(-8, 9, step) if cols[0] <= t <= cols[1]]
     axes[0, 0].set_xticks(ticks), axes[0, 0].set_yticks(ticks)
     for ax in axes[0, 1:]:  # the first panel's tick labels serve the row
         ax.tick_params(labelbottom=False, length=0)
@@ -688,6 +707,8 @@ def plot_layer_heads(
             Line2D([], [], marker="o", mfc="none", mec="black", mew=1.0,
                    ms=ONE_KEY_MARKER_PT, ls="", label=f"key with > {100 * one_key:g} %")
         )  # fmt: skip
+    if shared:
+        handles.append(Line2D([], [], ls="", label="×n: heads on that key"))
     fig.legend(
         handles=handles,
         loc="outside lower center",
