@@ -453,8 +453,14 @@ def holm_floor() -> Dict[str, float]:
     }
 
 
-#: The robustness table's name for the family-wide correction (a frozen alternative).
-HOLM = "Holm's adjustment over the family"
+#: The robustness table's name for the family-wide correction: the frozen alternative that
+#: every share claim names, read from the protocol rather than repeated.
+HOLM = next(
+    a
+    for c in protocol.CLAIMS.values()
+    for a in c.alternatives
+    if a.startswith("Holm's adjustment")
+)
 
 
 def why_fragile_text(confirmatory: Dict[str, ConfirmatoryVerdict]) -> str:
