@@ -40,8 +40,8 @@ def plot_convolve_run(
 ):
     """Three panels: the centre trajectories over the optimisation steps (circle: start, cross:
     end) on the K×K lattice (grey squares; circles of ``radius`` around each point), α_h over the
-    steps, and the loss. Heads outside the ±``view`` window are drawn at its edge (arrow marker)
-    with their final position in the legend. Returns the figure."""
+    steps, and the loss. The centre panel spans at least ±``view`` tokens, and more where a head
+    travels further, so that every trajectory is drawn whole. Returns the figure."""
     import matplotlib.pyplot as plt
     import numpy as np
     from matplotlib.patches import Circle
@@ -68,16 +68,14 @@ def plot_convolve_run(
         zorder=1,
         label="lattice (Thm. 1)",
     )
+    view = max(view, float(np.abs(traj).max()) + 0.7)  # every head's path, whole
     for h in range(n):
-        t = np.clip(traj[:, h], -view, view)
-        end = traj[-1, h]
-        outside = bool((np.abs(end) > view).any())
-        lab = f"head {h + 1}" + (f" → ({end[0]:.1f}, {end[1]:.1f})" if outside else "")
-        ax.plot(t[:, 1], t[:, 0], color=colors[h], lw=1.2, alpha=0.85, label=lab)
-        ax.plot(t[0, 1], t[0, 0], "o", color=colors[h], ms=5, mfc="white")
+        t = traj[:, h]
         ax.plot(
-            t[-1, 1], t[-1, 0], "^" if outside else "x", color=colors[h], ms=8, mew=2
+            t[:, 1], t[:, 0], color=colors[h], lw=1.2, alpha=0.85, label=f"head {h + 1}"
         )
+        ax.plot(t[0, 1], t[0, 0], "o", color=colors[h], ms=5, mfc="white")
+        ax.plot(t[-1, 1], t[-1, 0], "x", color=colors[h], ms=8, mew=2)
     ax.set_xlim(-view, view), ax.set_ylim(view, -view)
     ax.set_aspect("equal")
     ax.set_xlabel("column shift Δ₂"), ax.set_ylabel("row shift Δ₁")

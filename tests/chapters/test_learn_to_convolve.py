@@ -235,13 +235,23 @@ def test_seed_sweep_and_plot():
     )
     assert rows[1]["covered"] == lattice_coverage(results[1].centers[-1])
     assert seed_sweep(replace(TINY, steps=3, num_images=100), [1]) == rows[1:]
-    fig = plot_convolve_run(
-        learn_to_convolve(replace(TINY, steps=3, num_images=100)), title="t"
-    )
-    assert len(fig.axes) == 3
     import matplotlib.pyplot as plt
 
-    plt.close(fig)
+    run = learn_to_convolve(replace(TINY, steps=3, num_images=100))
+    far = replace(run, centers=run.centers.clone())
+    far.centers[-1, 0] = torch.tensor([-6.0, 2.0])  # a head that travels far
+    for r in (run, far):
+        fig = plot_convolve_run(r, title="t")
+        assert len(fig.axes) == 3
+        ax = fig.axes[0]
+        left, right = ax.get_xlim()
+        bottom, top = ax.get_ylim()
+        reach = float(
+            r.centers.abs().max()
+        )  # every centre, start to end, inside the panel
+        assert min(-left, right, bottom, -top) >= max(reach + 0.5, 4.5)
+        plt.close(fig)
+    assert ax.get_ylim()[0] > 6.0  # widened for the far head
 
 
 def test_more_heads_and_frozen_widths():
