@@ -54,6 +54,8 @@ __all__ = [
     "head_off_target_mass",
     "plot_off_target_mass",
     "plot_alpha_sweep",
+    "plot_padding_errors",
+    "plot_rank_sweep",
 ]
 
 #: float32 against float64 in chapter 4's figures (plotting.DTYPE_COLOURS), with a marker each
@@ -645,4 +647,72 @@ def plot_alpha_sweep(
     )
     ax.set_xlabel("α")
     ax.set_ylabel("‖MHSA − conv‖$_F$ / ‖conv‖$_F$")
+    return fig
+
+
+def plot_padding_errors(
+    alphas: Sequence[float],
+    to_replicate: Sequence[Sequence[float]],
+    to_zero: Sequence[Sequence[float]],
+):
+    """Ch. 3's Figure 3.3: the relative error of the un-padded quadratic layer against
+    replicate padding (blue circles) and zero padding (red squares), one line per random
+    convolution over the widths ``alphas``, beside ch. 4's bound :math:`S(\\alpha)` (dashed) on
+    the off-target mass. Returns the figure."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.6, 3.4))
+    for i, (rep, zero) in enumerate(zip(to_replicate, to_zero)):
+        first = i == 0  # one legend entry per padding
+        ax.semilogy(alphas, rep, "o-", color="C0", ms=3, lw=1,
+                    label="replicate padding" if first else None)  # fmt: skip
+        ax.semilogy(alphas, zero, "s-", color="C3", ms=3, lw=1,
+                    label="zero padding" if first else None)  # fmt: skip
+    fine = torch.linspace(1, alphas[-1], 100).tolist()
+    bound = [off_target_mass_bound(a) for a in fine]
+    ax.semilogy(fine, bound, "k--", lw=1, label="S(α), the bound of ch. 4")
+    ax.set_xlabel("width α of the quadratic heads")
+    ax.set_ylabel("max |MHSA − conv| / max |conv|")
+    n = len(to_replicate)
+    ax.set_title(
+        f"keys on the image only: {n} random convolutions, float64", fontsize=9.5
+    )
+    ax.legend(loc="center right")
+    fig.tight_layout()
+    return fig
+
+
+def plot_rank_sweep(
+    ranks: Sequence[int],
+    sweep: Dict[str, List[float]],
+    full_rank: int,
+    floor: float = 1e-17,
+):
+    """Ch. 3's Figure 3.5: against the head dimension :math:`D_h = r` (``ranks``),
+    the kernel error Eckart–Young predicts (rings), the kernel error measured (crosses) and the
+    output error (squares), from :func:`rank_sweep`; a dotted line at ``full_rank``. Exact zeros
+    are drawn at ``floor`` on the log axis. Returns the figure."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.2, 3.4))
+    for key, style, kw, label in (
+        (
+            "predicted",
+            "o-",
+            dict(ms=9, mfc="none"),
+            "predicted kernel error (Eckart–Young)",
+        ),
+        ("measured", "x", dict(ms=8), "measured kernel error"),
+        ("output", "s--", dict(ms=5), "output error max|MHSA − conv| / max|conv|"),
+    ):
+        ax.semilogy(
+            ranks, [max(v, floor) for v in sweep[key]], style, label=label, **kw
+        )
+    ax.axvline(full_rank, color="gray", ls=":", lw=1)
+    ax.set_xticks(ranks)
+    ax.set_xlabel("head dimension $D_h = r$")
+    ax.set_ylabel("relative error")
+    ax.set_title("3×3 convolution, 5 → 8 channels, float64", fontsize=10)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1, frameon=False)
+    fig.tight_layout()
     return fig

@@ -528,3 +528,35 @@ def test_chapter_4_figures_draw_their_data():
     assert f"one_hot_alpha {bound32:.1f}" in texts and "exact from 37" in texts
     assert "float32 error\ndashed: floor (α = ∞)" in texts
     plt.close(fig)
+
+
+def test_ch3_figures_draw_the_numbers_they_are_given():
+    """Figures 3.3 and 3.5 draw exactly the errors handed to them (a zero at the floor of the
+    log axis) and the bound S(α) of ch. 4 at every width they span."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from attnconv.chapters.sweeps import plot_padding_errors, plot_rank_sweep
+    from attnconv.core.bounds import off_target_mass_bound
+
+    alphas = [1.0, 2.0, 5.0]
+    rep, zero = [[0.5, 0.1, 1e-3], [0.4, 0.2, 1e-4]], [[0.6, 0.5, 0.5], [0.7, 0.6, 0.6]]
+    fig = plot_padding_errors(alphas, rep, zero)
+    lines = fig.axes[0].get_lines()
+    assert [list(ln.get_ydata()) for ln in lines[:4]] == [
+        rep[0],
+        zero[0],
+        rep[1],
+        zero[1],
+    ]
+    x, y = lines[4].get_data()
+    assert x[0] == 1.0 and x[-1] == 5.0
+    assert all(abs(b - off_target_mass_bound(a)) <= 1e-12 * b for a, b in zip(x, y))
+    plt.close(fig)
+    sweep = {"predicted": [0.3, 0.0], "measured": [0.3, 0.0], "output": [0.2, 1e-16]}
+    fig = plot_rank_sweep([1, 2], sweep, full_rank=2)
+    drawn = [list(ln.get_ydata()) for ln in fig.axes[0].get_lines()[:3]]
+    assert drawn == [[0.3, 1e-17], [0.3, 1e-17], [0.2, 1e-16]]
+    plt.close(fig)
