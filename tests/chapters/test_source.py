@@ -157,7 +157,8 @@ def test_source_is_the_package_s_own_with_its_file_and_lines():
     head, code = md.split("\n\n", 1)
     lines, first = inspect.getsourcelines(conv_to_mhsa)
     assert head.startswith(
-        f"`conv_to_mhsa` · source: `attnconv/core/conv.py`, "
+        "`conv_to_mhsa` · source: {download}`attnconv/core/conv.py "
+        "</attnconv/core/conv.py>`, "
         f"lines {first}–{first + len(lines) - 1}"
     )
     shown, _ = plain_source("".join(lines).rstrip())
@@ -379,7 +380,7 @@ def test_the_full_source_section_holds_every_full_listing_with_a_link_to_its_fil
         full = source_markdown(obj)
         head, code = full.split("\n\n", 1)
         assert code in md  # the full listing, plumbing kept
-        rel = head.split("source: `", 1)[1].split("`", 1)[0]
+        rel = head.split("source: {download}`", 1)[1].split(" <", 1)[0]
         assert f"source: {{download}}`{rel} </{rel}>`, lines" in md
     assert "...  # " not in md
     with pytest.raises(ValueError):

@@ -326,7 +326,8 @@ def source_markdown(
     *objs, note: str = "", excerpt: bool = False, full_ref: str = ""
 ) -> str:
     """Markdown for the source of ``objs`` (functions, classes, methods or properties): one
-    heading line per object with its file and lines, then its code in a ``python`` block, as
+    heading line per object with its file (a link to the file: Sphinx's ``download`` role copies
+    it into the built book) and lines, then its code in a ``python`` block, as
     :func:`plain_source` gives it (a shortened docstring is said in the heading), with any
     line still wider than the book's code column folded (:func:`fold_long_lines`).
     ``note`` (Markdown) is put before the code, e.g. which equations it computes. With
@@ -353,7 +354,8 @@ def source_markdown(
             )
         shortened = f" ({'; '.join(notes)})" if notes else ""
         parts.append(
-            f"`{_name(obj)}` · source: `{rel}`, lines {first}–{last}{shortened}\n\n"
+            f"`{_name(obj)}` · source: {{download}}`{rel} </{rel}>`, lines "
+            f"{first}–{last}{shortened}\n\n"
             f"```python\n{code}\n```"
         )
     return "\n\n".join(parts)
@@ -376,21 +378,10 @@ FULL_SOURCE_TITLE = "Full source of this chapter's functions"
 
 def full_source_markdown(*objs, label: str) -> str:
     """One collapsed dropdown (MyST) titled :data:`FULL_SOURCE_TITLE` and labelled ``label``,
-    holding the full listing of each of ``objs`` (:func:`source_markdown`, plumbing kept), its
-    heading's file a link to the file itself (Sphinx's ``download`` role copies it into the
-    built book)."""
+    holding the full listing of each of ``objs`` (:func:`source_markdown`, plumbing kept)."""
     if not objs:
         raise ValueError("show at least one object")
-    parts = []
-    for obj in objs:
-        rel = _where(obj)[0]
-        listing = source_markdown(obj)
-        parts.append(
-            listing.replace(
-                f"source: `{rel}`", f"source: {{download}}`{rel} </{rel}>`", 1
-            )
-        )
-    body = "\n\n".join(parts)
+    body = "\n\n".join(source_markdown(obj) for obj in objs)
     return f"````{{dropdown}} {FULL_SOURCE_TITLE}\n:name: {label}\n\n{body}\n````"
 
 
