@@ -1074,14 +1074,13 @@ def baseline_sentence(claims: Sequence[Claim]) -> str:
     for c in claims:
         got = _baseline_ratio(c.key)
         if got is not None:
-            parts.append(
-                f"{got[1]:.1f} times the {got[0]} model's size ({CLAIMS[c.key].title})"
-            )
+            short = CLAIMS[c.key].title.split(": ", 1)[-1]  # without its source
+            parts.append(f"{got[1]:.1f} times the {got[0]} model's size ({short})")
     if not parts:
         return ""
     return (
-        "Every comparison with ResNet18 measures against a ResNet18 that the tuning made "
-        f"{' and '.join(parts)}: it is the only arm whose width was tuned."
+        "ResNet18 is the only arm whose width was tuned, and the tuning made it large: "
+        f"{' and '.join(parts)}."
     )
 
 
