@@ -5,7 +5,7 @@
 * :func:`tuning_table` — each arm's validation accuracy at each learning rate, and its choice;
 * :func:`fair_table`, :func:`plot_fair` — final test and training accuracy per arm and size;
 * :func:`plot_fair_curves` — training against validation accuracy over the steps;
-* :func:`fair_contrasts_table` — each frozen contrast at each size, with its verdict;
+* :func:`fair_contrasts_table` — each pair of arms at each size, with both its verdicts;
 * :func:`fair_claims_table`, :func:`fair_badges` — each contrast's verdict over its sizes.
 """
 
@@ -229,20 +229,54 @@ def _p(p: Optional[float]) -> str:
     return "< 0.001" if p < 0.001 else f"{p:.2g}"
 
 
+def _pair(key: str) -> tuple:
+    """The two arms a frozen contrast compares, (a, b); the key itself if it is not frozen."""
+    for c in BEYOND["contrasts"]:
+        if c["key"] == key:
+            return (c["a"], c["b"])
+    return (key, "")
+
+
+def _pair_title(pair: tuple, key: str) -> str:
+    """A pair of arms in words: the title of the first frozen contrast that compares them."""
+    for c in BEYOND["contrasts"]:
+        if (c["a"], c["b"]) == pair:
+            return CONTRAST_TITLES.get(c["key"], c["key"])
+    return CONTRAST_TITLES.get(key, key)
+
+
+def _verdict_cell(r) -> str:
+    """A verdict with Holm's p for its claimed direction, or a dash where no test is asked."""
+    return "—" if r is None else f"{verdict_badge(r.verdict)} (p {_p(r.holm_p)})"
+
+
 def fair_contrasts_table(results, held_out: Optional[Mapping] = None):
-    """One row per (contrast, size): a − b with its 95 % interval over seeds and test images, the
-    per-seed paired t interval, Holm's adjusted p-value, the verdict, and (``held_out``: contrast
-    key → interval) the same difference on the 3,000 held-out training images at 1,000 images."""
-    rows = []
+    """One row per pair of arms and size: a − b with its 95 % interval over seeds and test images,
+    the per-seed paired t interval, and (``held_out``: contrast key → interval) the same
+    difference on the 3,000 held-out training images at 1,000 images. Two verdict columns read
+    the one interval: is a above b (superiority), and are a and b level within the margin
+    (equivalence)? Each gives its verdict and Holm's adjusted p; a dash where the frozen
+    protocol does not ask that question of the pair."""
+    by_row: dict = {}  # (a, b, size) -> {kind: result}, in the results' order
     for r in results:
-        extra = held_out.get(r.key) if held_out is not None and r.size == 1000 else None
+        by_row.setdefault((*_pair(r.key), r.size), {})[r.kind] = r
+    margins = {r.margin for r in results if r.kind == "equivalence"}
+    margin = f" within ±{100 * min(margins):g} points" if margins else ""
+    rows = []
+    for (a, b, size), tests in by_row.items():
+        first = next(iter(tests.values()))
+        extra = None
+        if held_out is not None and size == 1000:
+            extra = next(
+                (held_out[t.key] for t in tests.values() if t.key in held_out), None
+            )
         row = [
-            CONTRAST_TITLES.get(r.key, r.key),
-            f"{r.size:,}",
-            _signed(r.interval),
-            _signed(r.cross_check),
-            _p(r.holm_p),
-            verdict_badge(r.verdict),
+            _pair_title((a, b), first.key),
+            f"{size:,}",
+            _signed(first.interval),
+            _signed(first.cross_check),
+            _verdict_cell(tests.get("superiority")),
+            _verdict_cell(tests.get("equivalence")),
         ]
         if held_out is not None:
             row.insert(3, "—" if extra is None else _signed(extra))
@@ -252,12 +286,12 @@ def fair_contrasts_table(results, held_out: Optional[Mapping] = None):
         "images",
         "test, points",
         "per-seed t",
-        "Holm p, claimed direction",
-        "verdict",
+        "a above b? (Holm p)",
+        f"a ≈ b{margin}? (Holm p)",
     ]
     if held_out is not None:
         columns.insert(3, "held-out, points")
-    return markdown_table(columns, rows, "lr" + "r" * (len(columns) - 3) + "l")
+    return markdown_table(columns, rows, "lr" + "r" * (len(columns) - 4) + "ll")
 
 
 def _kind(c: Mapping) -> str:

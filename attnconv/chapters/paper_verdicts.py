@@ -99,7 +99,7 @@ __all__ = [
     "card_label",
     "card_links",
     "claim_evidence",
-    "caveats_list",
+    "caveats_sentence",
     "clauses",
     "paired_over_images",
     "confounds_note",
@@ -116,6 +116,7 @@ __all__ = [
     "tally_words",
     "what_holds_box",
     "six_layers_box",
+    "resnet_size_ratio",
     "not_counted_markdown",
     "tallies_table",
     "confounds_table",
@@ -1013,15 +1014,28 @@ def claim_evidence(claims: Sequence[Claim]) -> str:
     return "\n\n".join(parts)
 
 
-def caveats_list(claims: Sequence[Claim]) -> str:
-    """Ch. 17's caveats under Table 17.2: one item per comparison with an arm tuned at an end of
-    its grid (:func:`_caveats`), its title linked to its card; "" when none has one."""
-    items = [
-        f"- {{ref}}`{CLAIMS[c.key].title} <{card_label(c.key)}>`: {_caveats(c.key)}."
-        for c in claims
-        if _caveats(c.key)
+def caveats_sentence(claims: Sequence[Claim]) -> str:
+    """Ch. 17's caveat under Table 17.2, one sentence: the comparisons with an arm tuned at an
+    end of its grid (:func:`_caveats`), each title linked to its card, and what was chosen
+    there (a learning rate, or also a width); "" when none has one."""
+    tuned = [c for c in claims if _caveats(c.key)]
+    if not tuned:
+        return ""
+    # each title without its source ("Sec. 3: "), so that the sentence stays short
+    links = [
+        f"{{ref}}`{CLAIMS[c.key].title.split(': ', 1)[-1]} <{card_label(c.key)}>`"
+        for c in tuned
     ]
-    return "\n".join(items)
+    named = links[0] if len(links) == 1 else ", ".join(links[:-1]) + " and " + links[-1]
+    what = "learning rate"
+    if any("widths" in _caveats(c.key) for c in tuned):
+        what = "learning rate or width"
+    count = _WORDS.get(len(tuned), str(len(tuned))).capitalize()
+    verb = "comparison chose" if len(tuned) == 1 else "comparisons chose"
+    return (
+        f"{count} {verb} a {what} at an end of its tuning grid: {named}. A better value "
+        "may lie beyond that end."
+    )
 
 
 def _caveats(key: str) -> str:
@@ -1059,14 +1073,13 @@ def baseline_sentence(claims: Sequence[Claim]) -> str:
     for c in claims:
         got = _baseline_ratio(c.key)
         if got is not None:
-            parts.append(
-                f"{got[1]:.1f} times the {got[0]} model's size ({CLAIMS[c.key].title})"
-            )
+            short = CLAIMS[c.key].title.split(": ", 1)[-1]  # without its source
+            parts.append(f"{got[1]:.1f} times the {got[0]} model's size ({short})")
     if not parts:
         return ""
     return (
-        "Every comparison with ResNet18 measures against a ResNet18 that the tuning made "
-        f"{' and '.join(parts)}: it is the only arm whose width was tuned."
+        "ResNet18 is the only arm whose width was tuned, and the tuning made it large: "
+        f"{' and '.join(parts)}."
     )
 
 
@@ -1115,9 +1128,37 @@ def confounds_note(claims: Sequence[Claim]) -> str:
     from ..experiments.claims import CONFOUND_NAMES
 
     return "\n".join(
-        f"{i}. **{CONFOUND_NAMES[text]}.** {_one_line(text)}"
+        f"{i}. **{PLAIN_CONFOUNDS.get(text, (CONFOUND_NAMES[text], text))[0]}.** "
+        + _one_line(PLAIN_CONFOUNDS.get(text, (None, text))[1])
         for i, text in enumerate(_confounds(claims), 1)
     )
+
+
+def _plain_confounds() -> Dict[str, Tuple[str, str]]:
+    """Confounds the registry words for the implementer, in a reader's words: registry text ->
+    (short name, text). The registry's own words stay as they were written."""
+    from ..experiments.claims import LOCAL_DROPOUT_CONFOUND, POSITIONAL_LR_CONFOUND
+
+    return {
+        POSITIONAL_LR_CONFOUND: (
+            "×10 positional learning rate",
+            "The runs train every positional parameter with 10 times the learning rate of "
+            "the rest. The paper states no such multiplier. The learned encoding has far "
+            "more positional parameters than the quadratic one, so the multiplier reaches more "
+            "of it.",
+        ),
+        LOCAL_DROPOUT_CONFOUND: (
+            "Two kinds of dropout",
+            "The six-layer quadratic runs use local attention, the learned runs dense "
+            "attention. Dense attention's dropout zeroes single attention weights. Local "
+            "attention's zeroes whole rows or columns of a head's map at once, so the two "
+            "models are not regularised alike.",
+        ),
+    }
+
+
+#: :func:`_plain_confounds`, computed once.
+PLAIN_CONFOUNDS = _plain_confounds()
 
 
 def confounds_table(claims: Sequence[Claim]):
@@ -1304,11 +1345,11 @@ def what_holds_box(
 ) -> str:
     """Chapter 17's result box, so that nothing in it is typed by hand: the theory's line, then
     the frozen protocol's verdicts on the fresh seeds (``fresh``, by default
-    :func:`fresh_verdicts`) as badges beside one line that says what they count, then the exploratory counts of the rule's verdicts on the counted claims (:func:`counted`)
-    as a secondary bullet. What the paper says and how the book checks it follow the box, in
+    :func:`fresh_verdicts`) as badges beside one line that says what they count, the
+    follow-up's line and what it means. No exploratory count: Table 17.4 lines those up
+    (:func:`tallies_table`). What the paper says and how the book checks it follow the box, in
     the chapter's text."""
     fresh = fresh_verdicts() if fresh is None else fresh
-    mine = counted(claims)
     wrong = _WORDS.get(len(ERRATA_WRONG), len(ERRATA_WRONG))
     on_fresh = count_verdicts(got.verdict for got in fresh.values())
     return (
@@ -1317,13 +1358,9 @@ def what_holds_box(
         f"{category_badge('exact')} **The theory holds as stated; {wrong} statements are wrong "
         "by an exact check.**\n\n"
         f"{count_badges(on_fresh)} **{_fresh_headline(fresh)}**\n\n"
-        f"- {category_badge('exploratory')} **Before the freeze**, earlier runs judged "
-        f"{len(mine)} of these claims; none of this is counted "
-        "({ref}`Table 17.4 <tab-what-holds-tallies>` lines up every count).\n"
         + followup_bullet()
         + "- **What it means.** The paper's construction is exact; its readings of trained "
-        "models hold in part at CPU scale. A claim that small runs do not reproduce is not "
-        "shown wrong.\n"
+        "models hold in part at CPU scale.\n"
         "```"
     )
 
@@ -1346,42 +1383,31 @@ def six_layers_box(
     here: Sequence[Claim],
     added: Sequence[str],
     headline: str,
+    bullets: Sequence[str] = (),
     fresh: Optional[Mapping[str, ConfirmatoryVerdict]] = None,
 ) -> str:
     """Chapter 12b's result box, so that no count in it is typed by hand: the fresh-seed
     verdicts of the page's claims (the counted claims ``here`` and the protocol's claims
     ``added`` that the page judges too) as the box's one row of badges, beside ``headline``;
-    a bullet that says how many claims they are and where the protocol's other claims are
-    judged; and one line on the exploratory column of the page's table."""
+    then the findings, one short bullet each. What the badges count, and where the protocol's
+    other claims are judged, is ch. 17's Table 17.4; the box states no exploratory verdict."""
     fresh = fresh_verdicts() if fresh is None else fresh
-    mine = counted(here)
-    on_page = [c.key for c in mine] + list(added)
+    on_page = [c.key for c in counted(here)] + list(added)
     shown = count_verdicts(fresh[k].verdict for k in on_page if k in fresh)
-    seeds = max((len(fresh[k].seeds) for k in on_page if k in fresh), default=0)
-    words = lambda k: _WORDS.get(k, k)  # noqa: E731
-    elsewhere = judged_elsewhere(on_page)
-    other = ""
-    if elsewhere:
-        refs = ", ".join(
-            f"{{ref}}`{where}`" if where else "its own page"
-            for where in elsewhere.values()
-        )
-        props = "; ".join(_claim_words(k) for k in elsewhere)
-        other = (
-            f" The protocol's one other claim, {props}, is judged in {refs}."
-            if len(elsewhere) == 1
-            else f" Its {words(len(elsewhere))} other claims ({props}) are judged in {refs}."
-        )
     return (
         "```{admonition} In short\n"
         ":class: tip result-box\n"
         f"{count_badges(shown)} **On fresh seeds, {headline}**\n\n"
-        f"- **On fresh seeds** ({seeds} per model): {len(on_page)} claims, each in "
-        f"Table 12b.1.{other}\n"
-        f"- {category_badge('exploratory')} **Earlier runs**, made before the freeze, give "
-        "the table's exploratory column; they are never counted.\n"
-        "```"
+        + "".join(f"- {b}\n" for b in bullets)
+        + "```"
     )
+
+
+def resnet_size_ratio(key: str) -> Optional[float]:
+    """How many times its rival's size the tuning made the ResNet18 of the frozen claim
+    ``key``, from the fresh runs (:func:`_baseline_ratio`); ``None`` where it has none."""
+    got = _baseline_ratio(key)
+    return None if got is None else got[1]
 
 
 #: The frozen protocol's claims that ch. 12b judges although no six-layer card of the registry
@@ -1451,14 +1477,6 @@ def tallies_table(
     ]
     columns = ["verdicts", "claims", *(w for _, w in VERDICT_BADGES.values()), "where"]
     return markdown_table(columns, rows, "lrrrrl")
-
-
-def _claim_words(key: str) -> str:
-    """A claim of the frozen protocol in a box's words: "that the learned encoding matched the
-    lemma" (the registry's title after its source), or "that " and the protocol's property."""
-    if key in CLAIMS:
-        return "that " + CLAIMS[key].title.split(": ", 1)[-1]
-    return "that " + FROZEN_CLAIMS[key].prop
 
 
 def not_counted_markdown(claims: Sequence[Claim], counts_ref: str) -> str:

@@ -110,8 +110,8 @@ def test_exact_checks_and_descriptions_are_shown_apart_not_tallied():
         "2 claims: 1 reproduced at CPU scale; 1 not reproduced at CPU scale; 0 inconclusive"
     )
     box = " ".join(pv.what_holds_box(claims).split())
-    assert "earlier runs judged 2 of these claims; none of this is counted" in box
-    assert "<tab-what-holds-tallies>" in box  # the counts: Table 17.4's
+    # the box gives the fresh seeds' verdicts only: the exploratory counts are Table 17.4's
+    assert "exploratory" not in box and "earlier runs" not in box
     assert box.startswith("```{admonition} In short") and "result-box" in box
     assert "{ref}`frozen protocol <appendix-protocol>`" in box  # one click from ch. 17
     table = pv.scorecard_table(claims)
@@ -358,10 +358,10 @@ def test_a_long_cell_line_is_cut_at_its_first_colon_only():
     assert pv.claim_card_rows(short)[-1][2] == "a: b"
 
 
-def test_six_layers_box_names_the_set_each_count_counts():
+def test_six_layers_box_counts_the_fresh_seeds_and_states_findings():
     """Ch. 12b's box: one row of badges, the fresh-seed verdicts of the page's claims and of the
-    protocol's claims it adds; the exploratory counts in words, over the page's counted claims
-    only; the statement shown apart named, and where the protocol's other claims are judged."""
+    protocol's claims it adds; then the findings, one bullet each; no exploratory verdict and no
+    counting notes (ch. 17's Table 17.4 lines up the counts)."""
     from attnconv.evidence.judge import ConfirmatoryVerdict
     from attnconv.evidence.protocol import CLAIMS as FROZEN
 
@@ -377,7 +377,11 @@ def test_six_layers_box_names_the_set_each_count_counts():
     got[grid.key] = fresh(NOT_REPRODUCED)
     got["local_then_far"] = fresh(REPRODUCED)
     box = pv.six_layers_box(
-        [local, grid, pruned], ["pruning_finds_heads"], "a headline.", fresh=got
+        [local, grid, pruned],
+        ["pruning_finds_heads"],
+        "a headline.",
+        ["**By layer.** one.", "**Pruning.** two."],
+        fresh=got,
     )
     flat = " ".join(box.split())
     assert box.startswith("```{admonition} In short") and "result-box" in box
@@ -387,14 +391,8 @@ def test_six_layers_box_names_the_set_each_count_counts():
         "{bdg-success}`1 reproduced` {bdg-warning}`1 not reproduced` "
         "{bdg-muted}`1 inconclusive` **On fresh seeds, a headline.**" in flat
     )
-    assert "(8 per model): 3 claims, each in Table 12b.1." in flat or (
-        ": 3 claims, each in Table 12b.1." in flat
-    )
-    # the exploratory verdicts: a column of the table, never counted
-    assert "**Earlier runs**, made before the freeze" in flat
-    assert "never counted" in flat
-    # the protocol's other claims, each with where it is judged
-    assert f"Its {len(FROZEN) - 3}" in flat or f"{len(FROZEN) - 3} other claims" in flat
+    assert "\n- **By layer.** one.\n- **Pruning.** two.\n```" in box
+    assert "exploratory" not in box and "Table 12b.1" not in box
 
 
 def test_each_claim_has_one_card_and_the_chapters_link_to_it():
@@ -452,8 +450,8 @@ def test_chapter_17_names_a_larger_baseline_once_and_leaves_the_follow_up_to_its
         ratio = size["resnet18"] / size[rival]
         assert ratio > 5
         assert (
-            f"{ratio:.1f} times the {rival} model's size ({CLAIMS[key].title})"
-            in sentence
+            f"{ratio:.1f} times the {rival} model's size "
+            f"({CLAIMS[key].title.split(': ', 1)[-1]})" in sentence
         )
     assert sentence.count(" times the ") == len(against)
     assert not any("against a ResNet18" in ln for ln in lines.values())
@@ -486,8 +484,12 @@ def test_chapter_17s_caveats_name_an_arm_tuned_at_its_grids_end():
 
     claims = pv.counted([c for g in pv.GROUPS for c in pv.book_claims().get(g, [])])
     lines = {c.key: pv._caveats(c.key) for c in claims}
-    listed = pv.caveats_list(claims).splitlines()
-    assert len(listed) == sum(bool(x) for x in lines.values())
+    sentence = pv.caveats_sentence(claims)
+    tuned = [k for k, x in lines.items() if x]
+    # one sentence naming each comparison with a caveat, linked to its card, and no other
+    assert sentence.count("{ref}") == len(tuned) and sentence.count(". ") == 1
+    assert all(f"<{pv.card_label(k)}>" in sentence for k in tuned)
+    assert ("width" in sentence) == any("widths" in lines[k] for k in tuned)
     for key, line in lines.items():
         claim = FROZEN.get(key)
         if claim is None or claim.kind == "share" or len(claim.arms) < 2:

@@ -43,7 +43,18 @@ def test_the_chapter_shows_them(stand_ins):
     table = chapter.fair_table().data
     assert "plain ViT" in table and "pending" not in table
     rows = chapter.fair_contrasts_table(fair.contrast_results()).data.splitlines()
-    assert len(rows) == 2 + sum(len(c["sizes"]) for c in fair.BEYOND["contrasts"])
+    # one row per pair of arms and size: a superiority and an equivalence contrast of the
+    # same two arms share their row, each verdict in its own column
+    pairs = {(c["a"], c["b"], n) for c in fair.BEYOND["contrasts"] for n in c["sizes"]}
+    assert (
+        len(rows)
+        == 2 + len(pairs)
+        < 2 + sum(len(c["sizes"]) for c in fair.BEYOND["contrasts"])
+    )
+    both = [r for r in rows[2:] if r.count("{bdg-") == 2]
+    assert both and all("ConViT start" in r or "impulse start" in r for r in both)
+    assert all("≈" not in r for r in rows[2:])  # the pair's title, not the test's
+    assert "a ≈ b within ±2 points? (Holm p)" in rows[0]
     # negative differences carry a true minus sign, as the book's text writes them
     assert all("[-" not in r and "-0" not in r for r in rows[2:])
     fig = chapter.plot_fair({"sizes": {"1000": {"test": 0.27}, "4000": {"test": 0.33}}})
