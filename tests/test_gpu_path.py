@@ -33,7 +33,7 @@ from attnconv.chapters.shared.saved_runs import (
     book_run_changes,
     load_saved_runs,
     run_caption,
-    run_summary,
+    runs_list,
 )
 from attnconv.experiments import data as data_mod
 from attnconv.experiments import (
@@ -316,7 +316,7 @@ def test_every_training_chapter_reads_the_full_scale_runs(
         m: book_run(m) for m in ("resnet18", "quadratic", "learned", "learned_content")
     }
     for run in runs.values():
-        assert "2 epochs on the full data" in run_summary(run)
+        assert "2 epochs on the full data" in runs_list({"run": run})
         assert run_caption(run).startswith(f"{profile.upper()} profile (")
     assert format_table1(table1_rows(runs), profile)
     g = 16
@@ -392,9 +392,9 @@ def test_a_paper_run_on_the_sample_is_shown_as_such(fake_book, monkeypatch, tmp_
     run = book_run(
         "quadratic"
     )  # the paper entry's run (data="auto" allowed the sample)
-    summary, caption = run_summary(run), run_caption(run)
+    summary, caption = runs_list({"run": run}), run_caption(run)
     assert "on the sample data (5,085 training" in summary
-    assert "not the paper profile's run: it trained on the bundled sample" in summary
+    assert "Not the paper profile's run: it trained on the bundled sample" in summary
     assert caption.startswith(
         "PAPER profile on the 5,085-image sample, not the paper's data"
     )
@@ -402,7 +402,8 @@ def test_a_paper_run_on_the_sample_is_shown_as_such(fake_book, monkeypatch, tmp_
         "ATTNCONV_BOOK_DIR"
     )  # the committed cpu runs are shown as before
     cpu = registry.load_run("cpu/quadratic")
-    assert len(run_summary(cpu).splitlines()) == 2
+    assert len(runs_list({"cpu": cpu}).splitlines()) == 1  # one item, no caveat
+    assert "Not the" not in runs_list({"cpu": cpu})
     assert run_caption(cpu).startswith("CPU profile (2 layers")
 
 

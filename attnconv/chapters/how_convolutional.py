@@ -38,11 +38,10 @@ from ..core.lattice import (
     peak_probability,
     peak_shifts,
 )
-from ..experiments.checkpoints import Run
 from ..experiments.claims import ONE_HOT, ONE_KEY
 from .shared.attention_maps import layer_attention_maps
 from .shared.plotting import COLUMN_INCHES, label_colour
-from .shared.saved_runs import data_caveat, tokens_per_side
+from .shared.saved_runs import tokens_per_side
 from .shared.tables import fit_column, pack_items
 from .shared.trained_heads import layer_records
 
@@ -55,7 +54,6 @@ __all__ = [
     "measures_rows",
     "reference_measures",
     "reference_list",
-    "runs_list",
     "MEASURES_KEY",
     "format_measures",
     "plot_measures",
@@ -284,27 +282,6 @@ def reference_list(ref: Mapping[str, dict], kernel_size: int = 3) -> str:
         f"attention in the {k} window."
         for name, m in ref.items()
     )
-
-
-def runs_list(runs: Mapping[str, Run]) -> str:
-    """The saved runs a chapter measures (label → run), one Markdown item each: layers, heads,
-    hidden size, parameters, epochs and final test accuracy, and the data caveat of a run that
-    trained on the sample instead of its profile's data (:func:`data_caveat`)."""
-    items = []
-    for label, run in runs.items():
-        h = run.history
-        mc = h.get("model_config", {})
-        acc = f"{100 * run.epochs[-1]['test_acc']:.1f} %" if run.epochs else "n/a"
-        item = (
-            f"- **{label}**: {mc.get('num_layers')} layers of {mc.get('num_heads')} heads, "
-            f"hidden size {mc.get('hidden_size')}, {h['num_parameters']:,} parameters; "
-            f"{len(run.epochs)} epochs, test accuracy {acc}."
-        )
-        caveat = data_caveat(run)
-        items.append(
-            item if caveat is None else f"{item} {caveat.strip().capitalize()}."
-        )
-    return "\n".join(items)
 
 
 def format_measures(rows: Sequence[dict], kernel_size: int = 3) -> str:

@@ -19,7 +19,6 @@ from attnconv.chapters.how_convolutional import (
     reference_list,
     reference_measures,
     run_measures,
-    runs_list,
 )
 from attnconv.chapters.shared.gaussian_maps import head_attention_maps
 from attnconv.chapters.shared.saved_runs import load_saved_runs
@@ -366,27 +365,6 @@ def test_run_measures_at_initialisation_and_references():
         "- **The uniform layer**: mean distance to the lattice 0.00 tokens, 1 of 9 lattice "
         "points covered, 0.14 of the attention in the 3×3 window.",
     ]
-
-
-def test_runs_list_names_each_run_with_its_size_and_accuracy():
-    from types import SimpleNamespace
-
-    from attnconv.experiments.registry import run_entry
-
-    config = run_entry("cpu/quadratic").config  # the sample data: no caveat
-    run = SimpleNamespace(
-        config=config,
-        history={
-            "model_config": {"num_layers": 2, "num_heads": 9, "hidden_size": 64},
-            "num_parameters": 119680,
-            "data": "sample",
-        },
-        epochs=[{"test_acc": 0.5}, {"test_acc": 0.515}],
-    )
-    assert runs_list({"quadratic": run}) == (
-        "- **quadratic**: 2 layers of 9 heads, hidden size 64, 119,680 parameters; "
-        "2 epochs, test accuracy 51.5 %."
-    )
 
 
 def test_load_saved_runs(tmp_path, monkeypatch):

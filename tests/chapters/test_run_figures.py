@@ -37,7 +37,7 @@ from attnconv.chapters.shared.run_plots import (
 from attnconv.chapters.shared.saved_runs import (
     book_run_changes,
     run_caption,
-    run_summary,
+    runs_list,
 )
 from attnconv.chapters.shared.trained_heads import (
     center_trajectories,
@@ -344,14 +344,18 @@ def test_paper_size_parameters_and_table(tmp_path, tiny_data):
         paper_size_parameters("learned_content") > 2 * counted["learned"]
     )  # the q, k projections
     run = tiny_run(tmp_path, tiny_data, "quadratic", epochs=2)
-    line = run_summary(run)
-    assert line.startswith(
-        "quadratic: 2 epochs on the synthetic data (20 training / 7 test images)\n    2 layers × 3 heads"
+    line = runs_list({"quadratic": run})
+    acc = 100 * run.epochs[-1]["test_acc"]
+    assert line == (
+        f"- **quadratic**: 2 layers × 3 heads, hidden {run.history['model_config']['hidden_size']}"
+        f", 4×4 tokens; {run.history['num_parameters']:,} parameters; 2 epochs on the "
+        f"synthetic data (20 training / 7 test images); test accuracy {acc:.1f} %."
     )
-    assert f"{run.history['num_parameters']:,} parameters" in line and line.endswith(
-        "%"
-    )
-    assert run_summary(run, label="mine") == "mine" + line[len("quadratic") :]
+    two = runs_list({"a": run, "b": run})  # one item per run, in order
+    assert two.splitlines() == [
+        line.replace("quadratic", "a", 1),
+        line.replace("quadratic", "b", 1),
+    ]
     assert (
         run_caption(run)
         == "CUSTOM profile (2 layers, 3 heads, 4×4 tokens, synthetic data, 2 epochs)"

@@ -5,7 +5,7 @@
   naming the command that makes it (``python -m attnconv.regenerate``);
   :func:`book_run_changes` — what that run changes in its profile's training settings;
 * :func:`load_saved_runs` — the saved runs among several, and the labels of those not saved;
-* :func:`run_summary` and :func:`run_caption` — a run described in two lines or in a caption; a
+* :func:`runs_list` and :func:`run_caption` — runs described as a Markdown list or in a caption; a
   ``gpu`` or ``paper`` run that trained on the bundled sample (the full set was absent) is shown
   as such (:func:`data_caveat`), never as the profile's.
 """
@@ -22,7 +22,7 @@ __all__ = [
     "book_run_changes",
     "book_run",
     "tokens_per_side",
-    "run_summary",
+    "runs_list",
     "run_caption",
     "on_sample_instead_of_full",
     "data_caveat",
@@ -98,19 +98,25 @@ def data_caveat(run: Run) -> Optional[str]:
     )
 
 
-def run_summary(run: Run, label: Optional[str] = None) -> str:
-    """Two lines describing a saved run: ``label`` (default: the model name), epochs and data;
-    then size and final test accuracy; a third when a full-data profile's run trained on the
-    sample (:func:`data_caveat`)."""
-    h = run.history
-    arch = _architecture(h, detailed=True)
-    acc = f"{100 * run.epochs[-1]['test_acc']:.1f}%" if run.epochs else "n/a"
-    caveat = data_caveat(run)
-    return (
-        f"{label or run.config.model}: {len(run.epochs)} epochs on the {h['data']} data ({h['train_size']:,} training / "
-        f"{h['test_size']:,} test images)\n    {arch}; {h['num_parameters']:,} parameters; test accuracy {acc}"
-        + ("" if caveat is None else "\n" + caveat)
-    )
+def runs_list(runs: Mapping[str, Run]) -> str:
+    """The saved runs a chapter reads (label → run), one Markdown item each: the architecture,
+    parameters, epochs and data, and the final test accuracy; a run that trained on the bundled
+    sample instead of its profile's full data says so (:func:`data_caveat`)."""
+    items = []
+    for label, run in runs.items():
+        h = run.history
+        acc = f"{100 * run.epochs[-1]['test_acc']:.1f} %" if run.epochs else "n/a"
+        item = (
+            f"- **{label}**: {_architecture(h, detailed=True)}; "
+            f"{h['num_parameters']:,} parameters; {len(run.epochs)} epochs on the "
+            f"{h['data']} data ({h['train_size']:,} training / {h['test_size']:,} test "
+            f"images); test accuracy {acc}."
+        )
+        caveat = data_caveat(run)
+        if caveat is not None:
+            item += f" {caveat.strip().capitalize()}."
+        items.append(item)
+    return "\n".join(items)
 
 
 def run_caption(run: Run, epochs: bool = True) -> str:
