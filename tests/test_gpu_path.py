@@ -395,6 +395,7 @@ def test_a_paper_run_on_the_sample_is_shown_as_such(fake_book, monkeypatch, tmp_
     summary, caption = runs_list({"run": run}), run_caption(run)
     assert "on the sample data (5,085 training" in summary
     assert "Not the paper profile's run: it trained on the bundled sample" in summary
+    assert "not the full CIFAR-10 (50,000)" in summary
     assert caption.startswith(
         "PAPER profile on the 5,085-image sample, not the paper's data"
     )

@@ -122,6 +122,7 @@ __all__ = [
     "confounds_table",
     "baseline_sentence",
     "six_layer_keys",
+    "six_layer_page_claims",
     "SIX_LAYERS_ADDED",
     "THEORY_RESULTS",
     "BEYOND_THEORY",
@@ -1415,9 +1416,15 @@ def resnet_size_ratio(key: str) -> Optional[float]:
 SIX_LAYERS_ADDED = ("pruning_finds_heads",)
 
 
+def six_layer_page_claims(claims: Sequence[Claim]) -> List[Claim]:
+    """The claims whose evidence is ch. 12b's (their section is on that page), counted or
+    shown apart, in ``claims``' order."""
+    return [c for c in claims if c.where.startswith("sec-six-layers")]
+
+
 def _six_layer_claims(claims: Sequence[Claim]) -> List[Claim]:
-    """The counted claims whose evidence is ch. 12b's (their section is on that page)."""
-    return [c for c in counted(claims) if c.where.startswith("sec-six-layers")]
+    """The counted claims whose evidence is ch. 12b's."""
+    return six_layer_page_claims(counted(claims))
 
 
 def six_layer_keys(claims: Sequence[Claim]) -> List[str]:

@@ -25,7 +25,7 @@ def test_the_title_carries_the_sample_the_width_and_the_epochs():
 
 
 def test_the_box_sets_each_number_beside_the_papers():
-    text = scale_box("One more sentence.")
+    text = scale_box("One more sentence.", full=True)
     assert text.startswith("```{admonition} At CPU scale")
     assert ":class: dropdown scale-box" in text
     assert "hidden size 32 instead of 400" in text
@@ -37,4 +37,14 @@ def test_the_box_sets_each_number_beside_the_papers():
 
 
 def test_without_a_chapter_sentence_the_box_ends_with_its_caveat():
-    assert scale_box().rstrip("`\n").endswith("may behave as it says.")
+    assert scale_box(full=True).rstrip("`\n").endswith("may behave as it says.")
+
+
+def test_the_one_line_form_links_to_the_labelled_box():
+    from attnconv.chapters.shared.scale import SCALE_LABEL
+
+    line = scale_box()
+    assert "\n" not in line and scale_title() in line
+    assert f"<{SCALE_LABEL}>`" in line
+    labelled = scale_box(full=True, label=True)
+    assert labelled.startswith(f"({SCALE_LABEL})=\n```{{admonition}} At CPU scale")

@@ -70,3 +70,11 @@ def test_matrices_shown_as_one_display_equation():
     )
     with pytest.raises(ValueError):
         matrices_shown([[1]], [[1]], r"\alpha")
+
+
+def test_signed_shift_prints_a_true_minus_and_a_bare_zero():
+    from attnconv.chapters.shared.tables import signed_shift
+
+    assert signed_shift((-1, 0)) == "(\u22121, 0)"
+    assert signed_shift((2, -3)) == "(+2, \u22123)"
+    assert signed_shift((0, 0)) == "(0, 0)"

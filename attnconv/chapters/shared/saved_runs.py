@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from typing import Mapping, Optional
+from typing import Dict, Mapping, Optional
 
 from ...experiments.checkpoints import Run
 from ...experiments.registry import book_run_name, load_run, run_entry
@@ -98,25 +98,46 @@ def data_caveat(run: Run) -> Optional[str]:
     )
 
 
+def _run_facts(run: Run) -> Dict[str, str]:
+    """What :func:`runs_list` says of one run, column by column."""
+    h = run.history
+    acc = f"{100 * run.epochs[-1]['test_acc']:.1f} %" if run.epochs else "n/a"
+    return {
+        "model": _architecture(h, detailed=True),
+        "parameters": f"{h['num_parameters']:,}",
+        "training": (
+            f"{len(run.epochs)} epochs on the {h['data']} data ({h['train_size']:,} "
+            f"training / {h['test_size']:,} test images)"
+        ),
+        "test accuracy": acc,
+    }
+
+
 def runs_list(runs: Mapping[str, Run]) -> str:
-    """The saved runs a chapter reads (label → run), one Markdown item each: the architecture,
-    parameters, epochs and data, and the final test accuracy; a run that trained on the bundled
-    sample instead of its profile's full data says so (:func:`data_caveat`)."""
-    items = []
-    for label, run in runs.items():
-        h = run.history
-        acc = f"{100 * run.epochs[-1]['test_acc']:.1f} %" if run.epochs else "n/a"
-        item = (
-            f"- **{label}**: {_architecture(h, detailed=True)}; "
-            f"{h['num_parameters']:,} parameters; {len(run.epochs)} epochs on the "
-            f"{h['data']} data ({h['train_size']:,} training / {h['test_size']:,} test "
-            f"images); test accuracy {acc}."
-        )
+    """The saved runs a chapter reads (label → run) in Markdown: what all of them share said
+    once, then one short item per run with what differs (at least parameters and final test
+    accuracy); a run that trained on the bundled sample instead of its profile's full data
+    says so in its item (:func:`data_caveat`)."""
+    facts = {label: _run_facts(run) for label, run in runs.items()}
+    several = len(facts) > 1
+    shared = [
+        c
+        for c in ("model", "training")
+        if several and len({f[c] for f in facts.values()}) == 1
+    ]
+    first = next(iter(facts.values()))
+    lines = [f"All {len(facts)} runs: " + "; ".join(first[c] for c in shared) + "."]
+    lines = [lines[0], ""] if shared else []
+    for (label, f), run in zip(facts.items(), runs.values()):
+        own = [f[c] for c in ("model", "training") if c not in shared]
+        item = "; ".join(own + [f"{f['parameters']} parameters"])
+        item = f"- **{label}**: {item}; test accuracy {f['test accuracy']}."
         caveat = data_caveat(run)
-        if caveat is not None:
-            item += f" {caveat.strip().capitalize()}."
-        items.append(item)
-    return "\n".join(items)
+        if caveat is not None:  # its first letter upper-cased, "CIFAR-10" kept
+            caveat = caveat.strip()
+            item += f" {caveat[0].upper()}{caveat[1:]}."
+        lines.append(item)
+    return "\n".join(lines)
 
 
 def run_caption(run: Run, epochs: bool = True) -> str:

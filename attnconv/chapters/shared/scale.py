@@ -1,5 +1,5 @@
-"""What "CPU scale" means, said once: the same box in every chapter that trains models
-(:func:`scale_box`). Its numbers are read from the run settings
+"""What "CPU scale" means, said once: the full box where the training chapters begin and where
+the verdicts are gathered, a one-line link to it in the others (:func:`scale_box`). Its numbers are read from the run settings
 (:mod:`attnconv.experiments.profiles`), the bundled sample and the frozen protocol's split, so the
 box cannot disagree with the runs it describes."""
 
@@ -12,7 +12,7 @@ from ...evidence.protocol import CONFIRMATORY_SEEDS, SPLIT
 from ...experiments.data import CIFAR10_TRAIN_IMAGES, load_cifar10_sample
 from ...experiments.profiles import make_config
 
-__all__ = ["scale_title", "scale_box"]
+__all__ = ["scale_title", "scale_box", "SCALE_LABEL"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -33,10 +33,18 @@ def scale_title() -> str:
     )
 
 
-def scale_box(runs: str = "") -> str:
-    """The CPU-scale box in MyST, collapsed under :func:`scale_title`: the six-layer models
-    against the paper's, the data and its split, and what a verdict at this scale can say;
-    ``runs`` (one sentence) says which runs the chapter reads."""
+#: The label of the full box, which the one-line form links to.
+SCALE_LABEL = "sec-cpu-scale"
+
+
+def scale_box(runs: str = "", full: bool = False, label: bool = False) -> str:
+    """What CPU scale means, in MyST. ``full``: the box, collapsed under :func:`scale_title`:
+    the six-layer models against the paper's, the data and its split, and what a verdict at
+    this scale can say; ``runs`` (one sentence) says which runs the chapter reads, and
+    ``label`` makes it the target (:data:`SCALE_LABEL`) of the one-line form. Otherwise one
+    line: the title, linked to the full box."""
+    if not full:
+        return f"*{scale_title()}* ({{ref}}`what that means <{SCALE_LABEL}>`)."
     deep, paper = (make_config("quadratic", p) for p in ("deep", "paper"))
     ours, theirs = deep.model_config(), paper.model_config()
     side = ours.tokens_per_side
@@ -58,4 +66,8 @@ def scale_box(runs: str = "") -> str:
         "for the paper's epochs may behave as it says."
     )
     more = f"\n\n{runs}" if runs else ""
-    return f"```{{admonition}} {scale_title()}\n:class: dropdown scale-box\n\n{body}{more}\n```"
+    target = f"({SCALE_LABEL})=\n" if label else ""
+    return (
+        f"{target}```{{admonition}} {scale_title()}\n:class: dropdown scale-box\n\n"
+        f"{body}{more}\n```"
+    )

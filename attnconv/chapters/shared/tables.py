@@ -8,6 +8,7 @@ import re
 from typing import Sequence
 
 __all__ = [
+    "signed_shift",
     "threshold_text",
     "keep_words",
     "keep_ranges",
@@ -180,3 +181,13 @@ def matrices_shown(before, after, arrow: str):
         f"$$ {_latex_matrix(before)} \\xrightarrow{{\\text{{{arrow}}}}} "
         f"{_latex_matrix(after)} $$"
     )
+
+
+def signed_shift(shift) -> str:
+    """A shift (row, column) in tokens as the book prints it: signed, a true minus, zero bare:
+    ``(−1, 0)``, ``(+1, +2)``."""
+
+    def one(v: int) -> str:
+        return "0" if v == 0 else f"{int(v):+d}".replace("-", "−")
+
+    return "(" + ", ".join(one(v) for v in shift) + ")"
