@@ -232,15 +232,17 @@ def test_head_summary_known_answers():
     text = format_head_summary(rows)
     assert (
         "layer 1: 2 heads" in text
-        and "2/9 -> 0/9" in text
-        and "from the query 0.50 -> " in text
+        and "2/9 → 0/9" in text
+        and "from the query 0.50 → " in text
+        and "median standard deviation 1.00 → 1.00" in text
     )
     assert r0["covered_end"] == [] and rows[0]["coverage_end"] == 0
-    assert text.splitlines()[2] == "    3×3 lattice points covered 2/9 -> 0/9: none"
+    assert text.splitlines()[2] == "    median standard deviation 1.00 → 1.00 tokens"
+    assert text.splitlines()[3] == "    3×3 lattice points covered 2/9 → 0/9: none"
     assert max(len(x) for x in text.splitlines()) <= 89
     h["epochs"][-1]["attention"][0]["centers"] = [[1.1, -0.1], [0.0, 0.2]]
     assert head_summary(h)[0]["covered_end"] == [(0, 0), (1, 0)]
-    assert "covered 2/9 -> 2/9: (+0,+0) (+1,+0)" in format_head_summary(head_summary(h))
+    assert "covered 2/9 → 2/9: (0, 0) (+1, 0)" in format_head_summary(head_summary(h))
 
 
 def test_head_table_has_each_heads_numbers_by_a_plain_loop():

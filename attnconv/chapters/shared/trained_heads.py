@@ -21,7 +21,7 @@ from ...core.lattice import covered_lattice_points, lattice_coverage, lattice_di
 from ...experiments.store import HeadRecord, History
 from .gaussian_maps import gaussian_head_maps
 from .saved_runs import tokens_per_side
-from .tables import fit_column, markdown_table
+from .tables import fit_column, markdown_table, signed_shift
 
 __all__ = [
     "layer_records",
@@ -100,22 +100,29 @@ def head_summary(
 
 
 def format_head_summary(rows: Sequence[dict], kernel_size: int = 3) -> str:
-    """:func:`head_summary` as text, numbers to 2 decimals, layers numbered from 1 as in the paper;
-    a few short lines per layer, so that it fits the book's column."""
+    """:func:`head_summary` as text, numbers to 2 decimals, layers numbered from 1 as in the paper,
+    start → end of training; a head's width as its standard deviation, 1/s, in tokens; a few
+    short lines per layer, so that it fits the book's column."""
     k2 = kernel_size * kernel_size
     lines = []
     for r in rows:
         lines.append(
-            f"layer {r['layer'] + 1}: {r['num_heads']} heads, mean centre movement {r['mean_movement']:.2f} tokens"
+            f"layer {r['layer'] + 1}: {r['num_heads']} heads, mean centre movement "
+            f"{r['mean_movement']:.2f} tokens"
         )
-        line = f"    mean distance from the query {r['mean_offset_init']:.2f} -> {r['mean_offset']:.2f}"
-        if "spread_end" in r:
-            line += f", median spread s {r['spread_init']:.2f} -> {r['spread_end']:.2f}"
-        lines.append(line)
-        points = " ".join(f"({a:+d},{b:+d})" for a, b in r.get("covered_end", []))
         lines.append(
-            f"    {kernel_size}×{kernel_size} lattice points covered {r['coverage_init']}/{k2} -> "
-            f"{r['coverage_end']}/{k2}: {points or 'none'}"
+            f"    mean distance from the query {r['mean_offset_init']:.2f} → "
+            f"{r['mean_offset']:.2f} tokens"
+        )
+        if "spread_end" in r:  # the median spread s: its inverse is the median width
+            lines.append(
+                f"    median standard deviation {1 / r['spread_init']:.2f} → "
+                f"{1 / r['spread_end']:.2f} tokens"
+            )
+        points = " ".join(signed_shift(p) for p in r.get("covered_end", []))
+        lines.append(
+            f"    {kernel_size}×{kernel_size} lattice points covered {r['coverage_init']}/{k2} "
+            f"→ {r['coverage_end']}/{k2}: {points or 'none'}"
         )
     return fit_column("\n".join(lines))
 
