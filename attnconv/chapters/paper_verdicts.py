@@ -1608,7 +1608,10 @@ def scorecard_table(
         ),
         (
             category_badge("beyond the paper"),
-            "; ".join(t for t, _, _ in BEYOND_THEORY),
+            "; ".join(
+                t if t.startswith("$") else t[0].lower() + t[1:]
+                for t, _, _ in BEYOND_THEORY
+            ),
             len(BEYOND_THEORY),
             "{ref}`ch. 4 <sec-dp2>`, {ref}`3 <ch-lemma1>`",
         ),
