@@ -1069,18 +1069,21 @@ def _baseline_ratio(key: str) -> Optional[Tuple[str, float]]:
 def baseline_sentence(claims: Sequence[Claim]) -> str:
     """Ch. 17's one sentence on the larger baseline, said once above its lists: each of these
     claims that compares a model with the protocol's ResNet18, with how many times that model's
-    size the tuning made the ResNet18 (:func:`_baseline_ratio`); "" when none does."""
+    size the tuning made the ResNet18 (:func:`_baseline_ratio`), one sentence and one number
+    per claim; "" when none does."""
     parts = []
     for c in claims:
         got = _baseline_ratio(c.key)
         if got is not None:
             short = CLAIMS[c.key].title.split(": ", 1)[-1]  # without its source
-            parts.append(f"{got[1]:.1f} times the {got[0]} model's size ({short})")
+            parts.append(
+                f'For "{short}", it is {got[1]:.1f} times the {got[0]} model\'s size.'
+            )
     if not parts:
         return ""
     return (
-        "ResNet18 is the only arm whose width was tuned, and the tuning made it large: "
-        f"{' and '.join(parts)}."
+        "ResNet18 is the only arm whose width was tuned, and the tuning made it large. "
+        + (" ".join(parts))
     )
 
 
@@ -1374,8 +1377,8 @@ def followup_bullet() -> str:
     if not got:
         return ""
     return (
-        "- **Asked again** by a {ref}`registered follow-up <glossary-followup>` on new "
-        f"seeds, outside the tally: {len(got)} questions "
+        "- **Asked again** in a {ref}`second test on new seeds <glossary-followup>`, "
+        f"outside the tally: {len(got)} questions "
         "({ref}`Table 17.3 <tab-what-holds-followup>`).\n"
     )
 
@@ -1477,7 +1480,7 @@ def tallies_table(
             "{ref}`ch. 12b <ch-six-layers>`",
         ),
         row(
-            "registered follow-up: questions asked again",
+            "second test on new seeds: questions asked again",
             [g.verdict for g in followup.values() if g.verdict != PENDING],
             "{ref}`Table 17.3 <tab-what-holds-followup>`",
         ),
@@ -1559,6 +1562,12 @@ ERRATA_WRONG = (
     "$D_{\\mathrm{out}} - D_h$)",
     '"by a fourth" (the paper\'s own numbers give a fifth)',
 )
+#: The wrong statements as Table 17.1 names them; ch. 17's theory section and ch. 15 explain them.
+_ERRATA_WRONG_SHORT = (
+    "the conjecture $D_p \\ge 3$",
+    "the rank $D_{\\mathrm{out}} - D_h$",
+    '"by a fourth"',
+)
 ERRATA_IMPRECISE = (
     'the gloss on "equivariant"',
     "eq. (11)'s slice ends",
@@ -1583,7 +1592,7 @@ def scorecard_table(
     fresh: Optional[Mapping[str, ConfirmatoryVerdict]] = None,
 ) -> str:
     """Ch. 17's scorecard as a Markdown table: the theory (exact), what the checks add, the errata
-    (wrong, imprecise) and the experimental claims counted by verdict, each row with its badge,
+    (wrong, imprecise; each named in a few words, the badge says which kind) and the experimental claims counted by verdict, each row with its badge,
     its count and where the book shows it. The experimental rows count the frozen protocol's
     verdicts on the fresh seeds (``fresh``, by default :func:`fresh_verdicts`; "pending" gets a
     row while any claim is), with the exploratory count beside it (:func:`counted`); the exact
@@ -1593,25 +1602,28 @@ def scorecard_table(
     rows = [
         (
             category_badge("exact"),
-            "Theory: " + ", ".join(t for t, _, _ in THEORY_RESULTS) + " hold as stated",
+            ", ".join(t for t, _, _ in THEORY_RESULTS),
             len(THEORY_RESULTS),
             "{ref}`ch. 3 <ch-lemma1>`, {ref}`4 <ch-theorem1>`, {ref}`5 <ch-generalized>`",
         ),
         (
             category_badge("beyond the paper"),
-            "Theory: " + "; ".join(t for t, _, _ in BEYOND_THEORY),
+            "; ".join(
+                t if t.startswith("$") else t[0].lower() + t[1:]
+                for t, _, _ in BEYOND_THEORY
+            ),
             len(BEYOND_THEORY),
             "{ref}`ch. 4 <sec-dp2>`, {ref}`3 <ch-lemma1>`",
         ),
         (
             category_badge("errata"),
-            "Wrong by an exact check: " + "; ".join(ERRATA_WRONG),
+            "; ".join(_ERRATA_WRONG_SHORT),
             len(ERRATA_WRONG),
             "{ref}`ch. 15 <errata>`",
         ),
         (
             category_badge("imprecise"),
-            "Imprecise, not wrong: " + "; ".join(ERRATA_IMPRECISE),
+            "; ".join(ERRATA_IMPRECISE),
             len(ERRATA_IMPRECISE),
             "{ref}`ch. 15 <errata>`",
         ),

@@ -478,7 +478,8 @@ def why_fragile_text(confirmatory: Dict[str, ConfirmatoryVerdict]) -> str:
             "reproduced when most seeds show the property. An exact one-sided sign test "
             f"decides it, at level {f['alpha']:g}.",
             f"The best case is all {n} seeds showing it. The test then gives "
-            f"$p = 0.5^{{{n}}} = {f['best_p']:.4f}$. Holm's correction over the {m} claims asks "
+            f"$p = 0.5^{{{n}}} = {f['best_p']:.4f}$. With {m} claims tested, one could pass "
+            "by luck alone; Holm's correction guards the whole family against that. It asks "
             f"the first claim for $p \\le {f['alpha']:g}/{m} = {f['first_threshold']:.4f}$.",
             (
                 f"So with {n} seeds no share of seeds can pass a family-wide correction. "
@@ -748,12 +749,16 @@ def followup_table(
     return markdown_table(columns, rows, "lllll")
 
 
-def followup_status(followup: Dict[str, ConfirmatoryVerdict]) -> str:
-    """How far the follow-up's runs are (from the run registry), how its verdicts are reported,
-    and where the protocol page gives its design: two sentences under its table."""
+def followup_status(followup: Dict[str, ConfirmatoryVerdict], runs: bool = True) -> str:
+    """How far the follow-up's runs are (from the run registry; left out when ``runs`` is
+    false, for a page that counts them elsewhere), how its verdicts are reported, and where the
+    protocol page gives its design: two sentences under its table."""
     from ..evidence import followup as registered
 
     made = followup_progress()
+    made_sentence = "{} of {} tuning runs and {} of {} fresh runs are made. ".format(
+        *made["tuning"], *made["fresh"]
+    )
     pending = all(followup[k].verdict == PENDING for k in FOLLOWUP_OF)
     status = (
         "No follow-up verdict yet: each waits for its fresh runs."
@@ -763,9 +768,7 @@ def followup_status(followup: Dict[str, ConfirmatoryVerdict]) -> str:
     return (
         f"It was frozen in git before any of its runs was committed, and trains "
         f"{len(registered.SEEDS)} new seeds per arm. "
-        + "{} of {} tuning runs and {} of {} fresh runs are made. ".format(
-            *made["tuning"], *made["fresh"]
-        )
+        + made_sentence * runs
         + status
         + " Its design, amendments and claims: {ref}`the protocol page "
         "<sec-protocol-followup>` (Tables P.11 to P.14)."
@@ -808,8 +811,8 @@ def matched_resnet_sentence(followup: Dict[str, ConfirmatoryVerdict]) -> str:
     where = _AGAINST_MARGIN.get(v.verdict, "reaches both sides of")
     return (
         f"Against a ResNet18 narrowed to its size, the learned model is {behind:.1f} points "
-        f'behind on {n} new seeds ({interval}): {verdict_badge(v.verdict)}. "Close" allows '
-        f"{margin:g} points, and the interval {where} −{margin:g}." + fragile
+        f'behind on {n} new seeds. "Close" allows {margin:g} points. Its {interval} {where} '
+        f"−{margin:g}, so the verdict is {verdict_badge(v.verdict)}." + fragile
     )
 
 

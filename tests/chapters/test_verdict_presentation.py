@@ -450,8 +450,8 @@ def test_chapter_17_names_a_larger_baseline_once_and_leaves_the_follow_up_to_its
         ratio = size["resnet18"] / size[rival]
         assert ratio > 5
         assert (
-            f"{ratio:.1f} times the {rival} model's size "
-            f"({CLAIMS[key].title.split(': ', 1)[-1]})" in sentence
+            f'For "{CLAIMS[key].title.split(": ", 1)[-1]}", it is {ratio:.1f} times the '
+            f"{rival} model's size." in sentence
         )
     assert sentence.count(" times the ") == len(against)
     assert not any("against a ResNet18" in ln for ln in lines.values())
