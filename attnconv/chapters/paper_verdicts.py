@@ -1757,10 +1757,10 @@ def plot_claim_board(
             x,
             y,
             "o",
-            ms=9 if filled else 11,
+            ms=8 if filled else 14,  # a ring clear of the dot where the two agree
             mfc=colour if filled else "none",
             mec=DARK_THEME_EDGES.get(verdict, colour),
-            mew=2 if filled and verdict in DARK_THEME_EDGES else 1.6,
+            mew=2 if filled and verdict in DARK_THEME_EDGES else 1.4,
             zorder=3 if filled else 2,
         )
 
@@ -1775,7 +1775,7 @@ def plot_claim_board(
                     xy=(column[now], y),
                     xytext=(column[before], y),
                     arrowprops=dict(
-                        arrowstyle="->", color="#9aa0a6", lw=1.2, shrinkA=6, shrinkB=6
+                        arrowstyle="->", color="#9aa0a6", lw=1.2, shrinkA=8, shrinkB=6
                     ),
                 )
         ax.text(len(column) - 0.4, y, number, va="center", fontsize=8.5)
@@ -1811,11 +1811,11 @@ def plot_claim_board(
             [],
             ls="",
             marker="o",
-            ms=10,
+            ms=14,
             mfc="none",
             mec=grey,
             mew=1.6,
-            label="exploratory, before the freeze",
+            label="before the freeze (a ring round a dot: the same verdict)",
         ),
     ]
     fig.legend(handles=key, loc="outside lower center", ncol=2, frameon=False)
