@@ -33,7 +33,7 @@ from ..evidence.protocol import CLAIMS as FROZEN_CLAIMS
 from ..evidence.protocol import CONFIRMATORY_SEEDS, NOT_JUDGED
 from ..experiments import verdicts as v
 from ..experiments.claim_text import claim_block, short_quote
-from ..experiments.claims import CLAIMS
+from ..experiments.claims import CLAIMS, LOCAL_DROPOUT_CONFOUND, POSITIONAL_LR_CONFOUND
 from ..experiments.store import results_dir
 from ..experiments.studies_removal import load_removal
 from ..experiments.verdicts import (
@@ -1138,31 +1138,24 @@ def confounds_note(claims: Sequence[Claim]) -> str:
     )
 
 
-def _plain_confounds() -> Dict[str, Tuple[str, str]]:
-    """Confounds the registry words for the implementer, in a reader's words: registry text ->
-    (short name, text). The registry's own words stay as they were written."""
-    from ..experiments.claims import LOCAL_DROPOUT_CONFOUND, POSITIONAL_LR_CONFOUND
-
-    return {
-        POSITIONAL_LR_CONFOUND: (
-            "×10 positional learning rate",
-            "The runs train every positional parameter with 10 times the learning rate of "
-            "the rest. The paper states no such multiplier. The learned encoding has far "
-            "more positional parameters than the quadratic one, so the multiplier reaches more "
-            "of it.",
-        ),
-        LOCAL_DROPOUT_CONFOUND: (
-            "Two kinds of dropout",
-            "The six-layer quadratic runs use local attention, the learned runs dense "
-            "attention. Dense attention's dropout zeroes single attention weights. Local "
-            "attention's zeroes whole rows or columns of a head's map at once, so the two "
-            "models are not regularised alike.",
-        ),
-    }
-
-
-#: :func:`_plain_confounds`, computed once.
-PLAIN_CONFOUNDS = _plain_confounds()
+#: Confounds the registry words for the implementer, in a reader's words: registry text ->
+#: (short name, text). The registry's own words stay as they were written.
+PLAIN_CONFOUNDS: Dict[str, Tuple[str, str]] = {
+    POSITIONAL_LR_CONFOUND: (
+        "×10 positional learning rate",
+        "The runs train every positional parameter with 10 times the learning rate of "
+        "the rest. The paper states no such multiplier. The learned encoding has far "
+        "more positional parameters than the quadratic one, so the multiplier reaches more "
+        "of it.",
+    ),
+    LOCAL_DROPOUT_CONFOUND: (
+        "Two kinds of dropout",
+        "The six-layer quadratic runs use local attention, the learned runs dense "
+        "attention. Dense attention's dropout zeroes single attention weights. Local "
+        "attention's zeroes whole rows or columns of a head's map at once, so the two "
+        "models are not regularised alike.",
+    ),
+}
 
 
 def confounds_table(claims: Sequence[Claim]):
