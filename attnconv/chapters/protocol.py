@@ -46,6 +46,7 @@ __all__ = [
     "followup_progress",
     "followup_table",
     "followup_status",
+    "runs_made_sentence",
     "matched_resnet_sentence",
     "hurts_mcnemar_table",
 ]
@@ -749,16 +750,19 @@ def followup_table(
     return markdown_table(columns, rows, "lllll")
 
 
-def followup_status(followup: Dict[str, ConfirmatoryVerdict], runs: bool = True) -> str:
-    """How far the follow-up's runs are (from the run registry; left out when ``runs`` is
-    false, for a page that counts them elsewhere), how its verdicts are reported, and where the
-    protocol page gives its design: two sentences under its table."""
-    from ..evidence import followup as registered
-
+def runs_made_sentence() -> str:
+    """How far the follow-up's runs are, from the run registry: one sentence."""
     made = followup_progress()
-    made_sentence = "{} of {} tuning runs and {} of {} fresh runs are made. ".format(
+    return "Of the second test's runs, {} of {} tuning runs and {} of {} fresh runs are made.".format(
         *made["tuning"], *made["fresh"]
     )
+
+
+def followup_status(followup: Dict[str, ConfirmatoryVerdict]) -> str:
+    """How the follow-up's verdicts are reported and where the protocol page gives its design:
+    two sentences under its table (how far its runs are: :func:`runs_made_sentence`)."""
+    from ..evidence import followup as registered
+
     pending = all(followup[k].verdict == PENDING for k in FOLLOWUP_OF)
     status = (
         "No follow-up verdict yet: each waits for its fresh runs."
@@ -768,7 +772,6 @@ def followup_status(followup: Dict[str, ConfirmatoryVerdict], runs: bool = True)
     return (
         f"It was frozen in git before any of its runs was committed, and trains "
         f"{len(registered.SEEDS)} new seeds per arm. "
-        + made_sentence * runs
         + status
         + " Its design, amendments and claims: {ref}`the protocol page "
         "<sec-protocol-followup>` (Tables P.11 to P.14)."

@@ -163,6 +163,7 @@ def test_the_followup_table_stands_beside_the_frozen_verdicts_and_counts_the_reg
                 ", 95 % interval ", " "
             )
     text = page.followup_status(fresh)
+    runs_made = page.runs_made_sentence()
     made = lambda names: sum(
         n in RUNS and run_state(RUNS[n]) == "present" for n in names
     )
@@ -170,7 +171,7 @@ def test_the_followup_table_stands_beside_the_frozen_verdicts_and_counts_the_reg
     seeds = [followup_run_name(a, s) for a in followup.ARMS for s in followup.SEEDS]
     assert (
         f"{made(tuning)} of {len(tuning)} tuning runs and "
-        f"{made(seeds)} of {len(seeds)} fresh runs are made." in text
+        f"{made(seeds)} of {len(seeds)} fresh runs are made." in runs_made
     )
     assert f"trains {len(followup.SEEDS)} new seeds per arm" in text
     assert "<sec-protocol-followup>" in text
