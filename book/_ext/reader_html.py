@@ -1,4 +1,4 @@
-"""Three touches to the book's HTML for readers, made when the pages are written (no JavaScript).
+"""Four touches to the book's HTML for readers, made when the pages are written (no JavaScript).
 
 - Inline maths keeps its punctuation: a formula and the text touching it with no space between
   ("(", "),", "-head") go into one ``<span class="math-nowrap">``, which book/_static/reader.css
@@ -15,6 +15,10 @@
   of numbers a table keeps on one line (``<span class="nowrap">4-6</span>``, from
   ``attnconv.chapters.shared.tables.keep_ranges``), read "4–6". Code, literal output and maths
   keep their hyphens, and so does a quotation of the paper (“... layers 3-6 ...”).
+- A link to a glossary entry carries the entry's first sentence as its ``title``, so a reader who
+  hovers over "fresh seeds" or "on one key" reads the definition without leaving the page
+  (:func:`glossary_definitions` reads book/glossary.md; the link gets the class
+  ``glossary-link``, which book/_static/reader.css underlines with dots).
 """
 
 from __future__ import annotations
@@ -189,7 +193,77 @@ class ReaderCellPrompts(SphinxPostTransform):
                         break
 
 
+#: An entry of book/glossary.md: its label, its term line, the definition's first paragraph.
+_ENTRY = re.compile(r"^\((glossary-[\w-]+)\)=\n([^\n]+)\n: (.+?)(?=\n\s*\n|\Z)", re.M | re.S)
+#: MyST markup a tooltip shows as plain text: {ref}`text <label>` and {ref}`label`, **bold**,
+#: *italic*, `code`, $maths$.
+_ROLE = re.compile(r"\{[\w:-]+\}`([^`<]*?)\s*(?:<[^`]*>)?`")
+_MARKS = re.compile(r"\*\*|(?<![\w*])\*(?=\S)|(?<=\S)\*(?![\w*])|`|\$|\\")
+#: The longest tooltip, in characters: the first sentences up to it.
+TOOLTIP_CHARS = 240
+
+
+#: The TeX a definition uses, as a tooltip (plain text) writes it.
+_TEX = {
+    r"\alpha": "α", r"\infty": "∞", r"\to": "→", r"\lVert": "‖", r"\rVert": "‖",
+    r"\lfloor": "⌊", r"\rfloor": "⌋", r"\dots": "…", r"\times": "×", r"\Sigma": "Σ",
+    r"\Delta": "Δ", r"\delta": "δ", r"\sum": "Σ", r"\min": "min", r"\,": " ",
+    "^{-1}": "⁻¹", "^{-5}": "⁻⁵", "^{5}": "⁵", "^2": "²", r"\{": "{", r"\}": "}",
+}  # fmt: skip
+_TEX_FONT = re.compile(r"\\math(?:bf|rm|bb)\{(\w+)\}")
+
+
+def _plain(text: str) -> str:
+    text = re.sub(r"\s*\(\{ref\}`[^`<]*`\)", "", text)  # "(appendix x)": a bare label
+    text = _ROLE.sub(lambda m: m.group(1), text)
+    text = _TEX_FONT.sub(lambda m: m.group(1), text)
+    for tex in sorted(_TEX, key=len, reverse=True):
+        text = text.replace(tex, _TEX[tex])
+    return re.sub(r"\s+", " ", _MARKS.sub("", text)).strip()
+
+
+def glossary_definitions(markdown: str) -> dict:
+    """``{label: "Term: first sentences of its definition."}`` for every entry of the glossary's
+    Markdown (``(glossary-x)=``, the term line, ``: definition``): plain text, whole sentences up
+    to :data:`TOOLTIP_CHARS` characters (at least the first)."""
+    out = {}
+    for label, term, body in _ENTRY.findall(markdown):
+        sentences = re.split(r"(?<=[.;])\s+(?=[A-Z(\"“])", _plain(body))
+        said = sentences[0]
+        for s in sentences[1:]:
+            if len(said) + 1 + len(s) > TOOLTIP_CHARS:
+                break
+            said += " " + s
+        out[label] = f"{_plain(term)}: {said}"
+    return out
+
+
+class GlossaryTooltips(SphinxPostTransform):
+    """Every link to a glossary entry gets that entry's definition as its title
+    (:func:`glossary_definitions`) and the class ``glossary-link``."""
+
+    default_priority = 420
+    formats = ("html",)
+
+    def run(self, **kwargs) -> None:
+        from pathlib import Path
+
+        env = self.env
+        if not hasattr(env, "_glossary_tooltips"):
+            page = Path(env.srcdir) / "book" / "glossary.md"
+            env._glossary_tooltips = (
+                glossary_definitions(page.read_text()) if page.exists() else {}
+            )
+        tips = env._glossary_tooltips
+        for ref in self.document.findall(nodes.reference):
+            anchor = ref.get("refuri", "").rpartition("#")[2] or ref.get("refid", "")
+            if anchor in tips and "reftitle" not in ref:
+                ref["reftitle"] = tips[anchor]
+                ref["classes"].append("glossary-link")
+
+
 def setup(app):
+    app.add_post_transform(GlossaryTooltips)
     app.add_post_transform(GlueInlineMath)
     app.add_post_transform(ReaderCellPrompts)
     app.add_post_transform(EnDashLayerRanges)

@@ -901,3 +901,27 @@ def test_layer_ranges_get_an_en_dash_outside_code_and_maths():
     assert cell.astext() == '<span class="nowrap">5\u20136</span>' + (
         '<span class="nowrap">2026-11-21</span>'
     )
+
+
+def test_every_glossary_entry_has_a_plain_tooltip():
+    """reader_html's fourth touch: a link to a glossary entry carries the entry's first
+    sentences as its title, as plain text (no MyST role, no TeX), its term first."""
+    import sys
+
+    sys.path.insert(0, str(EXT))
+    try:
+        from reader_html import TOOLTIP_CHARS, glossary_definitions
+    finally:
+        sys.path.remove(str(EXT))
+    text = (ROOT / "book" / "glossary.md").read_text()
+    tips = glossary_definitions(text)
+    labels = re.findall(r"^\((glossary-[\w-]+)\)=$", text, re.M)
+    assert labels and set(tips) == set(labels)
+    for label, tip in tips.items():
+        assert not re.search(r"[\\$`{]ref|\\[a-z]|\$|`|\*\*", tip), (label, tip)
+        first = tip.split(". ")[0]
+        assert len(tip) <= max(TOOLTIP_CHARS + 60, len(first) + 1), (label, tip)
+    assert tips["glossary-one-hot"].startswith(
+        "Nearly one-hot head: A head that puts more than 0.9 of its attention"
+    )
+    assert "α → ∞" in tips["glossary-one-hot"]
