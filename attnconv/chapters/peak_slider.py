@@ -92,7 +92,7 @@ def peak_widget(
     }
     wid = escape(widget_id, quote=True)
     label = f' aria-label="{escape(alt, quote=True)}"' if alt else ""
-    height = 44 + 70 * len(rows)
+    height = 62 + 70 * len(rows)
     i = PEAK_THRESHOLDS.index(at)
     controls = range_row(wid, "t", "threshold", 0, len(PEAK_THRESHOLDS) - 1, i, 1, 0)
     body = (
@@ -126,7 +126,7 @@ _PEAKS_JS = r"""
     D.rows.forEach(function (r, j) {
       var y = 22 + j * 70, n = r.trained.length;
       el('text', {x: L, y: y}, r.label + ': ' + r.count[i] + ' of ' + n + ' above ' +
-         t.toFixed(2) + ' (untrained: ' + r.null[i] + ')');
+         t.toFixed(2) + ' trained, ' + r.null[i] + ' untrained (grey)');
       el('line', {x1: X(0), x2: X(1), y1: y + 30, y2: y + 30, stroke: 'currentColor',
                   'stroke-opacity': 0.3});
       r.untrained.forEach(function (v) {
@@ -136,15 +136,19 @@ _PEAKS_JS = r"""
         el('circle', {cx: X(v), cy: y + 22, r: 5.5, fill: D.colour, 'fill-opacity': 0.8,
                       stroke: v > t ? 'currentColor' : 'none', 'stroke-width': 1.5});
       });
-      said.push(r.label + ', ' + r.count[i] + ' of ' + n);
+      said.push(r.label + ' ' + r.count[i] + ' of ' + n);
       shown.push([r.count[i], r.null[i]]);
     });
-    el('line', {x1: X(t), x2: X(t), y1: 8, y2: H - 20, stroke: '#d62728', 'stroke-width': 2,
+    el('line', {x1: X(t), x2: X(t), y1: 8, y2: H - 38, stroke: '#d62728', 'stroke-width': 2,
                 'stroke-dasharray': '5 3'});
     [0, 0.25, 0.5, 0.75, 1].forEach(function (v) {
-      el('text', {x: X(v), y: H - 4, 'text-anchor': 'middle', 'fill-opacity': 0.7},
+      el('text', {x: X(v), y: H - 22, 'text-anchor': 'middle', 'fill-opacity': 0.7},
          v.toFixed(2));
     });
+    el('text', {x: X(0.5), y: H - 4, 'text-anchor': 'middle', 'fill-opacity': 0.7},
+       '\u2191 on one key');
+    el('text', {x: X(0.9), y: H - 4, 'text-anchor': 'middle', 'fill-opacity': 0.7},
+       '\u2191 nearly one-hot');
     readout.dataset.counts = JSON.stringify(shown);
     readout.textContent = 'Seeds with a head of layers 1\u20132 above ' + t.toFixed(2) +
       ' on one key: ' + said.join('; ') + '.';
