@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import copy
 import math
-import re
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import torch
@@ -55,6 +54,13 @@ from ..experiments.pruning import (
 from ..experiments.studies_pruning import (
     count_selected,
 )
+from ..experiments.verdicts import (
+    Interval,
+    paired_seed_interval,
+    same_model_difference,
+)
+from .shared.badges import verdict_badge
+from .shared.depth_measures import pruning_accuracies
 from .shared.gaussian_maps import draw_mass_contours, head_attention_maps
 from .shared.plotting import COLUMN_INCHES, model_colour
 from .shared.tables import markdown_table
@@ -81,6 +87,10 @@ __all__ = [
     "pilot_rule_table",
     "pilot_pruning_table",
     "verdicts_table",
+    "followup_intervals",
+    "seed_intervals",
+    "pruning_verdict_rows",
+    "seed_verdict_rows",
     "paper_pruning_reduction",
 ]
 
@@ -688,22 +698,138 @@ def pilot_pruning_table(study: dict) -> str:
     return _table(["model", "test accuracy"], rows)
 
 
-#: A difference with its interval as the verdicts print it: "+1.5 points, 95 % interval [+0.5, +2.6]".
-_NUMBER = re.compile(
-    r"(?P<diff>[+−-]?[0-9.]+) points?, 95 % interval (?P<interval>\[[^\]]+\])"
-)
+#: The pruning questions of the verdicts table, each with the sides of its difference.
+HURTS = "cost at first: unpruned − pruned, above 0"
+BACK = "after retraining: retrained − unpruned, within ±1"
+CONTROL = "after retraining: pruned − retrained control, above −1"
+CONTROL_15 = "the same, 15 heads pruned"
+#: How the table names the runs of each row.
+FRESH_RUNS = "8 fresh seeds"
+SECOND_RUNS = "second test: 8 new seeds"
+SEED0_RUNS = "seed 0"
 
 
-def verdicts_table(rows: Sequence[Sequence[str]]) -> str:
-    """The pruning claims' differences side by side: ``rows`` of (question, runs, the verdict's
-    number as the judge prints it, verdict); the number split into its difference (points)
-    and its 95 % interval."""
+def followup_intervals() -> Optional[Dict[str, Interval]]:
+    """The second test's pruning differences with their 95 % intervals over its seeds, as
+    :func:`attnconv.evidence.judge.followup_verdicts` computes them from each seed's saved
+    pruning study (the judge keeps only their words): ``pruning_hurts_fresh`` (unpruned −
+    pruned, at the rule's heads), ``pruning_recovers_controlled`` and ``pruning_recovers_15``
+    (retrained − the unpruned control retrained the same way, at the rule's heads and at the
+    paper's 15); ``None`` while a run is missing."""
+    from ..evidence.followup import PAPER_PRUNED, SEEDS
+    from ..evidence.followup_runs import followup_run_name
+    from ..experiments.registry import RUNS, load_run, run_state
+    from ..experiments.studies_pruning import load_pruning_study
+
+    names = [followup_run_name("generalized", s) for s in SEEDS]
+    if any(n not in RUNS or run_state(RUNS[n]) != "present" for n in names):
+        return None
+    rows = []
+    for name in names:
+        study = load_pruning_study(load_run(name), verbose=False)
+        k = count_selected(study["selected_paper_thresholds"])
+        curve = study["curve"]["degenerate_first"]
+        after = {r["k"]: _last(r["test_acc"]) for r in study["retrained"]}
+        rows.append(
+            {
+                "unpruned": curve[0],
+                "pruned": curve[k],
+                "retrained": after[k],
+                "control": after[0],
+                "retrained15": after[PAPER_PRUNED],
+            }
+        )
+
+    def pair(a: str, b: str) -> Interval:
+        return paired_seed_interval([r[a] for r in rows], [r[b] for r in rows])
+
+    return {
+        "pruning_hurts_fresh": pair("unpruned", "pruned"),
+        "pruning_recovers_controlled": pair("retrained", "control"),
+        "pruning_recovers_15": pair("retrained15", "control"),
+    }
+
+
+def _last(values):
+    """The last value of a per-epoch series (or the value itself)."""
+    return values[-1] if isinstance(values, list) else values
+
+
+def seed_intervals(study: dict) -> Dict[str, Interval]:
+    """One run's pruning differences on its own test images, as the exploratory rule computes
+    them (:func:`attnconv.chapters.shared.paper_claims.pruning_claims`: the exact McNemar
+    interval where the study kept predictions): ``pruning_hurts`` (unpruned − pruned) and
+    ``pruning_recovers`` (retrained − unpruned), at the heads the study pruned."""
+    acc = pruning_accuracies(study, count_selected(study["selected"]))
+    labels = acc.get("labels") or 1017
+
+    def diff(a: str, b: str) -> Interval:
+        return same_model_difference(
+            acc.get(f"{a}_predictions"),
+            acc.get(f"{b}_predictions"),
+            labels,
+            (acc[a], acc[b]),
+        )
+
+    return {
+        "pruning_hurts": diff("full", "pruned"),
+        "pruning_recovers": diff("retrained", "full"),
+    }
+
+
+def pruning_verdict_rows(fresh, follow, intervals) -> List[tuple]:
+    """The main verdicts table's rows, (question, runs, interval, verdict): the fresh seeds'
+    verdicts (``fresh``, the judge's) and the second test's (``follow``, the judge's, with their
+    ``intervals`` from :func:`followup_intervals`)."""
+    return [
+        (HURTS, FRESH_RUNS, fresh["pruning_hurts"].interval, fresh["pruning_hurts"]),
+        (
+            HURTS,
+            SECOND_RUNS,
+            intervals["pruning_hurts_fresh"],
+            follow["pruning_hurts_fresh"],
+        ),
+        (
+            BACK,
+            FRESH_RUNS,
+            fresh["pruning_recovers"].interval,
+            fresh["pruning_recovers"],
+        ),
+        (
+            CONTROL,
+            SECOND_RUNS,
+            intervals["pruning_recovers_controlled"],
+            follow["pruning_recovers_controlled"],
+        ),
+        (
+            CONTROL_15,
+            SECOND_RUNS,
+            intervals["pruning_recovers_15"],
+            follow["pruning_recovers_15"],
+        ),
+    ]
+
+
+def seed_verdict_rows(claims, intervals) -> List[tuple]:
+    """Seed 0's rows, (question, runs, interval, verdict): its claims' verdicts (``claims``,
+    key → claim) with their ``intervals`` from :func:`seed_intervals`."""
+    return [
+        (HURTS, SEED0_RUNS, intervals["pruning_hurts"], claims["pruning_hurts"]),
+        (BACK, SEED0_RUNS, intervals["pruning_recovers"], claims["pruning_recovers"]),
+    ]
+
+
+def verdicts_table(rows: Sequence[tuple]) -> str:
+    """The pruning claims' differences side by side: ``rows`` of (question, runs, the
+    difference's :class:`~attnconv.experiments.verdicts.Interval`, the verdict: a word or an
+    object with a ``verdict``); the difference in points and its 95 % interval, as the verdicts
+    print them, and the verdict as a badge."""
     out = []
-    for question, runs, number, verdict in rows:
-        m = _NUMBER.match(number)
-        if m is None:
-            raise ValueError(f"not a difference with its interval: {number!r}")
-        out.append([question, runs, m["diff"], m["interval"], verdict])
+    for question, runs, iv, verdict in rows:
+        word = getattr(verdict, "verdict", verdict)
+        lo, hi = iv.ends(100.0, 1)
+        diff = f"{round(100 * iv.estimate, 1) + 0.0:+.1f}".replace("-", "−")
+        out.append([question, runs, diff, f"[{lo}, {hi}]", verdict_badge(word)])
     columns = ["question", "runs", "difference (points)", "95 % interval", "verdict"]
     return _table(columns, out, "llrrl")
 

@@ -313,7 +313,7 @@ def pruning_threshold_widget(
     widget_id: str = "live-pruning-threshold",
     alt: str = "",
 ):
-    """Figure 8.4 as :class:`IPython.display.HTML`: a range input over log₁₀ of the condition
+    """Figure 8.3 as :class:`IPython.display.HTML`: a range input over log₁₀ of the condition
     threshold (:data:`THRESHOLD_EXPONENT_RANGE`), every head of ``rows`` (one per head:
     ``layer``, ``head``, ``lambda_max``, ``condition``, 0-based) in ``colour`` where App. A.1's
     rule keeps it and grey where it prunes it, its condition number written in it, and the heads

@@ -1,7 +1,7 @@
 """Which heads the pruning rule of App. A.1 prunes at each condition-number threshold of a series
 (chapter 8). Every frame applies the rule itself (:func:`attnconv.experiments.pruning.is_degenerate`)
 to the rows of :func:`attnconv.experiments.studies_pruning.head_table`, computed from a saved
-history: nothing is trained and no weights are read. Figure 8.4 applies the same rule in the page
+history: nothing is trained and no weights are read. Figure 8.3 applies the same rule in the page
 (:func:`attnconv.chapters.live_figures.pruning_threshold_widget`); the chapter's checks hold these
 frames to the paper's and the authors' rules.
 """

@@ -4,6 +4,7 @@ ICLR Table 1, next to the book's runs and our paper-size models' parameters and 
 
 from __future__ import annotations
 
+import re
 from typing import List, Mapping, Sequence, Union
 
 from ..experiments.checkpoints import Run
@@ -63,18 +64,25 @@ def _our_cells(r: dict) -> str:
     dashes for a model not trained."""
     if not r["seeds"]:
         return "— | — | —"
-    acc = f"{100 * r['test_acc']:.1f}%"
+    acc = f"{100 * r['test_acc']:.1f} %"
     if r["seeds"] > 1:
         lo, hi = r["test_acc_range"]
         acc += f" ({100 * lo:.1f}–{100 * hi:.1f}, {r['seeds']} seeds)"
     return f"{acc} | {r['parameters']:,} | {r['epochs']}"
 
 
+def _spaced(number: str) -> str:
+    """A number of the paper's table with a space before its unit, as the book typesets numbers:
+    ``93.8%`` → ``93.8 %``, ``12.1M`` → ``12.1 M``, ``6.2B`` → ``6.2 B``."""
+    return re.sub(r"(\d)([%MB])$", r"\1 \2", number)
+
+
 def format_table1(rows: Sequence[dict], profile: str) -> str:
     """Three narrow Markdown tables of :func:`table1_rows` (four short columns each, so that no cell
     breaks a word in the book's column), separated by blank lines: our runs, named ``profile``
     (accuracy, its mean and range over seeds where there are several; parameters; epochs), our models at the paper's size (parameters, GFLOPs counted the paper's way
-    and with the attention), and the paper's numbers (the ICLR-only row marked so)."""
+    and with the attention), and the paper's numbers (the ICLR-only row marked so), each with a
+    space before its unit."""
     ours = [
         f"| model | our runs ({profile}): accuracy | parameters | epochs |",
         "| --- | ---: | ---: | ---: |",
@@ -95,7 +103,7 @@ def format_table1(rows: Sequence[dict], profile: str) -> str:
         )
         only = " (ICLR only)" if "only" in r["paper_source"] else ""
         paper.append(
-            f"| {r['label']}{only} | {r['paper_accuracy']} | {r['paper_parameters']} "
-            f"| {r['paper_flops']} |"
+            f"| {r['label']}{only} | {_spaced(r['paper_accuracy'])} "
+            f"| {_spaced(r['paper_parameters'])} | {_spaced(r['paper_flops'])} |"
         )
     return "\n\n".join("\n".join(t) for t in (ours, size, paper))

@@ -332,7 +332,7 @@ def test_the_explorers_sliders_say_their_values(browser):
 
 
 def test_condition_numbers_are_written_times_ten_and_fit_their_cells(browser):
-    """Figure 8.4 writes a large condition number as the book's text does (2.4×10¹², the live
+    """Figure 8.3 writes a large condition number as the book's text does (2.4×10¹², the live
     kit's ``timesTen``), small ones as plain numbers, and every label of nine heads a layer,
     the book's widest case, lies inside its cell."""
     rows = [

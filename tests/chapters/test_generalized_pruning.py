@@ -21,6 +21,7 @@ from attnconv.experiments.pruning import degenerate_heads, prune_heads
 from attnconv.experiments.store import PRUNING_FILE
 from attnconv.experiments.train_config import TrainConfig
 from attnconv.experiments.train_step import evaluate
+from attnconv.experiments.verdicts import Interval
 
 PAPER = (
     Path(__file__).resolve().parents[3]
@@ -385,20 +386,39 @@ def test_chapter_tables_are_markdown_with_the_numbers():
     assert "| 1 | 2 of 2 | 2.00 |" in heads and "| 2 | 0 of 1 | 4.00 |" in heads
 
 
-def test_verdicts_table_splits_the_difference_from_its_interval():
-    table = gf.verdicts_table(
-        [
-            (
-                "cost",
-                "seed 0",
-                "+0.5 points, 95 % interval [−1.2, +2.2] (paired)",
-                "badge",
-            )
-        ]
+def test_verdicts_table_prints_the_interval_it_is_given():
+    iv = Interval(0.005, -0.012, 0.022, 0.008, 7.0, 0.02, "paired")
+    table = gf.verdicts_table([("cost", "seed 0", iv, "inconclusive")])
+    assert (
+        "| cost | seed 0 | +0.5 | [−1.2, +2.2] | {bdg-muted}`inconclusive` |" in table
     )
-    assert "| cost | seed 0 | +0.5 | [−1.2, +2.2] | badge |" in table
-    with pytest.raises(ValueError):
-        gf.verdicts_table([("cost", "seed 0", "8 of 8 seeds", "badge")])
+
+
+def test_verdicts_table_agrees_with_the_judge():
+    """Table 8.2 and its seed-0 aside print, row by row, the difference and interval the judge's
+    verdict states (the fresh seeds', the second test's, seed 0's claim)."""
+    from attnconv.chapters import paper_verdicts as pv
+    from attnconv.chapters.shared import depth_measures as depth
+    from attnconv.chapters.shared.badges import verdict_badge, verdict_number
+    from attnconv.evidence.judge import followup_verdicts
+
+    runs, _ = depth.deep_runs()
+    study = sp.load_pruning_study(runs["generalized"], verbose=False)
+    claims = pv.book_claims()
+    seed0 = {c.key: c for group in pv.GROUPS for c in claims.get(group, [])}
+    rows = gf.pruning_verdict_rows(
+        pv.fresh_verdicts(), followup_verdicts(), gf.followup_intervals()
+    ) + gf.seed_verdict_rows(seed0, gf.seed_intervals(study))
+    table = gf.verdicts_table(rows).splitlines()[2:]
+    assert len(table) == len(rows) == 7
+    for line, (_, _, _, v) in zip(table, rows):
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        stated = v.interval if isinstance(v.interval, str) else verdict_number(v)
+        assert stated.startswith(f"{cells[2]} points, 95 % interval {cells[3]}"), (
+            line,
+            stated,
+        )
+        assert cells[4] == verdict_badge(v.verdict)
 
 
 def test_paper_pruning_reduction_is_a_fifth_not_a_fourth():

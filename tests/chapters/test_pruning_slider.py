@@ -1,5 +1,5 @@
 """attnconv.chapters.pruning_slider: the heads kept at each slider step, against a plain recount
-from the saved heads, and Figure 8.4's widget carrying the rows it applies the rule to."""
+from the saved heads, and Figure 8.3's widget carrying the rows it applies the rule to."""
 
 import json
 import math
@@ -61,7 +61,7 @@ def test_heads_kept_at_every_step_match_a_recount_of_the_saved_run():
     # a higher threshold never prunes more
     kept = [sum(f.kept) for f in frames]
     assert kept == sorted(kept) and kept[0] < kept[-1]
-    # Figure 8.4 carries these rows into the page, infinite condition numbers as null
+    # Figure 8.3 carries these rows into the page, infinite condition numbers as null
     html = pruning_threshold_widget(
         rows, "#000000", PAPER_MAX_EIGENVALUE_THRESHOLD, alt="x"
     ).data

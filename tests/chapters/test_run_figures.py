@@ -385,7 +385,8 @@ def test_paper_size_parameters_and_table(tmp_path, tiny_data):
     text = format_table1(rows, "cpu")
     assert (
         "SA quadratic emb." in text
-        and "93.8%" in text
+        and "93.8 %" in text
+        and "| 12.1 M | 6.2 B |" in text
         and f"{counted['quadratic']:,}" in text
     )
     for table in text.split("\n\n"):  # our runs, our paper-size models, the paper's

@@ -86,7 +86,6 @@ __all__ = [
     "fresh_map_distances",
     "plot_layer_distances",
     "plot_removal",
-    "plot_pruned_counts",
     "plot_accuracy_series",
 ]
 
@@ -893,25 +892,6 @@ def plot_removal(removal: Mapping[str, dict], n_test: int = 1017):
 
 def _paired(rows: Sequence[dict], model: str) -> bool:
     return all(r["paired"] for r in rows if r["model"] == model)
-
-
-def plot_pruned_counts(counts: Mapping[str, Sequence[int]]):
-    """Heads pruned per layer (from 1), one group of bars per layer, one bar per source (the
-    paper's and ours). Returns the figure."""
-    import matplotlib.pyplot as plt
-
-    from .plotting import COLUMN_INCHES
-
-    fig, ax = plt.subplots(figsize=(COLUMN_INCHES, 2.6), constrained_layout=True)
-    width = 0.8 / len(counts)
-    for i, (label, c) in enumerate(counts.items()):
-        x = np.arange(1, len(c) + 1) + (i - (len(counts) - 1) / 2) * width
-        ax.bar(x, list(c), width, label=f"{label} ({sum(c)})")
-    ax.set_xlabel("layer")
-    ax.set_ylabel("heads pruned")
-    ax.set_xticks(range(1, 7))
-    ax.legend(frameon=False)
-    return fig
 
 
 def plot_accuracy_series(series: Mapping[str, tuple], labels=("quadratic", "learned")):

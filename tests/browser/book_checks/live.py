@@ -11,7 +11,7 @@ target key equals, within LIVE_TOLERANCE, what Python computes
 (attnconv.chapters.live_widgets.target_weight): at its start (``data-initial``), after the α
 slider moves by keyboard, and at α ≈ 2 and α ≈ 18 (CHECKED_LOG_ALPHAS). Figure 4.2's Lemma 2
 widget (``lemma2-alpha``, attnconv.chapters.live_figures) prints the weight on q + Δ, the
-off-target mass and S(α) that Python computes at those α; Figure 8.4's pruning widget
+off-target mass and S(α) that Python computes at those α; Figure 8.3's pruning widget
 (``pruning-threshold``) greys the heads App. A.1's rule prunes at CHECKED_EXPONENTS; chapter 7b's
 query explorer (``query-explorer``) finds each head's largest weight, and its key, where Python's
 maps of the same heads do (CHECKED_QUERIES). For every
@@ -344,7 +344,7 @@ CHECKED_EXPONENTS = (3.0, 5.0, 2.5)
 
 
 def _pruning_checks(page, rep: Report, name: str, label: str, w) -> dict:
-    """Figure 8.4's widget: at each of CHECKED_EXPONENTS, the heads it greys are the ones
+    """Figure 8.3's widget: at each of CHECKED_EXPONENTS, the heads it greys are the ones
     App. A.1's rule prunes (attnconv.experiments.pruning.is_degenerate on its rows), and the
     printed count is theirs."""
     from attnconv.experiments.pruning import is_degenerate
