@@ -229,25 +229,34 @@ def _p(p: Optional[float]) -> str:
     return "< 0.001" if p < 0.001 else f"{p:.2g}"
 
 
+#: Each frozen contrast by its key, in the frozen order: the one lookup the tables use.
+FROZEN = {c["key"]: c for c in BEYOND["contrasts"]}
+
+
 def _pair(key: str) -> tuple:
     """The two arms a frozen contrast compares, (a, b); the key itself if it is not frozen."""
-    for c in BEYOND["contrasts"]:
-        if c["key"] == key:
-            return (c["a"], c["b"])
-    return (key, "")
+    c = FROZEN.get(key)
+    return (c["a"], c["b"]) if c else (key, "")
 
 
 def _pair_title(pair: tuple, key: str) -> str:
     """A pair of arms in words: the title of the first frozen contrast that compares them."""
-    for c in BEYOND["contrasts"]:
-        if (c["a"], c["b"]) == pair:
-            return CONTRAST_TITLES.get(c["key"], c["key"])
-    return CONTRAST_TITLES.get(key, key)
+    first = next((k for k in FROZEN if _pair(k) == pair), key)
+    return CONTRAST_TITLES.get(first, first)
 
 
-def _verdict_cell(r) -> str:
-    """A verdict with Holm's p for its claimed direction, or a dash where no test is asked."""
-    return "—" if r is None else f"{verdict_badge(r.verdict)} (p {_p(r.holm_p)})"
+def _points(margin: float) -> str:
+    """A margin in points: ``±2 points``."""
+    return f"±{100 * margin:g} points"
+
+
+def _verdict_cell(r, margin: bool = False) -> str:
+    """A verdict with Holm's p for its claimed direction, or a dash where no test is asked;
+    ``margin``: the contrast's own margin after it (``within ±2 points``)."""
+    if r is None:
+        return "—"
+    within = f", within {_points(r.margin)}" if margin else ""
+    return f"{verdict_badge(r.verdict)} (p {_p(r.holm_p)}){within}"
 
 
 def fair_contrasts_table(results, held_out: Optional[Mapping] = None):
@@ -260,8 +269,11 @@ def fair_contrasts_table(results, held_out: Optional[Mapping] = None):
     by_row: dict = {}  # (a, b, size) -> {kind: result}, in the results' order
     for r in results:
         by_row.setdefault((*_pair(r.key), r.size), {})[r.kind] = r
+    # the level question's margin: in the column's head when every contrast shares it, else
+    # in each row, each contrast's own
     margins = {r.margin for r in results if r.kind == "equivalence"}
-    margin = f" within ±{100 * min(margins):g} points" if margins else ""
+    shared = len(margins) == 1
+    margin = f" within {_points(margins.pop())}" if shared else ""
     rows = []
     for (a, b, size), tests in by_row.items():
         first = next(iter(tests.values()))
@@ -276,7 +288,7 @@ def fair_contrasts_table(results, held_out: Optional[Mapping] = None):
             _signed(first.interval),
             _signed(first.cross_check),
             _verdict_cell(tests.get("superiority")),
-            _verdict_cell(tests.get("equivalence")),
+            _verdict_cell(tests.get("equivalence"), margin=not shared),
         ]
         if held_out is not None:
             row.insert(3, "—" if extra is None else _signed(extra))
@@ -296,7 +308,7 @@ def fair_contrasts_table(results, held_out: Optional[Mapping] = None):
 
 def _kind(c: Mapping) -> str:
     if c["kind"] == "equivalence":
-        return f"equivalence, ±{100 * c['margin']:g} points"
+        return f"equivalence, {_points(c['margin'])}"
     return c["kind"]
 
 
@@ -311,7 +323,7 @@ def fair_claims_table(verdicts: Mapping[str, str]):
     """One row per frozen contrast: what it compares, its type, the sizes it names, whose claim it
     tests (quoted source), and its verdict over those sizes."""
     rows = []
-    for c in BEYOND["contrasts"]:
+    for c in FROZEN.values():
         v = verdicts.get(c["key"], "pending")
         rows.append(
             [

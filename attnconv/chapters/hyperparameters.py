@@ -11,6 +11,7 @@ footnote mark after each setting.
 
 from __future__ import annotations
 
+import re
 from typing import Dict, List, Sequence
 
 import torch
@@ -48,6 +49,12 @@ EXTRA_ROWS: Dict[str, object] = {
     "ResNet18 lr steps": "not stated",
 }
 
+
+def _spaced(size: str) -> str:
+    """A size as the paper prints it ("12.1M") as the book sets it: "12.1 M"."""
+    return re.sub(r"(\d)([kMB])$", r"\1 \2", size)
+
+
 #: Why a profile deviates, per (row, profile): the numbered notes under the table
 #: (:func:`table2_notes`). Profiles with the same reason share it there.
 REASONS: Dict[tuple, str] = {
@@ -59,7 +66,7 @@ REASONS: Dict[tuple, str] = {
     (
         "hidden dimension",
         "cpu",
-    ): f"CPU budget, ~120k parameters instead of {PAPER_PARAMETERS['quadratic']}",
+    ): f"CPU budget, about 120 k parameters instead of {_spaced(PAPER_PARAMETERS['quadratic'])}",
     ("intermediate dimension", "deep"): "CPU budget, as the hidden dimension",
     ("intermediate dimension", "cpu"): "CPU budget, as the hidden dimension",
     (
@@ -67,7 +74,7 @@ REASONS: Dict[tuple, str] = {
         "cpu",
     ): "8×8 tokens of 4×4 pixels instead of 16×16 tokens, so 16× fewer pairs",
     ("number of epochs", "gpu"): "about 15 minutes per model on one GPU",
-    ("number of epochs", "deep"): "CPU budget, about 20-60 minutes per run",
+    ("number of epochs", "deep"): "CPU budget, about 20–60 minutes per run",
     (
         "number of epochs",
         "cpu",
@@ -79,8 +86,8 @@ REASONS: Dict[tuple, str] = {
     (
         "positional learning rate",
         "cpu",
-    ): "×10 on the encoding's parameters, so that the heads move in 16-40 epochs (centres "
-    "moved ~7× further in 8 epochs)",
+    ): "×10 on the encoding's parameters, so that the heads move in 16–40 epochs (centres "
+    "moved about 7× further in 8 epochs)",
     (
         "weight decay on Δ, s, M",
         "paper",
@@ -102,7 +109,7 @@ REASONS: Dict[tuple, str] = {
         "learned dims per axis",
         "paper",
     ): "the hidden size, as in the authors' code; with one table per layer, only this gives "
-    "the paper's 12.3M parameters (chapter 7)",
+    "the paper's 12.3 M parameters (chapter 7)",
     ("learned dims per axis", "gpu"): "the hidden size, as the `paper` profile",
     ("learned dims per axis", "deep"): "the hidden size, as the `paper` profile",
     ("learned dims per axis", "cpu"): "the hidden size, as the `paper` profile",

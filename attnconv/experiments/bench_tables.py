@@ -66,7 +66,7 @@ def model_table(
                         f"{r['inference_images_per_s']:.1f}",
                         f"{r['peak_memory_mb']:.0f}",
                         f"{r['achieved_gflop_per_s']:.1f}",
-                        f"{100 * r['fraction_of_matmul_rate']:.0f}%",
+                        f"{100 * r['fraction_of_matmul_rate']:.0f} %",
                         f"{r['backward_over_forward']:.2f}",
                         f"{r.get('train_speedup_vs_naive', nan):.2f}",
                         f"{r.get('inference_speedup_vs_naive', nan):.2f}",
