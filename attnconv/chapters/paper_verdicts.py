@@ -87,6 +87,7 @@ __all__ = [
     "OFF_SETTING_NOTE",
     "split_evidence",
     "claims_overview",
+    "SHORT_TESTS",
     "check_fresh_bullet",
     "fresh_map_cell",
     "fragile_words",
@@ -117,6 +118,7 @@ __all__ = [
     "what_holds_box",
     "six_layers_box",
     "resnet_size_ratio",
+    "matched_resnet_words",
     "not_counted_markdown",
     "tallies_table",
     "confounds_table",
@@ -493,17 +495,21 @@ def _ends(got: ConfirmatoryVerdict, margin: bool = True) -> str:
 
 
 def sharpened_detail(got: ConfirmatoryVerdict) -> str:
-    """The judge's words on a fresh verdict, on one line, with its interval's ends as
-    :func:`_ends` prints them and the unit after a bare estimate ("+2.75 epochs, 95 % interval":
-    the judge prints the epochs to converge without one); the words keep the judge's numbers
-    otherwise."""
+    """The judge's words on a fresh verdict, on one line, with its difference and interval
+    printed from the verdict's own :attr:`~ConfirmatoryVerdict.interval` (its unit always given,
+    an end that rounds onto the margin to one more digit, as :func:`_ends`); the judge's words
+    after the interval follow as they are. The judge prints the same numbers, the epochs to
+    converge without their unit: a ``ValueError`` when its words do not start with them."""
     text = _one_line(got.detail)
     if got.interval is None or not got.interval.seed_term_known:
         return text
-    text = re.sub(
-        r"^([+−]?[0-9.]+)(?=, 95 % interval)", rf"\g<1>{got.unit}", text, count=1
-    )
-    return text.replace(_ends(got, margin=False), _ends(got), 1)
+    full = got.interval.format(got.scale, got.unit, got.digits)
+    full = full.replace(_ends(got, margin=False), _ends(got), 1)
+    for unit in (got.unit, ""):  # the judge's print, with its unit or bare
+        said = got.interval.format(got.scale, unit, got.digits)
+        if text.startswith(said):
+            return full + text[len(said) :]
+    raise ValueError(f"{got.key}: the judge's words do not start with its interval")
 
 
 def fresh_badge(key: str) -> str:
@@ -724,27 +730,53 @@ def check_fresh_bullet(checks, notebook: str, keys: Sequence[str]) -> None:
     )
 
 
+#: Each claim's test in a few plain words, for a reader's table (Table 12b.1); the full rule is
+#: the claim's card and the protocol page's. Keyed by claim key: every claim of the registry.
+SHORT_TESTS: Dict[str, str] = {
+    "local_then_far": "layers 3-6 look further from the query than layers 1-2",
+    "grid_layer4": "heads on one key on 5 of the 3×3 lattice's 9 points",
+    "no_overlap": "two heads of one layer on distinct keys",
+    "localized_first": "more heads on one key in layers 1-2 than in 3-6",
+    "learned_pixels": "a learned head of layers 1-2 on a single key",
+    "learned_matched_lemma": "learned heads on one key at all 9 shifts of 3×3",
+    "high_layers_deviate": "fewer heads on one key in layers 4-6 than in 1-2",
+    "vertical_rare": "more left-right than up-down symmetric heads in layers 4-6",
+    "redundant": "a head of layers 5-6 whose removal costs under half a point",
+    "non_isotropic": "elongated heads, not round ones",
+    "non_isotropic_high": "more elongated heads in layers 4-6 than in 1-3",
+    "pruned_counts": "the pruning rule removes as many heads per layer as the paper",
+    "pruning_hurts": "pruning lowers accuracy before retraining",
+    "pruning_recovers": "retraining brings accuracy back within 1 point",
+    "no_gain": "generalized within 1 point of quadratic",
+    "similar_or_better": "quadratic at most 1 point below learned",
+    "resnet_faster": "ResNet18 reaches 95 % of its final accuracy in fewer epochs",
+    "close_to_resnet": "learned at most 2 points below ResNet18",
+    "local_fewer_flops": "local attention saves over a tenth of the FLOPs",
+}
+
+
 def claims_overview(
     claims: Sequence[Claim], link_text: str = "evidence", cards: bool = False
 ) -> str:
     """One Markdown table row per claim: the claim (its registry title), the test as written, the
     exploratory verdict and the verdict on the fresh seeds (:func:`fresh_badge`) as badges, and
-    a link (``link_text``) to the section that prints its evidence, or with ``cards`` to the
-    claim's one card (:func:`card_label`)."""
-    lines = [
-        "| claim (arXiv v1) | test | exploratory | fresh seeds | evidence |",
-        "| :--- | :--- | :--- | :--- | :--- |",
-    ]
+    a link (``link_text``) to the section that prints its evidence. With ``cards`` the claim's
+    name itself links to its one card (:func:`card_label`), the test is said in a few words
+    (:data:`SHORT_TESTS`) and there is no link column."""
+    head = ["claim (arXiv v1)", "test", "exploratory", "fresh seeds"]
+    head += [] if cards else ["evidence"]
+    lines = ["| " + " | ".join(head) + " |", "|" + " :--- |" * len(head)]
     for c in claims:
-        target = card_label(c.key) if cards and c.key else c.where
-        link = f"{{ref}}`{link_text} <{target}>`" if target else "—"
-        cells = (
-            keep_words(CLAIMS[c.key].title),
-            keep_words(_one_line(c.test)),
-            shown_badge(c),
-            fresh_badge(c.key),
-            link,
-        )
+        title = keep_words(CLAIMS[c.key].title)
+        if cards:  # a role's link text is plain text: no span in it
+            name = f"{{ref}}`{CLAIMS[c.key].title} <{card_label(c.key)}>`"
+            test = keep_words(SHORT_TESTS[c.key])
+            cells = (name, test, shown_badge(c), fresh_badge(c.key))
+        else:
+            target = c.where
+            link = f"{{ref}}`{link_text} <{target}>`" if target else "—"
+            test = keep_words(_one_line(c.test))
+            cells = (title, test, shown_badge(c), fresh_badge(c.key), link)
         lines.append("| " + " | ".join(x.replace("|", "\\|") for x in cells) + " |")
     return "\n".join(lines)
 
@@ -1407,6 +1439,45 @@ def resnet_size_ratio(key: str) -> Optional[float]:
     return None if got is None else got[1]
 
 
+#: Where a second-test interval lies against its margin, in words, by verdict.
+_AGAINST_MARGIN = {
+    v.REPRODUCED: "lies above the margin",
+    v.NOT_REPRODUCED: "lies below the margin",
+}
+
+
+def matched_resnet_words(followup: Mapping[str, ConfirmatoryVerdict]) -> str:
+    """Ch. 12b's sentences on the second test of "close to ResNet18": the learned model against
+    a ResNet18 narrowed to its size, one number to a sentence; its interval is Table 17.3's
+    (:func:`~attnconv.evidence.judge.followup_verdicts` gives both)."""
+    from ..evidence import followup as registered
+
+    got = followup["close_to_resnet_matched"]
+    if got.verdict == PENDING:
+        return "Its runs against a ResNet18 narrowed to its size are being made."
+    margin = 100 * registered.CLAIMS["close_to_resnet_matched"].margin
+    behind = -got.scale * got.interval.estimate
+    where = _AGAINST_MARGIN.get(got.verdict, "reaches both sides of the margin")
+    flips = [
+        f"with the {alt} it would read *{w}*"
+        for alt, w in got.alternatives.items()
+        if w != got.verdict
+    ]
+    words = [
+        f"Against a ResNet18 narrowed to its size, the learned model is {behind:.1f} "
+        f"points behind on {len(registered.SEEDS)} new seeds.",
+        f'"Close" allows {margin:g} points.',
+        f"The 95 % interval {where} "
+        "({ref}`Table 17.3 <tab-what-holds-followup>`), so the verdict is "
+        f"{verdict_badge(got.verdict)}.",
+    ]
+    if flips:
+        words.append(
+            f"The verdict is {{ref}}`fragile <glossary-fragile>`: {'; '.join(flips)}."
+        )
+    return " ".join(words)
+
+
 #: The frozen protocol's claims that ch. 12b judges although no six-layer card of the registry
 #: holds them (it added them after the exploratory runs).
 SIX_LAYERS_ADDED = ("pruning_finds_heads",)
@@ -1548,18 +1619,15 @@ BEYOND_THEORY = (
         "ch-lemma1",
     ),
 )
-#: The errata of ch. 15: statements wrong by an exact check, and imprecise ones.
-ERRATA_WRONG = (
-    "the conjecture $D_p \\ge 3$",
-    "the rank $D_{\\mathrm{out}} - D_h$ (it is at most $D_h$; likely meant: rank-deficient by "
-    "$D_{\\mathrm{out}} - D_h$)",
-    '"by a fourth" (the paper\'s own numbers give a fifth)',
-)
-#: The wrong statements as Table 17.1 names them; ch. 17's theory section and ch. 15 explain them.
-_ERRATA_WRONG_SHORT = (
-    "the conjecture $D_p \\ge 3$",
-    "the rank $D_{\\mathrm{out}} - D_h$",
-    '"by a fourth"',
+#: The errata of ch. 15: statements wrong by an exact check, each as (the name Table 17.1 gives
+#: it, what is wrong with it); ch. 17's theory section and ch. 15 explain them.
+ERRATA_WRONG: Tuple[Tuple[str, str], ...] = (
+    ("the conjecture $D_p \\ge 3$", "two positional dimensions suffice"),
+    (
+        "the rank $D_{\\mathrm{out}} - D_h$",
+        "it is at most $D_h$; likely meant: rank-deficient by $D_{\\mathrm{out}} - D_h$",
+    ),
+    ('"by a fourth"', "the paper's own numbers give a fifth"),
 )
 ERRATA_IMPRECISE = (
     'the gloss on "equivariant"',
@@ -1610,7 +1678,7 @@ def scorecard_table(
         ),
         (
             category_badge("errata"),
-            "; ".join(_ERRATA_WRONG_SHORT),
+            "; ".join(name for name, _ in ERRATA_WRONG),
             len(ERRATA_WRONG),
             "{ref}`ch. 15 <errata>`",
         ),

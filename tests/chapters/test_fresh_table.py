@@ -245,6 +245,27 @@ def test_the_dropdown_sharpens_only_the_interval(judged):
         assert line.replace(pv._ends(got), pv._ends(got, margin=False)) == words
 
 
+def test_the_dropdowns_numbers_are_the_verdicts_own(judged):
+    """The difference and interval of the dropdown's line are printed from the verdict's
+    structured interval, and agree with the judge's words: a verdict whose words say other
+    numbers than its interval is an error, not a silent mismatch."""
+    from dataclasses import replace
+
+    for key, got in judged.items():
+        if got.verdict == PENDING or got.interval is None:
+            continue
+        if not got.interval.seed_term_known:
+            continue
+        full = got.interval.format(got.scale, got.unit, got.digits)
+        line = pv.sharpened_detail(got)
+        assert line.startswith(full.replace(pv._ends(got, margin=False), pv._ends(got)))
+        wrong = replace(
+            got, detail="+99.9 points" + got.detail[got.detail.index(",") :]
+        )
+        with pytest.raises(ValueError):
+            pv.sharpened_detail(wrong)
+
+
 def test_the_single_pixel_claims_test_names_both_thresholds():
     """Table 12b.1's test cell for "learned heads on single pixels" names the exploratory
     threshold and the frozen protocol's, as each rule reads them."""

@@ -413,9 +413,33 @@ def test_each_claim_has_one_card_and_the_chapters_link_to_it():
     assert pv.card_label("local_then_far") == "card-local-then-far"
     cards = pv.claim_cards([_card_claim()], "12b", 4)
     assert f":name: {pv.card_label(_card_claim().key)}" in cards
-    table = pv.claims_overview([there, here], link_text="card", cards=True)
-    assert f"{{ref}}`card <{label}>`" in table and "<card-grid-layer4>" in table
-    assert "<sec-six-layers-grid>" not in table
+    table = pv.claims_overview([there, here], cards=True)
+    assert f"{{ref}}`{CLAIMS[carded[0]].title} <{label}>`" in table
+    assert "<card-grid-layer4>" in table and "<sec-six-layers-grid>" not in table
+    assert "`card <" not in table and "| evidence |" not in table  # the name links
+    assert pv.SHORT_TESTS["grid_layer4"] in table  # the test in a few words
+
+
+def test_every_claim_has_its_test_in_a_few_words():
+    """Table 12b.1 says each test in a few plain words (the full rule is the card's and the
+    protocol page's): every claim of the registry, and every claim judged, has its phrase."""
+    from attnconv.experiments.claims import CLAIMS
+
+    judged = {c.key for g in pv.GROUPS for c in pv.book_claims().get(g, [])}
+    assert set(pv.SHORT_TESTS) == set(CLAIMS) and judged <= set(pv.SHORT_TESTS)
+    for key, words in pv.SHORT_TESTS.items():
+        assert len(words.split()) <= 12 and "(" not in words, key
+
+
+def test_the_errata_are_one_table_with_both_names():
+    """Table 17.1 names each wrong statement by the first of its pair; the count is the
+    table's."""
+    assert all(len(pair) == 2 and all(pair) for pair in pv.ERRATA_WRONG)
+    row = next(r for r in pv.scorecard_table([]).splitlines() if "`errata`" in r).split(
+        " | "
+    )
+    assert row[1] == "; ".join(name for name, _ in pv.ERRATA_WRONG)
+    assert row[2] == str(len(pv.ERRATA_WRONG))
 
 
 def test_the_claims_page_cards_its_own_counted_claims():
@@ -505,3 +529,33 @@ def test_chapter_17s_caveats_name_an_arm_tuned_at_its_grids_end():
             else:
                 assert f"{who}'s learning rate" not in line, (key, arm)
     assert "the quadratic model's learning rate" in lines["similar_or_better"]
+
+
+def test_ch12b_says_the_matched_resnet_one_number_to_a_sentence():
+    """Ch. 12b's sentences on the size-matched ResNet18: the points behind, then the margin,
+    each in its own sentence; the interval is left to Table 17.3, linked; a verdict that flips
+    under an alternative says so in a sentence of its own."""
+    from attnconv.evidence.judge import ConfirmatoryVerdict
+    from attnconv.experiments.verdicts import Interval
+
+    pending = ConfirmatoryVerdict(
+        "close_to_resnet_matched", "pending", "runs not all made"
+    )
+    assert "being made" in pv.matched_resnet_words({"close_to_resnet_matched": pending})
+    iv = Interval(-0.031, -0.0498, -0.0198, 0.01, 7.0, 0.02, "paired", (8, 8))
+    got = ConfirmatoryVerdict(
+        "close_to_resnet_matched", NOT_REPRODUCED, "", (), None, 0.05, {}, interval=iv
+    )
+    text = pv.matched_resnet_words({"close_to_resnet_matched": got})
+    assert text.startswith(
+        "Against a ResNet18 narrowed to its size, the learned model is 3.1 points behind "
+        'on 8 new seeds. "Close" allows 2 points. The 95 % interval lies below the margin '
+        "({ref}`Table 17.3 <tab-what-holds-followup>`)"
+    )
+    assert "[" not in text and "fragile" not in text
+    got.alternatives = {"margin doubled": INCONCLUSIVE}
+    text = pv.matched_resnet_words({"close_to_resnet_matched": got})
+    assert text.endswith(
+        "`fragile <glossary-fragile>`: with the margin doubled it would read "
+        "*inconclusive*."
+    )

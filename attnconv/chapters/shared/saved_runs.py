@@ -105,32 +105,47 @@ def _run_facts(run: Run) -> Dict[str, str]:
     return {
         "model": _architecture(h, detailed=True),
         "parameters": f"{h['num_parameters']:,}",
-        "training": (
-            f"{len(run.epochs)} epochs on the {h['data']} data ({h['train_size']:,} "
-            f"training / {h['test_size']:,} test images)"
+        "epochs": f"{len(run.epochs)} epochs",
+        "data": (
+            f"the {h['data']} data ({h['train_size']:,} training / {h['test_size']:,} "
+            "test images)"
         ),
         "test accuracy": acc,
     }
 
 
+def _training(f: Mapping[str, str], epochs: bool, data: bool) -> str:
+    """The training of one run, or of all, in words: its epochs, its data or both ("40 epochs on
+    the sample data (...)"), each only if asked for; "" for neither."""
+    if epochs and data:
+        return f"{f['epochs']} on {f['data']}"
+    if data:
+        return f"trained on {f['data']}"
+    return f["epochs"] if epochs else ""
+
+
 def runs_list(runs: Mapping[str, Run]) -> str:
     """The saved runs a chapter reads (label → run) in Markdown: what all of them share said
-    once, then one short item per run with what differs (at least parameters and final test
-    accuracy); a run that trained on the bundled sample instead of its profile's full data
-    says so in its item (:func:`data_caveat`)."""
+    once (architecture, epochs, data), then one short item per run with what differs (at least
+    parameters and final test accuracy); a run that trained on the bundled sample instead of its
+    profile's full data says so in its item (:func:`data_caveat`)."""
     facts = {label: _run_facts(run) for label, run in runs.items()}
     several = len(facts) > 1
-    shared = [
+    shared = {
         c
-        for c in ("model", "training")
+        for c in ("model", "epochs", "data")
         if several and len({f[c] for f in facts.values()}) == 1
-    ]
+    }
     first = next(iter(facts.values()))
-    lines = [f"All {len(facts)} runs: " + "; ".join(first[c] for c in shared) + "."]
-    lines = [lines[0], ""] if shared else []
+    said = [first["model"]] if "model" in shared else []
+    said += [_training(first, "epochs" in shared, "data" in shared)]
+    said = [x for x in said if x]
+    lines = ["All " + f"{len(facts)} runs: " + "; ".join(said) + "."] if said else []
+    lines += [""] if said else []
     for (label, f), run in zip(facts.items(), runs.values()):
-        own = [f[c] for c in ("model", "training") if c not in shared]
-        item = "; ".join(own + [f"{f['parameters']} parameters"])
+        own = [f["model"]] if "model" not in shared else []
+        own += [_training(f, "epochs" not in shared, "data" not in shared)]
+        item = "; ".join([x for x in own if x] + [f"{f['parameters']} parameters"])
         item = f"- **{label}**: {item}; test accuracy {f['test accuracy']}."
         caveat = data_caveat(run)
         if caveat is not None:  # its first letter upper-cased, "CIFAR-10" kept
