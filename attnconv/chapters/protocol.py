@@ -47,7 +47,6 @@ __all__ = [
     "followup_table",
     "followup_status",
     "runs_made_sentence",
-    "matched_resnet_sentence",
     "hurts_mcnemar_table",
 ]
 
@@ -775,47 +774,6 @@ def followup_status(followup: Dict[str, ConfirmatoryVerdict]) -> str:
         + status
         + " Its design, amendments and claims: {ref}`the protocol page "
         "<sec-protocol-followup>` (Tables P.11 to P.14)."
-    )
-
-
-#: What a comparison's interval does to its claim, by verdict (the size-matched sentence).
-#: Where a non-inferiority interval lies against its margin, by the verdict it gives.
-_AGAINST_MARGIN = {
-    REPRODUCED: "lies above",
-    NOT_REPRODUCED: "lies below",
-}
-
-
-def matched_resnet_sentence(followup: Dict[str, ConfirmatoryVerdict]) -> str:
-    """The registered follow-up's answer to "close to ResNet18", for the intro and ch. 12b: the
-    learned model against a ResNet18 narrowed to its size, the paired difference with its 95 %
-    interval, the verdict's badge and where the interval lies against the margin; while its
-    runs are made, how many exist."""
-    from ..evidence import followup as registered
-
-    v = followup["close_to_resnet_matched"]
-    n = len(registered.SEEDS)
-    if v.verdict == PENDING:
-        made, of = followup_progress()["fresh"]
-        return (
-            "A registered follow-up compares it with a ResNet18 narrowed to its size; its "
-            f"verdict waits for its fresh runs ({made} of {of} made)."
-        )
-    margin = 100 * registered.CLAIMS["close_to_resnet_matched"].margin
-    interval = v.number((-margin,)).split(", ", 1)[1]  # "95 % interval [..., ...]"
-    flips = [f"with the {alt} it would read *{w}*" for alt, w in v.alternatives.items()
-             if w != v.verdict]  # fmt: skip
-    fragile = (
-        f" The verdict is {{ref}}`fragile <glossary-fragile>`: {'; '.join(flips)}."
-        if flips
-        else ""
-    )
-    behind = -100 * v.interval.estimate
-    where = _AGAINST_MARGIN.get(v.verdict, "reaches both sides of")
-    return (
-        f"Against a ResNet18 narrowed to its size, the learned model is {behind:.1f} points "
-        f'behind on {n} new seeds. "Close" allows {margin:g} points. Its {interval} {where} '
-        f"−{margin:g}, so the verdict is {verdict_badge(v.verdict)}." + fragile
     )
 
 

@@ -308,41 +308,6 @@ def test_tables_name_claims_as_the_other_tables_do():
     assert "share, > 10⁵" in table and "100000" not in table
 
 
-def test_the_matched_resnet_sentence_reads_the_follow_ups_verdict():
-    """The intro's and ch. 12b's sentence on the size-matched ResNet18: while pending, the runs
-    made; once judged, the paired difference with its interval (an end that rounds onto the
-    −2-point margin gets one more digit) and the verdict's badge."""
-    from attnconv.experiments.verdicts import NOT_REPRODUCED, Interval
-
-    pending = ConfirmatoryVerdict(
-        "close_to_resnet_matched", "pending", "runs not all made"
-    )
-    text = page.matched_resnet_sentence({"close_to_resnet_matched": pending})
-    made, of = page.followup_progress()["fresh"]
-    assert text.endswith(f"({made} of {of} made).") and "waits" in text
-    iv = Interval(-0.031, -0.0498, -0.0198, 0.01, 7.0, 0.02, "paired", (8, 8))
-    got = ConfirmatoryVerdict(
-        "close_to_resnet_matched", NOT_REPRODUCED, "", (), None, 0.05, {}, interval=iv
-    )
-    text = page.matched_resnet_sentence({"close_to_resnet_matched": got})
-    assert text.startswith(
-        "Against a ResNet18 narrowed to its size, the learned model is 3.1 points behind "
-        'on 8 new seeds. "Close" allows 2 points. Its 95 % interval [−5.0, −1.98] lies '
-        "below −2, so the verdict is {bdg-warning}`not reproduced`."
-    )
-    assert "fragile" not in text
-    # a verdict that flips under an alternative says so, naming the alternative
-    got.alternatives = {
-        "margin doubled": "inconclusive",
-        "margin halved": NOT_REPRODUCED,
-    }
-    text = page.matched_resnet_sentence({"close_to_resnet_matched": got})
-    assert text.endswith(
-        "`fragile <glossary-fragile>`: with the margin doubled it would read "
-        "*inconclusive*."
-    )
-
-
 def test_the_pruning_sentence_reads_the_follow_ups_three_pruning_verdicts():
     """The intro's and ch. 8's sentence on pruning: nothing while a verdict is pending; once
     judged, each verdict's badge and the number that opens its detail (its interval is over
