@@ -70,3 +70,15 @@ def browser():
         )
         yield b
         b.close()
+
+
+def slide_and_read(page, widget_id: str, role: str, position: int, key: str):
+    """Set a live widget's range input ``role`` to ``position``, as a reader's drag does (an
+    ``input`` event), and return the JSON its readout keeps in ``data-{key}``."""
+    return page.evaluate(
+        """([id, role, i, key]) => { const r = document.getElementById(id);
+             const input = r.querySelector(`input[data-role=${role}]`);
+             input.value = String(i); input.dispatchEvent(new Event('input'));
+             return JSON.parse(r.querySelector('[data-role=readout]').dataset[key]); }""",
+        [widget_id, role, position, key],
+    )

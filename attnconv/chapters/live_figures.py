@@ -16,7 +16,6 @@ As in :mod:`attnconv.chapters.live_widgets`, the wrapping ``<div>`` carries what
 
 from __future__ import annotations
 
-import json
 import math
 from html import escape
 from typing import Sequence, Tuple
@@ -24,14 +23,7 @@ from typing import Sequence, Tuple
 from attnconv import off_target_mass_bound
 
 from .shared.head_state import HeadState, head_state_probabilities
-from .shared.live_kit import (
-    BLUES,
-    CONTROLS_CSS,
-    DARK_CSS,
-    check_range,
-    live_script,
-    range_row,
-)
+from .shared.live_kit import BLUES, check_range, range_row, widget_html
 
 __all__ = [
     "LEMMA2_ALPHA_RANGE",
@@ -67,16 +59,6 @@ _TIMES_TEN_JS = r"""
     return s[0] + '\u00d710' + String(n).split('').map(function (c) { return sup[c]; }).join('');
   }
 """
-
-
-def _wrap(wid: str, kind: str, alt: str, initial: dict, body: str, js: str) -> str:
-    label = f' aria-label="{escape(alt, quote=True)}"' if alt else ""
-    return (
-        f'<div id="{wid}" class="live-widget" data-live-widget="{kind}" role="group"{label} '
-        f"data-initial='{escape(json.dumps(initial), quote=True)}'>"
-        f"<style>{CONTROLS_CSS.format(id=wid, width=640)}{DARK_CSS.format(id=wid)}</style>"
-        f"{body}<script>{live_script(_TIMES_TEN_JS + js, wid)}</script></div>"
-    )
 
 
 def lemma2_start(
@@ -240,7 +222,9 @@ def lemma2_alpha_widget(
         f'<span data-role="off-mass"></span> ≤ S(α) = <span data-role="bound"></span></p>'
         f'<svg viewBox="0 0 640 310" width="640" aria-hidden="true"></svg>'
     )
-    return HTML(_wrap(wid, "lemma2-alpha", alt, initial, body, _LEMMA2_JS))
+    return HTML(
+        widget_html(wid, "lemma2-alpha", alt, initial, body, _TIMES_TEN_JS + _LEMMA2_JS)
+    )
 
 
 _PRUNING_JS = r"""
@@ -348,4 +332,8 @@ def pruning_threshold_widget(
         '<span data-role="kept-count"></span> kept</p>'
         '<svg viewBox="0 0 640 260" width="640" aria-hidden="true"></svg>'
     )  # fmt: skip
-    return HTML(_wrap(wid, "pruning-threshold", alt, initial, body, _PRUNING_JS))
+    return HTML(
+        widget_html(
+            wid, "pruning-threshold", alt, initial, body, _TIMES_TEN_JS + _PRUNING_JS
+        )
+    )

@@ -7,7 +7,6 @@ doubled" alternatives, which make a verdict *fragile*."""
 
 from __future__ import annotations
 
-import json
 from html import escape
 from typing import List, Mapping, Optional, Sequence
 
@@ -16,7 +15,7 @@ from ..evidence.protocol import CLAIMS as FROZEN_CLAIMS
 from ..experiments.claims import CLAIMS
 from ..experiments.verdicts import EQUIVALENCE, NON_INFERIORITY, decide
 from .shared.badges import VERDICT_COLOURS, verdict_word
-from .shared.live_kit import CONTROLS_CSS, DARK_CSS, live_script, range_row
+from .shared.live_kit import controls_readout_svg, range_row, widget_html
 
 __all__ = ["MARGIN_MULTIPLIERS", "FROZEN_AT", "margin_rows", "margin_widget"]
 
@@ -100,22 +99,12 @@ def margin_widget(
         "words": {v: verdict_word(v) for v in verdicts},
     }
     wid = escape(widget_id, quote=True)
-    label = f' aria-label="{escape(alt, quote=True)}"' if alt else ""
     height = 40 + 62 * len(rows)
     controls = range_row(
         wid, "mult", "every margin ×", 0, len(MARGIN_MULTIPLIERS) - 1, at, 1, 0
     )
-    body = (
-        f'<div class="lw-controls">{controls}</div>'
-        '<p class="lw-readout" data-role="readout" aria-live="polite"></p>'
-        f'<svg viewBox="0 0 640 {height}" width="640" aria-hidden="true"></svg>'
-    )
-    return HTML(
-        f'<div id="{wid}" class="live-widget" data-live-widget="margins" role="group"'
-        f"{label} data-initial='{escape(json.dumps(initial), quote=True)}'>"
-        f"<style>{CONTROLS_CSS.format(id=wid, width=640)}{DARK_CSS.format(id=wid)}</style>"
-        f"{body}<script>{live_script(_MARGINS_JS, wid)}</script></div>"
-    )
+    body = controls_readout_svg(controls, height)
+    return HTML(widget_html(wid, "margins", alt, initial, body, _MARGINS_JS))
 
 
 #: The explorer's script: it draws the rows at the chosen position and reads each verdict from

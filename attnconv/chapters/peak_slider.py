@@ -7,12 +7,11 @@ in Python; the page only shows it. At 0.9 it is the protocol's threshold, at 0.5
 
 from __future__ import annotations
 
-import json
 from html import escape
 from typing import Dict, List, Sequence
 
 from ..evidence import measures as M
-from .shared.live_kit import CONTROLS_CSS, DARK_CSS, live_script, range_row
+from .shared.live_kit import controls_readout_svg, range_row, widget_html
 from .shared.plotting import model_colour
 
 __all__ = ["PEAK_THRESHOLDS", "PEAK_LAYERS", "peak_rows", "peak_widget"]
@@ -91,32 +90,21 @@ def peak_widget(
         "colour": model_colour("learned"),
     }
     wid = escape(widget_id, quote=True)
-    label = f' aria-label="{escape(alt, quote=True)}"' if alt else ""
     height = 62 + 70 * len(rows)
     i = PEAK_THRESHOLDS.index(at)
     controls = range_row(wid, "t", "threshold", 0, len(PEAK_THRESHOLDS) - 1, i, 1, 0)
-    body = (
-        f'<div class="lw-controls">{controls}</div>'
-        '<p class="lw-readout" data-role="readout" aria-live="polite"></p>'
-        f'<svg viewBox="0 0 640 {height}" width="640" aria-hidden="true"></svg>'
-    )
-    return HTML(
-        f'<div id="{wid}" class="live-widget" data-live-widget="peaks" role="group"'
-        f"{label} data-initial='{escape(json.dumps(initial), quote=True)}'>"
-        f"<style>{CONTROLS_CSS.format(id=wid, width=640)}{DARK_CSS.format(id=wid)}</style>"
-        f"{body}<script>{live_script(_PEAKS_JS, wid)}</script></div>"
-    )
+    body = controls_readout_svg(controls, height)
+    return HTML(widget_html(wid, "peaks", alt, initial, body, _PEAKS_JS))
 
 
 #: The explorer's script: it draws the dots and the threshold, and reads each count from the
 #: row's lists (computed in Python by the frozen property); it counts nothing itself.
 _PEAKS_JS = r"""
-  var D = JSON.parse(root.dataset.initial);
-  var input = root.querySelector('input[data-role=t]');
-  var out = root.querySelector('output[data-role=t-value]');
-  var readout = root.querySelector('[data-role=readout]');
-  var L = 24, R = 600, H = svg.viewBox.baseVal.height;
-  function X(v) { return L + v * (R - L); }
+  var D = JSON.parse(root.dataset.initial), L = 24, R = 600, H = svg.viewBox.baseVal.height;
+  var input = root.querySelector('input[data-role=t]'),
+      out = root.querySelector('output[data-role=t-value]'),
+      readout = root.querySelector('[data-role=readout]');
+  function X(v) { return L + v * (R - L); }  // a probability, 0 to 1, along the axis
   function draw() {
     var i = Number(input.value), t = D.thresholds[i];
     while (svg.firstChild) svg.removeChild(svg.firstChild);

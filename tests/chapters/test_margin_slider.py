@@ -7,6 +7,7 @@ import re
 from html import unescape
 
 import pytest
+from conftest import slide_and_read
 
 from attnconv.chapters.margin_slider import (
     FROZEN_AT,
@@ -72,13 +73,7 @@ def test_in_the_browser_every_position_shows_pythons_verdicts(browser, fresh):
     page = browser.new_page()
     page.set_content(margin_widget(rows, widget_id="m").data)
     for i in range(len(MARGIN_MULTIPLIERS)):
-        shown = page.evaluate(
-            """(i) => { const r = document.getElementById('m');
-                 const input = r.querySelector('input[data-role=mult]');
-                 input.value = String(i); input.dispatchEvent(new Event('input'));
-                 return JSON.parse(r.querySelector('[data-role=readout]').dataset.verdicts); }""",
-            i,
-        )
+        shown = slide_and_read(page, "m", "mult", i, "verdicts")
         assert shown == [r["verdicts"][i] for r in rows], i
     page.close()
 

@@ -8,6 +8,7 @@ import re
 from html import unescape
 
 import pytest
+from conftest import slide_and_read
 
 from attnconv.chapters.peak_slider import PEAK_THRESHOLDS, peak_rows, peak_widget
 from attnconv.evidence.judge import arm_runs, confirmatory_verdicts
@@ -70,12 +71,6 @@ def test_in_the_browser_every_position_shows_pythons_counts(browser, rows):
     page = browser.new_page()
     page.set_content(peak_widget(rows, widget_id="p").data)
     for i in range(len(PEAK_THRESHOLDS)):
-        shown = page.evaluate(
-            """(i) => { const r = document.getElementById('p');
-                 const input = r.querySelector('input[data-role=t]');
-                 input.value = String(i); input.dispatchEvent(new Event('input'));
-                 return JSON.parse(r.querySelector('[data-role=readout]').dataset.counts); }""",
-            i,
-        )
+        shown = slide_and_read(page, "p", "t", i, "counts")
         assert shown == [[r["count"][i], r["null"][i]] for r in rows], i
     page.close()

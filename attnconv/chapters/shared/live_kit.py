@@ -6,6 +6,7 @@ check of their inputs, their labelled range inputs (:func:`range_row`), their CS
 from __future__ import annotations
 
 import json
+from html import escape
 
 __all__ = [
     "check_range",
@@ -15,6 +16,8 @@ __all__ = [
     "CONTROLS_CSS",
     "JS_PRELUDE",
     "live_script",
+    "widget_html",
+    "controls_readout_svg",
 ]
 
 
@@ -101,3 +104,28 @@ def live_script(body: str, widget_id: str) -> str:
     ``body``, in a function of their own."""
     prelude = JS_PRELUDE.replace("%(id)s", json.dumps(widget_id))
     return f"(function () {{{prelude}{body}}})();"
+
+
+def widget_html(
+    wid: str, kind: str, alt: str, initial: dict, body: str, js: str
+) -> str:
+    """A live widget's whole HTML: its root ``<div>`` (``data-live-widget`` = ``kind``, the
+    ``alt`` text as its label, ``initial`` as JSON in ``data-initial``), the controls' and the
+    dark mode's CSS for a 640-pixel widget, ``body`` and the script ``js`` (:func:`live_script`)."""
+    label = f' aria-label="{escape(alt, quote=True)}"' if alt else ""
+    return (
+        f'<div id="{wid}" class="live-widget" data-live-widget="{kind}" role="group"{label} '
+        f"data-initial='{escape(json.dumps(initial), quote=True)}'>"
+        f"<style>{CONTROLS_CSS.format(id=wid, width=640)}{DARK_CSS.format(id=wid)}</style>"
+        f"{body}<script>{live_script(js, wid)}</script></div>"
+    )
+
+
+def controls_readout_svg(controls: str, height: int) -> str:
+    """The body of a widget with one row of controls, a readout the script fills in
+    (``data-role="readout"``, read aloud as it changes) and a 640-wide SVG ``height`` tall."""
+    return (
+        f'<div class="lw-controls">{controls}</div>'
+        '<p class="lw-readout" data-role="readout" aria-live="polite"></p>'
+        f'<svg viewBox="0 0 640 {height}" width="640" aria-hidden="true"></svg>'
+    )
