@@ -819,19 +819,38 @@ def seed_verdict_rows(claims, intervals) -> List[tuple]:
     ]
 
 
+def _verdict_cells(row: tuple) -> List[str]:
+    """One row of :func:`verdicts_table`: question, runs, the difference in points, its 95 %
+    interval (as the verdicts print them) and the verdict's badge."""
+    question, runs, iv, verdict = row
+    lo, hi = iv.ends(100.0, 1)
+    diff = f"{round(100 * iv.estimate, 1) + 0.0:+.1f}".replace("-", "−")
+    return [
+        question,
+        runs,
+        diff,
+        f"[{lo}, {hi}]",
+        verdict_badge(getattr(verdict, "verdict", verdict)),
+    ]
+
+
 def verdicts_table(rows: Sequence[tuple]) -> str:
     """The pruning claims' differences side by side: ``rows`` of (question, runs, the
     difference's :class:`~attnconv.experiments.verdicts.Interval`, the verdict: a word or an
     object with a ``verdict``); the difference in points and its 95 % interval, as the verdicts
     print them, and the verdict as a badge."""
-    out = []
-    for question, runs, iv, verdict in rows:
-        word = getattr(verdict, "verdict", verdict)
-        lo, hi = iv.ends(100.0, 1)
-        diff = f"{round(100 * iv.estimate, 1) + 0.0:+.1f}".replace("-", "−")
-        out.append([question, runs, diff, f"[{lo}, {hi}]", verdict_badge(word)])
     columns = ["question", "runs", "difference (points)", "95 % interval", "verdict"]
-    return _table(columns, out, "llrrl")
+    return _table(columns, [_verdict_cells(r) for r in rows], "llrrl")
+
+
+def verdicts_list(rows: Sequence[tuple]) -> str:
+    """The same rows as :func:`verdicts_table`, one Markdown item each (for an aside, where a
+    numbered table would be too much): question, difference, interval, badge."""
+    items = []
+    for row in rows:
+        question, _, diff, interval, badge = _verdict_cells(row)
+        items.append(f"- {question}: {diff} points, 95 % interval {interval}, {badge}")
+    return "\n".join(items)
 
 
 # --------------------------------------------------------------------------- "initially hurts a bit"
