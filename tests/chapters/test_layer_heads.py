@@ -212,3 +212,23 @@ def test_a_close_up_shows_the_window_and_counts_heads_sharing_a_key():
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
     assert labels[-1] == "×n: heads on that key"
     plt.close(fig)
+
+
+def test_six_layers_are_drawn_three_to_a_row_in_layer_order():
+    """Six panels in one row would be a sixth of the column each: rows of three, read left to
+    right then down, each panel as wide as a third of the figure, every panel's limits the same."""
+    six = LAYERS * 3
+    fig = plot_layer_heads(
+        {"initial_attention": six, "epochs": [{"attention": six}]}, GRID
+    )
+    fig.canvas.draw()  # the constrained layout places the panels when drawn
+    axes = [a for a in fig.axes if a.axison]
+    assert [a.get_title().split("\n")[0] for a in axes] == [
+        f"layer {i}" for i in range(1, 7)
+    ]
+    boxes = [a.get_position() for a in axes]
+    assert boxes[0].y0 > boxes[3].y1 - 1e-6  # layer 4 starts the second row
+    assert [round(b.x0, 3) for b in boxes[:3]] == [round(b.x0, 3) for b in boxes[3:]]
+    assert min(b.width for b in boxes) > 0.28  # a third of the figure, not a sixth
+    assert {a.get_xlim() for a in axes} == {(-8.5, 7.5)}
+    plt.close(fig)

@@ -591,9 +591,11 @@ def plot_layer_heads(
     epoch: int = -1,
     width: float = COLUMN_INCHES,
     window: Optional[int] = None,
+    ncols: Optional[int] = None,
 ):
     """The paper's Fig. 3 (ICLR Fig. 4) as the paper draws it: one panel per layer in ``layers``
-    (0-based; default all), in one row, with all the layer's heads overlaid, one colour per head
+    (0-based; default all), ``ncols`` to a row (default: one row of up to four panels, else rows
+    of three, so that six layers get panels twice as wide), with all the layer's heads overlaid, one colour per head
     (the palette of :func:`plot_center_trajectories`). Each head is its ``mass`` ellipse (filled
     lightly) and its centre (a dot), around the query token (red square). Every panel spans the
     whole token grid, in shifts from the query (tokens; rows down), so distances compare across
@@ -616,17 +618,22 @@ def plot_layer_heads(
     layers = _head_layers(records, layers)
     h, w = (int(s) for s in grid)
     query = (h // 2, w // 2) if query is None else tuple(int(q) for q in query)
-    panel = width / len(layers)
-    fig, axes = plt.subplots(
-        1,
-        len(layers),
-        figsize=(width, panel + 0.75),
+    ncols = ncols or (len(layers) if len(layers) <= 4 else 3)
+    nrows = -(-len(layers) // ncols)
+    panel = width / ncols
+    fig, grid_axes = plt.subplots(
+        nrows,
+        ncols,
+        figsize=(width, nrows * (panel + 0.4) + 0.35),
         squeeze=False,
         sharex=True,
         sharey=True,
         layout="constrained",
     )
     fig.get_layout_engine().set(w_pad=0.01, h_pad=0.02, wspace=0.0)
+    for ax in grid_axes.flat[len(layers) :]:  # a last row with fewer layers
+        ax.set_axis_off()
+    axes = grid_axes.reshape(1, -1)[:, : len(layers)]
     swap = np.array([[0, 1], [1, 0]])  # (row, column) -> (x = column, y = row)
     rows = (-query[0] - 0.5, h - query[0] - 0.5)
     cols = (-query[1] - 0.5, w - query[1] - 0.5)
@@ -692,9 +699,9 @@ def plot_layer_heads(
     step = 4 if window is None or window > 4 else 1 if window <= 2 else 2
     ticks = [t for t in range(-8, 9, step) if cols[0] <= t <= cols[1]]
     axes[0, 0].set_xticks(ticks), axes[0, 0].set_yticks(ticks)
-    for ax in axes[0, 1:]:  # the first panel's tick labels serve the row
-        ax.tick_params(labelbottom=False, length=0)
-    axes[0, 0].tick_params(length=2, pad=1)
+    for ax in axes[0, 1:]:  # the first panel's tick labels serve the figure
+        ax.tick_params(labelbottom=False, labelleft=False, length=0)
+    axes[0, 0].tick_params(length=2, pad=1, labelbottom=True, labelleft=True)
     handles = [
         Line2D([], [], color="black", marker="s", mfc="none", ms=7, ls="", label="query"),
         Line2D([], [], color="0.3", marker="o", ms=LAYER_CENTRE_PT, mew=0, ls="",
