@@ -94,6 +94,7 @@ __all__ = [
     "MAP_ROWS",
     "paper_map_text",
     "claim_dropdowns",
+    "plain_title",
     "claim_card_rows",
     "claim_cards",
     "CARDS_IN_12B",
@@ -832,12 +833,13 @@ def claim_dropdowns(claims: Sequence[Claim], open_: bool = False) -> str:
             )
         else:
             body.append(
-                f"*Exploratory verdict* (runs made before the protocol's freeze, not "
-                f"counted). **{c.verdict}** — {_one_line(c.reason)}."
+                f"*Earlier runs.* The runs made before the protocol's freeze, not "
+                f"counted, gave **{c.verdict}** — {_one_line(c.reason)}."
             )
         body[2:2] = [fresh_sentence(c.key), ""]  # the fresh seeds' verdict leads
         name = card_label(c.key) if c.key else None
-        blocks.append(_dropdown(f"{title}: {dropdown_verdict(c)}", body, open_, name))
+        head = f"{plain_title(title)}, run by run: {dropdown_verdict(c)}"
+        blocks.append(_dropdown(head, body, open_, name))
     return "\n\n".join(blocks)
 
 
@@ -1032,7 +1034,7 @@ def card_links(claims: Sequence[Claim]) -> str:
         f"{{ref}}`{CLAIMS[c.key].title} <{card_label(c.key)}>` {fresh_badge(c.key)}"
         for c in claims
     ]
-    return "Every run, claim by claim: " + "; ".join(links) + "."
+    return "Each claim's evidence, run by run: " + "; ".join(links) + "."
 
 
 def claim_evidence(claims: Sequence[Claim]) -> str:
@@ -1228,15 +1230,22 @@ _APART_NOTE = {
 
 
 def dropdown_verdict(c: Claim) -> str:
-    """A claim dropdown's title verdict: on the fresh seeds first where the frozen protocol has
-    judged it (the card's body says so), then the exploratory one in its badge's short word
-    (:func:`shown_verdict`, :func:`~attnconv.chapters.shared.badges.verdict_word`): "at CPU
-    scale" is said once."""
+    """A claim dropdown's title verdict: the fresh seeds' where the frozen protocol has judged
+    it, else what the page says it got (:func:`shown_verdict`). The earlier runs' verdict is a
+    sentence inside the dropdown, not in its title."""
     got = fresh_verdicts().get(c.key)
     if got is None or got.verdict == PENDING:
         return shown_verdict(c)
-    earlier = verdict_word(shown_verdict(c))
-    return f"{got.verdict} (exploratory: {earlier})"
+    return got.verdict
+
+
+def plain_title(title: str) -> str:
+    """A claim's title as a phrase with its source after it: "A grid at layer 4 (Fig. 2)" for
+    "Fig. 2: a grid at layer 4"; a title with no source is returned as it is."""
+    source, sep, phrase = title.partition(": ")
+    if not sep or not phrase:
+        return title
+    return f"{phrase[:1].upper()}{phrase[1:]} ({source})"
 
 
 def shown_verdict(c: Claim) -> str:

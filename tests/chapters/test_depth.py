@@ -617,7 +617,7 @@ def test_intro_states_the_confirmatory_numbers_it_names():
 
 
 def test_intro_says_no_share_of_the_seeds_survives_holm():
-    """The intro's "a verdict is evidence claim by claim, not for all 18 claims at once", against the judge and the
+    """The intro's "8 seeds per model are too few to judge all 18 claims jointly", against the judge and the
     binomial arithmetic: the smallest p a share of n seeds can give (all show it, against 1/2)
     is above Holm's first threshold, and every reproduced verdict flips under Holm's
     adjustment; the intro links to ch. 17's section that explains it."""
@@ -642,8 +642,8 @@ def test_intro_says_no_share_of_the_seeds_survives_holm():
         in flat
     )
     assert (
-        f"With {n_seeds} seeds per model, a verdict is evidence claim by claim, not for all "
-        f"{len(got)} claims at once ({{ref}}`ch. 17 <sec-why-fragile>`)" in flat
+        f"A verdict speaks for its own claim: {n_seeds} seeds per model are too few to judge "
+        f"all {len(got)} claims jointly ({{ref}}`ch. 17 <sec-why-fragile>`)" in flat
     )
     # chapter 17 tells how the verdicts were made
     ch17 = json.loads((PAPER_MAP.parent / "17_what_holds.ipynb").read_text())

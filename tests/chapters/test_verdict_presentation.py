@@ -176,13 +176,20 @@ def test_redundancy_note_says_when_only_a_helpful_removal_can_pass():
 
 
 def test_a_dropdown_leads_with_the_fresh_seeds_verdict():
-    """A claim the frozen protocol judged: its dropdown's title gives the fresh verdict first
-    and the exploratory one in brackets; its body gives the fresh line before the exploratory."""
+    """A claim the frozen protocol judged: its dropdown's title is the claim as a plain phrase
+    with the fresh verdict only; its body gives the fresh line, then the earlier runs' verdict
+    as a sentence."""
     c = _claim(REPRODUCED)
     fresh = pv.fresh_verdicts()["grid_layer4"].verdict
+    assert fresh != REPRODUCED  # so the title's verdict can only be the fresh one
     text = pv.claim_dropdowns([c])
-    assert text.splitlines()[0].endswith(f": {fresh} (exploratory: reproduced)")
-    assert text.index("*Fresh seeds*") < text.index("*Exploratory verdict*")
+    title = text.splitlines()[0]
+    assert title == f"::::{{dropdown}} A grid at layer 4 (Fig. 2), run by run: {fresh}"
+    assert "exploratory" not in title
+    assert text.index("*Fresh seeds*") < text.index("*Earlier runs.*")
+    assert f"not counted, gave **{REPRODUCED}** — because." in text
+    assert pv.plain_title("App. A.1: no gain") == "No gain (App. A.1)"
+    assert pv.plain_title("no source") == "no source"
 
 
 def test_a_compact_interval_keeps_the_numbers_of_the_formatted_one():
@@ -406,6 +413,7 @@ def test_each_claim_has_one_card_and_the_chapters_link_to_it():
     here = _claim()  # grid_layer4: its card is in its chapter
     assert here.key not in carded
     text = pv.claim_evidence([there, here])
+    assert text.startswith("Each claim's evidence, run by run: {ref}`")
     label = pv.card_label(carded[0])
     assert f"<{label}>`" in text and pv.fresh_badge(carded[0]) in text
     assert text.count("::::{dropdown}") == 1  # only the claim carded nowhere else
