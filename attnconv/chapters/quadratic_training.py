@@ -80,15 +80,16 @@ def _spaced(number: str) -> str:
 def format_table1(rows: Sequence[dict], profile: str) -> str:
     """Three narrow Markdown tables of :func:`table1_rows` (four short columns each, so that no cell
     breaks a word in the book's column), separated by blank lines: our runs, named ``profile``
-    (accuracy, its mean and range over seeds where there are several; parameters; epochs), our models at the paper's size (parameters, GFLOPs counted the paper's way
-    and with the attention), and the paper's numbers (the ICLR-only row marked so), each with a
+    (accuracy, its mean and range over seeds where there are several; parameters; epochs), our models at the paper's size (parameters in millions to 2 decimals, FLOPs in
+    billions counted the paper's way and with the attention, set as the paper's table sets
+    them), and the paper's numbers (the ICLR-only row marked so), each with a
     space before its unit."""
     ours = [
         f"| model | our runs ({profile}): accuracy | parameters | epochs |",
         "| --- | ---: | ---: | ---: |",
     ]
     size = [
-        "| model | paper size: parameters | GFLOPs | with attention |",
+        "| model | paper size: parameters | FLOPs | with attention |",
         "| --- | ---: | ---: | ---: |",
     ]
     paper = [
@@ -98,8 +99,8 @@ def format_table1(rows: Sequence[dict], profile: str) -> str:
     for r in rows:
         ours.append(f"| {r['label']} | {_our_cells(r)} |")
         size.append(
-            f"| {r['label']} | {r['paper_size_parameters']:,} "
-            f"| {r['gflops_paper_way']:.1f} | {r['gflops_with_attention']:.1f} |"
+            f"| {r['label']} | {r['paper_size_parameters'] / 1e6:.2f} M "
+            f"| {r['gflops_paper_way']:.1f} B | {r['gflops_with_attention']:.1f} B |"
         )
         only = " (ICLR only)" if "only" in r["paper_source"] else ""
         paper.append(
