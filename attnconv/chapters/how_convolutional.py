@@ -311,12 +311,16 @@ def format_measures(rows: Sequence[dict], kernel_size: int = 3) -> str:
     return "\n".join(lines)
 
 
-#: What the columns of :func:`format_measures` are (for the text below its tables).
+#: What the columns of :func:`format_measures` are (for the text below its tables): a short
+#: list, one column an item.
 MEASURES_KEY = (
-    "*to lattice*: mean distance of the head centres to the 3×3 lattice (tokens); "
-    "*to ℤ²*: to the nearest integer shift; *covered*: lattice points with a head centre "
-    "within 0.5; *3×3 mass*: mean attention mass in the 3×3 window; *one-hot*: heads with "
-    "more than 0.9 on one key (in brackets: of them, inside the 3×3 window)."
+    "The columns:\n\n"
+    "- *to lattice*: mean distance of the head centres to the 3×3 lattice, in tokens;\n"
+    "- *to ℤ²*: mean distance to the nearest integer shift, in tokens;\n"
+    "- *covered*: lattice points with a head centre within 0.5 token;\n"
+    "- *3×3 mass*: mean attention mass in the 3×3 window;\n"
+    "- *one-hot*: heads with more than 0.9 on one key; in brackets, those inside the 3×3 "
+    "window."
 )
 
 
