@@ -3,9 +3,11 @@ network): each is an :class:`IPython.display.HTML` whose inline script draws an 
 native, keyboard-accessible controls (``<input type="range">`` with a ``<label>``, ``<button>``).
 
 * :func:`head_explorer_widget` (chapter 6): one quadratic head (eq. 9) over a 9×9 grid of keys
-  around its query, for any width α (log scale) and any centre Δ. The script computes the
-  softmax of −α‖δ − Δ‖² itself, as :func:`head_weights` does in Python, and prints the weight on
-  the target key q + round(Δ).
+  around its query, for any width α (log scale) and any centre Δ, with buttons that jump to the
+  telling states of :data:`EXPLORER_PRESETS`. The script computes the softmax of −α‖δ − Δ‖²
+  itself, as :func:`head_weights` does in Python, and prints, one line each with its meaning in
+  words, the weight on the target key q + round(Δ), the window mass and the distance to a
+  one-tap convolution.
 * :func:`lemma1_head_picker` (chapter 3): pick one of the K² heads of Lemma 1 and see the key it
   attends to and the kernel slice its matrix carries.
 * :func:`sortable_table_script` (chapter 17): makes a table's column headers sort it, by click or
@@ -23,7 +25,7 @@ import json
 import math
 import re
 from html import escape
-from typing import Optional, Sequence, Tuple
+from typing import NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -33,6 +35,9 @@ from .shared.live_kit import CONTROLS_CSS, DARK_CSS, check_range, live_script, r
 __all__ = [
     "EXPLORER_ALPHA_RANGE",
     "EXPLORER_DELTA_RANGE",
+    "EXPLORER_PRESETS",
+    "ExplorerPreset",
+    "explorer_preset",
     "head_weights",
     "target_key",
     "target_weight",
@@ -50,6 +55,38 @@ EXPLORER_DELTA_RANGE = (-3.0, 3.0)
 #: The explorer's grid of keys and its query (the centre pixel): key offsets δ ∈ {−4, …, 4}².
 EXPLORER_GRID = (9, 9)
 EXPLORER_QUERY = (4, 4)
+
+
+class ExplorerPreset(NamedTuple):
+    """A button of the head explorer: it sets the sliders to Δ and log₁₀ α (on their steps)."""
+
+    key: str
+    label: str
+    delta: Tuple[float, float]
+    log_alpha: float
+
+    @property
+    def alpha(self) -> float:
+        """The width α the α slider holds at this preset: 10 ** log_alpha."""
+        return 10.0**self.log_alpha
+
+
+#: The explorer's buttons, each a telling state named by its label: a wide blur, a nearly
+#: one-hot head on a tap, a centre half way between two keys, a centre outside the 3×3 kernel.
+EXPLORER_PRESETS = (
+    ExplorerPreset("wide", "Wide blur (α ≈ 0.3)", (0.0, 0.0), -0.52),
+    ExplorerPreset("one-hot", "One tap (α = 10)", (1.0, -1.0), 1.0),
+    ExplorerPreset("between", "Between two keys", (0.5, 0.0), 1.0),
+    ExplorerPreset("far", "Outside the kernel", (3.0, 3.0), 1.0),
+)
+
+
+def explorer_preset(key: str) -> ExplorerPreset:
+    """The preset of :data:`EXPLORER_PRESETS` called ``key``."""
+    for p in EXPLORER_PRESETS:
+        if p.key == key:
+            return p
+    raise KeyError(f"no explorer preset {key!r}: {[p.key for p in EXPLORER_PRESETS]}")
 
 
 def head_weights(
@@ -115,9 +152,9 @@ _EXPLORER_JS = r"""
                 stroke: 'currentColor', 'stroke-opacity': 0.3});
     kcells.push(el('rect', {x: KX + b * K + 1, y: Y0 + a * K + 1, width: K - 2, height: K - 2, fill: '#2ca02c'}));
     ktext.push(el('text', {x: KX + b * K + K / 2, y: Y0 + a * K + K / 2 + 5, 'text-anchor': 'middle'}, ''));
-    if (a === 2) el('text', {x: KX + b * K + K / 2, y: Y0 + 3 * K + 16, 'text-anchor': 'middle'}, String(b - R));
+    if (a === 2) el('text', {x: KX + b * K + K / 2, y: Y0 + 3 * K + 16, 'text-anchor': 'middle'}, fmt(b - R, 0));
   }
-  for (var a2 = 0; a2 < 3; a2++) el('text', {x: KX - 6, y: Y0 + a2 * K + K / 2 + 4, 'text-anchor': 'end'}, String(a2 - R));
+  for (var a2 = 0; a2 < 3; a2++) el('text', {x: KX - 6, y: Y0 + a2 * K + K / 2 + 4, 'text-anchor': 'end'}, fmt(a2 - R, 0));
   var inputs = {alpha: root.querySelector('[data-role=alpha]'), d1: root.querySelector('[data-role=delta1]'),
                 d2: root.querySelector('[data-role=delta2]')};
   var outs = {alpha: root.querySelector('[data-role=alpha-value]'), d1: root.querySelector('[data-role=delta1-value]'),
@@ -160,14 +197,52 @@ _EXPLORER_JS = r"""
     weightOut.textContent = pt.toFixed(6);
     readout.querySelector('[data-role=target]').textContent =
       '(' + fmt(ti - Q[0], 0) + ', ' + fmt(tj - Q[1], 0) + ')';
+    readout.querySelector('[data-role=target-meaning]').textContent = '\u2014 ' + (
+      pt >= 0.99 ? 'nearly one-hot (above 0.99): the head reads this one key'
+      : pt >= 0.5 ? 'most of the weight, not one-hot: a blur around this key'
+      : 'under half: the weight is shared with other keys');
     readout.querySelector('[data-role=window-mass]').textContent = mass.toFixed(4);
+    readout.querySelector('[data-role=window-meaning]').textContent = '\u2014 ' + (
+      mass >= 0.99 ? 'nearly all: the head is a 3\u00d73 kernel'
+      : mass < 0.01 ? 'nearly none: the 3\u00d73 kernel is empty'
+      : 'the rest comes from keys outside the window');
     var inKernel = Math.abs(ti - Q[0]) <= R && Math.abs(tj - Q[1]) <= R;
+    var dist = on ? 2 * (1 - pt) : 1;
     readout.querySelector('[data-role=distance]').textContent = !inKernel
       ? 'the target is outside the 3\u00d73 kernel: no one-tap 3\u00d73 convolution is near'
-      : 'distance to a one-tap convolution ' + (on ? (2 * (1 - pt)).toExponential(1) : '1');
+      : 'distance to a one-tap convolution: ' + small(dist) + ' \u2014 ' + (dist < 0.01
+        ? 'near 0: the head is one tap of the kernel'
+        : '0 is one tap, 2 the farthest a head can be');
+  }
+  function small(v) {  // 0.52; 3.6\u00d710\u207b\u2074 below 0.01
+    if (v >= 0.01 || v === 0) return v.toFixed(2);
+    var e = v.toExponential(1).split('e'), sup = '\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079';
+    var p = e[1].replace('+', '').replace('-', '\u207b');
+    return e[0] + '\u00d710' + p.replace(/[0-9]/g, function (c) { return sup[+c]; });
   }
   for (var n in inputs) inputs[n].addEventListener('input', update);
+  root.querySelectorAll('button[data-preset]').forEach(function (b) {
+    b.addEventListener('click', function () {
+      var p = init.presets[+b.dataset.preset];
+      inputs.alpha.value = String(p.log_alpha);
+      inputs.d1.value = String(p.delta[0]); inputs.d2.value = String(p.delta[1]);
+      update();
+    });
+  });
   update();
+"""
+
+
+#: The preset buttons in a row below the sliders, and the readout's lines (each starts with a
+#: capital on the page; the script writes them in lower case).
+_PRESETS_CSS = """
+#{id} .lw-presets {{ display: flex; flex-wrap: wrap; gap: 4px 6px; margin: 8px 0 4px;
+  align-items: center; }}
+#{id} .lw-presets button {{ font: inherit; font-size: 13px; padding: 2px 8px; color: inherit;
+  background: transparent; border: 1px solid currentColor; border-radius: 4px; cursor: pointer; }}
+#{id} .lw-presets button:focus-visible {{ outline: 2px solid #ff7f0e; outline-offset: 2px; }}
+#{id} .lw-readout p {{ margin: 0 0 2px; }}
+#{id} .lw-readout p::first-letter {{ text-transform: uppercase; }}
 """
 
 
@@ -181,12 +256,15 @@ def head_explorer_widget(
     inputs (α on a log scale, :data:`EXPLORER_ALPHA_RANGE`; Δ₁ and Δ₂,
     :data:`EXPLORER_DELTA_RANGE`), the head's weights over the 9×9 keys (query: red; target
     q + round(Δ): orange square; centre q + Δ: orange cross; 3×3 window: green dashed), its 3×3
-    kernel, and printed: the weight on the target key (6 decimals), the window mass and the
-    distance to a one-tap convolution 2(1 − p_target) ("none" when the target lies outside the
+    kernel, a row of buttons, one per :data:`EXPLORER_PRESETS`, that set the three sliders, and
+    three printed lines, each with its meaning in words: the weight on the target key
+    (6 decimals), the window mass (4 decimals) and the distance to a one-tap convolution
+    2(1 − p_target) (two significant digits; a sentence instead when the target lies outside the
     3×3 kernel).
 
     ``initial`` is (Δ₁, Δ₂, α). The wrapping ``<div>`` carries ``data-initial``: the grid, the
-    query, α, Δ and the target weight that :func:`target_weight` computes for them."""
+    query, α, Δ, the target weight that :func:`target_weight` computes for them and the
+    presets (Δ and log₁₀ α)."""
     from IPython.display import HTML
 
     d1, d2, alpha = (float(v) for v in initial)
@@ -207,7 +285,16 @@ def head_explorer_widget(
         "alpha": alpha,
         "delta": [d1, d2],
         "target_weight": target_weight(alpha, (d1, d2)),
+        "presets": [
+            {"key": p.key, "delta": list(p.delta), "log_alpha": p.log_alpha}
+            for p in EXPLORER_PRESETS
+        ],
     }
+    buttons = "".join(
+        f'<button type="button" data-preset="{i}" data-key="{escape(p.key)}">'
+        f"{escape(p.label)}</button>"
+        for i, p in enumerate(EXPLORER_PRESETS)
+    )
     wid = escape(widget_id, quote=True)
     t = target_key((d1, d2))
     shift = f"({t[0] - EXPLORER_QUERY[0]}, {t[1] - EXPLORER_QUERY[1]})".replace(
@@ -230,13 +317,17 @@ def head_explorer_widget(
         f'<div id="{wid}" class="live-widget" data-live-widget="head-explorer"{role} '
         f"data-initial='{escape(json.dumps(initial_data), quote=True)}'>"
         f"<style>{CONTROLS_CSS.format(id=wid, width=int(max_width))}"
-        f"{DARK_CSS.format(id=wid)}</style>"
+        f"{_PRESETS_CSS.format(id=wid)}{DARK_CSS.format(id=wid)}</style>"
         f'<div class="lw-controls">{rows}</div>'
-        f'<p id="{wid}-hint" class="lw-readout" data-role="readout" aria-live="polite">'
-        f'weight on the target key q + <span data-role="target">{shift}</span>: '
-        f'<strong data-role="target-weight">{initial_data["target_weight"]:.6f}</strong>; '
-        f'3×3 window mass <span data-role="window-mass"></span>; '
-        f'<span data-role="distance"></span></p>'
+        f'<div class="lw-presets" role="group" aria-label="presets"><span>Try:</span>'
+        f"{buttons}</div>"
+        f'<div id="{wid}-hint" class="lw-readout" data-role="readout" aria-live="polite">'
+        f'<p>on the target key q + <span data-role="target">{shift}</span>: '
+        f'<strong data-role="target-weight">{initial_data["target_weight"]:.6f}</strong> '
+        f'<span data-role="target-meaning"></span></p>'
+        f'<p>in the 3×3 window: <span data-role="window-mass"></span> '
+        f'<span data-role="window-meaning"></span></p>'
+        f'<p><span data-role="distance"></span></p></div>'
         f'<svg viewBox="0 0 620 345" width="620" aria-hidden="true"></svg>'
         f"<script>{live_script(_EXPLORER_JS, widget_id)}</script></div>"
     )

@@ -71,7 +71,8 @@ def test_the_book_widgets_pass(browser):
     rep, info, errors = _run(browser, _widgets())
     assert not errors and not rep.failures, (errors, dict(rep.failures))
     explorer, picker, table = info["live_widgets"]
-    assert explorer["controls"] == 3 and explorer["keyboard_changes_readout"]
+    # three sliders and four preset buttons
+    assert explorer["controls"] == 7 and explorer["keyboard_changes_readout"]
     weights = explorer["target_weight"]
     assert weights["log10 alpha = 1.26"]["alpha"] == 10**1.26
     assert 0.1 < weights["log10 alpha = 0.3"]["python"] < 0.99  # a blur: a real test

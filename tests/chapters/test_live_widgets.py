@@ -1,6 +1,7 @@
 """The live widgets (attnconv.chapters.live_widgets): the head explorer's weights against an
-independent numpy softmax of eq. (9), the numbers written into each widget's HTML, and the
-widgets' controls (labelled native inputs and buttons)."""
+independent numpy softmax of eq. (9), the numbers written into each widget's HTML, the
+widgets' controls (labelled native inputs and buttons), and, in a browser, the explorer's preset
+buttons: each sets the sliders and the readout to what Python computes for its state."""
 
 import json
 import math
@@ -15,6 +16,9 @@ from attnconv import conv_to_mhsa, kernel_shifts
 from attnconv.chapters.lemma1_picture import edge_blur_conv, head_matrices
 from attnconv.chapters.live_widgets import (
     EXPLORER_ALPHA_RANGE,
+    EXPLORER_DELTA_RANGE,
+    EXPLORER_PRESETS,
+    explorer_preset,
     head_explorer_widget,
     head_weights,
     lemma1_head_picker,
@@ -177,3 +181,97 @@ def test_a_live_picker_has_a_width_slider_and_needs_its_grid():
         lemma1_head_picker(*args, alpha=18.02)
     with pytest.raises(ValueError, match="outside"):
         lemma1_head_picker(*args, alpha=500.0, grid=(34, 34), query=(13, 16))
+
+
+def test_each_preset_lies_on_the_sliders_steps_and_has_a_button():
+    lo, hi = (math.log10(a) for a in EXPLORER_ALPHA_RANGE)
+    for p in EXPLORER_PRESETS:
+        assert lo <= p.log_alpha <= hi and round(p.log_alpha, 2) == p.log_alpha, p
+        for d in p.delta:
+            assert EXPLORER_DELTA_RANGE[0] <= d <= EXPLORER_DELTA_RANGE[1], p
+            assert round(d, 2) == d, p
+        head_explorer_widget((*p.delta, p.alpha))  # a start the sliders can show
+    html = head_explorer_widget().data
+    assert _initial(html)["presets"] == [
+        {"key": p.key, "delta": list(p.delta), "log_alpha": p.log_alpha}
+        for p in EXPLORER_PRESETS
+    ]
+    for i, p in enumerate(EXPLORER_PRESETS):
+        assert (
+            f'<button type="button" data-preset="{i}" data-key="{p.key}">{p.label}</button>'
+            in html
+        )
+    assert explorer_preset("one-hot").alpha == 10.0
+    with pytest.raises(KeyError, match="one-hot"):
+        explorer_preset("nope")
+
+
+#: What the readout's lines say in words at each preset (the numbers are checked against
+#: Python's separately): the target weight's, the window mass's and the distance's.
+PRESET_WORDS = {
+    "wide": ("under half", "outside the window", "0 is one tap, 2 the farthest"),
+    "one-hot": ("nearly one-hot", "nearly all", "near 0: the head is one tap"),
+    "between": ("under half", "nearly all", "0 is one tap, 2 the farthest"),
+    "far": ("nearly one-hot", "the 3×3 kernel is empty", "the target is outside"),
+}
+
+EXPLORER_READ_JS = """(w) => ({
+  sliders: ['alpha', 'delta1', 'delta2'].map(
+    r => parseFloat(w.querySelector(`input[data-role=${r}]`).value)),
+  target: w.querySelector('[data-role=target]').textContent,
+  weight: w.querySelector('[data-role=target-weight]').textContent,
+  mass: w.querySelector('[data-role=window-mass]').textContent,
+  distance: w.querySelector('[data-role=distance]').textContent,
+  lines: [...w.querySelectorAll('[data-role=readout] p')].map(p => p.textContent)})"""
+
+_SUPERSCRIPT = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-")
+
+
+def _printed_distance(text: str) -> float:
+    """The distance the readout prints: 0.52, or 3.6×10⁻⁴ below 0.01."""
+    number = text.split(": ", 1)[1].split(" ")[0]
+    if "×10" in number:
+        mantissa, power = number.split("×10")
+        return float(mantissa) * 10.0 ** int(power.translate(_SUPERSCRIPT))
+    return float(number)
+
+
+@pytest.mark.parametrize("how", ["click", "Enter", "Space"])
+def test_each_preset_button_sets_the_sliders_and_the_readout_to_pythons(browser, how):
+    """Start the explorer elsewhere (ch. 6's start), press each preset button (a click, or
+    the key on the focused button), and compare the three sliders with the preset and each
+    printed number with Python's for that state: the target key, its weight (6 decimals), the
+    3×3 window mass (4 decimals) and the distance to a one-tap convolution 2(1 − p_target) (two
+    significant digits), and the words each line says."""
+    page = browser.new_page()
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.set_content(head_explorer_widget((1.0, -1.0, 1.0), widget_id="x").data)
+    w = page.query_selector("#x")
+    for i, p in enumerate(EXPLORER_PRESETS):
+        button = page.query_selector(f"#x button[data-preset='{i}']")
+        if how == "click":
+            button.click()
+        else:
+            button.focus()
+            page.keyboard.press(how)
+        got = page.evaluate(EXPLORER_READ_JS, w)
+        assert got["sliders"] == [p.log_alpha, *p.delta], (p.key, got)
+        t = target_key(p.delta)
+        shift = f"({t[0] - 4}, {t[1] - 4})".replace("-", "\u2212")
+        assert got["target"] == shift, (p.key, got)
+        weight = target_weight(p.alpha, p.delta)
+        assert abs(float(got["weight"]) - weight) <= 5e-7 + 1e-12, (p.key, got)
+        window = head_weights(p.alpha, p.delta)[3:6, 3:6].sum()
+        assert abs(float(got["mass"]) - window) <= 5e-5 + 1e-12, (p.key, got)
+        if max(abs(t[0] - 4), abs(t[1] - 4)) <= 1:
+            distance = 2 * (1 - weight)
+            assert _printed_distance(got["distance"]) == pytest.approx(
+                distance, rel=0.05
+            ), (p.key, got)
+        else:
+            assert got["distance"].startswith("the target is outside the 3×3 kernel")
+        for line, words in zip(got["lines"], PRESET_WORDS[p.key]):
+            assert words in line, (p.key, got["lines"])
+    page.close()
+    assert not errors, errors
