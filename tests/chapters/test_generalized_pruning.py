@@ -394,6 +394,24 @@ def test_verdicts_table_prints_the_interval_it_is_given():
     )
 
 
+def test_verdicts_list_says_each_rows_numbers_as_the_table_does():
+    """Seed 0's aside lists its rows: one item each, with the table's difference, interval and
+    badge, and the verdict word of an object with a ``verdict``."""
+    iv = Interval(0.005, -0.012, 0.022, 0.008, 7.0, 0.02, "paired")
+    back = Interval(0.015, -0.002, 0.031, 0.008, 7.0, 0.02, "paired")
+
+    class Judged:
+        verdict = "reproduced at CPU scale"
+
+    items = gf.verdicts_list(
+        [("cost", "seed 0", iv, "inconclusive"), ("back", "seed 0", back, Judged())]
+    ).splitlines()
+    assert items == [
+        "- cost: +0.5 points, 95 % interval [−1.2, +2.2], {bdg-muted}`inconclusive`",
+        "- back: +1.5 points, 95 % interval [−0.2, +3.1], {bdg-success}`reproduced`",
+    ]
+
+
 def test_verdicts_table_agrees_with_the_judge():
     """Table 8.2 and its seed-0 aside print, row by row, the difference and interval the judge's
     verdict states (the fresh seeds', the second test's, seed 0's claim)."""
