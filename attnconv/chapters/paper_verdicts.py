@@ -1427,17 +1427,31 @@ def six_layers_box(
     """Chapter 12b's result box, so that no count in it is typed by hand: the fresh-seed
     verdicts of the page's claims (the counted claims ``here`` and the protocol's claims
     ``added`` that the page judges too) as the box's one row of badges, beside ``headline``;
-    then the findings, one short bullet each. What the badges count, and where the protocol's
-    other claims are judged, is ch. 17's Table 17.4; the box states no exploratory verdict."""
+    then the findings, one short bullet each, and a last bullet saying how many claims the badges
+    count and where the protocol's other claims are judged (ch. 17's Table 17.4 lines up every
+    count); the box states no exploratory verdict."""
     fresh = fresh_verdicts() if fresh is None else fresh
     on_page = [c.key for c in counted(here)] + list(added)
     shown = count_verdicts(fresh[k].verdict for k in on_page if k in fresh)
+    elsewhere = [k for k in fresh if k not in on_page]
+    tally = f"- **The badges** count the {len(on_page)} claims judged on this page"
+    if elsewhere:  # where the rest of the book's claims about trained models are judged
+        names = ", ".join(
+            f"*{CLAIMS[k].title}*, is judged {{ref}}`on its own page <{CLAIMS[k].where}>`"
+            for k in elsewhere
+        )
+        tally += (
+            f"; the book's one other claim about trained models, {names}"
+            if len(elsewhere) == 1
+            else f"; the book's other {len(elsewhere)} of {len(fresh)}: {names}"
+        )
     return (
         "```{admonition} In short\n"
         ":class: tip result-box\n"
         f"{count_badges(shown)} **On fresh seeds, {headline}**\n\n"
         + "".join(f"- {b}\n" for b in bullets)
-        + "```"
+        + tally
+        + ".\n```"
     )
 
 
@@ -1477,12 +1491,12 @@ def matched_resnet_words(followup: Mapping[str, ConfirmatoryVerdict]) -> str:
         f"points behind on {len(registered.SEEDS)} new seeds.",
         f'"Close" allows {margin:g} points.',
         f"The 95 % interval {where} "
-        "({ref}`Table 17.3 <tab-what-holds-followup>`), so the verdict is "
+        "({ref}`Table 17.3 <tab-what-holds-followup>`), so the second test's verdict is "
         f"{verdict_badge(got.verdict)}.",
     ]
     if flips:
         words.append(
-            f"The verdict is {{ref}}`fragile <glossary-fragile>`: {'; '.join(flips)}."
+            f"That verdict is {{ref}}`fragile <glossary-fragile>`: {'; '.join(flips)}."
         )
     return " ".join(words)
 
