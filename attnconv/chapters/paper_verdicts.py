@@ -33,7 +33,13 @@ from ..evidence.protocol import CLAIMS as FROZEN_CLAIMS
 from ..evidence.protocol import CONFIRMATORY_SEEDS, NOT_JUDGED
 from ..experiments import verdicts as v
 from ..experiments.claim_text import claim_block, short_quote
-from ..experiments.claims import CLAIMS, LOCAL_DROPOUT_CONFOUND, POSITIONAL_LR_CONFOUND
+from ..experiments.claims import (
+    CLAIMS,
+    LOCAL_DROPOUT_CONFOUND,
+    ONE_HOT,
+    ONE_KEY,
+    POSITIONAL_LR_CONFOUND,
+)
 from ..experiments.store import results_dir
 from ..experiments.studies_removal import load_removal
 from ..experiments.verdicts import (
@@ -88,6 +94,7 @@ __all__ = [
     "split_evidence",
     "claims_overview",
     "SHORT_TESTS",
+    "short_test",
     "check_fresh_bullet",
     "fresh_map_cell",
     "fragile_words",
@@ -733,27 +740,46 @@ def check_fresh_bullet(checks, notebook: str, keys: Sequence[str]) -> None:
 
 #: Each claim's test in a few plain words, for a reader's table (Table 12b.1); the full rule is
 #: the claim's card and the protocol page's. Keyed by claim key: every claim of the registry.
+#: ``{key}`` and ``{margin}`` are filled in by :func:`short_test` from the claim's own threshold
+#: and margin, so no number here can disagree with the rule that judges it.
 SHORT_TESTS: Dict[str, str] = {
     "local_then_far": "layers 3-6 look further from the query than layers 1-2",
-    "grid_layer4": "heads on one key on 5 of the 3×3 lattice's 9 points",
+    "grid_layer4": "heads {key} on 5 of the 3×3 lattice's 9 points",
     "no_overlap": "two heads of one layer on distinct keys",
-    "localized_first": "more heads on one key in layers 1-2 than in 3-6",
-    "learned_pixels": "a learned head of layers 1-2 on a single key",
-    "learned_matched_lemma": "learned heads on one key at all 9 shifts of 3×3",
-    "high_layers_deviate": "fewer heads on one key in layers 4-6 than in 1-2",
+    "localized_first": "more heads {key} in layers 1-2 than in 3-6",
+    "learned_pixels": "a learned head of layers 1-2 {key}",
+    "learned_matched_lemma": "learned heads {key} at all 9 shifts of 3×3",
+    "high_layers_deviate": "fewer heads {key} in layers 4-6 than in 1-2",
     "vertical_rare": "more left-right than up-down symmetric heads in layers 4-6",
-    "redundant": "a head of layers 5-6 whose removal costs under half a point",
+    "redundant": "a head of layers 5-6 whose removal costs under {margin}",
     "non_isotropic": "elongated heads, not round ones",
     "non_isotropic_high": "more elongated heads in layers 4-6 than in 1-3",
     "pruned_counts": "the pruning rule removes as many heads per layer as the paper",
     "pruning_hurts": "pruning lowers accuracy before retraining",
-    "pruning_recovers": "retraining brings accuracy back within 1 point",
-    "no_gain": "generalized within 1 point of quadratic",
-    "similar_or_better": "quadratic at most 1 point below learned",
+    "pruning_recovers": "retraining brings accuracy back within {margin}",
+    "no_gain": "generalized within {margin} of quadratic",
+    "similar_or_better": "quadratic at most {margin} below learned",
     "resnet_faster": "ResNet18 reaches 95 % of its final accuracy in fewer epochs",
-    "close_to_resnet": "learned at most 2 points below ResNet18",
-    "local_fewer_flops": "local attention saves over a tenth of the FLOPs",
+    "close_to_resnet": "learned at most {margin} below ResNet18",
+    "local_fewer_flops": "local attention saves over {margin} of the FLOPs",
 }
+#: A head's peak threshold in the glossary's words.
+_KEY_WORDS = {ONE_KEY: "on one key", ONE_HOT: "nearly one-hot"}
+
+
+def short_test(key: str) -> str:
+    """:data:`SHORT_TESTS`' phrase for ``key``, with the threshold and margin of the rule that
+    judges it: the frozen protocol's where it holds the claim, else the registry's (a margin in
+    points, or as a share for a FLOPs claim)."""
+    rule = FROZEN_CLAIMS.get(key) or CLAIMS[key]
+    threshold = rule.threshold if rule.threshold is not None else ONE_KEY
+    margin = rule.margin or 0.0
+    said = (
+        f"{100 * margin:g} %"
+        if key == "local_fewer_flops"
+        else (f"{100 * margin:g} point" + ("" if 100 * margin == 1 else "s"))
+    )
+    return SHORT_TESTS[key].format(key=_KEY_WORDS.get(threshold, ""), margin=said)
 
 
 def claims_overview(
@@ -771,7 +797,7 @@ def claims_overview(
         title = keep_words(CLAIMS[c.key].title)
         if cards:  # a role's link text is plain text: no span in it
             name = f"{{ref}}`{CLAIMS[c.key].title} <{card_label(c.key)}>`"
-            test = keep_words(SHORT_TESTS[c.key])
+            test = keep_words(short_test(c.key))
             cells = (name, test, shown_badge(c), fresh_badge(c.key))
         else:
             target = c.where

@@ -443,7 +443,7 @@ def test_each_claim_has_one_card_and_the_chapters_link_to_it():
     assert f"{{ref}}`{CLAIMS[carded[0]].title} <{label}>`" in table
     assert "<card-grid-layer4>" in table and "<sec-six-layers-grid>" not in table
     assert "`card <" not in table and "| evidence |" not in table  # the name links
-    assert pv.SHORT_TESTS["grid_layer4"] in table  # the test in a few words
+    assert pv.short_test("grid_layer4") in table  # the test in a few words
 
 
 def test_every_claim_has_its_test_in_a_few_words():
@@ -453,8 +453,27 @@ def test_every_claim_has_its_test_in_a_few_words():
 
     judged = {c.key for g in pv.GROUPS for c in pv.book_claims().get(g, [])}
     assert set(pv.SHORT_TESTS) == set(CLAIMS) and judged <= set(pv.SHORT_TESTS)
-    for key, words in pv.SHORT_TESTS.items():
-        assert len(words.split()) <= 12 and "(" not in words, key
+    for key in pv.SHORT_TESTS:
+        words = pv.short_test(key)
+        assert len(words.split()) <= 12 and "(" not in words and "{" not in words, key
+
+
+def test_each_short_test_says_the_threshold_and_margin_that_judge_it():
+    """The phrase's numbers are the rule's: the frozen protocol's threshold (0.5 "on one key",
+    0.9 "nearly one-hot") and margin where it holds the claim, else the registry's."""
+    from attnconv.evidence.protocol import CLAIMS as FROZEN
+    from attnconv.experiments.claims import CLAIMS
+
+    assert "nearly one-hot" in pv.short_test("learned_pixels")  # frozen at 0.9
+    assert "on one key" in pv.short_test("grid_layer4")
+    assert pv.short_test("redundant").endswith("under 1 point")  # frozen margin 0.01
+    assert pv.short_test("close_to_resnet") == "learned at most 2 points below ResNet18"
+    for key in pv.SHORT_TESTS:
+        rule = FROZEN.get(key) or CLAIMS[key]
+        if "{margin}" in pv.SHORT_TESTS[key]:
+            assert f"{100 * rule.margin:g}" in pv.short_test(key), key
+        if "{key}" in pv.SHORT_TESTS[key] and rule.threshold == 0.9:
+            assert "nearly one-hot" in pv.short_test(key), key
 
 
 def test_the_errata_are_one_table_with_both_names():
