@@ -11,7 +11,6 @@ footnote mark after each setting.
 
 from __future__ import annotations
 
-import re
 from typing import Dict, List, Sequence
 
 import torch
@@ -20,7 +19,7 @@ from ..experiments.models import build_model
 from ..experiments.paper_numbers import PAPER_PARAMETERS, PAPER_TABLE2
 from ..experiments.profiles import get_profile
 from ..experiments.train_config import parameter_groups
-from .shared.tables import keep_words
+from .shared.tables import keep_words, spaced_unit
 
 __all__ = [
     "full_scale_hours",
@@ -50,11 +49,6 @@ EXTRA_ROWS: Dict[str, object] = {
 }
 
 
-def _spaced(size: str) -> str:
-    """A size as the paper prints it ("12.1M") as the book sets it: "12.1 M"."""
-    return re.sub(r"(\d)([kMB])$", r"\1 \2", size)
-
-
 #: Why a profile deviates, per (row, profile): the numbered notes under the table
 #: (:func:`table2_notes`). Profiles with the same reason share it there.
 REASONS: Dict[tuple, str] = {
@@ -66,7 +60,7 @@ REASONS: Dict[tuple, str] = {
     (
         "hidden dimension",
         "cpu",
-    ): f"CPU budget, about 120 k parameters instead of {_spaced(PAPER_PARAMETERS['quadratic'])}",
+    ): f"CPU budget, about 120 k parameters instead of {spaced_unit(PAPER_PARAMETERS['quadratic'])}",
     ("intermediate dimension", "deep"): "CPU budget, as the hidden dimension",
     ("intermediate dimension", "cpu"): "CPU budget, as the hidden dimension",
     (

@@ -4,13 +4,13 @@ ICLR Table 1, next to the book's runs and our paper-size models' parameters and 
 
 from __future__ import annotations
 
-import re
 from typing import List, Mapping, Sequence, Union
 
 from ..experiments.checkpoints import Run
 from ..experiments.flops import flops_table
 from ..experiments.paper_numbers import PAPER_TABLE1
 from .shared.parameter_counts import paper_size_parameters
+from .shared.tables import spaced_unit
 
 __all__ = ["table1_rows", "format_table1"]
 
@@ -71,12 +71,6 @@ def _our_cells(r: dict) -> str:
     return f"{acc} | {r['parameters']:,} | {r['epochs']}"
 
 
-def _spaced(number: str) -> str:
-    """A number of the paper's table with a space before its unit, as the book typesets numbers:
-    ``93.8%`` → ``93.8 %``, ``12.1M`` → ``12.1 M``, ``6.2B`` → ``6.2 B``."""
-    return re.sub(r"(\d)([%MB])$", r"\1 \2", number)
-
-
 def format_table1(rows: Sequence[dict], profile: str) -> str:
     """Three narrow Markdown tables of :func:`table1_rows` (four short columns each, so that no cell
     breaks a word in the book's column), separated by blank lines: our runs, named ``profile``
@@ -104,7 +98,7 @@ def format_table1(rows: Sequence[dict], profile: str) -> str:
         )
         only = " (ICLR only)" if "only" in r["paper_source"] else ""
         paper.append(
-            f"| {r['label']}{only} | {_spaced(r['paper_accuracy'])} "
-            f"| {_spaced(r['paper_parameters'])} | {_spaced(r['paper_flops'])} |"
+            f"| {r['label']}{only} | {spaced_unit(r['paper_accuracy'])} "
+            f"| {spaced_unit(r['paper_parameters'])} | {spaced_unit(r['paper_flops'])} |"
         )
     return "\n\n".join("\n".join(t) for t in (ours, size, paper))

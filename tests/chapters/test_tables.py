@@ -78,3 +78,15 @@ def test_signed_shift_prints_a_true_minus_and_a_bare_zero():
     assert signed_shift((-1, 0)) == "(\u22121, 0)"
     assert signed_shift((2, -3)) == "(+2, \u22123)"
     assert signed_shift((0, 0)) == "(0, 0)"
+
+
+def test_spaced_unit_puts_a_space_before_a_trailing_unit_only():
+    from attnconv.chapters.shared.tables import spaced_unit
+
+    assert [spaced_unit(x) for x in ("93.8%", "12.1M", "6.2B", "120k")] == [
+        "93.8 %",
+        "12.1 M",
+        "6.2 B",
+        "120 k",
+    ]
+    assert spaced_unit("12.1 M") == "12.1 M" and spaced_unit("ResNet18") == "ResNet18"

@@ -9,6 +9,7 @@ from typing import Sequence
 
 __all__ = [
     "signed_shift",
+    "spaced_unit",
     "threshold_text",
     "keep_words",
     "keep_ranges",
@@ -191,3 +192,9 @@ def signed_shift(shift) -> str:
         return "0" if v == 0 else f"{int(v):+d}".replace("-", "−")
 
     return "(" + ", ".join(one(v) for v in shift) + ")"
+
+
+def spaced_unit(number: str) -> str:
+    """A number as the paper prints it, with a space before its unit as the book sets numbers:
+    ``93.8%`` → ``93.8 %``, ``12.1M`` → ``12.1 M``, ``6.2B`` → ``6.2 B``, ``120k`` → ``120 k``."""
+    return re.sub(r"(\d)([%kMB])$", r"\1 \2", number)
