@@ -29,6 +29,7 @@ from typing import NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ..experiments.claims import ONE_HOT
 from .shared.head_state import HeadState, head_state_probabilities
 from .shared.live_kit import CONTROLS_CSS, DARK_CSS, check_range, live_script, range_row
 
@@ -198,7 +199,7 @@ _EXPLORER_JS = r"""
     readout.querySelector('[data-role=target]').textContent =
       '(' + fmt(ti - Q[0], 0) + ', ' + fmt(tj - Q[1], 0) + ')';
     readout.querySelector('[data-role=target-meaning]').textContent = '\u2014 ' + (
-      pt >= 0.99 ? 'nearly one-hot (above 0.99): the head reads this one key'
+      pt > init.one_hot ? 'nearly one-hot (over ' + init.one_hot + '): the head reads this one key'
       : pt >= 0.5 ? 'most of the weight, not one-hot: a blur around this key'
       : 'under half: the weight is shared with other keys');
     readout.querySelector('[data-role=window-mass]').textContent = mass.toFixed(4);
@@ -289,6 +290,7 @@ def head_explorer_widget(
             {"key": p.key, "delta": list(p.delta), "log_alpha": p.log_alpha}
             for p in EXPLORER_PRESETS
         ],
+        "one_hot": ONE_HOT,  # the glossary's "nearly one-hot": more than this on one key
     }
     buttons = "".join(
         f'<button type="button" data-preset="{i}" data-key="{escape(p.key)}">'

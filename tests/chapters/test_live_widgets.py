@@ -275,3 +275,15 @@ def test_each_preset_button_sets_the_sliders_and_the_readout_to_pythons(browser,
             assert words in line, (p.key, got["lines"])
     page.close()
     assert not errors, errors
+
+
+def test_the_explorer_calls_a_head_nearly_one_hot_at_the_glossarys_threshold():
+    """The readout's "nearly one-hot" is the glossary's term: more than claims.ONE_HOT on one
+    key, carried in the widget's data and read by its script."""
+    from attnconv.chapters.live_widgets import head_explorer_widget
+    from attnconv.experiments.claims import ONE_HOT
+
+    html = head_explorer_widget().data
+    data = json.loads(unescape(re.search(r"data-initial='([^']*)'", html).group(1)))
+    assert data["one_hot"] == ONE_HOT
+    assert "pt > init.one_hot ? 'nearly one-hot (over ' + init.one_hot" in html
