@@ -5,6 +5,7 @@ deleted, not added here. (Not a test module: pytest collects ``test_*.py`` only.
 from unittest import mock
 
 import attnconv
+from attnconv.chapters.shared import hover_spots
 from attnconv.core import attention, encodings
 from attnconv.experiments import store
 
@@ -14,6 +15,8 @@ attnconv.__dir__
 # torch: nn.Module.__repr__ calls extra_repr.
 attention.nn.Module.extra_repr
 encodings.nn.Module.extra_repr
+# IPython: a cell's output is an object's _repr_mimebundle_.
+hover_spots.HoverSpots._repr_mimebundle_
 # The history's JSON fields: read by readers of history.json (notebooks, dataclasses.asdict).
 store.HeadRecord.peak_shift
 store.History.num_parameters

@@ -1826,9 +1826,6 @@ def board_rows(
     or None, the fresh number), grouped by fresh verdict in :data:`BOARD_ORDER` (pending last),
     each group in the registry's order."""
     explored = {c.key: c.verdict for c in claims}
-    keys = [k for k in CLAIMS if k in fresh] + [k for k in fresh if k not in CLAIMS]
-    rank = {verdict: i for i, verdict in enumerate(BOARD_ORDER)}
-    keys.sort(key=lambda k: rank.get(fresh[k].verdict, len(rank)))
     return [
         (
             _board_title(k),
@@ -1836,8 +1833,16 @@ def board_rows(
             explored.get(k),
             "pending" if fresh[k].verdict == PENDING else _board_number(fresh[k]),
         )
-        for k in keys
+        for k in _board_keys(fresh)
     ]
+
+
+def _board_keys(fresh: Mapping[str, ConfirmatoryVerdict]) -> List[str]:
+    """The claim board's claims, top to bottom (:func:`board_rows`)."""
+    keys = [k for k in CLAIMS if k in fresh] + [k for k in fresh if k not in CLAIMS]
+    rank = {verdict: i for i, verdict in enumerate(BOARD_ORDER)}
+    keys.sort(key=lambda k: rank.get(fresh[k].verdict, len(rank)))
+    return keys
 
 
 def plot_claim_board(
@@ -1930,3 +1935,36 @@ def plot_claim_board(
     ]
     fig.legend(handles=key, loc="outside lower center", ncol=2, frameon=False)
     return fig
+
+
+def claim_board_hover(
+    fig,
+    claims: Sequence[Claim],
+    fresh: Optional[Mapping[str, ConfirmatoryVerdict]] = None,
+):
+    """Figure 17.1's hover values (:mod:`~attnconv.chapters.shared.hover_spots`): on each filled
+    dot of :func:`plot_claim_board`'s ``fig``, the claim's name, its fresh verdict with the number
+    and interval it rests on (:func:`fresh_measure`), its verdict before the freeze, and each
+    alternative choice that would change it (the judge's ``alternatives``). Returns the cell
+    output to show under the figure."""
+    from .shared.hover_spots import HoverPoint, HoverSpots
+
+    fresh = fresh_verdicts() if fresh is None else fresh
+    column = {verdict: i for i, verdict in enumerate(BOARD_ORDER)}
+    ax = fig.axes[0]
+    points = []
+    rows = zip(_board_keys(fresh), board_rows(claims, fresh))
+    for y, (key, (title, now, before, _)) in enumerate(rows):
+        if now not in column:
+            continue
+        got = fresh[key]
+        lines = [title, f"Fresh seeds: {verdict_word(now)}, {fresh_measure(got)}"]
+        if before is not None:
+            lines.append(f"Before the freeze: {verdict_word(before)}")
+        lines += [
+            f"With {choice}: {verdict_word(other)}"
+            for choice, other in got.alternatives.items()
+            if other != now
+        ]
+        points.append(HoverPoint(ax, column[now], y, "\n".join(lines)))
+    return HoverSpots(fig, points, "Figure 17.1's claims")

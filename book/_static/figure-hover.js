@@ -1,0 +1,65 @@
+// Hover values for a static figure (attnconv/chapters/shared/hover_spots.py): a cell that shows
+// a figure may add <div class="hover-spots" data-spots='[{"x", "y", "text"}]'>, each x and y a
+// fraction of the figure's image. This lays a round, focusable button over each place on the
+// image; resting the pointer on it, focusing it (Tab) or tapping it shows its text in a tooltip,
+// and Esc or moving away hides it. The spots are placed in percent, so they follow the image at
+// any width the page gives it.
+(function () {
+  var tip = null;
+  function tooltip() {
+    if (!tip) {
+      tip = document.createElement("div");
+      tip.className = "hover-tip";
+      tip.id = "hover-tip";
+      tip.setAttribute("role", "tooltip");
+      tip.hidden = true;
+      document.body.appendChild(tip);
+    }
+    return tip;
+  }
+  function show(spot) {
+    var t = tooltip(), r = spot.getBoundingClientRect();
+    t.textContent = spot.dataset.text;
+    t.hidden = false;
+    var page = document.documentElement.clientWidth, w = t.offsetWidth;
+    var left = Math.max(4, Math.min(r.left + r.width / 2 - w / 2, page - w - 4));
+    t.style.left = (left + window.scrollX) + "px";
+    t.style.top = (r.bottom + window.scrollY + 6) + "px";
+    spot.setAttribute("aria-describedby", "hover-tip");
+  }
+  function hide() { if (tip) tip.hidden = true; }
+  function attach(el) {
+    if (el.dataset.ready) return;
+    var cell = el.closest(".cell") || el.parentElement;
+    var img = cell ? cell.querySelector("img") : null;
+    if (!img) return;
+    el.dataset.ready = "1";
+    var outer = img.closest("a.image-reference") || img;
+    var frame = document.createElement("span");
+    frame.className = "hover-frame";
+    outer.parentNode.insertBefore(frame, outer);
+    frame.appendChild(outer);
+    JSON.parse(el.dataset.spots).forEach(function (s) {
+      var b = document.createElement("button");
+      b.type = "button";
+      b.className = "hover-spot";
+      // x of the image, inside the padding that dark mode gives the image (--hover-pad)
+      b.style.left = "calc(" + (100 * s.x) + "% + " + (1 - 2 * s.x) + " * var(--hover-pad, 0px))";
+      b.style.top = "calc(" + (100 * s.y) + "% + " + (1 - 2 * s.y) + " * var(--hover-pad, 0px))";
+      b.dataset.text = s.text;
+      b.setAttribute("aria-label", s.text.replace(/\n/g, "; "));
+      b.addEventListener("mouseenter", function () { show(b); });
+      b.addEventListener("focus", function () { show(b); });
+      b.addEventListener("click", function () { show(b); });
+      b.addEventListener("mouseleave", hide);
+      b.addEventListener("blur", hide);
+      frame.appendChild(b);
+    });
+    frame.setAttribute("role", "group");
+    frame.setAttribute("aria-label", el.dataset.label || "figure");
+  }
+  function attachAll() { document.querySelectorAll("div.hover-spots").forEach(attach); }
+  document.addEventListener("keydown", function (e) { if (e.key === "Escape") hide(); });
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", attachAll);
+  else attachAll();
+})();

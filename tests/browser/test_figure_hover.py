@@ -1,0 +1,102 @@
+"""book/_static/figure-hover.js: the spots a cell lists (hover_spots.hover_html) sit on their
+places in the figure's image, in light mode and in dark mode (where the image is padded as a
+card), and show their text on hover, on focus and on a tap; Esc hides it. Skipped without
+Chromium."""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "book" / "_static" / "figure-hover.js"
+CSS = ROOT / "book" / "_static" / "reader.css"
+
+
+def _image() -> str:
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = plt.figure(figsize=(8, 4), dpi=100)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+IMAGE = _image()
+SPOTS = [
+    {"x": 0.25, "y": 0.5, "text": "first\nline two"},
+    {"x": 0.9, "y": 0.1, "text": "b"},
+]
+
+
+def test_the_script_is_registered_and_present():
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())["sphinx"]["config"]
+    assert "figure-hover.js" in config["html_js_files"]
+    assert "hover-spots" in SCRIPT.read_text() and ".hover-spot" in CSS.read_text()
+
+
+def _page(browser, theme: str):
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    data = html.escape(json.dumps(SPOTS), quote=True)
+    page.set_content(
+        f"<html data-theme='{theme}'><head><style>{CSS.read_text()}</style></head><body>"
+        "<div class='bd-content'><div class='cell'><div class='cell_output'><figure>"
+        f"<a class='image-reference' href='#'><img id='fig' src='{IMAGE}' width='400' "
+        "height='200'></a></figure></div><div class='cell_output'>"
+        f"<div class='hover-spots' data-label='test figure' data-spots=\"{data}\"></div>"
+        f"</div></div></div><script>{SCRIPT.read_text()}</script></body></html>"
+    )
+    page.wait_for_selector("button.hover-spot")
+    return page
+
+
+PLACES_JS = """() => {
+  const img = document.getElementById('fig').getBoundingClientRect();
+  const pad = parseFloat(getComputedStyle(document.getElementById('fig')).paddingLeft) || 0;
+  return [...document.querySelectorAll('button.hover-spot')].map(b => {
+    const r = b.getBoundingClientRect();
+    return {dx: (r.left + r.width / 2 - img.left - pad) / (img.width - 2 * pad),
+            dy: (r.top + r.height / 2 - img.top - pad) / (img.height - 2 * pad),
+            label: b.getAttribute('aria-label')};
+  });
+}"""
+TIP_JS = """() => { const t = document.getElementById('hover-tip');
+  return t && !t.hidden ? t.textContent : null; }"""
+
+
+def test_spots_sit_on_their_places_in_light_and_dark_mode(browser):
+    for theme in ("light", "dark"):
+        page = _page(browser, theme)
+        got = page.evaluate(PLACES_JS)
+        for spot, place in zip(SPOTS, got):
+            assert abs(place["dx"] - spot["x"]) < 0.005, (theme, place)
+            assert abs(place["dy"] - spot["y"]) < 0.01, (theme, place)
+        assert got[0]["label"] == "first; line two"
+        page.close()
+
+
+def test_the_text_shows_on_hover_focus_and_tap_and_esc_hides_it(browser):
+    page = _page(browser, "light")
+    spot = page.locator("button.hover-spot").first
+    assert page.evaluate(TIP_JS) is None
+    spot.hover()
+    assert page.evaluate(TIP_JS) == "first\nline two"
+    page.mouse.move(0, 0)
+    assert page.evaluate(TIP_JS) is None
+    spot.focus()
+    assert page.evaluate(TIP_JS) == "first\nline two"
+    page.keyboard.press("Escape")
+    assert page.evaluate(TIP_JS) is None
+    page.locator("button.hover-spot").nth(1).click()
+    assert page.evaluate(TIP_JS) == "b"
+    page.close()
