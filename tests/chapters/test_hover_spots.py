@@ -96,3 +96,48 @@ def test_the_output_is_html_only_and_escaped():
     (spot,) = _spots(out)
     assert spot["text"] == 'a "quoted" <tag>\nline 2'
     assert 'data-label="Fig&#x27;s x"' in out.html and "<tag>" not in out.html
+
+
+def test_figure_12b1_spots_sit_on_each_mean_and_give_the_seeds_numbers():
+    """depth_measures.fresh_profiles_hover, against a plain loop over the judge's profiles and
+    the PNG: each spot is on a line's marker (its own, or another model's drawn over it at the
+    same layer), and says the mean of the seeds."""
+    from attnconv.chapters.shared import depth_measures as depth
+    from attnconv.chapters.shared.plotting import model_colour
+    from attnconv.evidence import judge
+
+    fresh = {arm: judge.arm_profiles(arm) for arm in depth.FRESH_ARMS}
+    fresh = {arm: p for arm, p in fresh.items() if p is not None}
+    distances = {"learned": depth.fresh_map_distances("learned")}
+    fig = depth.plot_fresh_profiles(fresh, distances=distances)
+    spots = _spots(depth.fresh_profiles_hover(fig, fresh, distances=distances))
+    png = print_figure(fig, "retina")
+    plt.close(fig)
+    expected = []
+    for arm, seeds in fresh.items():
+        for key in ("attention_distance", "one_key"):
+            rows = [s[key] for s in seeds if s[key] is not None]
+            if not rows and key == "attention_distance":
+                rows = [list(r) for r in distances.get(arm, [])]
+            if not rows:
+                continue
+            for layer in range(len(rows[0])):
+                column = [r[layer] for r in rows]
+                if key == "one_key":
+                    column = [c / depth.fresh_heads(arm) for c in column]
+                expected.append((arm, key, layer + 1, sum(column) / len(column)))
+    assert len(spots) == len(expected)
+    for spot, (arm, key, layer, mean) in zip(spots, expected):
+        head, numbers = spot["text"].split("\n")
+        assert head.endswith(f"layer {layer}")
+        if key == "one_key":
+            assert numbers.startswith(
+                f"heads over 0.5 on one key: mean {100 * mean:.0f} %"
+            )
+        else:
+            assert numbers.startswith(f"attention distance: mean {mean:.1f} tokens")
+        got = _pixel(
+            png, (spot["x"], spot["y"])
+        )  # its line's marker, or one drawn over it
+        nearest = min(np.abs(got - to_rgb(model_colour(a))).max() for a in fresh)
+        assert nearest < 0.25, (arm, layer, got)

@@ -674,6 +674,58 @@ def fresh_map_distances(arm: str, grid: int = 16) -> Optional[List[List[float]]]
     return out
 
 
+#: The two measures of :func:`plot_fresh_profiles`, left panel then right.
+PROFILE_KEYS = ("attention_distance", "one_key")
+
+
+def _profile_values(
+    profiles, heads=None, distances=None
+) -> Dict[Tuple[str, str], object]:
+    """What :func:`plot_fresh_profiles` draws: per (model, measure) an array seeds × layers,
+    the one-key counts as shares of the layer's heads; a measure a model cannot give is
+    absent."""
+    out = {}
+    for arm, seeds in profiles.items():
+        for key in PROFILE_KEYS:
+            values = [p[key] for p in seeds if p[key] is not None]
+            if not values and key == "attention_distance" and arm in (distances or {}):
+                values = list(distances[arm])  # from the run's saved maps
+            if not values:
+                continue
+            v = np.asarray(values, dtype=float)
+            if key == "one_key":  # a share of the layer's heads: 9 and 16 side by side
+                v = v / (heads[arm] if heads and arm in heads else fresh_heads(arm))
+            out[arm, key] = v
+    return out
+
+
+def fresh_profiles_hover(fig, profiles, heads=None, distances=None):
+    """Figure 12b.1's hover values (:mod:`~attnconv.chapters.shared.hover_spots`): on each
+    model's mean at each layer of :func:`plot_fresh_profiles`'s ``fig``, the model, the layer,
+    the mean and the seeds' range (distance to 0.1 token, shares to 1 %). Returns the cell
+    output to show under the figure."""
+    from .hover_spots import HoverPoint, HoverSpots
+
+    points = []
+    for (arm, key), v in _profile_values(profiles, heads, distances).items():
+        ax = fig.axes[PROFILE_KEYS.index(key)]
+        for layer, (mean, low, high) in enumerate(
+            zip(v.mean(0), v.min(0), v.max(0)), 1
+        ):
+            if key == "one_key":
+                what = "heads over 0.5 on one key"
+                number = (
+                    f"mean {100 * mean:.0f} %, seeds {100 * low:.0f}–{100 * high:.0f} %"
+                )
+            else:
+                what = "attention distance"
+                number = f"mean {mean:.1f} tokens, seeds {low:.1f}–{high:.1f}"
+            name = FRESH_ARMS.get(arm, arm)
+            text = f"{name} ({len(v)} seeds), layer {layer}\n{what}: {number}"
+            points.append(HoverPoint(ax, layer, float(mean), text))
+    return HoverSpots(fig, points, "Figure 12b.1's layers")
+
+
 def plot_fresh_profiles(
     profiles: Mapping[str, Sequence[Mapping]],
     grid: int = 16,
@@ -699,20 +751,16 @@ def plot_fresh_profiles(
         1, 2, figsize=(COLUMN_INCHES, 3.0), constrained_layout=True
     )
     undrawn = []  # models a panel cannot draw: only peaks saved, no attention distance
+    drawn = _profile_values(profiles, heads, distances)
     for arm, seeds in profiles.items():
         n = len(seeds)
         label = f"{FRESH_ARMS.get(arm, arm)} ({n} seed{'s' if n != 1 else ''})"
         style = dict(color=model_colour(arm), ls="--" if "16" in arm else "-", lw=1.6)
-        for ax, key in zip(axes, ("attention_distance", "one_key")):
-            values = [p[key] for p in seeds if p[key] is not None]
-            if not values and key == "attention_distance" and arm in (distances or {}):
-                values = list(distances[arm])  # from the run's saved maps
-            if not values:
+        for ax, key in zip(axes, PROFILE_KEYS):
+            if (arm, key) not in drawn:
                 undrawn.append((ax, FRESH_ARMS.get(arm, arm)))
                 continue
-            v = np.asarray(values, dtype=float)
-            if key == "one_key":  # a share of the layer's heads: 9 and 16 side by side
-                v = v / (heads[arm] if heads and arm in heads else fresh_heads(arm))
+            v = drawn[arm, key]
             layers = np.arange(1, v.shape[1] + 1)
             ax.fill_between(
                 layers, v.min(0), v.max(0), color=style["color"], alpha=0.15, lw=0
