@@ -8,6 +8,7 @@ import html
 import io
 import json
 import re
+from pathlib import Path
 
 import matplotlib
 
@@ -25,6 +26,9 @@ from attnconv.chapters.shared.hover_spots import (  # noqa: E402
     HoverSpots,
     image_places,
 )
+
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _spots(output) -> list:
@@ -141,3 +145,39 @@ def test_figure_12b1_spots_sit_on_each_mean_and_give_the_seeds_numbers():
         )  # its line's marker, or one drawn over it
         nearest = min(np.abs(got - to_rgb(model_colour(a))).max() for a in fresh)
         assert nearest < 0.25, (arm, layer, got)
+
+
+def test_head_panel_spots_sit_on_each_drawn_centre_and_give_its_place():
+    """run_plots.layer_heads_hover on a fresh quadratic seed: one spot per head drawn (not
+    nearly uniform), on the head's centre dot in the PNG (the head's colour), its text giving
+    the saved centre."""
+    from attnconv.chapters.shared.run_plots import (
+        _head_colors,
+        layer_heads_hover,
+        plot_layer_heads,
+    )
+    from attnconv.chapters.shared.trained_heads import layer_records
+
+    path = ROOT / "book/runs/confirm/quadratic/seed1000/history.json"
+    history = json.loads(path.read_text())
+    fig = plot_layer_heads(history, (16, 16), one_key=0.5)
+    spots = _spots(layer_heads_hover(fig, history, (16, 16)))
+    png = print_figure(fig, "retina")
+    plt.close(fig)
+    records = layer_records(history, -1)
+    assert 9 <= len(spots) <= 9 * len(records)
+    for spot in spots:
+        first, where = spot["text"].split("\n")[:2]
+        layer, head = (int(t) for t in re.findall(r"\d+", first))
+        row, col = records[layer - 1]["centers"][head - 1]
+        up, left = "up" if row < 0 else "down", "left" if col < 0 else "right"
+        assert (
+            where == f"centre {abs(row):.1f} {up}, {abs(col):.1f} {left} of the query"
+        )
+        colour = _head_colors(len(records[layer - 1]["centers"]))[head - 1]
+        # the dot's colour within 3 px of the place (a ring or the query's square, drawn
+        # over the dot, may cover its middle)
+        img = mpimg.imread(io.BytesIO(png))[..., :3]
+        r, c = int(spot["y"] * img.shape[0]), int(spot["x"] * img.shape[1])
+        near = img[r - 3 : r + 4, c - 3 : c + 4].reshape(-1, 3)
+        assert np.abs(near - to_rgb(colour)).max(axis=1).min() < 0.1, (layer, head)

@@ -769,3 +769,46 @@ def plot_accuracy_curves(
     if title:
         ax.set_title(title, fontsize=9)
     return ax.figure
+
+
+def layer_heads_hover(
+    fig,
+    history: dict,
+    grid: Sequence[int],
+    layers: Optional[Sequence[int]] = None,
+    query: Optional[Sequence[int]] = None,
+    epoch: int = -1,
+):
+    """Hover values for :func:`plot_layer_heads`'s ``fig`` (same ``history``, ``grid``,
+    ``layers``, ``query`` and ``epoch``; :mod:`~attnconv.chapters.shared.hover_spots`): on each
+    drawn head's centre, its layer and number, its centre in tokens from the query, its attention
+    distance and the largest share of its attention on one key. Nearly uniform heads (not drawn)
+    and centres outside their panel get no spot. Returns the cell output to show under the
+    figure."""
+    from .hover_spots import HoverPoint, HoverSpots
+
+    records = layer_records(history, epoch)
+    layers = _head_layers(records, layers)
+    h, w = (int(s) for s in grid)
+    query = (h // 2, w // 2) if query is None else tuple(int(q) for q in query)
+    points = []
+    for ax, i in zip(fig.axes, layers):
+        record = records[i]
+        centers = np.asarray(record["centers"], dtype=np.float64).reshape(-1, 2)
+        maps = gaussian_head_maps(record, (h, w), query)
+        uniform = (distance_to_uniform(maps) < NEAR_UNIFORM_TV).tolist()
+        distances = mean_attention_distance(maps, query)
+        peaks = np.asarray(maps, dtype=np.float64).reshape(len(centers), -1).max(axis=1)
+        (x0, x1), (y1, y0) = ax.get_xlim(), ax.get_ylim()
+        for k, (row, col) in enumerate(centers):
+            if uniform[k] or not (x0 <= col <= x1 and y0 <= row <= y1):
+                continue
+            up, left = "up" if row < 0 else "down", "left" if col < 0 else "right"
+            text = (
+                f"layer {i + 1}, head {k + 1}\n"
+                f"centre {abs(row):.1f} {up}, {abs(col):.1f} {left} of the query\n"
+                f"attention distance {float(distances[k]):.1f} tokens\n"
+                f"largest share on one key {float(peaks[k]):.2f}"
+            )
+            points.append(HoverPoint(ax, float(col), float(row), text))
+    return HoverSpots(fig, points, "the figure's heads")
