@@ -27,7 +27,6 @@ from attnconv.chapters.shared.hover_spots import (  # noqa: E402
     image_places,
 )
 
-
 ROOT = Path(__file__).resolve().parents[2]
 
 
