@@ -100,3 +100,31 @@ def test_the_text_shows_on_hover_focus_and_tap_and_esc_hides_it(browser):
     page.locator("button.hover-spot").nth(1).click()
     assert page.evaluate(TIP_JS) == "b"
     page.close()
+
+
+def test_check_book_flags_hover_values_without_spots_and_passes_them_with(browser):
+    """check_book's hover check (book_checks/live.py): a figure whose hover values the script
+    never laid fails; the same figure with the script passes."""
+    import importlib.util
+
+    here = Path(__file__).resolve().parent
+    spec = importlib.util.spec_from_file_location("check_book", here / "check_book.py")
+    check_book = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(check_book)
+    from book_checks.common import Report
+    from book_checks.live import check_live_widgets
+
+    for with_script in (True, False):
+        page = _page(browser, "light") if with_script else browser.new_page()
+        if not with_script:
+            data = html.escape(json.dumps(SPOTS), quote=True)
+            page.set_content(
+                f"<div class='cell'><img src='{IMAGE}'><div class='hover-spots' "
+                f"data-label='bare' data-spots=\"{data}\"></div></div>"
+            )
+        rep, info = Report(), {}
+        check_live_widgets(page, rep, "page.html", info)
+        failed = [text for kind in rep.failures.values() for _, text in kind]
+        assert bool(failed) is not with_script, failed
+        assert info["live_widgets"][0]["listed"] == len(SPOTS)
+        page.close()

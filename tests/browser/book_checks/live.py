@@ -19,6 +19,8 @@ table made sortable
 (``table.sortable-table``): a click on a header button sorts the rows by that column
 (``aria-sort`` ascending, the column in the order of attnconv.chapters.live_widgets.sort_key:
 verdicts by rank, leading numbers as numbers, then texts), and Enter on another header sorts by it.
+For every figure with hover values (``div.hover-spots``, attnconv.chapters.shared.hover_spots):
+one spot per listed point, each inside its figure's image, and focusing a spot shows its text.
 """
 
 from __future__ import annotations
@@ -36,6 +38,27 @@ PRINTED_HALF_UNIT = 5e-4
 #: log₁₀ α where the explorer is also checked, set by script: α ≈ 2 (a blur) and α ≈ 18.2,
 #: where the head at an integer Δ has turned one-hot.
 CHECKED_LOG_ALPHAS = (0.3, 1.26)
+
+#: A figure's hover values: spots laid (one per listed point), how many fall outside the figure's
+#: image, and the tooltip's text after the first spot takes the focus.
+HOVER_JS = r"""
+(h) => {
+  const listed = JSON.parse(h.dataset.spots);
+  const cell = h.closest('.cell') || h.parentElement;
+  const frame = cell.querySelector('.hover-frame');
+  const spots = frame ? [...frame.querySelectorAll('button.hover-spot')] : [];
+  const img = frame ? frame.querySelector('img').getBoundingClientRect() : null;
+  const outside = spots.filter(b => { const r = b.getBoundingClientRect();
+    const x = r.left + r.width / 2, y = r.top + r.height / 2;
+    return !img || x < img.left || x > img.right || y < img.top || y > img.bottom; }).length;
+  if (spots.length) spots[0].focus();
+  const tip = document.getElementById('hover-tip');
+  const shown = tip && !tip.hidden ? tip.textContent : null;
+  if (spots.length) spots[0].blur();
+  return {listed: listed.length, spots: spots.length, outside,
+          first: listed.length ? listed[0].text : null, tip: shown};
+}
+"""
 
 CONTROLS_JS = r"""
 (w) => [...w.querySelectorAll('input[type=range], button')].map((c, i) => {
@@ -540,5 +563,19 @@ def check_live_widgets(page, rep: Report, name: str, info: dict) -> None:
                     f"{label}: {'a click' if how == 'click' else 'Enter'} on a header does not "
                     f"sort the rows ({json.dumps(first if how == 'click' else second)[:120]})",
                 )
+    for hi, h in enumerate(page.query_selector_all("div.hover-spots")):
+        label = f"hover values {hi + 1} ({h.get_attribute('data-label')})"
+        h.scroll_into_view_if_needed()
+        got = page.evaluate(HOVER_JS, h)
+        results.append({"hover": hi + 1, **got})
+        if got["spots"] != got["listed"] or got["outside"]:
+            rep.fail(
+                name,
+                "interactive",
+                f"{label}: {got['spots']} spots for {got['listed']} points, "
+                f"{got['outside']} outside the figure",
+            )
+        elif got["listed"] and got["tip"] != got["first"]:
+            rep.fail(name, "interactive", f"{label}: focusing a spot shows no text")
     if results:
         info["live_widgets"] = results
