@@ -552,7 +552,7 @@ def plot_pruning(study: dict, title: str = "", test_size: Optional[int] = None):
 
         first = study["retrained"][0]["k"]
         handles.append(Patch(color=shades[first], alpha=BAND_ALPHA, lw=0))
-        labels.append(f"±1.96 SE, {first} heads pruned ({test_size:,} test images)")
+        labels.append(f"±1.96 SE ({test_size:,} test images)")
     fig.legend(
         handles, labels, fontsize=9, loc="outside lower center", ncol=2, frameon=False
     )

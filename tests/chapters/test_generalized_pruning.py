@@ -606,7 +606,7 @@ def test_pruning_figure_draws_one_band_around_the_first_retraining():
     p = max(acc)
     assert top == pytest.approx(100 * (p + 1.96 * math.sqrt(p * (1 - p) / 1017)))
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert "±1.96 SE, 2 heads pruned (1,017 test images)" in legend
+    assert "±1.96 SE (1,017 test images)" in legend
     plt.close(fig)
     fig = gf.plot_pruning(study)
     assert not fig.axes[1].collections
