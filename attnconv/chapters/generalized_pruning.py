@@ -415,6 +415,8 @@ def retrained_colours(counts: Sequence[int]) -> Dict[int, str]:
 
 #: The half-width of the band around a test accuracy in standard errors: a 95 % normal interval.
 BAND_STANDARD_ERRORS = 1.96
+#: The band's opacity: light, so that the curves stay in front of it.
+BAND_ALPHA = 0.15
 
 
 def binomial_band(accuracy, test_size: int, z: float = BAND_STANDARD_ERRORS):
@@ -432,8 +434,9 @@ def plot_pruning(study: dict, title: str = "", test_size: Optional[int] = None):
     """Fig. 8: (left) test accuracy against the number of heads pruned — most degenerate first
     without retraining, random heads without retraining (one draw, or the mean and range of several) and after retraining;
     (right) test accuracy during the retraining of each pruned model (epoch 0: before), with
-    ``test_size`` (the run's number of test images) a band of ±1.96 binomial standard errors
-    around each curve (:func:`binomial_band`): the epoch-to-epoch noise of the test set. Returns
+    ``test_size`` (the run's number of test images) a light band of ±1.96 binomial standard
+    errors around the first retraining's curve (:func:`binomial_band`): the epoch-to-epoch noise
+    of the test set. The rule's count of degenerate heads is a mark under the left axis. Returns
     the figure. Accuracies in percent (0-100)."""
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
@@ -482,18 +485,30 @@ def plot_pruning(study: dict, title: str = "", test_size: Optional[int] = None):
             mec=PRUNING_COLOURS["reference"],
             mew=0.5,
             ms=13,
-            label=f"most degenerate first, after {study['retrain_epochs']} epochs of retraining"
+            label=f"after {study['retrain_epochs']} epochs of retraining"
             if i == 0
             else None,
         )
     k_sel = count_selected(study["selected"])
     grey = PRUNING_COLOURS["reference"]
     a.axhline(
-        100 * curve["degenerate_first"][0], color=grey, lw=0.8, ls=":", label="unpruned"
+        100 * curve["degenerate_first"][0],
+        color=grey,
+        lw=0.8,
+        ls=":",
+        label="unpruned",
+        zorder=0,
     )
-    if k_sel:
-        a.axvline(
-            k_sel, color=grey, lw=0.8, ls="--", label=f"degenerate heads ({k_sel})"
+    if k_sel:  # a mark under the axis, clear of the stars and the curves
+        a.plot(
+            [k_sel],
+            [0.025],  # resting on the axis, in axes coordinates
+            "^",
+            color=grey,
+            ms=7,
+            clip_on=False,
+            transform=a.get_xaxis_transform(),
+            label=f"the rule's degenerate heads ({k_sel})",
         )
     a.set_xlabel("number of heads pruned"), a.set_ylabel("test accuracy (%)")
     handles, labels = a.get_legend_handles_labels()
@@ -508,14 +523,14 @@ def plot_pruning(study: dict, title: str = "", test_size: Optional[int] = None):
             color=shades[r["k"]],
             label=f"{r['k']} heads pruned",
         )
-        if test_size:
+        if test_size and i == 0:  # one band, around the fewest heads' retraining
             low, high = binomial_band(raw, test_size)
             b.fill_between(
                 range(len(acc)),
                 pct(low),
                 pct(high),
                 color=shades[r["k"]],
-                alpha=0.2,
+                alpha=BAND_ALPHA,
                 lw=0,
             )
     b.axhline(
@@ -535,14 +550,123 @@ def plot_pruning(study: dict, title: str = "", test_size: Optional[int] = None):
     if test_size and study["retrained"]:
         from matplotlib.patches import Patch
 
-        band = shades[study["retrained"][-1]["k"]]
-        handles.append(Patch(color=band, alpha=0.3, lw=0))
+        first = study["retrained"][0]["k"]
+        handles.append(Patch(color=shades[first], alpha=BAND_ALPHA, lw=0))
         labels.append(f"±1.96 SE ({test_size:,} test images)")
     fig.legend(
         handles, labels, fontsize=9, loc="outside lower center", ncol=2, frameon=False
     )
     if title:
         fig.suptitle(title, fontsize=9)
+    fig.set_layout_engine("constrained")
+    return fig
+
+
+def seed_pruning_rows(studies: Sequence[dict], seeds: Sequence[int]) -> List[dict]:
+    """One row per seed's saved pruning study: ``seed``; ``k``, the heads the paper's rule prunes;
+    and the test accuracies (fractions) ``unpruned``, ``pruned`` (those ``k`` heads pruned, no
+    retraining) and ``retrained`` (after the study's retraining of those ``k`` heads)."""
+    rows = []
+    for seed, study in zip(seeds, studies):
+        k = count_selected(study["selected"])
+        curve = study["curve"]["degenerate_first"]
+        after = {r["k"]: _last(r["test_acc"]) for r in study["retrained"]}
+        rows.append(
+            {
+                "seed": int(seed),
+                "k": k,
+                "unpruned": float(curve[0]),
+                "pruned": float(curve[k]),
+                "retrained": float(after[k]),
+            }
+        )
+    return rows
+
+
+def plot_seed_pruning(studies: Sequence[dict], seeds: Sequence[int]):
+    """Fig. 8 over several seeds, each accuracy as its change from the seed's unpruned model
+    (points). Left: heads pruned one at a time without retraining, most degenerate first or in
+    the study's random order: the mean over the seeds (line) and their range (shaded). Right:
+    one row per seed (:func:`seed_pruning_rows`): its degenerate heads pruned (circle) and the
+    same model after retraining (star), joined by an arrow; dotted: unpruned. Returns the
+    figure."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from matplotlib.ticker import MaxNLocator
+
+    grey = PRUNING_COLOURS["reference"]
+    fig, (a, b) = plt.subplots(
+        1, 2, figsize=(COLUMN_INCHES, 3.6), gridspec_kw={"width_ratios": [1.25, 1]}
+    )
+    k = list(studies[0]["curve"]["k"])
+    for key, colour, marker, label in (
+        (
+            "degenerate_first",
+            PRUNING_COLOURS["degenerate first"],
+            "o",
+            "most degenerate first",
+        ),
+        ("random", PRUNING_COLOURS["random"], "s", "random heads (one order a seed)"),
+    ):
+        curves = []
+        for study in studies:
+            c = study["curve"][key]
+            c = c[0] if key == "random" else c
+            curves.append([100 * (v - c[0]) for v in c])
+        arr = np.array(curves)
+        a.fill_between(k, arr.min(0), arr.max(0), color=colour, alpha=0.18, lw=0)
+        a.plot(k, arr.mean(0), marker + "-", color=colour, ms=2.5, lw=1.2, label=label)
+    a.axhline(0, color=grey, lw=0.8, ls=":", zorder=0, label="unpruned")
+    a.set_xlabel("number of heads pruned, no retraining")
+    a.set_ylabel("change in test accuracy (points)")
+    a.set_xlim(0, k[-1])
+    a.xaxis.set_major_locator(MaxNLocator(integer=True))
+    rows = seed_pruning_rows(studies, seeds)
+    epochs = studies[0]["retrain_epochs"]
+    for y, r in enumerate(rows):
+        x0 = 100 * (r["pruned"] - r["unpruned"])
+        x1 = 100 * (r["retrained"] - r["unpruned"])
+        b.annotate(
+            "",
+            xy=(x1, y),
+            xytext=(x0, y),
+            arrowprops=dict(arrowstyle="->", color=grey, lw=0.8, shrinkA=4, shrinkB=6),
+        )
+        b.plot(
+            [x0],
+            [y],
+            "o",
+            color=PRUNING_COLOURS["degenerate first"],
+            ms=5,
+            label="degenerate heads pruned" if y == 0 else None,
+        )
+        b.plot(
+            [x1],
+            [y],
+            "*",
+            color=retrained_colours([r["k"]])[r["k"]],
+            mec=grey,
+            mew=0.5,
+            ms=10,
+            label=f"then retrained {epochs} epochs" if y == 0 else None,
+        )
+    b.axvline(0, color=grey, lw=0.8, ls=":", zorder=0)
+    b.set_yticks(range(len(rows)))
+    b.set_yticklabels(
+        [f"{r['seed']}: {r['k']} head" + ("s" if r["k"] != 1 else "") for r in rows]
+    )
+    b.set_ylim(len(rows) - 0.5, -0.5)  # the first seed on top
+    b.set_xlabel("change in test accuracy (points)")
+    b.set_ylabel("seed: degenerate heads")
+    for ax in (a, b):
+        ax.tick_params(labelsize=9)
+    handles, labels = a.get_legend_handles_labels()
+    for handle, label in zip(*b.get_legend_handles_labels()):
+        handles.append(handle)
+        labels.append(label)
+    fig.legend(
+        handles, labels, fontsize=9, loc="outside lower center", ncol=2, frameon=False
+    )
     fig.set_layout_engine("constrained")
     return fig
 

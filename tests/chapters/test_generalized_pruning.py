@@ -591,10 +591,13 @@ def test_binomial_band_is_the_plain_formula():
         gf.binomial_band([0.5], 0)
 
 
-def test_pruning_figure_draws_the_band_around_each_retraining():
-    """With the run's number of test images, each retraining curve of the right panel has its
-    ±1.96 SE band, and the legend names it with n; without it, no band."""
+def test_pruning_figure_draws_one_band_around_the_first_retraining():
+    """With the run's number of test images, the first retraining curve of the right panel (the
+    fewest heads) has its ±1.96 SE band, the others none, and the legend names it with n;
+    without n, no band."""
     study = _plot_study(1)
+    more = dict(study["retrained"][0], k=3)
+    study["retrained"].append(more)
     fig = gf.plot_pruning(study, test_size=1017)
     right = fig.axes[1]
     (band,) = right.collections
@@ -608,4 +611,38 @@ def test_pruning_figure_draws_the_band_around_each_retraining():
     fig = gf.plot_pruning(study)
     assert not fig.axes[1].collections
     assert not any("SE" in t.get_text() for t in fig.legends[0].get_texts())
+    plt.close(fig)
+
+
+def test_seed_pruning_rows_read_each_study_at_its_rule_count():
+    """Fig. 8.1 over seeds: each row is the seed's unpruned accuracy, the accuracy with its
+    rule's k heads pruned (the curve at k) and after retraining those k heads (the last test
+    accuracy of the retraining at k, the epochs before it unkept: None)."""
+    a = _plot_study(1)  # rule: 2 heads; retrained at 2 heads
+    b = _plot_study(1)
+    b["selected"] = {"0": [1]}  # rule: 1 head
+    b["retrained"] = [
+        {"k": 1, "test_acc_before": 0.48, "test_acc": [None] * 12 + [0.52]},
+        {"k": 3, "test_acc_before": 0.3, "test_acc": [None] * 12 + [0.4]},
+    ]
+    rows = gf.seed_pruning_rows([a, b], [1000, 1001])
+    assert rows == [
+        {
+            "seed": 1000,
+            "k": 2,
+            "unpruned": 0.5,
+            "pruned": 0.45,
+            "retrained": 0.46 + 0.012,
+        },
+        {"seed": 1001, "k": 1, "unpruned": 0.5, "pruned": 0.48, "retrained": 0.52},
+    ]
+    fig = gf.plot_seed_pruning([a, b], [1000, 1001])
+    left, right = fig.axes
+    # the left panel's mean curve: the change from unpruned, in points
+    mean = [line for line in left.lines if line.get_label() == "most degenerate first"]
+    assert list(mean[0].get_ydata()) == pytest.approx([0.0, -2.0, -5.0, -20.0])
+    labels = [t.get_text() for t in right.get_yticklabels()]
+    assert labels == ["1000: 2 heads", "1001: 1 head"]
+    stars = [line for line in right.lines if line.get_marker() == "*"]
+    assert [s.get_xdata()[0] for s in stars] == pytest.approx([-2.8, 2.0])
     plt.close(fig)
