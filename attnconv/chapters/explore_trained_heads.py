@@ -1,7 +1,7 @@
 """Kernel-free interactive figure (Plotly) of chapter 7b, the trained heads:
 :func:`trajectory_figure`, the paper's Fig. 2 as an animation, the head centres of every layer
-epoch by epoch (:func:`attnconv.chapters.shared.trained_heads.center_trajectories`), on axes
-fitted to the centres (:func:`trajectory_axis_limit`). The page's query explorer is live
+epoch by epoch (:func:`attnconv.chapters.shared.trained_heads.center_trajectories`), each panel
+on axes fitted to its own layer's centres (:func:`trajectory_axis_limit`). The page's query explorer is live
 (:mod:`attnconv.chapters.live_query_explorer`).
 
 Every frame is precomputed in Python, so a reader of the static HTML page explores it without a
@@ -272,11 +272,12 @@ def _trajectory_layout(
     fig.update_annotations(font_size=FONT_SIZE)
 
 
-def _trajectory_axes(fig, n_layers: int, cols: int, lim: float) -> None:
-    """Equal ranges ±``lim`` on every panel, rows downwards; axis titles on the outer panels.
+def _trajectory_axes(fig, lims, cols: int) -> None:
+    """Equal ranges ±``lims[k − 1]`` on panel k, rows downwards; axis titles on the outer panels.
     Both axes keep their range and give up domain instead (``constrain="domain"``), so Plotly
     never widens a range to fill a panel that is not square."""
-    for k in range(1, n_layers + 1):
+    n_layers = len(lims)
+    for k, lim in enumerate(lims, start=1):
         row, col = _panel_cell(k, cols)
         fig.update_xaxes(
             range=[-lim, lim],
@@ -314,9 +315,10 @@ def trajectory_figure(
     :func:`~attnconv.chapters.shared.trained_heads.center_trajectories` at row ``e``; a slider and a
     play button step through the E + 1 frames. The figure opens at frame ``start`` (-1: after the
     last epoch, the trained heads, so a reader who does not press play sees the result); play runs
-    from the initialisation. Head colours are shared by the layers; one legend. Every panel has
-    the same axes, ±:func:`trajectory_axis_limit` (fitted to the centres of every layer and
-    frame, not to the token grid), on square panels."""
+    from the initialisation. Head colours are shared by the layers; one legend. Each panel has
+    its own axes, ±:func:`trajectory_axis_limit` of its layer (fitted to that layer's centres in
+    every frame, not to the token grid), on square panels: a layer whose heads stay near the
+    query is drawn close up."""
     go = plotly_go()
     from plotly.subplots import make_subplots
 
@@ -324,7 +326,7 @@ def trajectory_figure(
     traj = {i: center_trajectories(history, i) for i in layers}
     n_frames = next(iter(traj.values())).shape[0]
     n_heads = max(t.shape[1] for t in traj.values())
-    lim = trajectory_axis_limit(traj, kernel_size)
+    lims = [trajectory_axis_limit({i: traj[i]}, kernel_size) for i in layers]
     cols = min(len(layers), ncols)
     rows = math.ceil(len(layers) / cols)
     fig = make_subplots(
@@ -351,7 +353,7 @@ def trajectory_figure(
         go.Frame(name=str(e), data=changes(e), traces=dyn) for e in range(n_frames)
     ]
     _trajectory_layout(fig, rows, cols, first, n_frames, n_heads)
-    _trajectory_axes(fig, len(layers), cols, lim)
+    _trajectory_axes(fig, lims, cols)
     fig.layout.meta = {
         "layers": [i + 1 for i in layers],
         "epochs": n_frames - 1,

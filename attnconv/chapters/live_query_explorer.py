@@ -1,6 +1,6 @@
-"""Chapter 7b's query explorer as live HTML and JavaScript: pick a test image, a layer and a query
-token (by clicking the image, or with two sliders), and see what each Gaussian head of that layer
-attends to from it. The maps are computed in the page from the heads' saved centres Δ_h and
+"""Chapter 7b's query explorer as live HTML and JavaScript: pick a layer and a query token (by
+clicking the image, or with two sliders), and see what each Gaussian head of that layer attends to
+from it; with several test images, buttons pick the image too. The maps are computed in the page from the heads' saved centres Δ_h and
 inverse covariances Σ_h⁻¹ (the softmax over the keys of −½ (δ − Δ_h)ᵀ Σ_h⁻¹ (δ − Δ_h), eqs. 9
 and 16, as :func:`~attnconv.chapters.shared.gaussian_maps.gaussian_head_maps` computes them), so
 a six-layer model's every query fits in a few kilobytes. The model has no content term, so the
@@ -203,7 +203,8 @@ def query_explorer_widget(
     max_heads: Optional[int] = None,
 ):
     """The explorer as :class:`IPython.display.HTML` (data: :func:`query_explorer_data`): image
-    and layer buttons, two sliders for the query token's row and column (1-based), the image
+    buttons (only where there are several images: the maps do not depend on the image), layer
+    buttons, two sliders for the query token's row and column (1-based), the image
     (click a token to make it the query; red: the query), and one map per head of the layer over
     the token grid, shaded by √(p / the layer's largest p) and titled with its largest weight and
     that key's shift from the query. Printed: where the query is, and head 1's largest weight (6
@@ -246,7 +247,7 @@ def query_explorer_widget(
         f"data-initial='{escape(json.dumps(data), quote=True)}'>"
         f"<style>{CONTROLS_CSS.format(id=wid, width=640)}{_CSS.format(id=wid, ramp=ramp)}"
         f"{DARK_CSS.format(id=wid)}</style>"
-        + buttons("image", data["labels"], "image")
+        + (buttons("image", data["labels"], "image") if len(data["images"]) > 1 else "")
         + buttons("layer", [str(i + 1) for i in range(len(data["layers"]))], "layer")
         + f'<div class="lw-controls">{sliders}</div>'
         f'<p class="lw-readout" data-role="readout" aria-live="polite">'

@@ -258,9 +258,9 @@ def test_a_pruning_rule_off_the_papers_fails(browser):
     assert any("at 10^3.0 it prunes" in t for t in texts), texts
 
 
-def _explorer() -> str:
+def _explorer(n_images: int = 2) -> str:
     """The query explorer on two hand-made layers (a sharp, a broad and an elongated head) and
-    two 8×8 images of 4×4 tokens."""
+    ``n_images`` 8×8 images of 4×4 tokens."""
     records = [
         {
             "centers": [[-1.0, 1.0], [0.5, 0.0], [2.0, -2.0]],
@@ -276,8 +276,9 @@ def _explorer() -> str:
         },
     ]
     rng = np.random.default_rng(0)
-    images = [rng.integers(0, 256, (8, 8, 3), dtype=np.uint8) for _ in range(2)]
-    return query_explorer_widget(records, images, ["a", "b"], (4, 4), (0, 0, 1, 2)).data
+    images = [rng.integers(0, 256, (8, 8, 3), dtype=np.uint8) for _ in range(n_images)]
+    labels = ["a", "b", "c"][:n_images]
+    return query_explorer_widget(records, images, labels, (4, 4), (0, 0, 1, 2)).data
 
 
 def test_the_query_explorer_passes(browser):
@@ -288,6 +289,15 @@ def test_the_query_explorer_passes(browser):
     corner = explorer["maxima"]["layer 1, query (1, 1)"]
     assert corner["python"][0]["shift"] == [0, 1]  # Δ = (−1, 1), cut by the top edge
     assert 0.5 < corner["python"][0]["weight"] < 1  # a sharp head: a real test
+
+
+def test_the_query_explorer_on_one_image_passes_without_image_buttons(browser):
+    """Chapter 7b's form: one test image (the maps do not depend on it), so no image buttons;
+    the layer buttons and the two sliders still reach every map, by keyboard too."""
+    rep, info, errors = _run(browser, _explorer(n_images=1))
+    assert not errors and not rep.failures, (errors, dict(rep.failures))
+    (explorer,) = info["live_widgets"]
+    assert explorer["controls"] == 4 and explorer["keyboard_changes_readout"]
 
 
 def test_a_query_explorer_off_pythons_fails(browser):

@@ -232,3 +232,31 @@ def test_six_layers_are_drawn_three_to_a_row_in_layer_order():
     assert min(b.width for b in boxes) > 0.28  # a third of the figure, not a sixth
     assert {a.get_xlim() for a in axes} == {(-8.5, 7.5)}
     plt.close(fig)
+
+
+def test_panels_widen_alike_to_hold_an_ellipse_past_the_grids_edge():
+    """A broad head near the grid's top edge (its 50 % ellipse reaches past it, as layer 2's
+    large head of Figure 7.1 does) widens every panel, square, until the ellipse fits; a head
+    longer than the whole grid (a band) is left cut, so it cannot shrink the grid."""
+    broad = {
+        "centers": [[-6.0, 0.0], [0.0, 0.0]],
+        "inverse_covariance": [[[0.1, 0.0], [0.0, 0.1]], [[1.0, 0.0], [0.0, 1.0]]],
+    }
+    band = {
+        "centers": [[0.0, 0.0]],
+        "inverse_covariance": [[[4.0, 0.0], [0.0, 1e-4]]],
+    }
+    hist = {
+        "initial_attention": [broad, band],
+        "epochs": [{"epoch": 1, "attention": [broad, band]}],
+    }
+    fig = plot_layer_heads(hist, GRID)
+    axes = [a for a in fig.axes if a.axison]
+    (x0, x1), (y1, y0) = axes[0].get_xlim(), axes[0].get_ylim()
+    assert all(a.get_xlim() == (x0, x1) and a.get_ylim() == (y1, y0) for a in axes)
+    assert x1 - x0 == pytest.approx(y1 - y0)  # square panels
+    assert y0 < -8.5 and x0 <= -8.5 and x1 >= 7.5 and y1 >= 7.5  # the grid, and more
+    top = outlines(axes[0])[0]
+    assert y0 <= top.center[1] - top.height / 2  # the broad head's top edge is inside
+    assert x1 - x0 < 16 + 8  # the band (thousands of tokens long) did not widen them
+    plt.close(fig)

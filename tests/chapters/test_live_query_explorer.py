@@ -71,3 +71,15 @@ def test_the_maps_have_a_key_in_the_colours_the_script_paints():
     assert ramp == ", ".join(f"rgb({r}, {g}, {b})" for r, g, b in data["blues"])
     assert data["blues"][0] == [247, 251, 255] and len(data["blues"]) == 5
     assert "square-root scale" in html and 'data-role="ramp"' in html
+
+
+def test_one_image_needs_no_image_buttons():
+    """The maps do not depend on the image: with one image the explorer offers no image buttons
+    (nothing to pick); with several, one button each."""
+    one = query_explorer_widget(RECORDS, IMAGES, ["x"], (4, 4), (0, 0, 1, 2)).data
+    assert 'data-role="image" data-value' not in one
+    assert one.count('data-role="layer" data-value') == 1
+    two = query_explorer_widget(
+        RECORDS, IMAGES * 2, ["x", "y"], (4, 4), (0, 0, 1, 2)
+    ).data
+    assert two.count('data-role="image" data-value') == 2

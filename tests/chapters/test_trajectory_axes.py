@@ -1,7 +1,8 @@
-"""The animated trajectories of chapter 7b sit on axes fitted to the heads: every head centre of
-every frame lies inside every panel's axes, the axes are symmetric about the query and no wider
-than the centres' extent plus the margin (rounded up to half a token), and Plotly is told to keep
-those ranges (``constrain="domain"`` on both axes), not to widen one to fill a panel.
+"""The animated trajectories of chapter 7b sit on axes fitted to the heads, panel by panel: every
+head centre of every frame lies inside its own layer's panel, the axes are symmetric about the
+query and no wider than that layer's extent plus the margin (rounded up to half a token), and
+Plotly is told to keep those ranges (``constrain="domain"`` on both axes), not to widen one to
+fill a panel.
 
 The check is independent of the fitting function: the extent comes from the saved centres
 (:func:`center_trajectories`), the positions from what each frame draws, the ranges from the
@@ -87,9 +88,14 @@ def _panels(fig):
     ]
 
 
-def _drawn_centres(fig):
-    """Per frame, every head centre (row, column) the frame draws (markers: every second trace)."""
-    return [np.array([[d.y[0], d.x[0]] for d in f.data[1::2]]) for f in fig.frames]
+def _drawn_centres(fig, n_heads):
+    """Per frame and panel, every head centre (row, column) the frame draws (markers: every
+    second trace, ``n_heads`` per panel)."""
+    out = []
+    for f in fig.frames:
+        dots = np.array([[d.y[0], d.x[0]] for d in f.data[1::2]])
+        out.append([dots[k : k + n_heads] for k in range(0, len(dots), n_heads)])
+    return out
 
 
 @pytest.mark.parametrize("name", sorted(HISTORIES))
@@ -98,11 +104,14 @@ def test_every_centre_of_every_frame_is_inside_the_axes(name):
     fig = trajectory_figure(h)
     panels = _panels(fig)
     assert len(panels) == len(h["initial_attention"])
-    for xr, yr, cx, cy in panels:
+    n_heads = len(h["initial_attention"][0]["centers"])
+    drawn = _drawn_centres(fig, n_heads)
+    for k, (xr, yr, cx, cy) in enumerate(panels):
         assert cx == "domain" and cy == "domain"  # Plotly keeps these ranges
         assert xr[0] == -xr[1] and yr[0] == -yr[1]  # symmetric about the query
         assert yr[0] > yr[1]  # rows downwards
-        for centres in _drawn_centres(fig):
+        for frame in drawn:
+            centres = frame[k]  # the heads of this panel's layer
             assert (centres[:, 1] > xr[0]).all() and (centres[:, 1] < xr[1]).all()
             assert (centres[:, 0] < yr[0]).all() and (centres[:, 0] > yr[1]).all()
 
@@ -110,13 +119,21 @@ def test_every_centre_of_every_frame_is_inside_the_axes(name):
 @pytest.mark.parametrize("name", sorted(HISTORIES))
 def test_axes_are_no_wider_than_the_extent_plus_the_margin(name):
     h = HISTORIES[name]
-    layers = range(len(h["initial_attention"]))
-    extent = max(np.abs(center_trajectories(h, i)).max() for i in layers)
-    extent = max(extent, 1.0)  # the 3×3 lattice's outer ring is always shown
-    lim = trajectory_axis_limit({i: center_trajectories(h, i) for i in layers})
-    assert extent + TRAJECTORY_MARGIN <= lim < extent + TRAJECTORY_MARGIN + 0.5
-    for xr, yr, _, _ in _panels(trajectory_figure(h)):
+    panels = _panels(trajectory_figure(h))
+    for i, (xr, yr, _, _) in enumerate(panels):  # panel i: layer i, on its own axes
+        t = center_trajectories(h, i)
+        extent = max(float(np.abs(t).max()), 1.0)  # the 3×3 lattice's ring always shows
+        lim = trajectory_axis_limit({i: t})
+        assert extent + TRAJECTORY_MARGIN <= lim < extent + TRAJECTORY_MARGIN + 0.5
         assert xr[1] == lim and yr[0] == lim
+
+
+def test_a_far_head_widens_only_its_own_panel():
+    """One head far out in layer 2 widens layer 2's panel; layer 1's stays close up."""
+    near = np.zeros((2, 2, 1, 2))
+    near[1, 1, 0] = (0.0, -6.2)
+    panels = _panels(trajectory_figure(synthetic_history(near)))
+    assert panels[0][0][1] == 2.0 and panels[1][0][1] == 7.0
 
 
 def test_the_limit_follows_the_data_not_the_grid():

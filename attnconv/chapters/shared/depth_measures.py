@@ -831,11 +831,16 @@ def _model_legend(labels: Sequence[str], family, seed_of, style):
     return handles, names
 
 
-def plot_layer_distances(rows_by_seed: Mapping[str, Sequence[dict]], first: int = 2):
+def plot_layer_distances(
+    rows_by_seed: Mapping[str, Sequence[dict]],
+    first: int = 2,
+    prefix: str = "quadratic, ",
+):
     """Fig. 3's reading in numbers: per layer (from 1), the heads' mean attention distance
     E‖k − q‖ (left) and mean centre distance ‖Δ_h‖ (right), in tokens, one line per seed of the
     quadratic model (:func:`seed_depth_rows`; a shade of its colour and a marker a seed); layers 1 to ``first``
-    (the paper's "first few layers") shaded. Returns the figure."""
+    (the paper's "first few layers") shaded. Each legend label is ``prefix`` and the seed's
+    label; more than four seeds take two rows of the legend. Returns the figure."""
     import matplotlib.pyplot as plt
 
     from .plotting import COLUMN_INCHES, SEED_MARKERS, seed_colours
@@ -855,7 +860,7 @@ def plot_layer_distances(rows_by_seed: Mapping[str, Sequence[dict]], first: int 
             ax.plot(
                 [r["layer"] + 1 for r in rows],
                 [r[key] for r in rows],
-                label=f"quadratic, {label}",
+                label=f"{prefix}{label}",
                 color=colours[i],
                 marker=SEED_MARKERS[i % len(SEED_MARKERS)],
                 ms=6,
@@ -872,8 +877,8 @@ def plot_layer_distances(rows_by_seed: Mapping[str, Sequence[dict]], first: int 
         handles,
         labels,
         loc="lower center",
-        ncol=len(labels),
-        bbox_to_anchor=(0.5, -0.12),
+        ncol=len(labels) if len(labels) <= 4 else -(-len(labels) // 2),
+        bbox_to_anchor=(0.5, -0.12 if len(labels) <= 4 else -0.22),
         frameon=False,
     )
     return fig

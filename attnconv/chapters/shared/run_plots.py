@@ -581,6 +581,16 @@ def plot_head_grid(
 LAYER_CENTRE_PT = 4.0
 
 
+def _ellipse_half_extent(width: float, height: float, angle: float) -> tuple:
+    """Half the width and half the height of the box around an ellipse of full axes ``width``
+    and ``height``, its first axis at ``angle`` degrees from the x axis."""
+    t = math.radians(angle)
+    a, b = width / 2, height / 2
+    half_x = math.hypot(a * math.cos(t), b * math.sin(t))
+    half_y = math.hypot(a * math.sin(t), b * math.cos(t))
+    return half_x, half_y
+
+
 def plot_layer_heads(
     history: dict,
     grid: Sequence[int],
@@ -599,7 +609,8 @@ def plot_layer_heads(
     (the palette of :func:`plot_center_trajectories`). Each head is its ``mass`` ellipse (filled
     lightly) and its centre (a dot), around the query token (red square). Every panel spans the
     whole token grid, in shifts from the query (tokens; rows down), so distances compare across
-    layers. A nearly uniform head (its map within total-variation distance
+    layers; all panels widen alike to hold every ellipse no longer than the grid (up to a
+    quarter of the grid beyond its edges), so that such an ellipse is not cut at a panel's edge. A nearly uniform head (its map within total-variation distance
     :data:`~attnconv.chapters.shared.depth_measures.NEAR_UNIFORM_TV` of the uniform map) is not
     drawn: a note in the panel's corner counts such heads. Under each layer's name, its attention
     distance: E‖k − q‖ under each head's map (:func:`gaussian_head_maps`), averaged over the
@@ -642,6 +653,7 @@ def plot_layer_heads(
     ):  # a close-up: the shifts within ``window`` tokens of the query
         rows = cols = (-window - 0.5, window + 0.5)
     shared = False
+    reach = [list(rows), list(cols)]  # the limits: the grid and every ellipse drawn
     for ax, i in zip(axes[0], layers):
         record = records[i]
         centers = np.asarray(record["centers"], dtype=np.float64).reshape(-1, 2)
@@ -659,12 +671,19 @@ def plot_layer_heads(
                 continue
             width_k, height_k, angle = mass_ellipse(swap @ inverse[k] @ swap, mass)
             x, y = centers[k, 1], centers[k, 0]
+            width_k = min(width_k, 4.0 * max(h, w))
+            height_k = min(height_k, 4.0 * max(h, w))
+            if window is None and max(width_k, height_k) <= max(h, w):
+                # the whole grid: widen the panels to hold an ellipse no longer than it
+                half_x, half_y = _ellipse_half_extent(width_k, height_k, angle)
+                reach[0] = [min(reach[0][0], y - half_y), max(reach[0][1], y + half_y)]
+                reach[1] = [min(reach[1][0], x - half_x), max(reach[1][1], x + half_x)]
             for fill in (True, False):  # a light fill under a full outline
                 ax.add_patch(
                     Ellipse(
                         (x, y),
-                        min(width_k, 4.0 * max(h, w)),
-                        min(height_k, 4.0 * max(h, w)),
+                        width_k,
+                        height_k,
                         angle=angle,
                         fill=fill,
                         fc=(*to_rgb(colour), 0.15) if fill else "none",
@@ -692,10 +711,23 @@ def plot_layer_heads(
                 0.04, 0.03, f"{sum(uniform)} uniform", transform=ax.transAxes,
                 fontsize=8.5, ha="left", va="bottom",
             )  # fmt: skip
-        ax.set_xlim(*cols), ax.set_ylim(rows[1], rows[0])
         ax.set_aspect("equal")
         ax.set_title(f"layer {i + 1}\n{distance:.1f} tokens", fontsize=9)
         ax.grid(alpha=0.3, lw=0.6)
+    if reach != [list(rows), list(cols)]:  # air round the widest ellipse, at most
+        room = max(h, w) / 4  # a quarter of the grid beyond each of its edges
+        reach = [
+            [max(lo - 0.2, edge[0] - room), min(hi + 0.2, edge[1] + room)]
+            for (lo, hi), edge in zip(reach, (rows, cols))
+        ]
+        side = max(
+            hi - lo for lo, hi in reach
+        )  # square panels: the shorter side widened
+        reach = [
+            [lo - (side - hi + lo) / 2, hi + (side - hi + lo) / 2] for lo, hi in reach
+        ]
+    for ax in axes[0]:  # one scale for every panel, holding every ellipse drawn
+        ax.set_xlim(*reach[1]), ax.set_ylim(reach[0][1], reach[0][0])
     step = 4 if window is None or window > 4 else 1 if window <= 2 else 2
     ticks = [t for t in range(-8, 9, step) if cols[0] <= t <= cols[1]]
     axes[0, 0].set_xticks(ticks), axes[0, 0].set_yticks(ticks)

@@ -44,11 +44,13 @@ def layer_records(history: Mapping, epoch: int) -> List[HeadRecord]:
 def center_trajectories(history: dict, layer: int) -> np.ndarray:
     """The centres Δ of every head of ``layer`` before training and after each epoch (Fig. 2):
     an ``(E + 1, N_h, 2)`` array of (row, column) shifts in token units, row 0 the initial state.
+    An epoch whose heads were not kept is skipped: a run that kept only its last epoch's heads
+    (a fresh seed) gives a ``(2, N_h, 2)`` array, start and end.
 
     For the learned encoding the recorded "centre" is the mean shift E[δ] of the head's
     position-only attention (:meth:`SelfAttentionClassifier.attention_parameters`)."""
     records = [history["initial_attention"]] + [
-        e["attention"] for e in history["epochs"]
+        e["attention"] for e in history["epochs"] if e.get("attention") is not None
     ]
     n_layers = len(records[0])
     if not -n_layers <= layer < n_layers:
