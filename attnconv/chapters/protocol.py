@@ -775,7 +775,7 @@ def followup_status(followup: Dict[str, ConfirmatoryVerdict]) -> str:
         f"{len(registered.SEEDS)} new seeds per arm. "
         + status
         + " Its design, amendments and claims: {ref}`the protocol page "
-        "<sec-protocol-followup>` (Tables P.11 to P.14)."
+        "<sec-protocol-followup>`."
     )
 
 
