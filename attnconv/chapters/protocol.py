@@ -472,6 +472,8 @@ def why_fragile_text(confirmatory: Dict[str, ConfirmatoryVerdict]) -> str:
     turned = [v for v in reproduced if v.alternatives.get(HOLM) != REPRODUCED]
     n, m = f["seeds"], f["claims"]
     fails = f["best_p"] > f["first_threshold"]
+    # what Holm's adjustment turns them into, said where it is one verdict for all
+    to = sorted({str(v.alternatives.get(HOLM)) for v in turned})
     return "\n\n".join(
         [
             f"Each model was trained from {n} fresh seeds. A claim about trained models is "
@@ -492,7 +494,7 @@ def why_fragile_text(confirmatory: Dict[str, ConfirmatoryVerdict]) -> str:
                 else f"Under Holm's adjustment {len(turned)} of the {len(reproduced)} "
                 "reproduced verdicts change"
             )
-            + " ({ref}`Table P.9 <appendix-protocol>`).",
+            + (f", each to *{to[0]}*." if len(to) == 1 else "."),
             "Read each *reproduced* as a share: how many of the "
             f"{n} seeds show the property (Table 17.2). It is evidence for most seeds at CPU "
             "scale, judged claim by claim, not a family-wide result.",
@@ -773,7 +775,7 @@ def followup_status(followup: Dict[str, ConfirmatoryVerdict]) -> str:
         f"{len(registered.SEEDS)} new seeds per arm. "
         + status
         + " Its design, amendments and claims: {ref}`the protocol page "
-        "<sec-protocol-followup>` (Tables P.11 to P.14)."
+        "<sec-protocol-followup>`."
     )
 
 

@@ -275,3 +275,17 @@ def test_the_single_pixel_claims_test_names_both_thresholds():
     test = CLAIMS["learned_pixels"].test
     assert f"above {CLAIMS['learned_pixels'].threshold:g} " in test
     assert f"asks {FROZEN['learned_pixels'].threshold:g}," in test
+
+
+def test_chapter_17_gives_every_interval_its_estimates_digits():
+    """Table 17.2 (``margin_digit=False``): every end has its estimate's digits, as the judge
+    prints them; the default keeps the extra digit for an end that rounds onto the margin."""
+    got = pv.fresh_verdicts()["similar_or_better"]
+    iv = got.interval
+    plain = pv.fresh_measure(got, margin_digit=False)
+    assert plain == iv.compact(got.scale, got.unit, got.digits)
+    ends = plain.split(" [")[1].rstrip("]").split(", ")
+    head = plain.split(" ")[0]
+    assert all(len(e.split(".")[1]) == len(head.split(".")[1]) for e in ends)
+    table = pv.fresh_claims_table(pv.counted([]), margin_digit=False)
+    assert plain in table

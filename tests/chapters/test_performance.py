@@ -42,3 +42,29 @@ def test_efficiency_caption_gives_the_matmul_rate():
     got = efficiency_caption(RESULT)
     assert got.startswith("Table 13.2 — Achieved rate")
     assert got.endswith("measured in the same run, 181 GFLOP/s.")
+
+
+def test_in_short_box_reads_the_speed_ups_and_the_grid_from_the_result():
+    from attnconv.chapters.performance import in_short_box
+
+    row = lambda impl, x: {"implementation": impl, "train_speedup_vs_naive": x}  # noqa: E731
+    result = {
+        **RESULT,
+        "models": {
+            "quadratic": [row("naive", 1.0), row("dense", 0.97), row("local", 0.98)],
+            "generalized": [row("naive", 1.0), row("local", 0.37)],
+            "learned": [row("naive", 1.0), row("dense", 1.25)],
+        },
+        "grid": [
+            {"tokens": 8, "implementation": "dense", "train_step_s": 2.0},
+            {"tokens": 8, "implementation": "local", "train_step_s": 1.0},
+            {"tokens": 64, "implementation": "dense", "train_step_s": 41.3},
+            {"tokens": 64, "implementation": "local", "train_step_s": 2.38},
+        ],
+    }
+    box = in_short_box(result)
+    assert box.startswith("```{admonition} In short\n:class: tip result-box\n")
+    assert "on 2 CPU cores, the dense and local layers train at 0.37× to 1.25×" in box
+    assert "The slowest is the generalized model's local layer" in box
+    assert "trains 17× faster than dense at 64×64 tokens" in box
+    assert "within a small factor" not in box

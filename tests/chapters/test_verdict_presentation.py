@@ -604,3 +604,20 @@ def test_ch12b_says_the_matched_resnet_one_number_to_a_sentence():
         "`fragile <glossary-fragile>`: with the margin doubled it would read "
         "*inconclusive*."
     )
+
+
+def test_chapter_17s_box_says_what_the_tally_means_in_its_own_words():
+    """Ch. 17's box: the fresh seeds' badges and headline, the share reproduced in words, and
+    the errata by kind (one is the paper's own conjecture); not the intro's sentence, and no
+    second test (the body tells it)."""
+    fresh = pv.fresh_verdicts()
+    box = " ".join(pv.what_holds_box([], fresh).split())
+    held = sum(v.verdict == REPRODUCED for v in fresh.values())
+    assert f"{pv.share_words(held, len(fresh))} of the claims hold at CPU scale." in box
+    assert "Two statements and one conjecture of the paper fail an exact check" in box
+    assert "The theory holds as stated" not in box and "Asked again" not in box
+    assert pv.share_words(6, 18) == "A third" and pv.share_words(6, 17) == "6 of 17"
+    assert pv.share_words(4, 8) == "Half"
+    conjectures = [n for n, _ in pv.ERRATA_WRONG if "conjecture" in n]
+    assert len(conjectures) == 1
+    assert pv.errata_words() == "two statements and one conjecture of the paper"
