@@ -1,6 +1,6 @@
 // Hover values for a static figure (attnconv/chapters/shared/hover_spots.py): a cell that shows
-// a figure may add <div class="hover-spots" data-spots='[{"x", "y", "text"}]'>, each x and y a
-// fraction of the figure's image. This lays a round, focusable button over each place on the
+// a figure, or the cell after it, may add <div class="hover-spots" data-spots='[{"x", "y",
+// "text"}]'>, each x and y a fraction of the figure's image. This lays a round, focusable button over each place on the
 // image; resting the pointer on it, focusing it (Tab) or tapping it shows its text in a tooltip,
 // and Esc or moving away hides it. The spots are placed in percent, so they follow the image at
 // any width the page gives it.
@@ -30,8 +30,12 @@
   function hide() { if (tip) tip.hidden = true; }
   function attach(el) {
     if (el.dataset.ready) return;
+    // the figure is in the same cell, or in the cell just before (a figure's caption names
+    // one output, so its hover values may come in the next cell)
     var cell = el.closest(".cell") || el.parentElement;
     var img = cell ? cell.querySelector("img") : null;
+    var before = cell ? cell.previousElementSibling : null;
+    if (!img && before) img = before.querySelector("img");
     if (!img) return;
     el.dataset.ready = "1";
     var outer = img.closest("a.image-reference") || img;

@@ -45,14 +45,17 @@ def test_the_script_is_registered_and_present():
     assert "hover-spots" in SCRIPT.read_text() and ".hover-spot" in CSS.read_text()
 
 
-def _page(browser, theme: str):
+def _page(browser, theme: str, next_cell: bool = False):
+    """A figure with hover values in its own cell, or (``next_cell``) in the cell after it,
+    as a page shows a figure whose caption names one output."""
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     data = html.escape(json.dumps(SPOTS), quote=True)
+    between = "</div><div class='cell'>" if next_cell else ""
     page.set_content(
         f"<html data-theme='{theme}'><head><style>{CSS.read_text()}</style></head><body>"
         "<div class='bd-content'><div class='cell'><div class='cell_output'><figure>"
         f"<a class='image-reference' href='#'><img id='fig' src='{IMAGE}' width='400' "
-        "height='200'></a></figure></div><div class='cell_output'>"
+        f"height='200'></a></figure></div>{between}<div class='cell_output'>"
         f"<div class='hover-spots' data-label='test figure' data-spots=\"{data}\"></div>"
         f"</div></div></div><script>{SCRIPT.read_text()}</script></body></html>"
     )
@@ -75,8 +78,8 @@ TIP_JS = """() => { const t = document.getElementById('hover-tip');
 
 
 def test_spots_sit_on_their_places_in_light_and_dark_mode(browser):
-    for theme in ("light", "dark"):
-        page = _page(browser, theme)
+    for theme, next_cell in (("light", False), ("dark", False), ("light", True)):
+        page = _page(browser, theme, next_cell)
         got = page.evaluate(PLACES_JS)
         for spot, place in zip(SPOTS, got):
             assert abs(place["dx"] - spot["x"]) < 0.005, (theme, place)

@@ -45,7 +45,9 @@ HOVER_JS = r"""
 (h) => {
   const listed = JSON.parse(h.dataset.spots);
   const cell = h.closest('.cell') || h.parentElement;
-  const frame = cell.querySelector('.hover-frame');
+  const before = cell.previousElementSibling;
+  const frame = cell.querySelector('.hover-frame') ||
+    (before ? before.querySelector('.hover-frame') : null);
   const spots = frame ? [...frame.querySelectorAll('button.hover-spot')] : [];
   const img = frame ? frame.querySelector('img').getBoundingClientRect() : null;
   const outside = spots.filter(b => { const r = b.getBoundingClientRect();
