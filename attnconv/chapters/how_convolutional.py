@@ -45,6 +45,10 @@ from .shared.saved_runs import tokens_per_side
 from .shared.tables import fit_column, pack_items
 from .shared.trained_heads import layer_records
 
+#: How close a head centre must be to a lattice point to cover it, in tokens (strictly less):
+#: the lattice points are 1 apart, so no two points share a head (the *covered* measure).
+COVER_RADIUS = 0.5
+
 __all__ = [
     "locality_summary",
     "format_locality",
@@ -55,6 +59,7 @@ __all__ = [
     "reference_measures",
     "reference_list",
     "MEASURES_KEY",
+    "COVER_RADIUS",
     "format_measures",
     "plot_measures",
     "plot_measures_dots",
@@ -147,7 +152,7 @@ def layer_measures(
     maps=None,
     query: Optional[Sequence[int]] = None,
     kernel_size: int = 3,
-    radius: float = 0.5,
+    radius: float = COVER_RADIUS,
     one_hot_threshold: float = ONE_HOT,
 ) -> dict:
     """The measures of one layer: ``distances`` (per head, to the K×K lattice), ``mean_distance``,
@@ -183,7 +188,7 @@ def layer_measures(
 
 
 def run_measures(
-    run, kernel_size: int = 3, radius: float = 0.5, epoch: int = -1
+    run, kernel_size: int = 3, radius: float = COVER_RADIUS, epoch: int = -1
 ) -> List[Optional[dict]]:
     """:func:`layer_measures` of every layer of a saved run after ``epoch`` (-1: the last, 0: the
     initialisation), for the centre query token: centres from the history (Gaussian centres Δ_h;
@@ -219,7 +224,7 @@ def run_measures(
 def measures_rows(
     runs: Mapping[str, object],
     kernel_size: int = 3,
-    radius: float = 0.5,
+    radius: float = COVER_RADIUS,
     epoch: int = -1,
 ) -> List[dict]:
     """One row per (model, layer) of the labelled runs after ``epoch``: ``model``, ``layer``
@@ -247,7 +252,10 @@ def measures_rows(
 
 
 def reference_measures(
-    grid: Sequence[int], kernel_size: int = 3, alpha: float = 10.0, radius: float = 0.5
+    grid: Sequence[int],
+    kernel_size: int = 3,
+    alpha: float = 10.0,
+    radius: float = COVER_RADIUS,
 ) -> dict:
     """The measures of two reference layers on a ``grid`` of tokens, for the centre query:
     ``"theorem1"``, K² quadratic heads (eq. 9) centred on the lattice with width ``alpha`` (the
@@ -312,15 +320,17 @@ def format_measures(rows: Sequence[dict], kernel_size: int = 3) -> str:
 
 
 #: What the columns of :func:`format_measures` are (for the text below its tables): a short
-#: list, one column an item.
+#: list, one column an item. Its thresholds are the constants the measures use
+#: (:data:`COVER_RADIUS`, :data:`~attnconv.experiments.claims.ONE_HOT`), so the words cannot
+#: drift from the numbers.
 MEASURES_KEY = (
     "The columns:\n\n"
     "- *to lattice*: mean distance of the head centres to the 3×3 lattice, in tokens;\n"
     "- *to ℤ²*: mean distance to the nearest integer shift, in tokens;\n"
-    "- *covered*: lattice points with a head centre within 0.5 token;\n"
+    f"- *covered*: lattice points with a head centre within {COVER_RADIUS:g} token;\n"
     "- *3×3 mass*: mean attention mass in the 3×3 window;\n"
-    "- *one-hot*: heads with more than 0.9 on one key; in brackets, those inside the 3×3 "
-    "window."
+    f"- *one-hot*: heads with more than {ONE_HOT:g} on one key; in brackets, those inside "
+    "the 3×3 window."
 )
 
 

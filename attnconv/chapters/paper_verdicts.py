@@ -1536,9 +1536,15 @@ _AGAINST_MARGIN = {
 }
 
 
+def _signed(x: float) -> str:
+    """A difference to one decimal with its sign, a true minus for negatives: "−6.0", "+0.4"."""
+    return f"{x:+.1f}".replace("-", "−")
+
+
 def matched_resnet_words(followup: Mapping[str, ConfirmatoryVerdict]) -> str:
     """Ch. 12b's sentences on the second test of "close to ResNet18": the learned model against
-    a ResNet18 narrowed to its size, one number to a sentence; its interval is Table 17.3's
+    a ResNet18 narrowed to its size, one number to a sentence (the interval's two ends in one),
+    said on the page rather than sent to another page's table
     (:func:`~attnconv.evidence.judge.followup_verdicts` gives both)."""
     from ..evidence import followup as registered
 
@@ -1557,9 +1563,10 @@ def matched_resnet_words(followup: Mapping[str, ConfirmatoryVerdict]) -> str:
         f"Against a ResNet18 narrowed to its size, the learned model is {behind:.1f} "
         f"points behind on {len(registered.SEEDS)} new seeds.",
         f'"Close" allows {margin:g} points.',
-        f"The 95 % interval {where} "
-        "({ref}`Table 17.3 <tab-what-holds-followup>`), so the second test's verdict is "
-        f"{verdict_badge(got.verdict)}.",
+        "The 95 % interval of the difference runs from "
+        f"{_signed(got.scale * got.interval.lo)} to {_signed(got.scale * got.interval.hi)} "
+        "points.",
+        f"It {where}, so the second test's verdict is {verdict_badge(got.verdict)}.",
     ]
     if flips:
         words.append(

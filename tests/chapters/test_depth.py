@@ -222,6 +222,37 @@ def test_removal_rows_and_redundancy_by_the_same_model_interval():
     assert pc.redundant_claim({"quadratic": rem}).verdict == INCONCLUSIVE
 
 
+def test_removal_figure_of_several_seeds_marks_costs_that_reach_zero():
+    """Figure 12b.3 on eight seeds of one model: a dot per seed and layer in each panel, a
+    hollow dot where the layer's interval reaches 0, and the seeds' mean as a bar per layer."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    def study(free_layer):
+        without = [0.5] * 6
+        without[free_layer] = 0.6  # this layer costs nothing
+        return {"full": 0.6, "without_layer": without, "without_head": [[0.6] * 3] * 6}
+
+    removal = {f"seed {s}": study(s % 6) for s in range(1000, 1008)}
+    fig = depth.plot_removal_seeds(removal)
+    left, right = fig.axes
+    dots = [ln for ln in left.lines if ln.get_marker() == "o"]
+    filled = [ln for ln in dots if ln.get_markerfacecolor() != "white"]
+    hollow = [ln for ln in dots if ln.get_markerfacecolor() == "white"]
+    assert sum(len(ln.get_xdata()) for ln in hollow) == 8  # one free layer per seed
+    assert sum(len(ln.get_xdata()) for ln in filled) == 40
+    assert sum(len(ln.get_xdata()) for ln in right.lines) == 48
+    assert len(left.collections) >= 8 + 6  # the intervals, then the means
+    assert [t.get_text() for t in left.get_xticklabels()] == [
+        str(i) for i in range(1, 7)
+    ]
+    plt.close(fig)
+    with pytest.raises(ValueError):
+        depth.plot_removal_seeds({})
+
+
 def test_pruning_claims_by_the_same_model_interval():
     acc = {
         "6 layers (deep)": {

@@ -424,3 +424,31 @@ def test_one_hot_at_any_integer_shift_vs_inside_the_window():
     assert (m["one_hot"], m["one_hot_in_window"]) == (2, 1)
     assert m["mean_integer_distance"] == 0.0 and m["mean_distance"] > 0.5
     assert "one_hot" not in layer_measures(centers)
+
+
+def test_measures_key_words_follow_the_thresholds():
+    """Table 12.1's key states the thresholds the measures use, filled from the constants
+    that hold them, and every measure's default radius is that constant."""
+    import inspect
+
+    from attnconv.chapters.how_convolutional import (
+        COVER_RADIUS,
+        MEASURES_KEY,
+        layer_measures,
+        measures_rows,
+        reference_measures,
+        run_measures,
+    )
+    from attnconv.experiments.claims import ONE_HOT
+
+    assert f"within {COVER_RADIUS:g} token;" in MEASURES_KEY
+    assert f"more than {ONE_HOT:g} on one key;" in MEASURES_KEY
+    for f in (layer_measures, run_measures, measures_rows, reference_measures):
+        assert inspect.signature(f).parameters["radius"].default == COVER_RADIUS
+    assert inspect.signature(layer_measures).parameters[
+        "one_hot_threshold"
+    ].default == (ONE_HOT)
+    # a centre just inside the radius covers its lattice point, one at the radius does not
+    inside = layer_measures([(0.0, COVER_RADIUS - 1e-6)])
+    at = layer_measures([(0.0, COVER_RADIUS)])
+    assert inside["coverage"] == 1 and at["coverage"] == 0

@@ -180,6 +180,13 @@ def test_figures_draw_each_model_in_its_book_colour():
     fig = plot_accuracy_series({"6 layers": (spread([0.5, 0.6]), spread([0.55, 0.62]))})
     drawn = {to_hex(line.get_color()) for line in fig.axes[0].lines}
     assert drawn == {MODEL_COLOURS["quadratic"], MODEL_COLOURS["learned"]}
+    # Figure 12b.4 fills the column, its legend right of the axes, off the data
+    from attnconv.chapters.shared.plotting import COLUMN_INCHES
+
+    assert abs(fig.get_figwidth() - COLUMN_INCHES) < 1e-9
+    fig.canvas.draw()
+    legend = fig.axes[0].get_legend().get_window_extent()
+    assert legend.x0 >= fig.axes[0].get_window_extent().x1
 
 
 def test_seed_colours_keep_the_models_hue_and_step_in_lightness():

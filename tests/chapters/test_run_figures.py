@@ -38,6 +38,7 @@ from attnconv.chapters.shared.saved_runs import (
     book_run_changes,
     run_caption,
     runs_list,
+    shared_facts,
 )
 from attnconv.chapters.shared.trained_heads import (
     center_trajectories,
@@ -364,6 +365,19 @@ def test_paper_size_parameters_and_table(tmp_path, tiny_data):
         f"- **a**: {run.history['num_parameters']:,} parameters; test accuracy {acc:.1f} %.",
         f"- **b**: {run.history['num_parameters']:,} parameters; test accuracy {acc:.1f} %.",
     ]
+    # one sentence for runs that share their setting (ch. 9), and a clear error if not
+    same = shared_facts({"a": run, "b": run})
+    assert same == {
+        "model": f"2 layers × 3 heads, hidden {hidden}, 4×4 tokens",
+        "parameters": f"{run.history['num_parameters']:,}",
+        "epochs": "2 epochs",
+    }
+    other = copy.deepcopy(run)
+    other.history["num_parameters"] += 1
+    with pytest.raises(ValueError, match="differ in parameters"):
+        shared_facts({"a": run, "b": other})
+    with pytest.raises(ValueError):
+        shared_facts({})
     assert (
         run_caption(run)
         == "CUSTOM profile (2 layers, 3 heads, 4×4 tokens, synthetic data, 2 epochs)"

@@ -578,7 +578,7 @@ def test_chapter_17s_caveats_name_an_arm_tuned_at_its_grids_end():
 
 def test_ch12b_says_the_matched_resnet_one_number_to_a_sentence():
     """Ch. 12b's sentences on the size-matched ResNet18: the points behind, then the margin,
-    each in its own sentence; the interval is left to Table 17.3, linked; a verdict that flips
+    each in its own sentence; the interval said in its own sentence; a verdict that flips
     under an alternative says so in a sentence of its own."""
     from attnconv.evidence.judge import ConfirmatoryVerdict
     from attnconv.experiments.verdicts import Interval
@@ -594,9 +594,11 @@ def test_ch12b_says_the_matched_resnet_one_number_to_a_sentence():
     text = pv.matched_resnet_words({"close_to_resnet_matched": got})
     assert text.startswith(
         "Against a ResNet18 narrowed to its size, the learned model is 3.1 points behind "
-        'on 8 new seeds. "Close" allows 2 points. The 95 % interval lies below the margin '
-        "({ref}`Table 17.3 <tab-what-holds-followup>`)"
+        'on 8 new seeds. "Close" allows 2 points. The 95 % interval of the difference runs '
+        "from −5.0 to −2.0 points. It lies below the margin, so the second test's verdict is "
     )
+    # said on the page: no other page's table, no bracketed interval
+    assert "Table 17" not in text
     assert "[" not in text and "fragile" not in text
     got.alternatives = {"margin doubled": INCONCLUSIVE}
     text = pv.matched_resnet_words({"close_to_resnet_matched": got})

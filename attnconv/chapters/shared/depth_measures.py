@@ -86,6 +86,7 @@ __all__ = [
     "fresh_map_distances",
     "plot_layer_distances",
     "plot_removal",
+    "plot_removal_seeds",
     "plot_accuracy_series",
 ]
 
@@ -943,6 +944,57 @@ def plot_removal(removal: Mapping[str, dict], n_test: int = 1017):
     return fig
 
 
+def plot_removal_seeds(removal: Mapping[str, dict], model: str = "learned"):
+    """Figure 12b.3 on several seeds of one model (``removal``: seed label → the saved removal
+    study): per layer (from 1), each seed's test accuracy lost when the layer's heads are removed,
+    a dot with its paired 95 % interval (left; hollow where the interval reaches 0, so that the
+    layer's cost is not told from nothing), and the heads whose removal alone costs at most
+    :data:`HARMLESS_DROP` (right), each seed a dot spread across its layer's slot; a bar marks the
+    seeds' mean. Returns the figure."""
+    import matplotlib.pyplot as plt
+
+    from .plotting import COLUMN_INCHES, label_colour
+
+    rows = removal_rows(removal)
+    seeds = list(removal)
+    if not seeds:
+        raise ValueError("no removal study to draw")
+    colour = label_colour(model)
+    fig, axes = plt.subplots(
+        1, 2, figsize=(COLUMN_INCHES, 2.8), constrained_layout=True
+    )
+    spread_x = np.linspace(-0.3, 0.3, len(seeds)) if len(seeds) > 1 else np.zeros(1)
+    layers = sorted({r["layer"] for r in rows})
+    for j, seed in enumerate(seeds):
+        mine = sorted((r for r in rows if r["model"] == seed), key=lambda r: r["layer"])
+        x = np.array([r["layer"] + 1 for r in mine]) + spread_x[j]
+        cost = np.array([100 * (r["full"] - r["without_layer"]) for r in mine])
+        lo = np.array([r["layer_cost_lo"] for r in mine])
+        hi = np.array([r["layer_cost_hi"] for r in mine])
+        axes[0].vlines(x, lo, hi, color=colour, lw=0.8, alpha=0.6)
+        reaches = lo <= 0
+        axes[0].plot(x[~reaches], cost[~reaches], "o", ms=3.5, color=colour)
+        axes[0].plot(
+            x[reaches], cost[reaches], "o", ms=3.5, mfc="white", mec=colour, mew=1.0
+        )
+        axes[1].plot(x, [r["harmless_heads"] for r in mine], "o", ms=3.5, color=colour)
+    for i in layers:
+        here = [r for r in rows if r["layer"] == i]
+        mean_cost = np.mean([100 * (r["full"] - r["without_layer"]) for r in here])
+        mean_free = np.mean([r["harmless_heads"] for r in here])
+        for ax, m in zip(axes, (mean_cost, mean_free)):
+            ax.hlines(m, i + 1 - 0.4, i + 1 + 0.4, color="0.3", lw=1.5, zorder=0)
+    axes[0].axhline(0, color="0.5", lw=0.8, ls=":")
+    axes[0].set_title("accuracy lost without the layer (points)")
+    axes[1].set_title(f"heads costing ≤ {100 * HARMLESS_DROP:.1f} points alone")
+    n_heads = max(r["heads"] for r in rows)
+    axes[1].set_ylim(-0.5, n_heads + 0.5)
+    for ax in axes:
+        ax.set_xlabel("layer")
+        ax.set_xticks([i + 1 for i in layers])
+    return fig
+
+
 def _paired(rows: Sequence[dict], model: str) -> bool:
     return all(r["paired"] for r in rows if r["model"] == model)
 
@@ -955,7 +1007,7 @@ def plot_accuracy_series(series: Mapping[str, tuple], labels=("quadratic", "lear
 
     from .plotting import COLUMN_INCHES, label_colour
 
-    fig, ax = plt.subplots(figsize=(COLUMN_INCHES * 0.75, 2.6), constrained_layout=True)
+    fig, ax = plt.subplots(figsize=(COLUMN_INCHES, 2.6), constrained_layout=True)
     colours = [label_colour(label) for label in labels]
     for i, (name, pair) in enumerate(series.items()):
         for j, s in enumerate(pair):
@@ -974,5 +1026,5 @@ def plot_accuracy_series(series: Mapping[str, tuple], labels=("quadratic", "lear
     ax.set_xticks(range(len(series)))
     ax.set_xticklabels(list(series))
     ax.set_ylabel("test accuracy (%)")
-    ax.legend(frameon=False)
+    ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside
     return fig

@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from typing import Dict, Mapping, Optional
+from typing import Dict, Mapping, Optional, Sequence
 
 from ...experiments.checkpoints import Run
 from ...experiments.registry import book_run_name, load_run, run_entry
@@ -23,6 +23,7 @@ __all__ = [
     "book_run",
     "tokens_per_side",
     "runs_list",
+    "shared_facts",
     "run_caption",
     "on_sample_instead_of_full",
     "data_caveat",
@@ -112,6 +113,24 @@ def _run_facts(run: Run) -> Dict[str, str]:
         ),
         "test accuracy": acc,
     }
+
+
+def shared_facts(
+    runs: Mapping[str, Run], columns: Sequence[str] = ("model", "parameters", "epochs")
+) -> Dict[str, str]:
+    """What every run of ``runs`` shares, column by column as :func:`runs_list` words it
+    (``columns`` among model, parameters, epochs, data); a ``ValueError`` names a column whose
+    runs differ, so that one sentence can describe them all."""
+    facts = [_run_facts(run) for run in runs.values()]
+    if not facts:
+        raise ValueError("no runs")
+    out = {}
+    for c in columns:
+        values = sorted({f[c] for f in facts})
+        if len(values) != 1:
+            raise ValueError(f"the runs differ in {c}: {', '.join(values)}")
+        out[c] = values[0]
+    return out
 
 
 def _training(f: Mapping[str, str], epochs: bool, data: bool) -> str:
