@@ -47,7 +47,6 @@ from ...experiments.studies_removal import (
 from ...experiments.verdicts import (
     UNPAIRED,
     final_test_accuracies,
-    same_model_unpaired,
     seed_series,
     test_labels,
 )
@@ -85,7 +84,6 @@ __all__ = [
     "plot_fresh_profiles",
     "fresh_map_distances",
     "plot_layer_distances",
-    "plot_removal",
     "plot_removal_seeds",
     "plot_accuracy_series",
 ]
@@ -885,65 +883,6 @@ def plot_layer_distances(
     return fig
 
 
-def plot_removal(removal: Mapping[str, dict], n_test: int = 1017):
-    """Per layer (from 1) and run: the test accuracy lost when the layer's heads are removed
-    (left), with its paired 95 % interval as an error bar where the study kept per-image
-    predictions (else the unpaired interval as a grey band), and the heads whose removal alone
-    costs at most :data:`HARMLESS_DROP` (right), each run in its model's colour. Returns the
-    figure."""
-    import matplotlib.pyplot as plt
-
-    from .plotting import COLUMN_INCHES, label_colour
-
-    fig, axes = plt.subplots(
-        1, 2, figsize=(COLUMN_INCHES, 2.6), constrained_layout=True
-    )
-    rows = removal_rows(removal)
-    models = list(removal)
-    width = 0.8 / max(len(models), 1)
-    for i, model in enumerate(models):
-        mine = [r for r in rows if r["model"] == model]
-        x = (
-            np.array([r["layer"] + 1 for r in mine])
-            + (i - (len(models) - 1) / 2) * width
-        )
-        cost = np.array([100 * (r["full"] - r["without_layer"]) for r in mine])
-        paired = _paired(rows, model)
-        err = (
-            [
-                cost - [r["layer_cost_lo"] for r in mine],
-                [r["layer_cost_hi"] for r in mine] - cost,
-            ]
-            if paired
-            else None
-        )
-        colour = label_colour(model)
-        axes[0].bar(x, cost, width, yerr=err, capsize=2, label=model, color=colour)
-        axes[1].bar(x, [r["harmless_heads"] for r in mine], width, color=colour)
-    unpaired = [rem["full"] for m, rem in removal.items() if not _paired(rows, m)]
-    if unpaired:
-        noise = (
-            100
-            * same_model_unpaired(
-                float(np.mean(unpaired)), float(np.mean(unpaired)), n_test
-            ).hi
-        )
-        axes[0].axhspan(
-            0,
-            noise,
-            color="0.85",
-            zorder=0,
-            label=f"95 % interval, unpaired (±{noise:.1f})",
-        )
-    axes[0].set_title("accuracy lost without the layer (points)")
-    axes[1].set_title(f"heads costing ≤ {100 * HARMLESS_DROP:.1f} points alone")
-    for ax in axes:
-        ax.set_xlabel("layer")
-        ax.set_xticks(range(1, 7))
-    fig.legend(loc="lower center", ncol=4, bbox_to_anchor=(0.5, -0.14), frameon=False)
-    return fig
-
-
 def plot_removal_seeds(removal: Mapping[str, dict], model: str = "learned"):
     """Figure 12b.3 on several seeds of one model (``removal``: seed label → the saved removal
     study): per layer (from 1), each seed's test accuracy lost when the layer's heads are removed,
@@ -993,10 +932,6 @@ def plot_removal_seeds(removal: Mapping[str, dict], model: str = "learned"):
         ax.set_xlabel("layer")
         ax.set_xticks([i + 1 for i in layers])
     return fig
-
-
-def _paired(rows: Sequence[dict], model: str) -> bool:
-    return all(r["paired"] for r in rows if r["model"] == model)
 
 
 def plot_accuracy_series(series: Mapping[str, tuple], labels=("quadratic", "learned")):
