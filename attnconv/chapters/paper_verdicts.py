@@ -2006,7 +2006,8 @@ def claim_board_hover(
         if now not in column:
             continue
         got = fresh[key]
-        lines = [title, f"Fresh seeds: {verdict_word(now)}, {fresh_measure(got)}"]
+        number = fresh_measure(got, margin_digit=False)  # as Table 17.2 beside it
+        lines = [title, f"Fresh seeds: {verdict_word(now)}, {number}"]
         if before is not None:
             lines.append(f"Before the freeze: {verdict_word(before)}")
         lines += [
