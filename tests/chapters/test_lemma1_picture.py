@@ -109,6 +109,10 @@ def test_opening_figure_heads_sit_on_the_kernel_taps():
         r, c = divmod(int(image.argmax()), image.shape[1])
         assert (r, c) == (3 + a, 3 + b)
         assert float(image.max()) > 0.95
+        # drawn on the 5×5 keys around the query: the kernel and one ring
+        assert ax.get_xlim() == (0.5, 5.5) and ax.get_ylim() == (5.5, 0.5)
+        ring = image[1:6, 1:6].sum()
+        assert float(image.sum() - ring) < 0.01  # what the view leaves out
     # the weight on the taps said once, rounded down (oracle: each map read at its tap)
     low = min(
         float(ax.images[0].get_array()[3 + a, 3 + b])
