@@ -91,7 +91,7 @@ def plot_convolve_run(
     for h in range(n):
         axes[1].plot(steps, np.clip(alphas[:, h], 1e-3, None), color=colors[h], lw=1.2)
     axes[1].set_yscale("log")
-    axes[1].set_xlabel("step"), axes[1].set_ylabel("α_h")
+    axes[1].set_xlabel("step"), axes[1].set_ylabel(r"$\alpha_h$")
     axes[1].set_title("width α of each head", fontsize=8.5)
     axes[2].plot(
         np.arange(1, len(result.losses) + 1),
