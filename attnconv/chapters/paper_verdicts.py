@@ -1501,16 +1501,21 @@ def six_layers_box(
     on_page = [c.key for c in counted(here)] + list(added)
     shown = count_verdicts(fresh[k].verdict for k in on_page if k in fresh)
     elsewhere = [k for k in fresh if k not in on_page]
-    tally = f"- **The badges** count the {len(on_page)} claims judged on this page"
+    tally = (
+        f"- **The badges** count {len(on_page)} of the book's {len(fresh)} claims about "
+        "trained models"
+    )
+    if added:  # judged with this page's runs, their evidence told in their own chapter
+        tally += " (with " + ", ".join(f"*{_board_title(k)}*" for k in added) + ")"
     if elsewhere:  # where the rest of the book's claims about trained models are judged
         names = ", ".join(
             f"*{CLAIMS[k].title}*, is judged {{ref}}`on its own page <{CLAIMS[k].where}>`"
             for k in elsewhere
         )
         tally += (
-            f"; the book's one other claim about trained models, {names}"
+            f"; the other, {names}"
             if len(elsewhere) == 1
-            else f"; the book's other {len(elsewhere)} of {len(fresh)}: {names}"
+            else f"; the other {len(elsewhere)}: {names}"
         )
     return (
         "```{admonition} In short\n"

@@ -399,14 +399,14 @@ def test_six_layers_box_counts_the_fresh_seeds_and_states_findings():
         "{bdg-muted}`1 inconclusive` **On fresh seeds, a headline.**" in flat
     )
     assert (
-        "\n- **By layer.** one.\n- **Pruning.** two.\n- **The badges** count the 3 "
-        in box
+        "\n- **By layer.** one.\n- **Pruning.** two.\n- **The badges** count 3 of the "
+        f"book's {len(got)} claims about trained models (with *" in box
     )
     # the rest of the protocol's claims: how many, and a link to where each is judged
     rest = [
         k for k in got if k not in ("local_then_far", grid.key, "pruning_finds_heads")
     ]
-    assert f"the book's other {len(rest)} of {len(got)}: *" in flat
+    assert f"; the other {len(rest)}: *" in flat
     assert flat.count("is judged {ref}`on its own page <") == len(rest)
     assert box.endswith(".\n```")
     # one claim judged elsewhere: named in the singular
@@ -414,9 +414,7 @@ def test_six_layers_box_counts_the_fresh_seeds_and_states_findings():
     single = pv.six_layers_box(
         [local, grid, pruned], ["pruning_finds_heads"], "h.", fresh=one
     )
-    assert "the book's one other claim about trained models, *" in " ".join(
-        single.split()
-    )
+    assert "; the other, *" in " ".join(single.split())
     assert "exploratory" not in box and "Table 12b.1" not in box
 
 
