@@ -1063,13 +1063,19 @@ def card_label(key: str) -> str:
 
 
 def card_links(claims: Sequence[Claim]) -> str:
-    """One line for claims whose card is on another page: each claim's title linked to its card,
-    with its verdict on the fresh seeds as a badge."""
+    """For claims whose card is on another page: a sentence saying where their seed-by-seed
+    evidence is, then one bullet per claim, its title linked to its card, with its verdict on
+    the fresh seeds as a badge."""
     links = [
-        f"{{ref}}`{CLAIMS[c.key].title} <{card_label(c.key)}>` {fresh_badge(c.key)}"
+        f"- {{ref}}`{CLAIMS[c.key].title} <{card_label(c.key)}>` {fresh_badge(c.key)}"
         for c in claims
     ]
-    return "Each claim's evidence, run by run: " + "; ".join(links) + "."
+    one = len(links) == 1
+    return (
+        f"The evidence for {'this claim' if one else 'these claims'}, seed by seed, is on "
+        f"{'its card' if one else 'their cards'} in {{ref}}`ch. 12b <ch-six-layers>`:\n\n"
+        + "\n".join(links)
+    )
 
 
 def claim_evidence(claims: Sequence[Claim]) -> str:

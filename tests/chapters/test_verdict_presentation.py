@@ -429,7 +429,10 @@ def test_each_claim_has_one_card_and_the_chapters_link_to_it():
     here = _claim()  # grid_layer4: its card is in its chapter
     assert here.key not in carded
     text = pv.claim_evidence([there, here])
-    assert text.startswith("Each claim's evidence, run by run: {ref}`")
+    assert text.startswith(
+        "The evidence for this claim, seed by seed, is on its card in "
+    )
+    assert "\n\n- {ref}`" in text  # the claim, a bullet linked to its card
     label = pv.card_label(carded[0])
     assert f"<{label}>`" in text and pv.fresh_badge(carded[0]) in text
     assert text.count("::::{dropdown}") == 1  # only the claim carded nowhere else
