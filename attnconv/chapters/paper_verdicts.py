@@ -426,7 +426,7 @@ def fresh_claims_table(
     by_key = {c.key: c for c in claims}
     lines = [
         "| claim (arXiv v1) | frozen threshold, margin | on fresh seeds | verdict "
-        "| exploratory |",
+        "| earlier runs |",
         "| :--- | :--- | :--- | :--- | :--- |",
     ]
     keys = [k for k in CLAIMS if k in verdicts] + [
@@ -799,7 +799,7 @@ def claims_overview(
     a link (``link_text``) to the section that prints its evidence. With ``cards`` the claim's
     name itself links to its one card (:func:`card_label`), the test is said in a few words
     (:data:`SHORT_TESTS`) and there is no link column."""
-    head = ["claim (arXiv v1)", "test", "exploratory", "fresh seeds"]
+    head = ["claim (arXiv v1)", "test", "earlier runs", "fresh seeds"]
     head += [] if cards else ["evidence"]
     lines = ["| " + " | ".join(head) + " |", "|" + " :--- |" * len(head)]
     for c in claims:
