@@ -931,14 +931,12 @@ def test_a_source_listings_header_is_set_small_other_paragraphs_are_not(browser)
     """reader.css: the paragraph just before a code block in a cell's output (a source
     listing's "name · source: file, lines a–b") is smaller than the text; a paragraph that is
     not followed by code keeps the text's size."""
-    context = browser.new_context(viewport={"width": 1280, "height": 600})
-    page = context.new_page()
-    page.set_content(
-        "<body style='font:16px sans-serif'><div class='bd-content'><div class='cell_output'>"
+    context, page = _reader_page(
+        browser,
+        "<div class='bd-content' style='font:16px sans-serif'><div class='cell_output'>"
         "<p id='note'>Eq. (9).</p><p id='head'>f · source: f.py, lines 1–2</p>"
-        "<div class='highlight-python'><pre>def f(): pass</pre></div></div></div></body>"
+        "<div class='highlight-python'><pre>def f(): pass</pre></div></div></div>",
     )
-    page.add_style_tag(path=str(STATIC / "reader.css"))
     size = lambda i: page.evaluate(  # noqa: E731
         f"parseFloat(getComputedStyle(document.getElementById('{i}')).fontSize)"
     )
