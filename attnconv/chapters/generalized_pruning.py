@@ -63,7 +63,7 @@ from .shared.badges import verdict_badge
 from .shared.depth_measures import pruning_accuracies
 from .shared.gaussian_maps import draw_mass_contours, head_attention_maps
 from .shared.plotting import COLUMN_INCHES, model_colour
-from .shared.tables import markdown_table
+from .shared.tables import markdown_table, signed_number
 
 __all__ = [
     "pruned_per_layer",
@@ -948,7 +948,7 @@ def _verdict_cells(row: tuple) -> List[str]:
     interval (as the verdicts print them) and the verdict's badge."""
     question, runs, iv, verdict = row
     lo, hi = iv.ends(100.0, 1)
-    diff = f"{round(100 * iv.estimate, 1) + 0.0:+.1f}".replace("-", "−")
+    diff = signed_number(100 * iv.estimate)
     return [
         question,
         runs,

@@ -79,7 +79,7 @@ from .shared.paper_claims import (
     structure_claims,
 )
 from .shared.saved_runs import load_saved_runs
-from .shared.tables import keep_ranges, keep_words, threshold_text
+from .shared.tables import keep_ranges, keep_words, signed_number, threshold_text
 
 __all__ = [
     "book_claims",
@@ -1547,11 +1547,6 @@ _AGAINST_MARGIN = {
 }
 
 
-def _signed(x: float) -> str:
-    """A difference to one decimal with its sign, a true minus for negatives: "−6.0", "+0.4"."""
-    return f"{x:+.1f}".replace("-", "−")
-
-
 def matched_resnet_words(followup: Mapping[str, ConfirmatoryVerdict]) -> str:
     """Ch. 12b's sentences on the second test of "close to ResNet18": the learned model against
     a ResNet18 narrowed to its size, one number to a sentence (the interval's two ends in one),
@@ -1575,7 +1570,8 @@ def matched_resnet_words(followup: Mapping[str, ConfirmatoryVerdict]) -> str:
         f"points behind on {len(registered.SEEDS)} new seeds.",
         f'"Close" allows {margin:g} points.',
         "The 95 % interval of the difference runs from "
-        f"{_signed(got.scale * got.interval.lo)} to {_signed(got.scale * got.interval.hi)} "
+        f"{signed_number(got.scale * got.interval.lo)} to "
+        f"{signed_number(got.scale * got.interval.hi)} "
         "points.",
         f"It {where}, so the second test's verdict is {verdict_badge(got.verdict)}.",
     ]

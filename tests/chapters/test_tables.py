@@ -90,3 +90,12 @@ def test_spaced_unit_puts_a_space_before_a_trailing_unit_only():
         "120 k",
     ]
     assert spaced_unit("12.1 M") == "12.1 M" and spaced_unit("ResNet18") == "ResNet18"
+
+
+def test_signed_number_prints_a_sign_a_true_minus_and_no_negative_zero():
+    from attnconv.chapters.shared.tables import signed_number
+
+    assert signed_number(1.24) == "+1.2"
+    assert signed_number(-6.26) == "\u22126.3"
+    assert signed_number(-0.04) == "+0.0"  # rounds to zero: no "−0.0"
+    assert signed_number(2.756, 2) == "+2.76"

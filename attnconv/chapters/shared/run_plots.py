@@ -591,6 +591,17 @@ def _ellipse_half_extent(width: float, height: float, angle: float) -> tuple:
     return half_x, half_y
 
 
+def _layer_heads(record: dict, grid: Sequence[int], query: Sequence[int]):
+    """One layer's heads as :func:`plot_layer_heads` draws them and :func:`layer_heads_hover`
+    describes them: their centres (n × 2), their maps (:func:`gaussian_head_maps`) and which
+    are nearly uniform (not drawn: within :data:`~attnconv.chapters.shared.depth_measures.
+    NEAR_UNIFORM_TV` of the uniform map)."""
+    centers = np.asarray(record["centers"], dtype=np.float64).reshape(-1, 2)
+    maps = gaussian_head_maps(record, grid, query)
+    uniform = (distance_to_uniform(maps) < NEAR_UNIFORM_TV).tolist()
+    return centers, maps, uniform
+
+
 def plot_layer_heads(
     history: dict,
     grid: Sequence[int],
@@ -656,11 +667,9 @@ def plot_layer_heads(
     reach = [list(rows), list(cols)]  # the limits: the grid and every ellipse drawn
     for ax, i in zip(axes[0], layers):
         record = records[i]
-        centers = np.asarray(record["centers"], dtype=np.float64).reshape(-1, 2)
+        centers, maps, uniform = _layer_heads(record, (h, w), query)
         inverse = np.asarray(record["inverse_covariance"], dtype=np.float64)
         inverse = inverse.reshape(-1, 2, 2)
-        maps = gaussian_head_maps(record, (h, w), query)
-        uniform = (distance_to_uniform(maps) < NEAR_UNIFORM_TV).tolist()
         distance = float(mean_attention_distance(maps, query).mean())
         keys = _one_key_keys(record, (h, w), query, one_key)
         ax.add_patch(
@@ -825,10 +834,7 @@ def layer_heads_hover(
     query = (h // 2, w // 2) if query is None else tuple(int(q) for q in query)
     points = []
     for ax, i in zip(fig.axes, layers):
-        record = records[i]
-        centers = np.asarray(record["centers"], dtype=np.float64).reshape(-1, 2)
-        maps = gaussian_head_maps(record, (h, w), query)
-        uniform = (distance_to_uniform(maps) < NEAR_UNIFORM_TV).tolist()
+        centers, maps, uniform = _layer_heads(records[i], (h, w), query)
         distances = mean_attention_distance(maps, query)
         peaks = np.asarray(maps, dtype=np.float64).reshape(len(centers), -1).max(axis=1)
         (x0, x1), (y1, y0) = ax.get_xlim(), ax.get_ylim()

@@ -184,6 +184,12 @@ def matrices_shown(before, after, arrow: str):
     )
 
 
+def signed_number(x: float, digits: int = 1) -> str:
+    """A difference as the book prints it: signed, to ``digits`` decimals, a true minus, and no
+    "−0.0" (a value that rounds to zero is "+0.0"): ``+1.2``, ``−6.3``."""
+    return f"{round(x, digits) + 0.0:+.{digits}f}".replace("-", "−")
+
+
 def signed_shift(shift) -> str:
     """A shift (row, column) in tokens as the book prints it: signed, a true minus, zero bare:
     ``(−1, 0)``, ``(+1, +2)``."""
