@@ -40,6 +40,7 @@ from ..experiments.studies import (
     register_study,
     removal_study,
 )
+from ..experiments.studies_paths import head_paths_study
 from ..experiments.train_config import TrainConfig
 from .protocol import (
     ARMS,
@@ -228,6 +229,10 @@ def grid_ends(arm: str) -> List[str]:
 def confirm_run_name(arm: str, seed: int) -> str:
     return f"confirm/{arm}/seed{seed}"
 
+
+#: The fresh seed whose heads' paths the book draws (arXiv v1 Fig. 2): its history kept start
+#: and end only, so a re-run keeps every epoch (:mod:`~attnconv.experiments.studies_paths`).
+PATHS_RUN = confirm_run_name("quadratic", CONFIRMATORY_SEEDS[0])
 
 #: The studies each arm's confirmatory runs need while their weights are on disk.
 _STUDIES = {
@@ -522,6 +527,8 @@ def _register() -> None:
             )
         )
     register_confirmatory()
+    if PATHS_RUN in RUNS:
+        register_study(head_paths_study(PATHS_RUN))
     register_beyond()
 
 
