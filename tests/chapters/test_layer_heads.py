@@ -168,11 +168,22 @@ def test_a_ring_on_the_key_of_each_head_on_one_key():
         len([r for r in axes[0].get_lines() if r.get_markerfacecolor() == "none"]) == 1
     )
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert labels[-1] == "key with > 50 %"
+    # the key in the figure, in the glossary's words; layer 1's uniform head is not drawn
+    assert labels == [
+        "query token",
+        "head centre",
+        "50 % of its attention",
+        "on one key (> 50 %)",
+        "n uniform: near-uniform heads, not drawn",
+    ]
     plt.close(fig)
     plain = plot_layer_heads(history(), GRID)
-    assert len(plain.legends[0].get_texts()) == 3
+    assert len(plain.legends[0].get_texts()) == 4
     plt.close(plain)
+    drawn = {"initial_attention": LAYERS[1:], "epochs": [{"attention": LAYERS[1:]}]}
+    every = plot_layer_heads(drawn, GRID)  # no uniform head: no entry for one
+    assert len(every.legends[0].get_texts()) == 3
+    plt.close(every)
 
 
 def test_unknown_layers_are_refused():

@@ -725,6 +725,14 @@ def test_head_grid_draws_one_panel_per_head():
     )
     assert [t.get_text() for t in drawn[0].texts] == ["wide"]  # the uniform head
     assert all(not a.texts for a in drawn[1:])
+    # the key in the figure names every mark drawn, "wide" too
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == [
+        "50 % of its attention",
+        "90 % of its attention",
+        "head centre",
+        "query token",
+        "wide: wider than the grid",
+    ]
     plt.close(fig)
     one = plot_head_grid(grid_history(2, 9), (8, 8), "quadratic", layers=[1])
     assert len(panels(one)) == 9 and one.axes[0].get_gridspec().get_geometry() == (3, 3)
@@ -768,10 +776,10 @@ def test_head_grid_frames_the_marked_heads():
     ]
     assert framed == [2, 9, 17]  # layer 1 head 3; layer 2 heads 1 and 9
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert labels[-1] == "degenerate" and len(labels) == 5
+    assert labels[-1] == "degenerate" and len(labels) == 6  # after "wide" (layer 1)
     plt.close(fig)
     plain = plot_head_grid(grid_history(2, 9), (8, 8), "generalized", marked={})
-    assert len(plain.legends[0].get_texts()) == 4
+    assert len(plain.legends[0].get_texts()) == 5
     plt.close(plain)
 
 
@@ -834,7 +842,7 @@ def test_head_grid_puts_a_disc_on_the_key_of_each_head_on_one_key():
     ]
     assert discs == [[want[0][0]], [], []]  # only the sharp head on an integer shift
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert labels[-1] == "key with > 50%"
+    assert labels[-1] == "on one key (> 50 %)"
     plt.close(fig)
     plain = plot_head_grid(history, (8, 8), "quadratic")
     assert not any(ln.get_marker() == "o" for a in plain.axes for ln in a.get_lines())

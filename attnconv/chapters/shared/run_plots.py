@@ -12,6 +12,7 @@ import numpy as np
 
 from ...core.map_measures import distance_to_uniform, mean_attention_distance
 from ...experiments.checkpoints import Run
+from ...experiments.claims import ONE_HOT, ONE_KEY
 from .depth_measures import NEAR_UNIFORM_TV
 from .gaussian_maps import draw_mass_ellipses, gaussian_head_maps, mass_ellipse
 from .plotting import COLUMN_INCHES, label_colour, model_colour
@@ -339,12 +340,13 @@ ONE_KEY_MARKER_PT = 8.0
 
 def _head_panel(
     ax, center, inverse, grid, query, masses, colour, key=None, window=None
-) -> None:
+) -> bool:
     """One head's panel of :func:`plot_head_grid`: the query token (red square), the head's mass
     ellipses and centre (cross) on the whole token grid, "wide" when the 50 % ellipse is wider than
     the grid in every direction; ``key`` (row, column), when given, is the key the head puts most
     of its attention on, drawn as a filled disc of a fixed size that a one-token head's specks
-    cannot hide (in a close-up of ``window`` tokens, as that token shaded)."""
+    cannot hide (in a close-up of ``window`` tokens, as that token shaded). Returns whether the
+    head is marked "wide"."""
     from matplotlib.colors import to_rgb
     from matplotlib.patches import Rectangle
 
@@ -399,9 +401,11 @@ def _head_panel(
         ms=CENTRE_MARKER_PT,
         mew=1.0,
     )
-    if not min(mass_ellipse(inverse, masses[0])[:2]) <= max(h, w):
+    wide = not min(mass_ellipse(inverse, masses[0])[:2]) <= max(h, w)
+    if wide:
         # the baseline a little higher: clear of a marked head's thick frame
         ax.text(0.5, 0.07, "wide", transform=ax.transAxes, ha="center", fontsize=9)
+    return wide
 
 
 def _one_key_keys(record, grid, query, threshold) -> list:
@@ -429,6 +433,19 @@ def _head_layers(records, layers=None) -> list:
             f"layers {layers} not among the layers with heads {with_heads}"
         )
     return layers
+
+
+def _attention_share(mass: float) -> str:
+    """A mass ellipse's legend entry: "50 % of its attention"."""
+    return f"{100 * mass:g} % of its attention"
+
+
+def _one_key_label(threshold: float) -> str:
+    """The legend entry of a head's key drawn with ``one_key``: the glossary's words for the
+    threshold ("on one key (> 50 %)", "nearly one-hot (> 90 %)"), else "key with > 70 %"."""
+    words = {ONE_KEY: "on one key", ONE_HOT: "nearly one-hot"}.get(threshold)
+    share = f"{100 * threshold:g} %"
+    return f"{words} (> {share})" if words else f"key with > {share}"
 
 
 def plot_head_grid(
@@ -459,7 +476,9 @@ def plot_head_grid(
     :data:`~attnconv.experiments.claims.ONE_KEY`), a head with more than that share of its
     attention on one key has that key drawn as a disc (its map: :func:`gaussian_head_maps`).
     With ``window`` (tokens), each panel shows only the (2 ``window`` + 1)² tokens around the
-    query, with a grey line between two tokens: a close-up at one shared scale."""
+    query, with a grey line between two tokens: a close-up at one shared scale. The key under
+    the panels names every mark drawn ("wide" too, when a panel carries it), so the figure reads
+    without the text."""
     import matplotlib.pyplot as plt
     from matplotlib.colors import to_rgb
     from matplotlib.lines import Line2D
@@ -499,6 +518,7 @@ def plot_head_grid(
         layer_axes = [
             axes[r * per_layer : (r + 1) * per_layer] for r in range(len(layers))
         ]
+    any_wide = False  # a head marked "wide": the legend then says what the word means
     for row, i in enumerate(layers):
         centers = np.asarray(records[i]["centers"], dtype=np.float64).reshape(-1, 2)
         inverse = np.asarray(records[i]["inverse_covariance"], dtype=np.float64)
@@ -510,7 +530,7 @@ def plot_head_grid(
             if k >= len(centers):
                 ax.axis("off")
                 continue
-            _head_panel(
+            any_wide |= _head_panel(
                 ax,
                 centers[k],
                 inverse[k],
@@ -532,9 +552,9 @@ def plot_head_grid(
         if blocks:
             parts[row].supylabel(f"layer {i + 1}", fontsize=9.5, fontweight="bold")
     handles = [
-        Line2D([], [], color=colour, ls="-", label=f"{masses[0]:.0%} mass"),
-        Line2D([], [], color=colour, ls="--", label=f"{masses[1]:.0%} mass"),
-        Line2D([], [], color=colour, marker="x", ls="", label="centre"),
+        Line2D([], [], color=colour, ls="-", label=_attention_share(masses[0])),
+        Line2D([], [], color=colour, ls="--", label=_attention_share(masses[1])),
+        Line2D([], [], color=colour, marker="x", ls="", label="head centre"),
         Line2D(
             [],
             [],
@@ -556,9 +576,11 @@ def plot_head_grid(
                 mec="black",
                 mew=1.0 if window is None else 1.2,
                 ls="",
-                label=f"key with > {one_key:.0%}",
+                label=_one_key_label(one_key),
             )  # fmt: skip
         )
+    if any_wide:
+        handles.append(Line2D([], [], ls="", label="wide: wider than the grid"))
     if any(marked.get(i) for i in layers):
         handles.append(
             Rectangle((0, 0), 1, 1, fc="none", ec="black", lw=2.5, label=marked_label)
@@ -628,7 +650,9 @@ def plot_layer_heads(
     layer's heads. With ``one_key``, the key holding more than that share of a head's attention is
     drawn as a disc in the head's colour, outlined in black, and a key that several heads hold
     carries their number ("×3"). With ``window``, each panel shows only the shifts within
-    ``window`` tokens of the query, a close-up at one scale for every panel."""
+    ``window`` tokens of the query, a close-up at one scale for every panel. The key under the
+    panels names every mark drawn (the glossary's words for ``one_key``; "×n" and "n uniform"
+    when a panel carries them), in a second row when it holds more than four entries."""
     from collections import Counter
 
     import matplotlib.pyplot as plt
@@ -663,7 +687,7 @@ def plot_layer_heads(
         window is not None
     ):  # a close-up: the shifts within ``window`` tokens of the query
         rows = cols = (-window - 0.5, window + 0.5)
-    shared = False
+    shared = any_uniform = False
     reach = [list(rows), list(cols)]  # the limits: the grid and every ellipse drawn
     for ax, i in zip(axes[0], layers):
         record = records[i]
@@ -716,6 +740,7 @@ def plot_layer_heads(
                     ha="left", va="bottom", zorder=6,
                 )  # fmt: skip
         if any(uniform):
+            any_uniform = True
             ax.text(
                 0.04, 0.03, f"{sum(uniform)} uniform", transform=ax.transAxes,
                 fontsize=8.5, ha="left", va="bottom",
@@ -744,28 +769,38 @@ def plot_layer_heads(
         ax.tick_params(labelbottom=False, labelleft=False, length=0)
     axes[0, 0].tick_params(length=2, pad=1, labelbottom=True, labelleft=True)
     handles = [
-        Line2D([], [], color="black", marker="s", mfc="none", ms=7, ls="", label="query"),
+        Line2D([], [], color="black", marker="s", mfc="none", ms=7, ls="",
+               label="query token"),
         Line2D([], [], color="0.3", marker="o", ms=LAYER_CENTRE_PT, mew=0, ls="",
                label="head centre"),
         Ellipse((0, 0), 1, 1, fc=(*to_rgb("0.3"), 0.15), ec="0.3", lw=1.1,
-                label=f"{100 * mass:g} % of its attention"),
+                label=_attention_share(mass)),
     ]  # fmt: skip
     if one_key is not None:
         handles.append(
             Line2D([], [], marker="o", mfc="none", mec="black", mew=1.0,
-                   ms=ONE_KEY_MARKER_PT, ls="", label=f"key with > {100 * one_key:g} %")
+                   ms=ONE_KEY_MARKER_PT, ls="", label=_one_key_label(one_key))
         )  # fmt: skip
     if shared:
         handles.append(Line2D([], [], ls="", label="×n: heads on that key"))
+    if any_uniform:
+        handles.append(
+            Line2D([], [], ls="", label="n uniform: near-uniform heads, not drawn")
+        )
     fig.legend(
         handles=handles,
         loc="outside lower center",
-        ncol=len(handles),
+        # one row of up to four; more in two rows, each within the column
+        ncol=len(handles) if len(handles) <= 4 else math.ceil(len(handles) / 2),
         fontsize=8.5,
         frameon=False,
         handletextpad=0.4,
         columnspacing=1.2,
     )
+    if (
+        len(handles) > 4
+    ):  # a second row of the key: room for it, not taken from the panels
+        fig.set_size_inches(width, fig.get_size_inches()[1] + 0.2)
     return fig
 
 
