@@ -2,6 +2,8 @@
 
 * :func:`layer_records` — the attention parameters of every layer after an epoch;
 * :func:`center_trajectories` — the centres Δ of a layer's heads over training (arXiv v1 Fig. 2);
+* :func:`head_paths` — the heads of the fresh seed whose paths the book draws, after every epoch
+  of a re-run (its saved history kept start and end), with how close the re-run ends;
 * :func:`head_summary`, :func:`format_head_summary` — how far the centres moved and which points of
   Lemma 1's K×K lattice they reach, per layer;
 * :func:`head_table` — every head of every layer of a quadratic run as one Markdown table: centre,
@@ -26,6 +28,8 @@ from .tables import fit_column, markdown_table, signed_shift
 __all__ = [
     "layer_records",
     "center_trajectories",
+    "head_paths",
+    "PATHS_END_GAP",
     "head_summary",
     "format_head_summary",
     "head_table",
@@ -39,6 +43,24 @@ def layer_records(history: Mapping, epoch: int) -> List[HeadRecord]:
     if not isinstance(history, History):
         history = History.from_json(history)
     return history.layer_records(epoch)
+
+
+#: How far (tokens) a head of the head-paths re-run may end from the same head of the saved run
+#: (:func:`head_paths`), as Figures 7.3 and 7b.1 state it. REASON
+PATHS_END_GAP = 0.05
+
+
+def head_paths() -> dict:
+    """The heads of :data:`~attnconv.evidence.runs.PATHS_RUN` (seed 1000 of the quadratic model)
+    before training and after every epoch, in the shape of a history
+    (:func:`center_trajectories` reads it), from its registered study ``<run>/head-paths``
+    (:mod:`~attnconv.experiments.studies_paths`): the run's configuration trained again, since
+    its saved history kept start and end only. Its ``agreement`` says how far the re-run ends
+    from the saved run. Reads only."""
+    from ...evidence.runs import PATHS_RUN
+    from ...experiments.studies import study_entry
+
+    return study_entry(f"{PATHS_RUN}/head-paths").read()
 
 
 def center_trajectories(history: dict, layer: int) -> np.ndarray:
