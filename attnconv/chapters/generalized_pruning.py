@@ -90,6 +90,8 @@ __all__ = [
     "followup_intervals",
     "seed_intervals",
     "pruning_verdict_rows",
+    "fresh_verdict_rows",
+    "second_test_rows",
     "seed_verdict_rows",
     "paper_pruning_reduction",
 ]
@@ -901,23 +903,29 @@ def seed_intervals(study: dict) -> Dict[str, Interval]:
     }
 
 
-def pruning_verdict_rows(fresh, follow, intervals) -> List[tuple]:
-    """The main verdicts table's rows, (question, runs, interval, verdict): the fresh seeds'
-    verdicts (``fresh``, the judge's) and the second test's (``follow``, the judge's, with their
-    ``intervals`` from :func:`followup_intervals`)."""
+def fresh_verdict_rows(fresh) -> List[tuple]:
+    """Table 8.2's rows, (question, runs, interval, verdict): the fresh seeds' verdicts on the
+    two pruning claims (``fresh``, the judge's), the ones the chapter's box counts."""
     return [
         (HURTS, FRESH_RUNS, fresh["pruning_hurts"].interval, fresh["pruning_hurts"]),
-        (
-            HURTS,
-            SECOND_RUNS,
-            intervals["pruning_hurts_fresh"],
-            follow["pruning_hurts_fresh"],
-        ),
         (
             BACK,
             FRESH_RUNS,
             fresh["pruning_recovers"].interval,
             fresh["pruning_recovers"],
+        ),
+    ]
+
+
+def second_test_rows(follow, intervals) -> List[tuple]:
+    """The second test's rows, (question, runs, interval, verdict): its verdicts (``follow``,
+    the judge's) with their ``intervals`` from :func:`followup_intervals`."""
+    return [
+        (
+            HURTS,
+            SECOND_RUNS,
+            intervals["pruning_hurts_fresh"],
+            follow["pruning_hurts_fresh"],
         ),
         (
             CONTROL,
@@ -934,6 +942,16 @@ def pruning_verdict_rows(fresh, follow, intervals) -> List[tuple]:
     ]
 
 
+def pruning_verdict_rows(fresh, follow, intervals) -> List[tuple]:
+    """Every pruning verdict on new seeds, question by question: :func:`fresh_verdict_rows`
+    and :func:`second_test_rows` interleaved (the cost at first, then retraining)."""
+    (hurts, back), (hurts2, control, control15) = (
+        fresh_verdict_rows(fresh),
+        second_test_rows(follow, intervals),
+    )
+    return [hurts, hurts2, back, control, control15]
+
+
 def seed_verdict_rows(claims, intervals) -> List[tuple]:
     """Seed 0's rows, (question, runs, interval, verdict): its claims' verdicts (``claims``,
     key → claim) with their ``intervals`` from :func:`seed_intervals`."""
@@ -943,28 +961,34 @@ def seed_verdict_rows(claims, intervals) -> List[tuple]:
     ]
 
 
-def _verdict_cells(row: tuple) -> List[str]:
-    """One row of :func:`verdicts_table`: question, runs, the difference in points, its 95 %
-    interval (as the verdicts print them) and the verdict's badge."""
-    question, runs, iv, verdict = row
+def _verdict_cells(row: tuple, runs: bool = True) -> List[str]:
+    """One row of :func:`verdicts_table`: question, runs (unless not ``runs``), the difference
+    in points, its 95 % interval (as the verdicts print them) and the verdict's badge."""
+    question, who, iv, verdict = row
     lo, hi = iv.ends(100.0, 1)
     diff = signed_number(100 * iv.estimate)
-    return [
-        question,
-        runs,
-        diff,
-        f"[{lo}, {hi}]",
-        verdict_badge(getattr(verdict, "verdict", verdict)),
-    ]
+    return (
+        [question]
+        + ([who] if runs else [])
+        + [
+            diff,
+            f"[{lo}, {hi}]",
+            verdict_badge(getattr(verdict, "verdict", verdict)),
+        ]
+    )
 
 
-def verdicts_table(rows: Sequence[tuple]) -> str:
+def verdicts_table(rows: Sequence[tuple], runs: bool = True) -> str:
     """The pruning claims' differences side by side: ``rows`` of (question, runs, the
     difference's :class:`~attnconv.experiments.verdicts.Interval`, the verdict: a word or an
     object with a ``verdict``); the difference in points and its 95 % interval, as the verdicts
-    print them, and the verdict as a badge."""
+    print them, and the verdict as a badge. Without ``runs`` the runs column is left out (a
+    table whose rows share their runs, named in its caption)."""
     columns = ["question", "runs", "difference (points)", "95 % interval", "verdict"]
-    return _table(columns, [_verdict_cells(r) for r in rows], "llrrl")
+    if not runs:
+        columns.remove("runs")
+    cells = [_verdict_cells(r, runs) for r in rows]
+    return _table(columns, cells, "llrrl" if runs else "lrrl")
 
 
 def verdicts_list(rows: Sequence[tuple]) -> str:

@@ -2,8 +2,9 @@
 // a figure, or the cell after it, may add <div class="hover-spots" data-spots='[{"x", "y",
 // "text"}]'>, each x and y a fraction of the figure's image. This lays a round, focusable button over each place on the
 // image; resting the pointer on it, focusing it (Tab) or tapping it shows its text in a tooltip,
-// and Esc or moving away hides it. The spots are placed in percent, so they follow the image at
-// any width the page gives it.
+// and Esc or moving away hides it. A small label in the figure's corner says that it has
+// values. The spots are placed in percent, so they follow the image at any width the page
+// gives it.
 (function () {
   var tip = null;
   function tooltip() {
@@ -59,6 +60,14 @@
       b.addEventListener("blur", hide);
       frame.appendChild(b);
     });
+    // the figure says it has values: a label in its corner, and faint rings on its points
+    // while the pointer is over it (reader.css)
+    var badge = document.createElement("span");
+    badge.className = "hover-badge";
+    badge.setAttribute("aria-hidden", "true");
+    badge.textContent = "values on hover · Tab";
+    frame.appendChild(badge);
+    frame.classList.add("has-hover-values");
     frame.setAttribute("role", "group");
     frame.setAttribute("aria-label", el.dataset.label || "figure");
   }

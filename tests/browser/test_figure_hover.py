@@ -131,3 +131,28 @@ def test_check_book_flags_hover_values_without_spots_and_passes_them_with(browse
         assert bool(failed) is not with_script, failed
         assert info["live_widgets"][0]["listed"] == len(SPOTS)
         page.close()
+
+
+BADGE_JS = """() => {
+  const b = document.querySelector('.hover-frame .hover-badge');
+  if (!b) return null;
+  const r = b.getBoundingClientRect(), img = document.getElementById('fig').getBoundingClientRect();
+  return {text: b.textContent, inside: r.left >= img.left && r.right <= img.right
+          && r.top >= img.top && r.bottom <= img.bottom,
+          hidden: b.getAttribute('aria-hidden')};
+}"""
+
+
+def test_the_figure_says_once_that_it_has_values(browser):
+    """One small label in the image's corner (not a sentence under every figure), hidden from
+    screen readers, which hear each spot's own label instead."""
+    for theme in ("light", "dark"):
+        page = _page(browser, theme)
+        got = page.evaluate(BADGE_JS)
+        assert got == {
+            "text": "values on hover · Tab",
+            "inside": True,
+            "hidden": "true",
+        }
+        assert page.locator(".hover-badge").count() == 1
+        page.close()

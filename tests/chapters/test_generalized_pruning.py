@@ -394,6 +394,42 @@ def test_verdicts_table_prints_the_interval_it_is_given():
     )
 
 
+def test_verdicts_table_without_runs_drops_only_that_column():
+    """Table 8.2 and Table 8.3 name their runs in the caption: the same cells, no runs column."""
+    iv = Interval(0.005, -0.012, 0.022, 0.008, 7.0, 0.02, "paired")
+    table = gf.verdicts_table([("cost", "seed 0", iv, "inconclusive")], runs=False)
+    lines = table.splitlines()
+    assert lines[0] == "| question | difference (points) | 95 % interval | verdict |"
+    assert "| cost | +0.5 | [−1.2, +2.2] | {bdg-muted}`inconclusive` |" in table
+    assert "seed 0" not in table
+
+
+def test_fresh_and_second_test_rows_split_the_pruning_rows():
+    """Table 8.2 holds the fresh seeds' rows only (the ones the box counts), Table 8.3 the
+    second test's; together they are every pruning verdict on new seeds."""
+    from attnconv.chapters import paper_verdicts as pv
+    from attnconv.evidence.judge import followup_verdicts
+
+    fresh, follow, intervals = (
+        pv.fresh_verdicts(),
+        followup_verdicts(),
+        gf.followup_intervals(),
+    )
+    counted = gf.fresh_verdict_rows(fresh)
+    second = gf.second_test_rows(follow, intervals)
+    assert {r[1] for r in counted} == {gf.FRESH_RUNS}
+    assert {r[1] for r in second} == {gf.SECOND_RUNS}
+    assert [r[3] for r in counted] == [
+        fresh["pruning_hurts"],
+        fresh["pruning_recovers"],
+    ]
+    every = gf.pruning_verdict_rows(fresh, follow, intervals)
+    assert len(every) == len(counted) + len(second)
+    assert [r[:2] for r in every] == [
+        r[:2] for r in (counted[0], second[0], counted[1], second[1], second[2])
+    ]
+
+
 def test_verdicts_list_says_each_rows_numbers_as_the_table_does():
     """Seed 0's aside lists its rows: one item each, with the table's difference, interval and
     badge, and the verdict word of an object with a ``verdict``."""

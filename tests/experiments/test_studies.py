@@ -75,7 +75,7 @@ def test_every_study_is_registered_once_with_its_file_and_command():
     kinds = {n.rsplit("/", 1)[1] for n in studies.STUDIES if n.count("/") > 1}
     # (the protocol's runs add held-out accuracy, once evidence.runs registers them)
     assert {"pruning", "removal", "attention_maps"} <= kinds
-    assert kinds <= {"pruning", "removal", "attention_maps", "held-out"}
+    assert kinds <= {"pruning", "removal", "attention_maps", "held-out", "head-paths"}
     assert "results/learn-to-convolve-9-heads" in studies.STUDIES
     with pytest.raises(ValueError, match="registered twice"):
         studies.register_study(studies.STUDIES["cpu/generalized/pruning"])

@@ -61,8 +61,7 @@ def hover_html(fig, points: Sequence[HoverPoint], label: str) -> str:
     data = html.escape(json.dumps(spots, ensure_ascii=False), quote=True)
     return (
         f'<div class="hover-spots" data-label="{html.escape(label, quote=True)}" '
-        f'data-spots="{data}"><p class="hover-spots-hint">Rest the pointer on a point, '
-        "or focus it with Tab, to read its numbers.</p></div>"
+        f'data-spots="{data}"></div>'
     )
 
 
