@@ -92,13 +92,18 @@ def head_paths(name: str, progress: bool = True) -> dict:
 def head_paths_study(name: str) -> StudyEntry:
     """The study ``<name>/head-paths``: :func:`head_paths` of run ``name``, saved beside it. Read,
     it is stale when the run now has another number of epochs."""
-    path = RUNS[name].path / HEAD_PATHS_FILE
     command = regenerate_command(f"{name}/head-paths")
 
+    def where() -> (
+        Path
+    ):  # resolved when used: the book's folder may be moved (a test's copy)
+        return RUNS[name].path / HEAD_PATHS_FILE
+
     def make():
-        write_json(path, head_paths(name))
+        write_json(where(), head_paths(name))
 
     def read():
+        path = where()
         if not Path(path).is_file():
             raise MissingResultError(
                 f"{relative_to_book(path)} is missing; make it with: {command}"
