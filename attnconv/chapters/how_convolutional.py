@@ -296,13 +296,13 @@ def format_measures(rows: Sequence[dict], kernel_size: int = 3) -> str:
     """A Markdown table of :func:`measures_rows`, narrow enough for the book's column (distances
     and masses to 2 decimals; layers numbered from 1 as in the paper). Two kinds of
     "convolution-like": against the K×K lattice (distance, coverage, window mass, one-hot heads
-    inside the window) and at any integer shift (distance to Z², one-hot heads anywhere), since
-    Lemma 1 holds for any set of shifts. The column ``one-hot`` reads "all (in K×K)";
-    :data:`MEASURES_KEY` names the columns."""
+    inside the window) and at any integer shift (distance to the nearest one, one-hot heads
+    anywhere), since Lemma 1 holds for any set of shifts. The column ``one-hot`` reads "all
+    (in K×K)"; :data:`MEASURES_KEY` names the columns."""
     k = f"{kernel_size}×{kernel_size}"
     k2 = kernel_size * kernel_size
     lines = [
-        f"| model | layer | to lattice | to ℤ² | covered | {k} mass | one-hot |",
+        f"| model | layer | to lattice | to integer shift | covered | {k} mass | one-hot |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
 
@@ -326,7 +326,8 @@ def format_measures(rows: Sequence[dict], kernel_size: int = 3) -> str:
 MEASURES_KEY = (
     "The columns:\n\n"
     "- *to lattice*: mean distance of the head centres to the 3×3 lattice, in tokens;\n"
-    "- *to ℤ²*: mean distance to the nearest integer shift, in tokens;\n"
+    "- *to integer shift*: mean distance to the nearest integer shift, anywhere on the "
+    "grid, in tokens;\n"
     f"- *covered*: lattice points with a head centre within {COVER_RADIUS:g} token;\n"
     "- *3×3 mass*: mean attention mass in the 3×3 window;\n"
     f"- *one-hot*: heads with more than {ONE_HOT:g} on one key; in brackets, those inside "

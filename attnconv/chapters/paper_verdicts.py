@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import re
 from pathlib import Path
 from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
@@ -136,6 +137,10 @@ __all__ = [
     "six_layer_keys",
     "six_layer_page_claims",
     "SIX_LAYERS_ADDED",
+    "SIX_LAYERS_ALSO",
+    "six_layers_tallied",
+    "ADDED_TESTS",
+    "added_test",
     "THEORY_RESULTS",
     "BEYOND_THEORY",
     "ERRATA_WRONG",
@@ -792,29 +797,77 @@ def short_test(key: str) -> str:
 
 
 def claims_overview(
-    claims: Sequence[Claim], link_text: str = "evidence", cards: bool = False
+    claims: Sequence[Claim],
+    link_text: str = "evidence",
+    cards: bool = False,
+    earlier: bool = True,
+    added: Sequence[str] = (),
 ) -> str:
     """One Markdown table row per claim: the claim (its registry title), the test as written, the
     exploratory verdict and the verdict on the fresh seeds (:func:`fresh_badge`) as badges, and
     a link (``link_text``) to the section that prints its evidence. With ``cards`` the claim's
     name itself links to its one card (:func:`card_label`), the test is said in a few words
-    (:data:`SHORT_TESTS`) and there is no link column."""
-    head = ["claim (arXiv v1)", "test", "earlier runs", "fresh seeds"]
-    head += [] if cards else ["evidence"]
+    (:data:`SHORT_TESTS`) and there is no link column. Without ``earlier`` there is no column
+    of exploratory verdicts. Each protocol claim of ``added`` (one the registry lacks: see
+    :data:`ADDED_TESTS`) gets its row before the claim it is judged with, or last."""
+    head = ["claim (arXiv v1)", "test"] + (["earlier runs"] if earlier else [])
+    head += ["fresh seeds"] + ([] if cards else ["evidence"])
     lines = ["| " + " | ".join(head) + " |", "|" + " :--- |" * len(head)]
+
+    def row(cells):
+        cells = [x for x in cells if x is not None]
+        lines.append("| " + " | ".join(x.replace("|", "\\|") for x in cells) + " |")
+
+    def added_row(key):
+        title, where = _board_title(key), _ADDED_WHERE[key]
+        name = f"{{ref}}`{title} <{where}>`" if cards else keep_words(title)
+        link = None if cards else f"{{ref}}`{link_text} <{where}>`"
+        past = "—" if earlier else None
+        row((name, keep_words(added_test(key)), past, fresh_badge(key), link))
+
+    keys = [c.key for c in claims]
     for c in claims:
-        title = keep_words(CLAIMS[c.key].title)
+        for k in added:
+            if _ADDED_BEFORE.get(k) == c.key:
+                added_row(k)
+        past = shown_badge(c) if earlier else None
         if cards:  # a role's link text is plain text: no span in it
             name = f"{{ref}}`{CLAIMS[c.key].title} <{card_label(c.key)}>`"
             test = keep_words(short_test(c.key))
-            cells = (name, test, shown_badge(c), fresh_badge(c.key))
+            row((name, test, past, fresh_badge(c.key)))
         else:
+            title = keep_words(CLAIMS[c.key].title)
             target = c.where
             link = f"{{ref}}`{link_text} <{target}>`" if target else "—"
             test = keep_words(_one_line(c.test))
-            cells = (title, test, shown_badge(c), fresh_badge(c.key), link)
-        lines.append("| " + " | ".join(x.replace("|", "\\|") for x in cells) + " |")
+            row((title, test, past, fresh_badge(c.key), link))
+    for k in added:
+        if _ADDED_BEFORE.get(k) not in keys:
+            added_row(k)
     return "\n".join(lines)
+
+
+#: The frozen protocol's claims the registry lacks (:data:`SIX_LAYERS_ADDED`): each one's test in
+#: a few plain words, as :data:`SHORT_TESTS` gives the registry's; ``{threshold}`` is the frozen
+#: rule's and ``{eigenvalue}`` the paper's bound on the largest eigenvalue.
+ADDED_TESTS: Dict[str, str] = {
+    "pruning_finds_heads": "a head with condition number above {threshold} or top eigenvalue "
+    "below {eigenvalue}",
+}
+#: Where each of :data:`ADDED_TESTS`' claims is judged: the section that prints its evidence.
+_ADDED_WHERE = {"pruning_finds_heads": "sec-six-layers-pruning"}
+#: The claim each of :data:`ADDED_TESTS`' claims is judged with, whose row it comes before.
+_ADDED_BEFORE = {"pruning_finds_heads": "pruning_hurts"}
+
+
+def added_test(key: str) -> str:
+    """:data:`ADDED_TESTS`' phrase for ``key``, with the frozen rule's threshold."""
+    from ..experiments.paper_numbers import PAPER_MAX_EIGENVALUE_THRESHOLD
+
+    e = round(math.log10(PAPER_MAX_EIGENVALUE_THRESHOLD))
+    power = "10" + str(e).translate(str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹"))
+    threshold = threshold_text(FROZEN_CLAIMS[key].threshold)
+    return ADDED_TESTS[key].format(threshold=threshold, eigenvalue=power)
 
 
 def fresh_sentence(key: str) -> str:
@@ -1502,11 +1555,19 @@ def six_layers_box(
     ``added`` that the page judges too) as the box's one row of badges, beside ``headline``;
     then the findings, one short bullet each, and a last bullet saying how many claims the badges
     count and where the protocol's other claims are judged (ch. 17's Table 17.4 lines up every
-    count); the box states no exploratory verdict."""
+    count); the box states no exploratory verdict. When the badges count every claim of the
+    frozen protocol, the box's tally is the book's and that last bullet is left out."""
     fresh = fresh_verdicts() if fresh is None else fresh
     on_page = [c.key for c in counted(here)] + list(added)
     shown = count_verdicts(fresh[k].verdict for k in on_page if k in fresh)
     elsewhere = [k for k in fresh if k not in on_page]
+    lines = "".join(f"- {b}\n" for b in bullets)
+    if not elsewhere:  # the book's own tally: nothing to explain
+        return (
+            "```{admonition} In short\n"
+            ":class: tip result-box\n"
+            f"{count_badges(shown)} **On fresh seeds, {headline}**\n\n" + lines + "```"
+        )
     tally = (
         f"- **The badges** count {len(on_page)} of the book's {len(fresh)} claims about "
         "trained models"
@@ -1585,6 +1646,20 @@ def matched_resnet_words(followup: Mapping[str, ConfirmatoryVerdict]) -> str:
 #: The frozen protocol's claims that ch. 12b judges although no six-layer card of the registry
 #: holds them (it added them after the exploratory runs).
 SIX_LAYERS_ADDED = ("pruning_finds_heads",)
+
+
+#: The frozen protocol's claims judged on the six-layer runs whose evidence another page tells:
+#: the learned encoding matched the lemma (ch. 9). Ch. 12b's box and Table 12b.1 count them too
+#: (:func:`six_layers_tallied`), so that its tally is the book's.
+SIX_LAYERS_ALSO = ("learned_matched_lemma",)
+
+
+def six_layers_tallied(claims: Sequence[Claim]) -> List[Claim]:
+    """The counted claims of ``claims`` that ch. 12b's box and Table 12b.1 count, in
+    ``claims``' order: those whose evidence is ch. 12b's and those of :data:`SIX_LAYERS_ALSO`;
+    with :data:`SIX_LAYERS_ADDED`, every claim of the frozen protocol."""
+    page = {c.key for c in _six_layer_claims(claims)}
+    return [c for c in counted(claims) if c.key in page or c.key in SIX_LAYERS_ALSO]
 
 
 def six_layer_page_claims(claims: Sequence[Claim]) -> List[Claim]:

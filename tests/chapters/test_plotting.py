@@ -180,7 +180,7 @@ def test_figures_draw_each_model_in_its_book_colour():
     fig = plot_accuracy_series({"6 layers": (spread([0.5, 0.6]), spread([0.55, 0.62]))})
     drawn = {to_hex(line.get_color()) for line in fig.axes[0].lines}
     assert drawn == {MODEL_COLOURS["quadratic"], MODEL_COLOURS["learned"]}
-    # Figure 12b.4 fills the column, its legend right of the axes, off the data
+    # Figure 12b.5 fills the column, its legend right of the axes, off the data
     from attnconv.chapters.shared.plotting import COLUMN_INCHES
 
     assert abs(fig.get_figwidth() - COLUMN_INCHES) < 1e-9

@@ -416,6 +416,47 @@ def test_six_layers_box_counts_the_fresh_seeds_and_states_findings():
     )
     assert "; the other, *" in " ".join(single.split())
     assert "exploratory" not in box and "Table 12b.1" not in box
+    # the badges count every claim of the protocol: the book's tally, nothing to explain
+    whole = {k: v for k, v in got.items() if k not in rest}
+    book = pv.six_layers_box(
+        [local, grid, pruned], ["pruning_finds_heads"], "h.", ["b."], whole
+    )
+    assert "The badges" not in book and "the other" not in book
+    assert book.endswith("- b.\n```") and "**On fresh seeds, h.**" in book
+
+
+def test_chapter_12b_counts_the_book_s_claims():
+    """Ch. 12b's box and Table 12b.1 count the claims the index and ch. 17 count: its own
+    six-layer claims, the learned encoding's (judged on ch. 9's page) and the protocol's claim
+    that the pruning rule finds heads, which gets its row before the pruning claims; the table
+    can leave out the earlier runs' column."""
+    from attnconv.evidence.protocol import CLAIMS as FROZEN
+
+    claims = pv.book_claims()
+    every = [c for group in pv.GROUPS for c in claims.get(group, [])]
+    tallied = pv.six_layers_tallied(every)
+    keys = [c.key for c in tallied] + list(pv.SIX_LAYERS_ADDED)
+    assert sorted(keys) == sorted(FROZEN) and len(keys) == len(set(keys))
+    assert "learned_matched_lemma" in keys and "pruned_counts" not in keys
+    table = pv.claims_overview(
+        tallied, cards=True, earlier=False, added=pv.SIX_LAYERS_ADDED
+    )
+    lines = table.splitlines()
+    assert lines[0] == "| claim (arXiv v1) | test | fresh seeds |"
+    rows = lines[2:]
+    assert len(rows) == len(FROZEN) and all(r.count(" | ") == 2 for r in rows)
+    at = next(i for i, r in enumerate(rows) if "<sec-six-layers-pruning>" in r)
+    assert "<card-pruning-hurts>" in rows[at + 1]
+    assert pv.added_test("pruning_finds_heads") == (
+        "a head with condition number above 10⁵ or top eigenvalue below 10⁻⁵"
+    )
+    assert "<card-learned-matched-lemma>" in table
+    # with the earlier runs' column, an added claim has no earlier verdict
+    wide = pv.claims_overview(tallied, cards=True, added=pv.SIX_LAYERS_ADDED)
+    assert wide.splitlines()[2 + at].count(" | —") == 1
+    # an added claim whose partner is not listed comes last
+    alone = pv.claims_overview(tallied[:1], cards=True, added=pv.SIX_LAYERS_ADDED)
+    assert "<sec-six-layers-pruning>" in alone.splitlines()[-1]
 
 
 def test_each_claim_has_one_card_and_the_chapters_link_to_it():
