@@ -89,7 +89,13 @@ def test_scorecard_counts_every_verdict():
         INCONCLUSIVE: 1,
     }
     table = pv.scorecard_table(claims)
-    assert "| 2 |" in table and "| 1 |" in table and "| 0 |" in table
+    # the experimental rows count the judge's fresh verdicts, not these (exploratory) claims
+    fresh = pv.fresh_counts(list(pv.fresh_verdicts()))
+    for verdict, n in fresh.items():
+        if verdict in VERDICT_BADGES:
+            role, word = VERDICT_BADGES[verdict]
+            row = next(r for r in table.splitlines() if f"{{{role}}}`{word}`" in r)
+            assert f"| {n} |" in row, (verdict, row)
     assert "{bdg-danger}`errata`" in table
 
 
@@ -116,12 +122,13 @@ def test_exact_checks_and_descriptions_are_shown_apart_not_tallied():
     assert "{ref}`frozen protocol <appendix-protocol>`" in box  # one click from ch. 17
     table = pv.scorecard_table(claims)
     assert "{bdg-dark}`not counted`" in table and "(an exact count)" in table
-    # the count column leads with the fresh seeds' count; the exploratory one (1) beside it
+    # the count column is the fresh seeds' count; the exploratory counts are Table 17.4's
     fresh = pv.fresh_counts(list(pv.fresh_verdicts()))[REPRODUCED]
     assert (
-        f"| Experimental claims reproduced at CPU scale, on fresh seeds | {fresh} | 1 |"
-        in table
+        f"| Experimental claims reproduced at CPU scale, on fresh seeds | {fresh} | "
+        "{ref}`below <sec-every-claim>` |" in table
     )
+    assert "exploratory" not in table
     text = pv.not_counted_markdown(claims, counts_ref="Table 8.1")
     assert (
         "An exact check, not an experiment" in text
@@ -556,8 +563,12 @@ def test_chapter_17s_caveats_name_an_arm_tuned_at_its_grids_end():
     lines = {c.key: pv._caveats(c.key) for c in claims}
     sentence = pv.caveats_sentence(claims)
     tuned = [k for k, x in lines.items() if x]
-    # one sentence naming each comparison with a caveat, linked to its card, and no other
-    assert sentence.count("{ref}") == len(tuned) and sentence.count(". ") == 1
+    # one sentence, then a list naming each comparison with a caveat, linked to its card, and
+    # the values chosen at a grid's end; no other
+    lead, _, items = sentence.partition("\n\n")
+    assert "{ref}" not in lead and lead.count(". ") == 1
+    assert items.count("\n- ") == len(tuned) - 1 and items.startswith("- ")
+    assert sentence.count("{ref}") == len(tuned) and "chosen at an end" not in items
     assert all(f"<{pv.card_label(k)}>" in sentence for k in tuned)
     assert ("width" in sentence) == any("widths" in lines[k] for k in tuned)
     for key, line in lines.items():
@@ -617,7 +628,12 @@ def test_chapter_17s_box_says_what_the_tally_means_in_its_own_words():
     box = " ".join(pv.what_holds_box([], fresh).split())
     held = sum(v.verdict == REPRODUCED for v in fresh.values())
     assert f"{pv.share_words(held, len(fresh))} of the claims hold at CPU scale." in box
-    assert "Two statements and one conjecture of the paper fail an exact check" in box
+    # the theory in one line; the errata counted, named in Table 17.1 (not the intro's words)
+    assert "Every lemma and theorem checks exactly." in box
+    assert (
+        f"scores the rest of the paper, with its {len(pv.ERRATA_WRONG)} errata." in box
+    )
+    assert "are wrong, by an exact check" not in box
     assert "The theory holds as stated" not in box and "Asked again" not in box
     assert pv.share_words(6, 18) == "A third" and pv.share_words(6, 17) == "6 of 17"
     assert pv.share_words(4, 8) == "Half"
