@@ -1151,9 +1151,9 @@ def baseline_sentence(claims: Sequence[Claim]) -> str:
     for c in claims:
         got = _baseline_ratio(c.key)
         if got is not None:
-            short = CLAIMS[c.key].title.split(": ", 1)[-1]  # without its source
+            # the comparison named by its rival arm, not by the claim's title
             parts.append(
-                f'For "{short}", it is {got[1]:.1f} times the {got[0]} model\'s size.'
+                f"Against the {got[0]} model, it is {got[1]:.1f} times that model's size."
             )
     if not parts:
         return ""
