@@ -314,8 +314,8 @@ def _kind(c: Mapping) -> str:
 
 #: Contrasts whose frozen source is a later paper's claim they test only in part: what they test.
 IN_PART = {
-    "convit_start": "the start alone; ConViT's claim, of the whole ConViT against the DeiT, "
-    "is the last row (the frozen protocol quotes it here too)",
+    "convit_start": "ConViT's claim, in part: the start alone. The last row tests the whole "
+    "ConViT.",
 }
 
 

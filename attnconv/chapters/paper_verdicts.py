@@ -1144,26 +1144,27 @@ def claim_evidence(claims: Sequence[Claim]) -> str:
 
 
 def caveats_sentence(claims: Sequence[Claim]) -> str:
-    """Ch. 17's caveat under Table 17.2, one sentence: the comparisons with an arm tuned at an
-    end of its grid (:func:`_caveats`), each title linked to its card, and what was chosen
-    there (a learning rate, or also a width); "" when none has one."""
+    """Ch. 17's caveat under Table 17.2: one sentence on the comparisons with an arm tuned at an
+    end of its grid (:func:`_caveats`), then a short list, one item per comparison: its title
+    linked to its card and the values chosen there (a learning rate, or also a width); "" when
+    none has one."""
     tuned = [c for c in claims if _caveats(c.key)]
     if not tuned:
         return ""
-    # each title without its source ("Sec. 3: "), so that the sentence stays short
-    links = [
-        f"{{ref}}`{CLAIMS[c.key].title.split(': ', 1)[-1]} <{card_label(c.key)}>`"
-        for c in tuned
-    ]
-    named = links[0] if len(links) == 1 else ", ".join(links[:-1]) + " and " + links[-1]
     what = "learning rate"
     if any("widths" in _caveats(c.key) for c in tuned):
         what = "learning rate or width"
     count = _WORDS.get(len(tuned), str(len(tuned))).capitalize()
     verb = "comparison chose" if len(tuned) == 1 else "comparisons chose"
+    items = []
+    for c in tuned:
+        # each title without its source ("Sec. 3: "), so that the item stays short
+        title = CLAIMS[c.key].title.split(": ", 1)[-1]
+        chosen = re.sub(r" (?:was|were) chosen at an end.*$", "", _caveats(c.key))
+        items.append(f"- {{ref}}`{title} <{card_label(c.key)}>`: {chosen}.")
     return (
-        f"{count} {verb} a {what} at an end of its tuning grid: {named}. A better value "
-        "may lie beyond that end."
+        f"{count} {verb} a {what} at an end of its tuning grid, so a better value may lie "
+        "beyond that end. The values at an end:\n\n" + "\n".join(items)
     )
 
 
@@ -1203,9 +1204,9 @@ def baseline_sentence(claims: Sequence[Claim]) -> str:
     for c in claims:
         got = _baseline_ratio(c.key)
         if got is not None:
-            short = CLAIMS[c.key].title.split(": ", 1)[-1]  # without its source
+            # the comparison named by its rival arm, not by the claim's title
             parts.append(
-                f'For "{short}", it is {got[1]:.1f} times the {got[0]} model\'s size.'
+                f"Against the {got[0]} model, it is {got[1]:.1f} times that model's size."
             )
     if not parts:
         return ""
@@ -1478,7 +1479,7 @@ def what_holds_box(
     """Chapter 17's result box, so that nothing in it is typed by hand: the frozen protocol's
     verdicts on the fresh seeds (``fresh``, by default :func:`fresh_verdicts`) as badges beside
     one line that says what they count, what the tally means (the share reproduced, in words),
-    and the theory's line with the errata named by kind (:func:`errata_words`). No exploratory
+    and the theory's line with the errata counted (Table 17.1 names them). No exploratory
     count: Table 17.4 lines those up (:func:`tallies_table`); the second test on new seeds is
     told in the chapter's body. The intro's "What this book found" says the same facts in its
     own words."""
@@ -1492,8 +1493,8 @@ def what_holds_box(
         f"- **What the tally means.** {held} of the claims hold at CPU scale. The runs learn "
         "the locality the paper describes, not the convolution its theorem builds.\n"
         f"- {category_badge('exact')} **Every lemma and theorem checks exactly.** "
-        f"{errata_words().capitalize()} fail an exact check "
-        "({ref}`Table 17.1 <tab-what-holds-scorecard>`).\n"
+        "{ref}`Table 17.1 <tab-what-holds-scorecard>` scores the rest of the paper, with "
+        f"its {len(ERRATA_WRONG)} errata.\n"
         "```"
     )
 
@@ -1713,12 +1714,12 @@ def tallies_table(
             "{ref}`ch. 12b <ch-six-layers>`",
         ),
         row(
-            "exploratory: every claim written before the freeze",
+            "earlier runs: every claim written before the freeze",
             [c.verdict for c in every],
-            "{ref}`Table 17.1 <tab-what-holds-scorecard>`",
+            "{ref}`Table 17.2 <tab-what-holds-claims>`, last column",
         ),
         row(
-            "exploratory: the six-layer claims",
+            "earlier runs: the six-layer claims",
             [c.verdict for c in six],
             "{ref}`ch. 12b <ch-six-layers>`",
         ),
@@ -1835,9 +1836,8 @@ def scorecard_table(
     (wrong, imprecise; each named in a few words, the badge says which kind) and the experimental claims counted by verdict, each row with its badge,
     its count and where the book shows it. The experimental rows count the frozen protocol's
     verdicts on the fresh seeds (``fresh``, by default :func:`fresh_verdicts`; "pending" gets a
-    row while any claim is), with the exploratory count beside it (:func:`counted`); the exact
-    checks and descriptions get a row of their own."""
-    n = verdict_counts(counted(claims))
+    row while any claim is); the exploratory counts are Table 17.4's (:func:`tallies_table`),
+    out of the reading path. The exact checks and descriptions get a row of their own."""
     on_fresh, interim = _fresh_tally(fresh)
     rows = [
         (
@@ -1892,14 +1892,12 @@ def scorecard_table(
                 "{ref}`below <sec-not-counted>`",
             )
         )
-    rows = [(b, w, c, "—", at) for b, w, c, at in rows]
-    for verdict, count in n.items():
+    for verdict in words:
         rows.append(
             (
                 verdict_badge(verdict),
                 words[verdict] + ", on fresh seeds",
                 on_fresh[verdict],
-                count,
                 "{ref}`below <sec-every-claim>`",
             )
         )
@@ -1909,16 +1907,15 @@ def scorecard_table(
                 category_badge("pending"),
                 "Experimental claims whose fresh seeds are being run",
                 on_fresh[PENDING],
-                "—",
                 "{ref}`the protocol <appendix-protocol>`",
             )
         )
     head = "count" + (" (fresh seeds interim)" if interim else "")
     lines = [
-        f"| | what | {head} | exploratory | where |",
-        "| :--- | :--- | ---: | ---: | :--- |",
+        f"| | what | {head} | where |",
+        "| :--- | :--- | ---: | :--- |",
     ]
-    lines += [f"| {b} | {w} | {c} | {f} | {at} |" for b, w, c, f, at in rows]
+    lines += [f"| {b} | {w} | {c} | {at} |" for b, w, c, at in rows]
     return "\n".join(lines)
 
 

@@ -514,20 +514,24 @@ def both_ways_text(confirmatory: Dict[str, ConfirmatoryVerdict]) -> str:
     stand = [claim_name(k) for k in against if both[k] == NOT_REPRODUCED]
     fall = [claim_name(k) for k in against if both[k] != NOT_REPRODUCED]
     f = holm_floor()
+
+    def listed(names):  # one claim a line, not a run of titles joined by semicolons
+        return "\n\n" + "\n".join(f"- {n}" for n in names) + "\n\n"
+
     return (
         "The protocol holds back only the *reproduced* verdicts. A *not reproduced* is a "
         "rejection too, in the other direction. The same bound applies to it: no seed of "
         f"{f['seeds']} showing the property has $p = {f['best_p']:.4f}$. Applied in both "
         f"directions, Holm's adjustment leaves {len(stand)} of the {len(against)} *not "
         "reproduced* standing"
-        + (f": {'; '.join(stand)}." if stand else ".")
+        + (f":{listed(stand)}" if stand else ". ")
         + (
-            f" The other {len(fall)} would read *inconclusive*: {'; '.join(fall)}. They are "
+            f"The other {len(fall)} would read *inconclusive*:{listed(fall)}They are "
             "fragile too, under an alternative the frozen protocol does not name."
             if fall
             else ""
         )
-    )
+    ).rstrip()
 
 
 # --------------------------------------------------------------------------- the follow-up

@@ -120,7 +120,7 @@ def test_later_claims_quote_no_citation_as_an_elision_and_name_what_is_not_teste
 
 
 def test_heads_figure_has_plain_width_ticks_distinct_colours_and_its_legend_apart():
-    """Figure 18.4: the width panel's ticks are plain numbers (0, 0.1, 0.3, …), every start has
+    """Figure 18.3: the width panel's ticks are plain numbers (0, 0.1, 0.3, …), every start has
     its own colour, and the legend sits below the panels, not on a curve."""
     import matplotlib
 

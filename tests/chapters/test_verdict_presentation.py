@@ -89,7 +89,13 @@ def test_scorecard_counts_every_verdict():
         INCONCLUSIVE: 1,
     }
     table = pv.scorecard_table(claims)
-    assert "| 2 |" in table and "| 1 |" in table and "| 0 |" in table
+    # the experimental rows count the judge's fresh verdicts, not these (exploratory) claims
+    fresh = pv.fresh_counts(list(pv.fresh_verdicts()))
+    for verdict, n in fresh.items():
+        if verdict in VERDICT_BADGES:
+            role, word = VERDICT_BADGES[verdict]
+            row = next(r for r in table.splitlines() if f"{{{role}}}`{word}`" in r)
+            assert f"| {n} |" in row, (verdict, row)
     assert "{bdg-danger}`errata`" in table
 
 
@@ -116,12 +122,13 @@ def test_exact_checks_and_descriptions_are_shown_apart_not_tallied():
     assert "{ref}`frozen protocol <appendix-protocol>`" in box  # one click from ch. 17
     table = pv.scorecard_table(claims)
     assert "{bdg-dark}`not counted`" in table and "(an exact count)" in table
-    # the count column leads with the fresh seeds' count; the exploratory one (1) beside it
+    # the count column is the fresh seeds' count; the exploratory counts are Table 17.4's
     fresh = pv.fresh_counts(list(pv.fresh_verdicts()))[REPRODUCED]
     assert (
-        f"| Experimental claims reproduced at CPU scale, on fresh seeds | {fresh} | 1 |"
-        in table
+        f"| Experimental claims reproduced at CPU scale, on fresh seeds | {fresh} | "
+        "{ref}`below <sec-every-claim>` |" in table
     )
+    assert "exploratory" not in table
     text = pv.not_counted_markdown(claims, counts_ref="Table 8.1")
     assert (
         "An exact check, not an experiment" in text
@@ -561,10 +568,11 @@ def test_chapter_17_names_a_larger_baseline_once_and_leaves_the_follow_up_to_its
         ratio = size["resnet18"] / size[rival]
         assert ratio > 5
         assert (
-            f'For "{CLAIMS[key].title.split(": ", 1)[-1]}", it is {ratio:.1f} times the '
-            f"{rival} model's size." in sentence
+            f"Against the {rival} model, it is {ratio:.1f} times that model's size."
+            in sentence
         )
-    assert sentence.count(" times the ") == len(against)
+    assert sentence.count(" times that model's size") == len(against)
+    assert '"' not in sentence  # no claim title quoted as a noun
     assert not any("against a ResNet18" in ln for ln in lines.values())
     # the follow-up's answers are told once, in ch. 17's section on it: not in the caveats
     assert not any("follow-up" in ln for ln in lines.values())
@@ -597,8 +605,12 @@ def test_chapter_17s_caveats_name_an_arm_tuned_at_its_grids_end():
     lines = {c.key: pv._caveats(c.key) for c in claims}
     sentence = pv.caveats_sentence(claims)
     tuned = [k for k, x in lines.items() if x]
-    # one sentence naming each comparison with a caveat, linked to its card, and no other
-    assert sentence.count("{ref}") == len(tuned) and sentence.count(". ") == 1
+    # one sentence, then a list naming each comparison with a caveat, linked to its card, and
+    # the values chosen at a grid's end; no other
+    lead, _, items = sentence.partition("\n\n")
+    assert "{ref}" not in lead and lead.count(". ") == 1
+    assert items.count("\n- ") == len(tuned) - 1 and items.startswith("- ")
+    assert sentence.count("{ref}") == len(tuned) and "chosen at an end" not in items
     assert all(f"<{pv.card_label(k)}>" in sentence for k in tuned)
     assert ("width" in sentence) == any("widths" in lines[k] for k in tuned)
     for key, line in lines.items():
@@ -658,7 +670,12 @@ def test_chapter_17s_box_says_what_the_tally_means_in_its_own_words():
     box = " ".join(pv.what_holds_box([], fresh).split())
     held = sum(v.verdict == REPRODUCED for v in fresh.values())
     assert f"{pv.share_words(held, len(fresh))} of the claims hold at CPU scale." in box
-    assert "Two statements and one conjecture of the paper fail an exact check" in box
+    # the theory in one line; the errata counted, named in Table 17.1 (not the intro's words)
+    assert "Every lemma and theorem checks exactly." in box
+    assert (
+        f"scores the rest of the paper, with its {len(pv.ERRATA_WRONG)} errata." in box
+    )
+    assert "are wrong, by an exact check" not in box
     assert "The theory holds as stated" not in box and "Asked again" not in box
     assert pv.share_words(6, 18) == "A third" and pv.share_words(6, 17) == "6 of 17"
     assert pv.share_words(4, 8) == "Half"
