@@ -1685,16 +1685,13 @@ def tallies_table(
     fresh: Optional[Mapping[str, ConfirmatoryVerdict]] = None,
 ):
     """Every tally of verdicts the book gives, lined up (ch. 17): the frozen protocol's on the
-    fresh seeds, for every experimental claim and for ch. 12b's six-layer claims; the
-    exploratory ones, made before the freeze, for the same two sets; and the registered
-    follow-up's. Each row counts its own set, so that the reader can see why two pages give
-    different numbers."""
+    fresh seeds (the intro's, ch. 12b's and ch. 17's), the exploratory one made before the
+    freeze, and the registered follow-up's. Each row counts its own set, so that the reader can
+    see why two counts differ."""
     from .shared.tables import markdown_table
 
     fresh = fresh_verdicts() if fresh is None else fresh
     every = counted(claims)
-    six = _six_layer_claims(claims)
-    six_fresh = [k for k in six_layer_keys(claims) if k in fresh]
     followup = followup_verdicts()
 
     def row(what, verdicts, where):
@@ -1706,22 +1703,13 @@ def tallies_table(
         row(
             "fresh seeds: every experimental claim",
             [g.verdict for g in fresh.values()],
-            "{ref}`Table 17.2 <tab-what-holds-claims>`, the intro",
-        ),
-        row(
-            "fresh seeds: the six-layer claims",
-            [fresh[k].verdict for k in six_fresh],
+            "{ref}`Table 17.2 <tab-what-holds-claims>`, the intro, "
             "{ref}`ch. 12b <ch-six-layers>`",
         ),
         row(
             "earlier runs: every claim written before the freeze",
             [c.verdict for c in every],
             "{ref}`Table 17.2 <tab-what-holds-claims>`, last column",
-        ),
-        row(
-            "earlier runs: the six-layer claims",
-            [c.verdict for c in six],
-            "{ref}`ch. 12b <ch-six-layers>`",
         ),
         row(
             "second test on new seeds: questions asked again",
