@@ -1032,18 +1032,20 @@ def claim_card_rows(c: Claim) -> List[Tuple[str, str, str]]:
     """A claim's card as table rows (part, which, what): the claim quoted with its source, the
     test with its kind and margin, one row per run with its measured value (runs at another
     setting marked "not counted"), the verdict on the fresh seeds and the exploratory verdict,
-    each a badge beside the judge's words, cut at their semicolons (:func:`clauses`). Every
-    string is the rule's or the judge's; only the layout is this function's."""
+    each a badge beside the judge's words, cut at their semicolons (:func:`clauses`), a range of
+    numbers kept on one line (:func:`keep_ranges`). Every string is the rule's or the judge's;
+    only the layout is this function's."""
     at, off = split_evidence(c)
     kind = c.kind + (f", margin {c.margin}" if c.margin not in ("", "—") else "")
     rows = [
         ("claim", _one_line(c.source), f"“{_one_line(c.quote)}”"),
-        ("test", kind or "—", _lines(clauses(_one_line(c.test)))),
+        ("test", kind or "—", _lines(clauses(keep_ranges(_one_line(c.test))))),
     ]
     rows += [("run", _one_line(e.run), _measured(e)) for e in at]
     rows += [("run, not counted", _one_line(e.run), _measured(e)) for e in off]
     rows.append(("fresh seeds", *_fresh_cell(c.key)))
-    rows.append(("exploratory", shown_badge(c), _lines(clauses(_one_line(c.reason)))))
+    reason = keep_ranges(_one_line(c.reason))  # "layers 1-2" kept on one line
+    rows.append(("exploratory", shown_badge(c), _lines(clauses(reason))))
     return rows
 
 

@@ -48,7 +48,7 @@ def layer_records(history: Mapping, epoch: int) -> List[HeadRecord]:
 #: How far (tokens) a head of the head-paths re-run may end from the same head of the saved run
 #: (:func:`head_paths`), as Figures 7.3 and 7b.1 state it. The re-run is the same seed and
 #: configuration on the same kind of device (CPU, float32): only round-off differs, which 40
-#: epochs of Adam grow to a few thousandths of a token (0.0023 measured). 0.01 token is a
+#: epochs of SGD grow to a few thousandths of a token (0.0023 measured). 0.01 token is a
 #: fiftieth of the 0.5-token radius in which the grid test counts a lattice point covered, so a
 #: path that ends within it ends where the counted run's heads ended for every verdict.
 PATHS_END_GAP = 0.01
