@@ -2,8 +2,8 @@
 // a figure, or the cell after it, may add <div class="hover-spots" data-spots='[{"x", "y",
 // "text"}]'>, each x and y a fraction of the figure's image. This lays a round, focusable button over each place on the
 // image; resting the pointer on it, focusing it (Tab) or tapping it shows its text in a tooltip,
-// and Esc or moving away hides it. A small label in the figure's corner says that it has
-// values. The spots are placed in percent, so they follow the image at any width the page
+// and Esc or moving away hides it. A small label under the image's right edge says that it
+// has values. The spots are placed in percent, so they follow the image at any width the page
 // gives it.
 (function () {
   var tip = null;
@@ -40,9 +40,13 @@
     if (!img) return;
     el.dataset.ready = "1";
     var outer = img.closest("a.image-reference") || img;
+    // .hover-figure holds the frame (the image and its spots) and, under it, the label
+    var figure = document.createElement("span");
+    figure.className = "hover-figure";
     var frame = document.createElement("span");
     frame.className = "hover-frame";
-    outer.parentNode.insertBefore(frame, outer);
+    outer.parentNode.insertBefore(figure, outer);
+    figure.appendChild(frame);
     frame.appendChild(outer);
     JSON.parse(el.dataset.spots).forEach(function (s) {
       var b = document.createElement("button");
@@ -60,13 +64,13 @@
       b.addEventListener("blur", hide);
       frame.appendChild(b);
     });
-    // the figure says it has values: a label in its corner, and faint rings on its points
-    // while the pointer is over it (reader.css)
+    // the figure says it has values: a small label just under the image's right edge (never
+    // over the figure's titles), and faint rings on its points while the pointer is over it
     var badge = document.createElement("span");
     badge.className = "hover-badge";
     badge.setAttribute("aria-hidden", "true");
     badge.textContent = "values on hover · Tab";
-    frame.appendChild(badge);
+    figure.appendChild(badge);
     frame.classList.add("has-hover-values");
     frame.setAttribute("role", "group");
     frame.setAttribute("aria-label", el.dataset.label || "figure");
