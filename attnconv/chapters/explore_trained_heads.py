@@ -304,6 +304,7 @@ def trajectory_figure(
     tail: Optional[int] = None,
     ncols: int = 3,
     start: int = -1,
+    shared_scale: bool = False,
 ):
     """The paper's Fig. 2 as an animation: one panel per attention layer with every head's centre
     Δ_h (row shift down, column shift right, in tokens, around the query at 0) after each epoch,
@@ -318,7 +319,8 @@ def trajectory_figure(
     from the initialisation. Head colours are shared by the layers; one legend. Each panel has
     its own axes, ±:func:`trajectory_axis_limit` of its layer (fitted to that layer's centres in
     every frame, not to the token grid), on square panels: a layer whose heads stay near the
-    query is drawn close up."""
+    query is drawn close up. ``shared_scale=True`` gives every panel the largest of those
+    limits, so that the layers compare at a glance."""
     go = plotly_go()
     from plotly.subplots import make_subplots
 
@@ -327,6 +329,8 @@ def trajectory_figure(
     n_frames = next(iter(traj.values())).shape[0]
     n_heads = max(t.shape[1] for t in traj.values())
     lims = [trajectory_axis_limit({i: traj[i]}, kernel_size) for i in layers]
+    if shared_scale:
+        lims = [max(lims)] * len(lims)
     cols = min(len(layers), ncols)
     rows = math.ceil(len(layers) / cols)
     fig = make_subplots(

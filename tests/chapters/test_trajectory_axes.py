@@ -136,6 +136,15 @@ def test_a_far_head_widens_only_its_own_panel():
     assert panels[0][0][1] == 2.0 and panels[1][0][1] == 7.0
 
 
+def test_a_shared_scale_gives_every_panel_the_widest_limit():
+    """With ``shared_scale`` the far head of layer 2 sets both panels' axes (ch. 7b's figure)."""
+    near = np.zeros((2, 2, 1, 2))
+    near[1, 1, 0] = (0.0, -6.2)
+    panels = _panels(trajectory_figure(synthetic_history(near), shared_scale=True))
+    assert [p[0][1] for p in panels] == [7.0, 7.0]
+    assert [p[1][0] for p in panels] == [7.0, 7.0]
+
+
 def test_the_limit_follows_the_data_not_the_grid():
     """A far head widens the axes; the same heads near the query give the lattice's ±1 plus the
     margin, whatever the token grid."""
