@@ -107,3 +107,24 @@ def test_a_figure_of_some_layers_names_them_and_keeps_the_scale_of_all():
     plt.close(fig)
     with pytest.raises(ValueError):
         plot_layer_head_maps(maps, (2, 2), layers=[6])
+
+
+def test_peak_marks_frame_exactly_the_heads_above_each_threshold():
+    maps = _maps(2, 4)
+    maps[1][2] = 0.0
+    maps[1][2, 3, 3] = 0.95  # a head nearly one-hot
+    maps[1][2, 0, 0] = 0.05
+    maps[0][1] = 0.0
+    maps[0][1, 1, 1] = 0.6  # a head on one key
+    maps[0][1, 2, 2] = 0.4
+    fig = plot_layer_head_maps(maps, (4, 4), peak_marks=(0.5, 0.9))
+    assert fig.marked_heads == {0.5: [(1, 2), (2, 3)], 0.9: [(2, 3)]}
+    labels = [ax.get_ylabel() for ax in fig.axes if ax.get_ylabel()]
+    assert labels == ["layer 1\nmax 0.60", "layer 2\nmax 0.95"]
+    plain = plot_layer_head_maps(maps, (4, 4))
+    assert plain.marked_heads == {}
+    assert [ax.get_ylabel() for ax in plain.axes if ax.get_ylabel()] == [
+        "layer 1",
+        "layer 2",
+    ]
+    plt.close("all")

@@ -410,3 +410,19 @@ def test_a_theory_chapter_with_excerpts_ends_with_their_full_source(number):
     assert all("full_ref=" in s for s in excerpts)
     assert sources[-1].startswith("show_full_source(")
     assert cells[-1]["metadata"]["tags"] == ["remove-input"]
+
+
+def test_one_listing_joins_consecutive_objects_of_one_file():
+    md = source_markdown(
+        _learned,
+        LearnedRelativeEncoding.features,
+        LearnedRelativeEncoding.axis_scores,
+        one_listing=True,
+    )
+    assert md.count("```python") == 2 and md.count(" · source: ") == 2
+    assert "`LearnedRelativeEncoding`: `features`, `axis_scores` · source: " in md
+    assert "\ndef features(self" in md and "\ndef axis_scores(self" in md
+    apart = source_markdown(
+        LearnedRelativeEncoding.features, LearnedRelativeEncoding.axis_scores
+    )
+    assert apart.count("```python") == 2

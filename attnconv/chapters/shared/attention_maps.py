@@ -124,6 +124,7 @@ def plot_layer_head_maps(
     heads_per_row: Optional[int] = None,
     shared_scale: bool = False,
     layers: Optional[Sequence[int]] = None,
+    peak_marks: Sequence[float] = (),
 ):
     """v1 Fig. 6 (ICLR Figs. 5 and 6): a grid of attention maps, one row per layer and one column per head, each with the
     query token marked by a red square; each panel has its own colour scale from 0 to
@@ -141,7 +142,13 @@ def plot_layer_head_maps(
 
     ``layers`` (0-based indices into ``maps``) draws only those layers, each still named by its
     own number, on the colour scale of all of ``maps``: a figure split in two (layers 1-2, then
-    3-6) reads on one scale."""
+    3-6) reads on one scale.
+
+    ``peak_marks`` (thresholds, e.g. ``(0.5, 0.9)``) frames every head whose largest
+    probability on one key is above the lowest of them, the frame thicker and darker above
+    each higher one, and puts each layer's largest probability under its label ("max 0.31").
+    The figure's ``marked_heads`` then maps each threshold to the (layer, head) pairs above it,
+    both numbered from 1, as drawn."""
     import matplotlib.pyplot as plt
     from matplotlib.colors import LogNorm
     from matplotlib.patches import Rectangle
@@ -186,6 +193,9 @@ def plot_layer_head_maps(
         top = max(float(m.max()) for m in drawn)
         norm = LogNorm(vmin=uniform, vmax=max(top, vmax_floor, 2 * uniform), clip=True)
     image = None
+    marks = sorted(float(t) for t in peak_marks)
+    frames = ["darkorange", "crimson", "black"]
+    fig.marked_heads = {t: [] for t in marks}
     for i, layer_maps in enumerate(maps):
         for h in range(n_heads):
             ax = axes[i * rows_per_layer + h // ncols, h % ncols]
@@ -209,6 +219,15 @@ def plot_layer_head_maps(
                     (query[1] - 0.5, query[0] - 0.5), 1, 1, fill=False, ec="red", lw=1.2
                 )
             )
+            above = [j for j, t in enumerate(marks) if float(m.max()) > t]
+            for j in above:
+                fig.marked_heads[marks[j]].append((numbers[i] + 1, h + 1))
+            if above:
+                for spine in ax.spines.values():
+                    spine.set(
+                        edgecolor=frames[min(above[-1], len(frames) - 1)],
+                        linewidth=1.5 + 1.0 * above[-1],
+                    )
             if wrapped:
                 ax.set_title(f"head {h + 1}", fontsize=9, pad=2)
             elif i == 0:
@@ -217,10 +236,10 @@ def plot_layer_head_maps(
                     fontsize=9,
                 )
             if h % ncols == 0:
-                ax.set_ylabel(
-                    f"layer {numbers[i] + 1}" if h == 0 or not wrapped else "",
-                    fontsize=9,
-                )
+                label = f"layer {numbers[i] + 1}" if h == 0 or not wrapped else ""
+                if marks and label and layer_maps is not None:
+                    label += f"\nmax {float(layer_maps.max()):.2f}"
+                ax.set_ylabel(label, fontsize=9)
     if image is not None:
         bar = fig.colorbar(
             image,

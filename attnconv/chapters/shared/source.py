@@ -323,7 +323,11 @@ def _name(obj) -> str:
 
 
 def source_markdown(
-    *objs, note: str = "", excerpt: bool = False, full_ref: str = ""
+    *objs,
+    note: str = "",
+    excerpt: bool = False,
+    full_ref: str = "",
+    one_listing: bool = False,
 ) -> str:
     """Markdown for the source of ``objs`` (functions, classes, methods or properties): one
     heading line per object with its file (a link to the file: Sphinx's ``download`` role copies
@@ -334,10 +338,12 @@ def source_markdown(
     ``excerpt`` the lines marked as plumbing are left out (:func:`elide_plumbing`), which the
     heading says; the file and lines it names stay those of the whole source. ``full_ref``, the
     label of the section that holds the full listing (:func:`full_source_markdown`), makes the
-    heading of an excerpt point to it."""
+    heading of an excerpt point to it. With ``one_listing``, consecutive objects from one file
+    share one heading (their names, the file, each one's lines) and one code block."""
     if not objs:
         raise ValueError("show at least one object")
     parts = [note] if note else []
+    listings = []  # (file, [(name, first, last)], [code], {notes})
     for obj in objs:
         target = obj.fget if isinstance(obj, property) else obj
         raw = textwrap.dedent(inspect.getsource(inspect.unwrap(target))).rstrip()
@@ -352,22 +358,58 @@ def source_markdown(
             notes.insert(
                 0, "excerpt: `...  # n lines` stands for lines left out" + where
             )
+        if one_listing and listings and listings[-1][0] == rel:
+            listings[-1][1].append((_name(obj), first, last))
+            listings[-1][2].append(code)
+            listings[-1][3].extend(n for n in notes if n not in listings[-1][3])
+        else:
+            listings.append((rel, [(_name(obj), first, last)], [code], notes))
+    for rel, names, codes, notes in listings:
         shortened = f" ({'; '.join(notes)})" if notes else ""
+        if len(names) == 1:
+            name, first, last = names[0]
+            where = f"lines {first}–{last}"
+            title = f"`{name}`"
+        else:
+            gaps = [b[1] - a[2] for a, b in zip(names, names[1:])]
+            if all(0 < g <= 3 for g in gaps):  # one stretch of the file
+                where = f"lines {names[0][1]}–{names[-1][2]}"
+            else:
+                where = "lines " + ", ".join(f"{a}–{b}" for _, a, b in names)
+            owners = {n.rpartition(".")[0] for n, _, _ in names}
+            if len(owners) == 1 and "" not in owners:  # methods of one class
+                title = f"`{owners.pop()}`: " + ", ".join(
+                    f"`{n.rpartition('.')[2]}`" for n, _, _ in names
+                )
+            else:
+                title = ", ".join(f"`{n}`" for n, _, _ in names)
+        body = "\n\n".join(codes)
         parts.append(
-            f"`{_name(obj)}` · source: {{download}}`{rel} </{rel}>`, lines "
-            f"{first}–{last}{shortened}\n\n"
-            f"```python\n{code}\n```"
+            f"{title} · source: {{download}}`{rel} </{rel}>`, {where}{shortened}\n\n"
+            f"```python\n{body}\n```"
         )
     return "\n\n".join(parts)
 
 
-def show_source(*objs, note: str = "", excerpt: bool = False, full_ref: str = ""):
+def show_source(
+    *objs,
+    note: str = "",
+    excerpt: bool = False,
+    full_ref: str = "",
+    one_listing: bool = False,
+):
     """:func:`source_markdown` as an ``IPython.display.Markdown`` object: the book renders it as
     highlighted code (the displaying cell is tagged ``remove-input``)."""
     from IPython.display import Markdown
 
     return Markdown(
-        source_markdown(*objs, note=note, excerpt=excerpt, full_ref=full_ref)
+        source_markdown(
+            *objs,
+            note=note,
+            excerpt=excerpt,
+            full_ref=full_ref,
+            one_listing=one_listing,
+        )
     )
 
 
