@@ -110,6 +110,7 @@ __all__ = [
     "card_links",
     "claim_evidence",
     "caveats_sentence",
+    "caveats_table",
     "clauses",
     "paired_over_images",
     "confounds_note",
@@ -1168,6 +1169,31 @@ def caveats_sentence(claims: Sequence[Claim]) -> str:
         f"{count} {verb} a {what} at an end of its tuning grid, so a better value may lie "
         "beyond that end. The values at an end:\n\n" + "\n".join(items)
     )
+
+
+def caveats_table(claims: Sequence[Claim]) -> Tuple[str, str]:
+    """Ch. 17's caveat on the tuning grids as one sentence and a small table (comparison | value
+    at an end of its grid), the same facts as :func:`caveats_sentence`; ``("", "")`` when no
+    comparison has one."""
+    tuned = [c for c in claims if _caveats(c.key)]
+    if not tuned:
+        return "", ""
+    count = _WORDS.get(len(tuned), str(len(tuned))).capitalize()
+    verb = "comparison chose" if len(tuned) == 1 else "comparisons chose"
+    what = "learning rate"
+    if any("widths" in _caveats(c.key) for c in tuned):
+        what = "learning rate or width"
+    rows = ["| Comparison | Value at an end of its grid |", "|:--|:--|"]
+    for c in tuned:
+        title = CLAIMS[c.key].title.split(": ", 1)[-1]
+        chosen = re.sub(r" (?:was|were) chosen at an end.*$", "", _caveats(c.key))
+        chosen = chosen[0].upper() + chosen[1:]
+        rows.append(f"| {{ref}}`{title} <{card_label(c.key)}>` | {chosen} |")
+    lead = (
+        f"{count} {verb} a {what} at an end of its tuning grid, so a better value may lie "
+        "beyond that end."
+    )
+    return lead, "\n".join(rows)
 
 
 def _caveats(key: str) -> str:

@@ -657,8 +657,8 @@ def test_intro_names_the_scale_and_the_errata_as_the_package_does():
     )
     n_train = len(load_cifar10_sample().y_train)
     assert (
-        f"hidden size {ours} where the paper has {theirs}, trained on a {n_train:,}-image "
-        "sample of CIFAR-10." in flat
+        f"with hidden size {ours} instead of {theirs}, trained on {n_train:,} CIFAR-10 "
+        "images ({ref}`CPU scale <sec-cpu-scale>`)." in flat
     )
     words = pv.errata_words()
     assert words == "two statements and one conjecture of the paper"

@@ -682,3 +682,18 @@ def test_chapter_17s_box_says_what_the_tally_means_in_its_own_words():
     conjectures = [n for n, _ in pv.ERRATA_WRONG if "conjecture" in n]
     assert len(conjectures) == 1
     assert pv.errata_words() == "two statements and one conjecture of the paper"
+
+
+def test_chapter_17s_grid_end_table_says_what_the_caveat_list_says():
+    """Ch. 17's table of comparisons tuned at a grid's end: one row per comparison of
+    :func:`caveats_sentence`'s list, each linked to its card, under the same lead sentence."""
+    claims = pv.counted([c for g in pv.GROUPS for c in pv.book_claims().get(g, [])])
+    lead, table = pv.caveats_table(claims)
+    sentence = pv.caveats_sentence(claims)
+    items = sentence.partition("\n\n")[2].splitlines()
+    rows = table.splitlines()[2:]
+    assert sentence.startswith(lead.removesuffix("."))
+    assert len(rows) == len(items)
+    for row, item in zip(rows, items):
+        link = item.removeprefix("- ").split(": ", 1)[0]
+        assert row.startswith(f"| {link} | ")
