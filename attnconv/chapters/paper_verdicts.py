@@ -1672,6 +1672,55 @@ def matched_resnet_words(followup: Mapping[str, ConfirmatoryVerdict]) -> str:
     return " ".join(words)
 
 
+_MATCHED_FINDING = {
+    v.REPRODUCED: 'The learned model comes within the {m:g} points that "close" allows.',
+    v.NOT_REPRODUCED: "The learned model stays more than the {m:g} points behind that "
+    '"close" allows.',
+}
+
+
+def matched_resnet_list(followup: Mapping[str, ConfirmatoryVerdict]) -> str:
+    """Ch. 12b's answer of the second test of "close to ResNet18", finding first: one sentence
+    that says what the narrowed ResNet18 shows and the verdict, then a two-item list (the gap,
+    and its 95 % interval against the margin), then the one line that says the verdict is
+    fragile, if it is. The numbers are those of :func:`matched_resnet_words`."""
+    from ..evidence import followup as registered
+
+    got = followup["close_to_resnet_matched"]
+    if got.verdict == PENDING:
+        return "Its runs against a ResNet18 narrowed to its size are being made."
+    margin = 100 * registered.CLAIMS["close_to_resnet_matched"].margin
+    behind = -got.scale * got.interval.estimate
+    finding = _MATCHED_FINDING.get(
+        got.verdict,
+        "The learned model is still behind. The new seeds cannot tell whether the gap is "
+        'within the {m:g} points that "close" allows.'
+        if behind > 0
+        else "The new seeds cannot tell whether the learned model is within the {m:g} points "
+        'that "close" allows.',
+    ).format(m=margin)
+    lo, hi = (signed_number(got.scale * e) for e in (got.interval.lo, got.interval.hi))
+    lines = [
+        f"{finding} The verdict is {verdict_badge(got.verdict)}.",
+        "",
+        f"- **Gap**: {behind:.1f} points behind, the mean over "
+        f"{len(registered.SEEDS)} new seeds.",
+        f"- **95 % interval**: {lo} to {hi} points, against a margin of "
+        f"{signed_number(-margin)} points.",
+    ]
+    flips = [
+        f"with the {alt} it would read *{w}*"
+        for alt, w in got.alternatives.items()
+        if w != got.verdict
+    ]
+    if flips:
+        lines += [
+            "",
+            f"That verdict is {{ref}}`fragile <glossary-fragile>`: {'; '.join(flips)}.",
+        ]
+    return "\n".join(lines)
+
+
 #: The frozen protocol's claims that ch. 12b judges although no six-layer card of the registry
 #: holds them (it added them after the exploratory runs).
 SIX_LAYERS_ADDED = ("pruning_finds_heads",)

@@ -662,6 +662,31 @@ def test_ch12b_says_the_matched_resnet_one_number_to_a_sentence():
     )
 
 
+def test_ch12b_gives_the_matched_resnet_finding_first_and_its_numbers_as_a_list():
+    """Ch. 12b's second test of "close to ResNet18": the finding and verdict in one opening
+    sentence pair, the gap and the interval as a two-item list, fragility said once."""
+    from attnconv.evidence.judge import ConfirmatoryVerdict
+    from attnconv.experiments.verdicts import Interval
+
+    iv = Interval(-0.038, -0.063, -0.012, 0.01, 7.0, 0.02, "paired", (8, 8))
+    got = ConfirmatoryVerdict(
+        "close_to_resnet_matched", INCONCLUSIVE, "", (), None, 0.05, {}, interval=iv
+    )
+    text = pv.matched_resnet_list({"close_to_resnet_matched": got})
+    first, *rest = text.split("\n")
+    assert first.startswith("The learned model is still behind.")
+    assert "`inconclusive`" in first and "points" in first
+    items = [line for line in rest if line.startswith("- ")]
+    assert len(items) == 2
+    assert items[0] == "- **Gap**: 3.8 points behind, the mean over 8 new seeds."
+    assert items[1].startswith("- **95 % interval**: −6.3 to −1.2 points")
+    assert "fragile" not in text
+    got.alternatives = {"margin halved": NOT_REPRODUCED}
+    text = pv.matched_resnet_list({"close_to_resnet_matched": got})
+    assert text.count("`fragile <glossary-fragile>`") == 1
+    assert text.endswith(f"*{NOT_REPRODUCED}*.")
+
+
 def test_chapter_17s_box_says_what_the_tally_means_in_its_own_words():
     """Ch. 17's box: the fresh seeds' badges and headline, the share reproduced in words, and
     the errata by kind (one is the paper's own conjecture); not the intro's sentence, and no
