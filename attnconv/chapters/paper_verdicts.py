@@ -110,7 +110,7 @@ __all__ = [
     "card_links",
     "claim_evidence",
     "caveats_sentence",
-    "caveats_table",
+    "caveats_list",
     "clauses",
     "paired_over_images",
     "confounds_note",
@@ -1171,10 +1171,10 @@ def caveats_sentence(claims: Sequence[Claim]) -> str:
     )
 
 
-def caveats_table(claims: Sequence[Claim]) -> Tuple[str, str]:
-    """Ch. 17's caveat on the tuning grids as one sentence and a small table (comparison | value
-    at an end of its grid), the same facts as :func:`caveats_sentence`; ``("", "")`` when no
-    comparison has one."""
+def caveats_list(claims: Sequence[Claim]) -> Tuple[str, str]:
+    """Ch. 17's caveat on the tuning grids as one sentence and a short list, one item per
+    comparison (its card linked, then the value chosen at an end of its grid), the same facts as
+    :func:`caveats_sentence`; ``("", "")`` when no comparison has one."""
     tuned = [c for c in claims if _caveats(c.key)]
     if not tuned:
         return "", ""
@@ -1183,17 +1183,16 @@ def caveats_table(claims: Sequence[Claim]) -> Tuple[str, str]:
     what = "learning rate"
     if any("widths" in _caveats(c.key) for c in tuned):
         what = "learning rate or width"
-    rows = ["| Comparison | Value at an end of its grid |", "|:--|:--|"]
+    items = []
     for c in tuned:
         title = CLAIMS[c.key].title.split(": ", 1)[-1]
         chosen = re.sub(r" (?:was|were) chosen at an end.*$", "", _caveats(c.key))
-        chosen = chosen[0].upper() + chosen[1:]
-        rows.append(f"| {{ref}}`{title} <{card_label(c.key)}>` | {chosen} |")
+        items.append(f"- {{ref}}`{title} <{card_label(c.key)}>`: {chosen}.")
     lead = (
         f"{count} {verb} a {what} at an end of its tuning grid, so a better value may lie "
-        "beyond that end."
+        "beyond that end. The values at an end:"
     )
-    return lead, "\n".join(rows)
+    return lead, "\n".join(items)
 
 
 def _caveats(key: str) -> str:

@@ -709,16 +709,16 @@ def test_chapter_17s_box_says_what_the_tally_means_in_its_own_words():
     assert pv.errata_words() == "two statements and one conjecture of the paper"
 
 
-def test_chapter_17s_grid_end_table_says_what_the_caveat_list_says():
-    """Ch. 17's table of comparisons tuned at a grid's end: one row per comparison of
+def test_chapter_17s_grid_end_list_says_what_the_caveat_sentence_says():
+    """Ch. 17's list of comparisons tuned at a grid's end: one item per comparison of
     :func:`caveats_sentence`'s list, each linked to its card, under the same lead sentence."""
     claims = pv.counted([c for g in pv.GROUPS for c in pv.book_claims().get(g, [])])
-    lead, table = pv.caveats_table(claims)
+    lead, listed = pv.caveats_list(claims)
     sentence = pv.caveats_sentence(claims)
     items = sentence.partition("\n\n")[2].splitlines()
-    rows = table.splitlines()[2:]
-    assert sentence.startswith(lead.removesuffix("."))
-    assert len(rows) == len(items)
+    rows = listed.splitlines()
+    assert sentence.startswith(lead.split(". ")[0])
+    assert len(rows) == len(items) > 0
     for row, item in zip(rows, items):
         link = item.removeprefix("- ").split(": ", 1)[0]
-        assert row.startswith(f"| {link} | ")
+        assert row.startswith(f"- {link}: ") and row.endswith(".")
