@@ -135,7 +135,6 @@ __all__ = [
     "tallies_table",
     "confounds_table",
     "baseline_sentence",
-    "six_layer_keys",
     "six_layer_page_claims",
     "SIX_LAYERS_ADDED",
     "SIX_LAYERS_ALSO",
@@ -1172,27 +1171,10 @@ def caveats_sentence(claims: Sequence[Claim]) -> str:
 
 
 def caveats_list(claims: Sequence[Claim]) -> Tuple[str, str]:
-    """Ch. 17's caveat on the tuning grids as one sentence and a short list, one item per
-    comparison (its card linked, then the value chosen at an end of its grid), the same facts as
-    :func:`caveats_sentence`; ``("", "")`` when no comparison has one."""
-    tuned = [c for c in claims if _caveats(c.key)]
-    if not tuned:
-        return "", ""
-    count = _WORDS.get(len(tuned), str(len(tuned))).capitalize()
-    verb = "comparison chose" if len(tuned) == 1 else "comparisons chose"
-    what = "learning rate"
-    if any("widths" in _caveats(c.key) for c in tuned):
-        what = "learning rate or width"
-    items = []
-    for c in tuned:
-        title = CLAIMS[c.key].title.split(": ", 1)[-1]
-        chosen = re.sub(r" (?:was|were) chosen at an end.*$", "", _caveats(c.key))
-        items.append(f"- {{ref}}`{title} <{card_label(c.key)}>`: {chosen}.")
-    lead = (
-        f"{count} {verb} a {what} at an end of its tuning grid, so a better value may lie "
-        "beyond that end. The values at an end:"
-    )
-    return lead, "\n".join(items)
+    """:func:`caveats_sentence` as its lead sentence and its list, apart, for ch. 17 to set
+    around other text; ``("", "")`` when no comparison has a caveat."""
+    lead, _, items = caveats_sentence(claims).partition("\n\n")
+    return lead, items
 
 
 def _caveats(key: str) -> str:
@@ -1636,6 +1618,26 @@ _AGAINST_MARGIN = {
 }
 
 
+def _matched_numbers(got: ConfirmatoryVerdict) -> Tuple[float, float, List[str]]:
+    """The second test of "close to ResNet18" as ch. 12b says it: the margin and the points the
+    learned model is behind (both in points), and each alternative that would change the
+    verdict, in words."""
+    from ..evidence import followup as registered
+
+    margin = 100 * registered.CLAIMS["close_to_resnet_matched"].margin
+    behind = -got.scale * got.interval.estimate
+    flips = [
+        f"with the {alt} it would read *{w}*"
+        for alt, w in got.alternatives.items()
+        if w != got.verdict
+    ]
+    return margin, behind, flips
+
+
+#: What ch. 12b says while the second test of "close to ResNet18" is not all made.
+_MATCHED_PENDING = "Its runs against a ResNet18 narrowed to its size are being made."
+
+
 def matched_resnet_words(followup: Mapping[str, ConfirmatoryVerdict]) -> str:
     """Ch. 12b's sentences on the second test of "close to ResNet18": the learned model against
     a ResNet18 narrowed to its size, one number to a sentence (the interval's two ends in one),
@@ -1645,15 +1647,9 @@ def matched_resnet_words(followup: Mapping[str, ConfirmatoryVerdict]) -> str:
 
     got = followup["close_to_resnet_matched"]
     if got.verdict == PENDING:
-        return "Its runs against a ResNet18 narrowed to its size are being made."
-    margin = 100 * registered.CLAIMS["close_to_resnet_matched"].margin
-    behind = -got.scale * got.interval.estimate
+        return _MATCHED_PENDING
+    margin, behind, flips = _matched_numbers(got)
     where = _AGAINST_MARGIN.get(got.verdict, "reaches both sides of the margin")
-    flips = [
-        f"with the {alt} it would read *{w}*"
-        for alt, w in got.alternatives.items()
-        if w != got.verdict
-    ]
     words = [
         f"Against a ResNet18 narrowed to its size, the learned model is {behind:.1f} "
         f"points behind on {len(registered.SEEDS)} new seeds.",
@@ -1682,14 +1678,14 @@ def matched_resnet_list(followup: Mapping[str, ConfirmatoryVerdict]) -> str:
     """Ch. 12b's answer of the second test of "close to ResNet18", finding first: one sentence
     that says what the narrowed ResNet18 shows and the verdict, then a two-item list (the gap,
     and its 95 % interval against the margin), then the one line that says the verdict is
-    fragile, if it is. The numbers are those of :func:`matched_resnet_words`."""
+    fragile, if it is. The numbers are those of :func:`matched_resnet_words`
+    (:func:`_matched_numbers`)."""
     from ..evidence import followup as registered
 
     got = followup["close_to_resnet_matched"]
     if got.verdict == PENDING:
-        return "Its runs against a ResNet18 narrowed to its size are being made."
-    margin = 100 * registered.CLAIMS["close_to_resnet_matched"].margin
-    behind = -got.scale * got.interval.estimate
+        return _MATCHED_PENDING
+    margin, behind, flips = _matched_numbers(got)
     finding = _MATCHED_FINDING.get(
         got.verdict,
         "The learned model is still behind. The new seeds cannot tell whether the gap is "
@@ -1706,11 +1702,6 @@ def matched_resnet_list(followup: Mapping[str, ConfirmatoryVerdict]) -> str:
         f"{len(registered.SEEDS)} new seeds.",
         f"- **95 % interval**: {lo} to {hi} points, against a margin of "
         f"{signed_number(-margin)} points.",
-    ]
-    flips = [
-        f"with the {alt} it would read *{w}*"
-        for alt, w in got.alternatives.items()
-        if w != got.verdict
     ]
     if flips:
         lines += [
@@ -1748,12 +1739,6 @@ def six_layer_page_claims(claims: Sequence[Claim]) -> List[Claim]:
 def _six_layer_claims(claims: Sequence[Claim]) -> List[Claim]:
     """The counted claims whose evidence is ch. 12b's."""
     return six_layer_page_claims(counted(claims))
-
-
-def six_layer_keys(claims: Sequence[Claim]) -> List[str]:
-    """The frozen protocol's claims that ch. 12b counts: its counted six-layer claims and
-    :data:`SIX_LAYERS_ADDED`."""
-    return [c.key for c in _six_layer_claims(claims)] + list(SIX_LAYERS_ADDED)
 
 
 def tallies_table(
