@@ -189,6 +189,30 @@ FIGURE_TOP_JS = r"""
 }
 """
 
+# At the narrow width: entries of the page's contents column (the right-hand sidebar) holding a
+# formula that cannot fit: text wraps, but a typeset formula (an inline block) cannot, and a desktop
+# browser whose scrollbar takes SCROLLBAR_PX from the window cuts it off (headless Chromium's
+# scrollbar takes none). An entry fails when, put at the start of its own line, its widest
+# formula would still reach past the column's content box less SCROLLBAR_PX.
+SCROLLBAR_PX = 15
+TOC_OVERFLOW_JS = (
+    r"""
+() => {
+  const col = document.querySelector('.bd-sidebar-secondary');
+  if (!col || !col.offsetWidth) return [];
+  const right = col.getBoundingClientRect().right
+    - parseFloat(getComputedStyle(col).paddingRight) - %d;
+  const unbreakable = 'mjx-container, span[style*="nowrap"], img';
+  return [...col.querySelectorAll('nav a')]
+    .filter(a => [...a.querySelectorAll(unbreakable)].some(
+      e => a.getBoundingClientRect().left + parseFloat(getComputedStyle(a).paddingLeft)
+        + e.getBoundingClientRect().width > right + 1))
+    .map(a => a.textContent.trim().slice(0, 60));
+}
+"""
+    % SCROLLBAR_PX
+)
+
 # At the narrow width: text outputs and table wrappers that scroll sideways, code blocks whose own
 # box reaches past the content column (a code block that scrolls inside its box is overflow-code,
 # measured at this width too by CODE_SCROLL_JS), and output elements (Plotly figures, images,
@@ -357,6 +381,12 @@ def reading_checks(page, rep: Report, name: str, info: dict, numbers) -> None:
             info["overflow_code_1280"] = code_scroll_checks(
                 page, rep, name, numbers, width
             )
+            for entry in page.evaluate(TOC_OVERFLOW_JS):
+                rep.fail(
+                    name,
+                    "toc-overflow",
+                    f"{width} px: the contents column cuts its entry {entry!r}",
+                )
             narrow = page.evaluate(NARROW_OVERFLOW_JS, OUTPUT_PRE_SELECTOR)
             info["overflow_1280"] = len(narrow)
             for o in narrow:

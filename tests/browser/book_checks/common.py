@@ -159,6 +159,8 @@ KIND_TEXT = {
     "overflow-1280": f"output, table or Plotly figure scrolls sideways (or a code block is wider "
     f"than the column) at {NARROW_WIDTH} px",
     "overflow-phone": f"page wider than a {PHONE_WIDTH} px window (a phone)",
+    "toc-overflow": f"an entry of the page's contents column reaches past it at {NARROW_WIDTH} px "
+    "(a formula in a heading cannot wrap)",
     "unnumbered-figure": "chapter image not in a numbered figure with a caption",
     "sidebar-order": "sidebar not in chapter-number order",
     "code-lines": f"more than {MAX_CODE_LINES} lines of code visible outside collapsed cells",
