@@ -137,7 +137,7 @@ _JS = r"""
       c.strokeStyle = '#d62728'; c.lineWidth = 2;
       c.strokeRect(state.col * M + 1, state.row * M + 1, M - 2, M - 2);
       var dr = Math.floor(best / G[1]) - state.row, dc = best % G[1] - state.col;
-      titles[h].textContent = 'head ' + (h + 1) + '\n' + p[best].toFixed(2) + ' at (' + signed(dr) + ', ' + signed(dc) + ')';
+      titles[h].textContent = 'head ' + (h + 1) + '\n' + p[best].toFixed(3) + ' at (' + signed(dr) + ', ' + signed(dc) + ')';
       report.push({head: h, weight: p[best], shift: [dr, dc]});
       maps[h].style.display = '';
     });
@@ -149,9 +149,9 @@ _JS = r"""
     inputs.col.setAttribute('aria-valuetext', 'query column ' + (state.col + 1) + ' of ' + G[1]);
     pressed('image', state.image); pressed('layer', state.layer);
     readout.dataset.weights = JSON.stringify(report);
-    readout.querySelector('[data-role=where]').textContent = D.labels[state.image] + ', layer ' +
-      (state.layer + 1) + ', query token (row ' + (state.row + 1) + ', column ' + (state.col + 1) + ')';
-    readout.querySelector('[data-role=head1]').textContent = report[0].weight.toFixed(3) + ' at shift (' +
+    readout.querySelector('[data-role=where]').textContent = (D.labels.length > 1 ? D.labels[state.image] + ' · ' : '') +
+      'layer ' + (state.layer + 1) + ' · query at row ' + (state.row + 1) + ', column ' + (state.col + 1);
+    readout.querySelector('[data-role=head1]').textContent = report[0].weight.toFixed(3) + ' at (' +
       signed(report[0].shift[0]) + ', ' + signed(report[0].shift[1]) + ')';
   }
   root.querySelectorAll('button[data-role]').forEach(function (b) {
@@ -207,8 +207,9 @@ def query_explorer_widget(
     buttons, two sliders for the query token's row and column (1-based), the image
     (click a token to make it the query; red: the query), and one map per head of the layer over
     the token grid, shaded by √(p / the layer's largest p) and titled with its largest weight and
-    that key's shift from the query. Printed: where the query is, and head 1's largest weight (6
-    decimals) and its shift; the readout's ``data-weights`` holds every head's."""
+    that key's shift from the query (3 decimals, so that broad heads still differ). Printed, as
+    one short line: the layer, where the query is, and head 1's largest weight (3 decimals) and
+    its shift; the readout's ``data-weights`` holds every head's."""
     from IPython.display import HTML
 
     data = query_explorer_data(records, images, labels, grid, initial)
@@ -251,8 +252,7 @@ def query_explorer_widget(
         + buttons("layer", [str(i + 1) for i in range(len(data["layers"]))], "layer")
         + f'<div class="lw-controls">{sliders}</div>'
         f'<p class="lw-readout" data-role="readout" aria-live="polite">'
-        f'<span data-role="where"></span>: head 1 puts its largest weight, '
-        f'<strong data-role="head1"></strong>.</p>'
+        f'<span data-role="where"></span> · head 1: <strong data-role="head1"></strong></p>'
         '<p class="qe-key">0 <span data-role="ramp"></span> the layer\'s largest weight '
         "(square-root scale); each map's title gives its own largest weight and where it "
         "falls.</p>"
