@@ -361,7 +361,7 @@ def test_every_training_chapter_reads_the_full_scale_runs(
     )
     sixteen = book_run("quadratic", tag="16heads")
     assert am.layer_attention_maps(sixteen, (8, 8))[0].shape == (16, 16, 16)
-    # chapter 12: every run it compares is there
+    # the pilots appendix, C.5: every run it measures is there
     specs = {
         "quadratic": ("quadratic", None),
         "generalized": ("generalized", None),

@@ -427,7 +427,7 @@ def test_one_hot_at_any_integer_shift_vs_inside_the_window():
 
 
 def test_measures_key_words_follow_the_thresholds():
-    """Table 12.1's key states the thresholds the measures use, filled from the constants
+    """Table C.6's key (the pilots appendix, C.5) states the thresholds the measures use, filled from the constants
     that hold them, and every measure's default radius is that constant."""
     import inspect
 

@@ -1,4 +1,4 @@
-"""The per-layer measures of chapter 12 as a narrow table and as a before/after plot."""
+"""The per-layer measures of the pilots appendix (C.5) as a narrow table and as a before/after plot."""
 
 import matplotlib
 
