@@ -269,15 +269,35 @@ def table2_markdown(rows: Sequence[dict]) -> str:
     return keep_words("\n".join(lines))
 
 
+#: The reason of a profile that only follows the ``paper`` profile: in a note, such profiles
+#: join the ``paper`` profile's reason instead of saying so apart.
+SAME_AS_PAPER = "as the `paper` profile"
+
+
+def _note_reasons(row: dict) -> List[tuple]:
+    """:func:`_row_reasons` for a note: profiles whose reason is :data:`SAME_AS_PAPER` are
+    listed with the ``paper`` profile, under its reason."""
+    pairs = _row_reasons(row)
+    same = [p for ps, reason in pairs if reason == SAME_AS_PAPER for p in ps]
+    if not same or not any("paper" in ps for ps, _ in pairs):
+        return pairs
+    return [
+        (ps + tuple(same), reason) if "paper" in ps else (ps, reason)
+        for ps, reason in pairs
+        if reason != SAME_AS_PAPER
+    ]
+
+
 def table2_notes(rows: Sequence[dict]) -> str:
     """The notes of :func:`table2_markdown` as a numbered Markdown list, one item per noted row:
-    the setting, then why each profile deviates (profiles with the same reason together)."""
+    the setting, then why each profile deviates (profiles with the same reason together, and
+    profiles that only follow the ``paper`` profile listed with it)."""
     items = []
     for i, name in enumerate(_noted(rows), start=1):
         row = next(r for r in rows if r["name"] == name)
         parts = [
             ", ".join(f"`{p}`" for p in ps) + f": {reason}."
-            for ps, reason in _row_reasons(row)
+            for ps, reason in _note_reasons(row)
         ]
         items.append(f"{i}. **{name}.** " + " ".join(parts))
     return "\n".join(items)
