@@ -4,8 +4,8 @@ Lemma 1 turns N_h = K² heads into a K×K convolution when head h attends one-ho
 Δ_h and the centres {Δ_h} are the K² shifts {−⌊K/2⌋, …, ⌊K/2⌋}². These functions measure how
 far a set of heads is from that arrangement: per-head distance to the nearest lattice point,
 how many lattice points have a head, the probability mass inside the K×K window, and the shift
-of each head's most probable key. Chapter 12 (how convolutional) and the training chapters use
-them.
+of each head's most probable key. The pilots appendix (C.5, how convolutional) and the training
+chapters use them.
 """
 
 from __future__ import annotations

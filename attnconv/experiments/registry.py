@@ -4,7 +4,7 @@ included), in the manner of timm's ``register_model``.
 
 An entry's name is its folder under ``book/runs`` (:func:`attnconv.experiments.store.runs_dir`):
 
-    cpu/quadratic                 the cpu profile's quadratic model, 40 epochs (chapters 7, 10, 12)
+    cpu/quadratic                 the cpu profile's quadratic model, 40 epochs (ch. 7, 10, App. C)
     deep/learned                  the deep profile's learned-encoding model (chapters 9, 12b)
     seeds/cpu/quadratic/seed3     seed 3 of the cpu quadratic model at the profile's 16 epochs
 
@@ -169,12 +169,12 @@ _CPU = {
     "quadratic": (
         dict(epochs=40),
         "Gaussian heads during training (Figs. 2, 3)",
-        ("07", "07b", "10", "12"),
+        ("07", "07b", "10", "appendix"),
     ),
     "quadratic-16heads": (
         dict(epochs=40),
         "16 heads per layer (Fig. 10)",
-        ("10", "12"),
+        ("10", "appendix"),
     ),
     "resnet18": (
         dict(epochs=40),
@@ -184,7 +184,7 @@ _CPU = {
     "learned": (
         dict(epochs=16),
         "learned relative encoding (Fig. 6)",
-        ("07", "09", "12"),
+        ("07", "09", "appendix"),
     ),
     "learned_content": (
         dict(epochs=8),
@@ -194,7 +194,7 @@ _CPU = {
     "generalized": (
         dict(epochs=40),
         "generalized quadratic encoding, pruning (Figs. 7-9)",
-        ("08", "12"),
+        ("08", "appendix"),
     ),
 }
 _DEEP = {
