@@ -76,6 +76,11 @@ def head_matrices(mhsa) -> torch.Tensor:
     )
 
 
+def _signed(n: int) -> str:
+    """A shift's coordinate as the figures write it: a sign unless it is 0."""
+    return f"{n:+d}" if n else "0"
+
+
 def plot_heads_and_matrices(
     probs: torch.Tensor,
     shape: Sequence[int],
@@ -117,7 +122,7 @@ def plot_heads_and_matrices(
             plt.Rectangle((zoom - 0.5, zoom - 0.5), 1, 1, fill=False, ec="red", lw=1.2)
         )
         ax_a.set_title(
-            f"head {h + 1}: Δ = ({d1:+d}, {d2:+d})".replace("-", "−"),
+            f"head {h + 1}: $\\Delta = ({_signed(d1)}, {_signed(d2)})$",  # as the text
             fontsize=9,
             loc="left",
         )

@@ -100,7 +100,7 @@ def merge_heads(
     per-head loops backward, which moved several times the memory;
     :func:`attnconv.experiments.bench.merge_heads_comparison` times both.)"""
     n_h, n, d_h = heads.shape
-    # region plumbing: outside autocast, W_out in the heads' dtype
+    # region plumbing: W_out cast to the heads' dtype
     kind = heads.device.type
     autocast = torch.amp.is_autocast_available(kind) and torch.is_autocast_enabled(kind)
     if not autocast:  # W_out in the heads' dtype
@@ -363,7 +363,7 @@ class MultiHeadSelfAttention(nn.Module):
     def _scores_tokens(
         self, tokens: torch.Tensor, shape, qk_tokens: torch.Tensor
     ) -> torch.Tensor:
-        # region plumbing: position = vᵀ r_δ; q, k = X W_qry, X W_key per head; fast paths
+        # region plumbing: position = vᵀ r_δ; q, k = X W_qry, X W_key; fast paths
         terms, enc = self.terms, self.encoding
         position = (
             enc.grid_position_scores(shape, self.key_padding, tokens.device)
@@ -488,11 +488,11 @@ class MultiHeadSelfAttention(nn.Module):
     ):
         """Eqs. (1) and (4), the reference path: softmax, values, concatenation, W_out."""
         keys = self._pad_tokens(tokens, shape).transpose(0, 1)  # X: (B, T_k, C)
-        b, t_k, _ = keys.shape  # plumbing: shapes; the softmax in float32 at least
+        b, t_k, _ = keys.shape  # plumbing: sizes b, t_k; scores in float32
         if scores.dtype != torch.float64:  # plumbing
             scores = scores.float()  # plumbing
         probs = torch.softmax(scores, dim=-1)  # softmax(A), eq. (1)
-        probs = self.attention_dropout(probs)  # plumbing: dropout (training); lead
+        probs = self.attention_dropout(probs)  # plumbing: dropout; einsum letters
         lead = "bhqk" if probs.ndim == 4 else "hqk"  # plumbing
         if self.value is None:  # no W_val: the values are the keys' channels
             heads = torch.einsum(f"{lead},bkc->bqhc", probs.to(keys.dtype), keys)

@@ -30,7 +30,7 @@ def unit_roundoff(dtype: torch.dtype) -> float:
 def off_target_mass_bound(alpha: float, spatial_dims: int = 2) -> float:
     """S(α) = θ(e^{−α})^d − 1: an upper bound on the attention mass a quadratic head (eq. 9)
     of width α puts outside its centre, on any grid (see the module docstring)."""
-    # region plumbing: alpha > 0, spatial_dims ≥ 1
+    # region plumbing: checks alpha > 0, spatial_dims ≥ 1
     if alpha <= 0:
         raise ValueError("alpha must be > 0")
     if spatial_dims < 1:
@@ -66,7 +66,7 @@ def one_hot_alpha(dtype: torch.dtype = torch.float32, spatial_dims: int = 2) -> 
             lo = mid
         else:
             hi = mid
-    # region plumbing: return hi rounded up to a float32 (stored, it never gets lower)
+    # region plumbing: returns hi rounded up to a float32
     single = torch.tensor(hi, dtype=torch.float32)
     if single.item() < hi:
         single = torch.nextafter(single, torch.tensor(math.inf))

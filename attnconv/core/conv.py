@@ -124,7 +124,7 @@ def _conv_to_attention(
     k = check_supported_conv(conv, spatial_dims)
     shifts = kernel_shifts(k, spatial_dims)  # Δ_1, …, Δ_{K²}: one head per shift
     r = (k - 1) // 2  # keys on the image zero-padded by r = ⌊K/2⌋ (the border)
-    # region plumbing: weight, the kernel; mhsa: K² position-only heads (eq. 9 or hard)
+    # region plumbing: weight = the kernel; mhsa = K² position-only heads
     weight = conv.weight.detach()
     d_out, d_in = weight.shape[:2]
     num_heads = shifts.shape[0]

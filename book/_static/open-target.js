@@ -1,4 +1,4 @@
-// A link to a collapsed block (a dropdown with a :name:, e.g. an excerpt's "full source: below"
+// A link to a collapsed block (a dropdown with a :name:, e.g. an excerpt's "full source below"
 // pointing to the chapter's "Full source of this chapter's functions") opens the block it leads
 // to, so that the reader lands on its content, not on a closed bar.
 (function () {

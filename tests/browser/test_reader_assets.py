@@ -842,7 +842,7 @@ def test_code_is_14px_at_line_height_1_45_from_1280px():
 
 def test_a_link_to_a_collapsed_block_opens_it(browser):
     """book/_static/open-target.js: following a link to a closed <details> (the chapter's full
-    source, from an excerpt's "full source: below"), or loading a page at its anchor, opens it."""
+    source, from an excerpt's "full source below"), or loading a page at its anchor, opens it."""
     assert "open-target.js" in sphinx_config()["html_js_files"]
     context = browser.new_context(viewport={"width": 1280, "height": 600})
     page = context.new_page()
@@ -929,12 +929,12 @@ def test_every_glossary_entry_has_a_plain_tooltip():
 
 def test_a_source_listings_header_is_set_small_other_paragraphs_are_not(browser):
     """reader.css: the paragraph just before a code block in a cell's output (a source
-    listing's "name · source: file, lines a–b") is smaller than the text; a paragraph that is
+    listing's "name — file") is smaller than the text; a paragraph that is
     not followed by code keeps the text's size."""
     context, page = _reader_page(
         browser,
         "<div class='bd-content' style='font:16px sans-serif'><div class='cell_output'>"
-        "<p id='note'>Eq. (9).</p><p id='head'>f · source: f.py, lines 1–2</p>"
+        "<p id='note'>Eq. (9).</p><p id='head'>f — core/f.py</p>"
         "<div class='highlight-python'><pre>def f(): pass</pre></div></div></div>",
     )
     size = lambda i: page.evaluate(  # noqa: E731

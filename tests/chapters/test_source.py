@@ -6,6 +6,7 @@ import pkgutil
 import re
 import textwrap
 import tokenize
+from pathlib import Path
 
 import pytest
 
@@ -34,6 +35,8 @@ from attnconv.core.encodings import (
 )
 from attnconv.experiments.models import SelfAttentionLayer, _learned, _quadratic
 from attnconv.experiments.pruning import inverse_covariance_spectrum, is_degenerate
+
+ROOT = Path(__file__).parents[2]
 
 # What the chapters show with show_source: the theory (1-5), then the models trained in 7-9.
 BOOK_OBJECTS = [
@@ -152,18 +155,32 @@ def _first_paragraph_words(obj) -> list[str]:
     return words
 
 
-def test_source_is_the_package_s_own_with_its_file_and_lines():
+def test_source_is_the_package_s_own_under_a_short_heading_linking_its_file():
     md = source_markdown(conv_to_mhsa)
     head, code = md.split("\n\n", 1)
-    lines, first = inspect.getsourcelines(conv_to_mhsa)
-    assert head.startswith(
-        "`conv_to_mhsa` · source: {download}`attnconv/core/conv.py "
-        "</attnconv/core/conv.py>`, "
-        f"lines {first}–{first + len(lines) - 1}"
+    # the name, then the file inside the package as a link to the file itself
+    assert head == (
+        "`conv_to_mhsa` — {download}`core/conv.py </attnconv/core/conv.py>`"
+        " · docstring shortened"
     )
+    assert (ROOT / "attnconv/core/conv.py").is_file()
+    assert "lines" not in head and "source:" not in head
+    lines, _ = inspect.getsourcelines(conv_to_mhsa)
     shown, _ = plain_source("".join(lines).rstrip())
     assert code == "```python\n" + fold_long_lines(shown) + "\n```"
     assert all(len(line) <= CODE_CHARS for line in code.splitlines())
+
+
+def test_every_heading_links_a_file_of_the_package():
+    for obj in BOOK_OBJECTS:
+        head = source_markdown(obj).split("\n\n", 1)[0]
+        match = re.fullmatch(
+            r"`[\w.]+` — \{download\}`([\w/]+\.py) </attnconv/\1>`( · docstring shortened)?",
+            head,
+        )
+        assert match, head
+        assert (ROOT / "attnconv" / match.group(1)).is_file()
+        assert ("docstring shortened" in head) == plain_source(_original(obj))[1]
 
 
 def test_methods_and_properties_are_dedented_and_joined():
@@ -296,10 +313,10 @@ MARKED_EXCERPT = textwrap.dedent(
     def f(x, dtype=None, verbose=False):
         \"\"\"Double x.\"\"\"
         s = "# plumbing"  # a string is not a marker
-        ...  # 1 line
+        ...  # 1 line left out
         y = 2 * x
-        ...  # 2 lines: say what it did
-        ...  # 2 lines: float32
+        ...  # 2 lines left out: say what it did
+        ...  # 2 lines left out: float32
         return w"""
 )
 MARKED_FULL = textwrap.dedent(
@@ -332,13 +349,16 @@ def test_the_book_s_excerpts_keep_the_heading_and_drop_only_marked_lines():
     full = source_markdown(merge_heads)
     excerpt = source_markdown(merge_heads, excerpt=True)
     head, code = excerpt.split("\n\n", 1)
-    assert head.startswith(full.split(" (", 1)[0])  # the same file and lines
-    assert "excerpt: `...  # n lines` stands for lines left out" in head
+    assert head == full.split("\n\n", 1)[0]  # the same name and file, nothing more
     assert "plumbing" not in full and "plumbing" not in excerpt
     assert "is_autocast_enabled" in full and "is_autocast_enabled" not in code
-    kept = [
-        line for line in code.splitlines() if not line.lstrip().startswith("...  # ")
-    ]
+    elisions = [line for line in code.splitlines() if line.lstrip().startswith("...")]
+    # each elision says itself what it stands for
+    assert elisions and all(
+        re.fullmatch(r" *\.\.\.  # \d+ lines? left out(: \S.*)?", line)
+        for line in elisions
+    )
+    kept = [line for line in code.splitlines() if line not in elisions]
     assert set(kept) <= set(full.splitlines())
     naive = source_markdown(MultiHeadSelfAttention._forward_naive, excerpt=True)
     assert "if return_attention" not in naive and "lead = " not in naive
@@ -364,7 +384,7 @@ BOOK_EXCERPTS = [
 def test_the_theory_chapters_excerpts_are_short(obj):
     excerpt = source_markdown(obj, excerpt=True)
     code = excerpt.split("```python\n", 1)[1].rsplit("\n```", 1)[0]
-    assert "excerpt: `...  # n lines` stands for lines left out" in excerpt
+    assert re.search(r"^ *\.\.\.  # \d+ lines? left out", code, re.M)
     assert len(code.splitlines()) <= 18
     assert all(len(line) <= CODE_CHARS for line in code.splitlines())
 
@@ -380,8 +400,7 @@ def test_the_full_source_section_holds_every_full_listing_with_a_link_to_its_fil
         full = source_markdown(obj)
         head, code = full.split("\n\n", 1)
         assert code in md  # the full listing, plumbing kept
-        rel = head.split("source: {download}`", 1)[1].split(" <", 1)[0]
-        assert f"source: {{download}}`{rel} </{rel}>`, lines" in md
+        assert head in md  # its heading, with the link to its file
     assert "...  # " not in md
     with pytest.raises(ValueError):
         full_source_markdown(label="x")
@@ -389,7 +408,7 @@ def test_the_full_source_section_holds_every_full_listing_with_a_link_to_its_fil
 
 def test_an_excerpt_points_to_the_full_source_when_told_where():
     md = source_markdown(_conv_to_attention, excerpt=True, full_ref="x-src")
-    assert "full source: {ref}`below <x-src>`" in md.split("\n", 1)[0]
+    assert md.split("\n", 1)[0].endswith(" · {ref}`full source below <x-src>`")
     # a listing that leaves nothing out has nothing to point to
     assert "x-src" not in source_markdown(conv_to_mhsa, excerpt=True, full_ref="x-src")
 
@@ -419,8 +438,11 @@ def test_one_listing_joins_consecutive_objects_of_one_file():
         LearnedRelativeEncoding.axis_scores,
         one_listing=True,
     )
-    assert md.count("```python") == 2 and md.count(" · source: ") == 2
-    assert "`LearnedRelativeEncoding`: `features`, `axis_scores` · source: " in md
+    assert md.count("```python") == 2 and md.count(" — {download}`") == 2
+    assert (
+        "`LearnedRelativeEncoding`: `features`, `axis_scores` — "
+        "{download}`core/encodings.py </attnconv/core/encodings.py>`\n" in md
+    )
     assert "\ndef features(self" in md and "\ndef axis_scores(self" in md
     apart = source_markdown(
         LearnedRelativeEncoding.features, LearnedRelativeEncoding.axis_scores

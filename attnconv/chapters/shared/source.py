@@ -7,10 +7,11 @@ aside, is the package's line for line.
 
 An *excerpt* (``show_source(..., excerpt=True)``) leaves out the lines the package marks as
 plumbing (dtype casts, dropout, optional returns), each run of them shown as one line
-``...  # n lines: what they do`` (:func:`elide_plumbing`); the heading still names the file and lines of the whole source. The
-markers are comments: a trailing ``# plumbing`` marks its line, a ``# region plumbing`` …
-``# endregion`` pair the lines between them; ``# plumbing: text`` or ``# region plumbing: text``
-makes the elision read ``...  # n lines: text``. A full listing drops the markers and keeps the lines."""
+``...  # n lines left out: what they do`` (:func:`elide_plumbing`), which says what it stands
+for. The markers are comments: a trailing ``# plumbing`` marks its line, a
+``# region plumbing`` … ``# endregion`` pair the lines between them; ``# plumbing: text`` or
+``# region plumbing: text`` makes the elision read ``...  # n lines left out: text``. A full
+listing drops the markers and keeps the lines."""
 
 from __future__ import annotations
 
@@ -255,9 +256,11 @@ def elide_plumbing(code: str, excerpt: bool = True) -> str:
     """``code`` with its plumbing markers applied (see the module's docstring).
 
     With ``excerpt``, each run of marked lines (blank lines inside a run included) becomes one
-    line ``...  # n lines`` (``...  # n lines: text`` when its first marker has a text; *n*
-    counts the run's non-blank lines, markers aside), indented as the run's first line: Python's
-    own placeholder, which no reader takes for commented-out code; a region or a marker with a text starts a run of its own; without, the marked lines stay and only the markers go. Lines between a
+    line ``...  # n lines left out`` (``...  # n lines left out: text`` when its first marker
+    has a text; *n* counts the run's non-blank lines, markers aside), indented as the run's
+    first line: Python's own placeholder, which no reader takes for commented-out code, and a
+    comment that says what it stands for. A region or a marker with a text starts a run of its
+    own. Without ``excerpt``, the marked lines stay and only the markers go. Lines between a
     ``# region plumbing`` and its ``# endregion`` count as marked; regions do not nest."""
     lines = code.splitlines()
     comments = _comments(code)
@@ -311,7 +314,9 @@ def elide_plumbing(code: str, excerpt: bool = True) -> str:
             n = sum(
                 1 for k in range(first, i + 1) if lines[k].strip() and k not in drop
             )
-            what = f"{n} line{'s' if n > 1 else ''}" + (f": {label}" if label else "")
+            what = f"{n} line{'s' if n > 1 else ''} left out" + (
+                f": {label}" if label else ""
+            )
             out.append(f"{lead}...  # {what}")
         i += 1
     return "\n".join(out)
@@ -322,6 +327,11 @@ def _name(obj) -> str:
     return getattr(target, "__qualname__", getattr(target, "__name__", repr(target)))
 
 
+def _shown_path(rel: str) -> str:
+    """The file as the heading names it: its path inside the package (``core/conv.py``)."""
+    return rel.removeprefix("attnconv/")
+
+
 def source_markdown(
     *objs,
     note: str = "",
@@ -330,20 +340,20 @@ def source_markdown(
     one_listing: bool = False,
 ) -> str:
     """Markdown for the source of ``objs`` (functions, classes, methods or properties): one
-    heading line per object with its file (a link to the file: Sphinx's ``download`` role copies
-    it into the built book) and lines, then its code in a ``python`` block, as
+    short heading line per object, ``name — file``, the file a link to it (Sphinx's
+    ``download`` role copies it into the built book), then its code in a ``python`` block, as
     :func:`plain_source` gives it (a shortened docstring is said in the heading), with any
     line still wider than the book's code column folded (:func:`fold_long_lines`).
     ``note`` (Markdown) is put before the code, e.g. which equations it computes. With
-    ``excerpt`` the lines marked as plumbing are left out (:func:`elide_plumbing`), which the
-    heading says; the file and lines it names stay those of the whole source. ``full_ref``, the
-    label of the section that holds the full listing (:func:`full_source_markdown`), makes the
-    heading of an excerpt point to it. With ``one_listing``, consecutive objects from one file
-    share one heading (their names, the file, each one's lines) and one code block."""
+    ``excerpt`` the lines marked as plumbing are left out (:func:`elide_plumbing`); each
+    elision line says so itself. ``full_ref``, the label of the section that holds the full
+    listing (:func:`full_source_markdown`), makes the heading of an excerpt that left lines
+    out link to it ("full source below"). With ``one_listing``, consecutive objects from one
+    file share one heading (their names, then the file) and one code block."""
     if not objs:
         raise ValueError("show at least one object")
     parts = [note] if note else []
-    listings = []  # (file, [(name, first, last)], [code], {notes})
+    listings = []  # (file, [name], [code], [notes])
     for obj in objs:
         target = obj.fget if isinstance(obj, property) else obj
         raw = textwrap.dedent(inspect.getsource(inspect.unwrap(target))).rstrip()
@@ -351,41 +361,30 @@ def source_markdown(
         trimmed = elide_plumbing(raw) if excerpt else full
         code, abridged = plain_source(trimmed)
         code = fold_long_lines(code)
-        rel, first, last = _where(obj)
+        rel, _, _ = _where(obj)
         notes = ["docstring shortened"] if abridged else []
-        if trimmed != full:
-            where = f"; full source: {{ref}}`below <{full_ref}>`" if full_ref else ""
-            notes.insert(
-                0, "excerpt: `...  # n lines` stands for lines left out" + where
-            )
+        if trimmed != full and full_ref:
+            notes.insert(0, f"{{ref}}`full source below <{full_ref}>`")
         if one_listing and listings and listings[-1][0] == rel:
-            listings[-1][1].append((_name(obj), first, last))
+            listings[-1][1].append(_name(obj))
             listings[-1][2].append(code)
             listings[-1][3].extend(n for n in notes if n not in listings[-1][3])
         else:
-            listings.append((rel, [(_name(obj), first, last)], [code], notes))
+            listings.append((rel, [_name(obj)], [code], notes))
     for rel, names, codes, notes in listings:
-        shortened = f" ({'; '.join(notes)})" if notes else ""
-        if len(names) == 1:
-            name, first, last = names[0]
-            where = f"lines {first}–{last}"
-            title = f"`{name}`"
+        owners = {n.rpartition(".")[0] for n in names}
+        if (
+            len(names) > 1 and len(owners) == 1 and "" not in owners
+        ):  # one class's methods
+            title = f"`{owners.pop()}`: " + ", ".join(
+                f"`{n.rpartition('.')[2]}`" for n in names
+            )
         else:
-            gaps = [b[1] - a[2] for a, b in zip(names, names[1:])]
-            if all(0 < g <= 3 for g in gaps):  # one stretch of the file
-                where = f"lines {names[0][1]}–{names[-1][2]}"
-            else:
-                where = "lines " + ", ".join(f"{a}–{b}" for _, a, b in names)
-            owners = {n.rpartition(".")[0] for n, _, _ in names}
-            if len(owners) == 1 and "" not in owners:  # methods of one class
-                title = f"`{owners.pop()}`: " + ", ".join(
-                    f"`{n.rpartition('.')[2]}`" for n, _, _ in names
-                )
-            else:
-                title = ", ".join(f"`{n}`" for n, _, _ in names)
+            title = ", ".join(f"`{n}`" for n in names)
+        extras = "".join(f" · {n}" for n in notes)
         body = "\n\n".join(codes)
         parts.append(
-            f"{title} · source: {{download}}`{rel} </{rel}>`, {where}{shortened}\n\n"
+            f"{title} — {{download}}`{_shown_path(rel)} </{rel}>`{extras}\n\n"
             f"```python\n{body}\n```"
         )
     return "\n\n".join(parts)
