@@ -427,8 +427,8 @@ def fresh_claims_table(
     verdicts = fresh_verdicts() if verdicts is None else verdicts
     by_key = {c.key: c for c in claims}
     lines = [
-        "| claim (arXiv v1) | frozen threshold, margin | on fresh seeds | verdict "
-        "| earlier runs |",
+        "| claim (arXiv v1) | frozen threshold, margin | on the eight seeds | verdict "
+        "| before the freeze |",
         "| :--- | :--- | :--- | :--- | :--- |",
     ]
     keys = [k for k in CLAIMS if k in verdicts] + [
@@ -1403,7 +1403,9 @@ def what_holds_box(
         "```{admonition} In short\n"
         ":class: tip result-box\n"
         f"{count_badges(on_fresh)} **{_fresh_headline(fresh)}**\n\n"
-        f"- **What the tally means.** {held} of the claims hold at CPU scale. The runs learn "
+        f"- **The tally.** {held} of the claims hold at CPU scale, each on its own "
+        "evidence: eight seeds are too few to pass a "
+        "{ref}`correction over all the claims at once <sec-why-fragile>`. The runs learn "
         "the locality the paper describes, not the convolution its theorem builds.\n"
         f"- {category_badge('exact')} **Every lemma and theorem checks exactly.** "
         "{ref}`Table 17.1 <tab-what-holds-scorecard>` scores the rest of the paper, with "
@@ -1810,8 +1812,8 @@ def scorecard_table(
         ),
     ]
     words = {
-        REPRODUCED: "Experimental claims reproduced at CPU scale",
-        NOT_REPRODUCED: "Experimental claims not reproduced at CPU scale",
+        REPRODUCED: "Experimental claims reproduced",
+        NOT_REPRODUCED: "Experimental claims not reproduced",
         INCONCLUSIVE: "Experimental claims the runs cannot settle",
     }
     aside = not_counted(claims)
@@ -1837,7 +1839,7 @@ def scorecard_table(
         rows.append(
             (
                 verdict_badge(verdict),
-                words[verdict] + ", on fresh seeds",
+                words[verdict],
                 on_fresh[verdict],
                 "{ref}`below <sec-every-claim>`",
             )

@@ -125,7 +125,7 @@ def test_exact_checks_and_descriptions_are_shown_apart_not_tallied():
     # the count column is the fresh seeds' count; the exploratory counts are Table 17.4's
     fresh = pv.fresh_counts(list(pv.fresh_verdicts()))[REPRODUCED]
     assert (
-        f"| Experimental claims reproduced at CPU scale, on fresh seeds | {fresh} | "
+        f"| Experimental claims reproduced | {fresh} | "
         "{ref}`below <sec-every-claim>` |" in table
     )
     assert "exploratory" not in table
@@ -615,7 +615,12 @@ def test_chapter_17s_box_says_what_the_tally_means_in_its_own_words():
     fresh = pv.fresh_verdicts()
     box = " ".join(pv.what_holds_box([], fresh).split())
     held = sum(v.verdict == REPRODUCED for v in fresh.values())
-    assert f"{pv.share_words(held, len(fresh))} of the claims hold at CPU scale." in box
+    assert (
+        f"**The tally.** {pv.share_words(held, len(fresh))} of the claims hold at CPU "
+        "scale, each on its own evidence" in box
+    )
+    # what a reader should conclude from the correction over all the claims, linked
+    assert "<sec-why-fragile>`." in box
     # the theory in one line; the errata counted, named in Table 17.1 (not the intro's words)
     assert "Every lemma and theorem checks exactly." in box
     assert (
