@@ -749,7 +749,7 @@ def check_fresh_bullet(checks, notebook: str, keys: Sequence[str]) -> None:
     )
 
 
-#: Each claim's test in a few plain words, for a reader's table (Table 12b.1); the full rule is
+#: Each claim's test in a few plain words, for a reader's table (:func:`claims_overview`); the full rule is
 #: the claim's card and the protocol page's. Keyed by claim key: every claim of the registry.
 #: ``{key}`` and ``{margin}`` are filled in by :func:`short_test` from the claim's own threshold
 #: and margin, so no number here can disagree with the rule that judges it.
@@ -1086,7 +1086,7 @@ def claim_cards(
             body += ["", " ".join(sentences)]
         name = card_label(c.key) if c.key else None
         opened = open_ or (open_first and n == first)
-        blocks.append(_dropdown(title, body, opened, name))  # its verdicts: Table 12b.1
+        blocks.append(_dropdown(title, body, opened, name))  # its verdicts: Table 17.2
     return "\n\n".join(blocks)
 
 
@@ -1611,13 +1611,13 @@ SIX_LAYERS_ADDED = ("pruning_finds_heads",)
 
 
 #: The frozen protocol's claims judged on the six-layer runs whose evidence another page tells:
-#: the learned encoding matched the lemma (ch. 9). Ch. 12b's box and Table 12b.1 count them too
+#: the learned encoding matched the lemma (ch. 9). Ch. 12b's box and Table 17.2 count them too
 #: (:func:`six_layers_tallied`), so that its tally is the book's.
 SIX_LAYERS_ALSO = ("learned_matched_lemma",)
 
 
 def six_layers_tallied(claims: Sequence[Claim]) -> List[Claim]:
-    """The counted claims of ``claims`` that ch. 12b's box and Table 12b.1 count, in
+    """The counted claims of ``claims`` that ch. 12b's box and ch. 17's Table 17.2 count, in
     ``claims``' order: those whose evidence is ch. 12b's and those of :data:`SIX_LAYERS_ALSO`;
     with :data:`SIX_LAYERS_ADDED`, every claim of the frozen protocol."""
     page = {c.key for c in _six_layer_claims(claims)}
