@@ -433,7 +433,7 @@ def test_six_layers_box_counts_the_fresh_seeds_and_states_findings():
 
 
 def test_chapter_12b_counts_the_book_s_claims():
-    """Ch. 12b's box and Table 12b.1 count the claims the index and ch. 17 count: its own
+    """Ch. 12b's box and the claims overview count the claims the index and ch. 17 count: its own
     six-layer claims, the learned encoding's (judged on ch. 9's page) and the protocol's claim
     that the pruning rule finds heads, which gets its row before the pruning claims; the table
     can leave out the earlier runs' column."""
