@@ -18,10 +18,9 @@ import numpy as np
 from ..evidence import beyond as fair
 from ..evidence.protocol import BEYOND
 from ..evidence.runs import BEYOND_LRS, beyond_tuning
-from ..experiments.verdicts import MINUS
 from .shared.badges import VERDICT_BADGES, verdict_badge
 from .shared.plotting import COLUMN_INCHES, model_colour
-from .shared.tables import markdown_table
+from .shared.tables import markdown_table, signed_number
 
 __all__ = [
     "FAIR_LABELS",
@@ -217,9 +216,10 @@ def plot_fair_curves(size: int = 1000):
 
 
 def _signed(iv) -> str:
-    """``+5.4 [+3.1, +7.7]`` in points, negative numbers with a true minus sign (−)."""
-    text = f"{100 * iv.estimate:+.1f} [{100 * iv.lo:+.1f}, {100 * iv.hi:+.1f}]"
-    return text.replace("-", MINUS)
+    """``+5.4 [+3.1, +7.7]`` in points, negative numbers with a true minus sign (−) and no
+    "−0.0" (:func:`~attnconv.chapters.shared.tables.signed_number`)."""
+    ends = (signed_number(100 * x) for x in (iv.estimate, iv.lo, iv.hi))
+    return "{} [{}, {}]".format(*ends)
 
 
 def _p(p: Optional[float]) -> str:

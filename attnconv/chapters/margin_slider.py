@@ -143,6 +143,16 @@ _MARGINS_JS = r"""
                   stroke: 'currentColor', 'stroke-opacity': 0.35});
       el('text', {x: R + 68, y: y + 25, 'text-anchor': 'middle', style: 'fill: #fff',
                   'font-weight': 'bold'}, D.words[v]);
+      var f = r.verdicts[D.frozen];
+      if (i !== D.frozen) {  // the frozen margin stays marked, and a verdict it changes
+        (r.kind === 'equivalence' ? [-r.margin, r.margin] : [-r.margin]).forEach(function (e) {
+          el('line', {x1: X(e), x2: X(e), y1: y + 6, y2: y + 36, stroke: 'currentColor',
+                      'stroke-opacity': 0.45, 'stroke-dasharray': '1 2'});
+        });
+        if (f !== v)
+          el('text', {x: R + 68, y: y + 46, 'text-anchor': 'middle', 'font-size': 11,
+                      'fill-opacity': 0.8}, 'at 1\u00d7: ' + D.words[f]);
+      }
       shown.push(v); tally[D.words[v]] = (tally[D.words[v]] || 0) + 1;
     });
     for (var t = Math.ceil(D.x[0] / 2) * 2; t <= D.x[1]; t += 2)

@@ -109,8 +109,6 @@ __all__ = [
     "card_label",
     "card_links",
     "claim_evidence",
-    "caveats_sentence",
-    "caveats_list",
     "clauses",
     "paired_over_images",
     "confounds_note",
@@ -130,11 +128,10 @@ __all__ = [
     "errata_words",
     "six_layers_box",
     "resnet_size_ratio",
-    "matched_resnet_words",
+    "resnet_sentence",
     "not_counted_markdown",
     "tallies_table",
     "confounds_table",
-    "baseline_sentence",
     "six_layer_page_claims",
     "SIX_LAYERS_ADDED",
     "SIX_LAYERS_ALSO",
@@ -430,8 +427,8 @@ def fresh_claims_table(
     verdicts = fresh_verdicts() if verdicts is None else verdicts
     by_key = {c.key: c for c in claims}
     lines = [
-        "| claim (arXiv v1) | frozen threshold, margin | on fresh seeds | verdict "
-        "| earlier runs |",
+        "| claim (arXiv v1) | frozen threshold, margin | on the eight seeds | verdict "
+        "| before the freeze |",
         "| :--- | :--- | :--- | :--- | :--- |",
     ]
     keys = [k for k in CLAIMS if k in verdicts] + [
@@ -752,7 +749,7 @@ def check_fresh_bullet(checks, notebook: str, keys: Sequence[str]) -> None:
     )
 
 
-#: Each claim's test in a few plain words, for a reader's table (Table 12b.1); the full rule is
+#: Each claim's test in a few plain words, for a reader's table (:func:`claims_overview`); the full rule is
 #: the claim's card and the protocol page's. Keyed by claim key: every claim of the registry.
 #: ``{key}`` and ``{margin}`` are filled in by :func:`short_test` from the claim's own threshold
 #: and margin, so no number here can disagree with the rule that judges it.
@@ -1089,7 +1086,7 @@ def claim_cards(
             body += ["", " ".join(sentences)]
         name = card_label(c.key) if c.key else None
         opened = open_ or (open_first and n == first)
-        blocks.append(_dropdown(title, body, opened, name))  # its verdicts: Table 12b.1
+        blocks.append(_dropdown(title, body, opened, name))  # its verdicts: Table 17.2
     return "\n\n".join(blocks)
 
 
@@ -1145,50 +1142,6 @@ def claim_evidence(claims: Sequence[Claim]) -> str:
     return "\n\n".join(parts)
 
 
-def caveats_sentence(claims: Sequence[Claim]) -> str:
-    """Ch. 17's caveat under Table 17.2: one sentence on the comparisons with an arm tuned at an
-    end of its grid (:func:`_caveats`), then a short list, one item per comparison: its title
-    linked to its card and the values chosen there (a learning rate, or also a width); "" when
-    none has one."""
-    tuned = [c for c in claims if _caveats(c.key)]
-    if not tuned:
-        return ""
-    what = "learning rate"
-    if any("widths" in _caveats(c.key) for c in tuned):
-        what = "learning rate or width"
-    count = _WORDS.get(len(tuned), str(len(tuned))).capitalize()
-    verb = "comparison chose" if len(tuned) == 1 else "comparisons chose"
-    items = []
-    for c in tuned:
-        # each title without its source ("Sec. 3: "), so that the item stays short
-        title = CLAIMS[c.key].title.split(": ", 1)[-1]
-        chosen = re.sub(r" (?:was|were) chosen at an end.*$", "", _caveats(c.key))
-        items.append(f"- {{ref}}`{title} <{card_label(c.key)}>`: {chosen}.")
-    return (
-        f"{count} {verb} a {what} at an end of its tuning grid, so a better value may lie "
-        "beyond that end. The values at an end:\n\n" + "\n".join(items)
-    )
-
-
-def caveats_list(claims: Sequence[Claim]) -> Tuple[str, str]:
-    """:func:`caveats_sentence` as its lead sentence and its list, apart, for ch. 17 to set
-    around other text; ``("", "")`` when no comparison has a caveat."""
-    lead, _, items = caveats_sentence(claims).partition("\n\n")
-    return lead, items
-
-
-def _caveats(key: str) -> str:
-    """A comparison's caveat as one clause: the arms tuned at a grid's end
-    (:func:`grid_end_note`), "" for a claim with none. The larger baseline is said once above
-    the lists (:func:`baseline_sentence`)."""
-    parts = []
-    ends = grid_end_note(key).removeprefix(", with ")
-    if ends:  # "X's learning rate at an end of its tuning grid"
-        verb = "were" if " and " in ends.split(" at an end")[0] else "was"
-        parts.append(ends.replace(" at an end", f" {verb} chosen at an end", 1))
-    return "; ".join(parts)
-
-
 def _baseline_ratio(key: str) -> Optional[Tuple[str, float]]:
     """Where a comparison's baseline is the protocol's ResNet18 (an arm of the frozen claim
     ``key``): its rival arm and how many times the rival's size the tuning made the ResNet18,
@@ -1202,55 +1155,6 @@ def _baseline_ratio(key: str) -> Optional[Tuple[str, float]]:
         return None
     big, small = (r[0].history["num_parameters"] for r in runs)
     return rival, big / small
-
-
-def baseline_sentence(claims: Sequence[Claim]) -> str:
-    """Ch. 17's one sentence on the larger baseline, said once above its lists: each of these
-    claims that compares a model with the protocol's ResNet18, with how many times that model's
-    size the tuning made the ResNet18 (:func:`_baseline_ratio`), one sentence and one number
-    per claim; "" when none does."""
-    parts = []
-    for c in claims:
-        got = _baseline_ratio(c.key)
-        if got is not None:
-            # the comparison named by its rival arm, not by the claim's title
-            parts.append(
-                f"Against the {got[0]} model, it is {got[1]:.1f} times that model's size."
-            )
-    if not parts:
-        return ""
-    return (
-        "ResNet18 is the only arm whose width was tuned, and the tuning made it large. "
-        + (" ".join(parts))
-    )
-
-
-def grid_end_note(key: str) -> str:
-    """For a comparison of the frozen protocol, which of its arms chose a value at an end of its
-    tuning grid (:func:`~attnconv.evidence.runs.grid_ends`), so that a better value may lie
-    beyond it: ", with the quadratic model's learning rate at an end of its tuning grid";
-    nothing for other claims."""
-    from ..evidence.runs import grid_ends
-
-    claim = FROZEN_CLAIMS.get(key)
-    if claim is None or claim.kind == "share" or len(claim.arms) < 2:
-        return ""  # a share, or a same-model ablation: no arm against another
-    words = {"lr": "learning rate", "widths": "widths"}
-    ends = [
-        (
-            "ResNet18"
-            if arm == "resnet18"
-            else f"the {depth.FRESH_ARMS.get(arm, arm)} model"
-        )
-        + "'s "
-        + " and ".join(words.get(k, k) for k in grid_ends(arm))
-        for arm in claim.arms
-        if grid_ends(arm)
-    ]
-    if not ends:
-        return ""
-    grids = "its tuning grid" if len(ends) == 1 else "their tuning grids"
-    return f", with {' and '.join(ends)} at an end of {grids}"
 
 
 def _confounds(claims: Sequence[Claim]) -> Dict[str, List[str]]:
@@ -1499,7 +1403,9 @@ def what_holds_box(
         "```{admonition} In short\n"
         ":class: tip result-box\n"
         f"{count_badges(on_fresh)} **{_fresh_headline(fresh)}**\n\n"
-        f"- **What the tally means.** {held} of the claims hold at CPU scale. The runs learn "
+        f"- **The tally.** {held} of the claims hold at CPU scale, each on its own "
+        "evidence: eight seeds are too few to pass a "
+        "{ref}`correction over all the claims at once <sec-why-fragile>`. The runs learn "
         "the locality the paper describes, not the convolution its theorem builds.\n"
         f"- {category_badge('exact')} **Every lemma and theorem checks exactly.** "
         "{ref}`Table 17.1 <tab-what-holds-scorecard>` scores the rest of the paper, with "
@@ -1611,11 +1517,32 @@ def resnet_size_ratio(key: str) -> Optional[float]:
     return None if got is None else got[1]
 
 
-#: Where a second-test interval lies against its margin, in words, by verdict.
-_AGAINST_MARGIN = {
-    v.REPRODUCED: "lies above the margin",
-    v.NOT_REPRODUCED: "lies below the margin",
-}
+def resnet_sentence(
+    fresh: Optional[Mapping[str, ConfirmatoryVerdict]] = None,
+    followup: Optional[Mapping[str, ConfirmatoryVerdict]] = None,
+    link: str = "sec-six-layers-resnet",
+) -> str:
+    """Ch. 12b's one sentence on the learned model against ResNet18, naming both tests: the
+    frozen protocol's (against the tuned ResNet18, with how many times the learned model's size
+    the tuning made it) and the second test's (against a ResNet18 of the learned model's size,
+    linked to ``link``), each gap in points with its verdict; the second clause says its runs are
+    being made while they are."""
+    fresh = fresh_verdicts() if fresh is None else fresh
+    followup = followup_verdicts() if followup is None else followup
+    tuned = fresh["close_to_resnet"]
+    behind = -tuned.scale * tuned.interval.estimate
+    times = resnet_size_ratio("close_to_resnet")
+    size = "" if times is None else f" {times:.1f} times its size"
+    first = (
+        f"The learned model is {behind:.1f} points behind a ResNet18{size}, "
+        f"*{tuned.verdict}*"
+    )
+    matched = followup.get("close_to_resnet_matched")
+    own = f"{{ref}}`one of its own size <{link}>`"
+    if matched is None or matched.verdict == PENDING:
+        return f"{first}. Its runs against {own} are being made."
+    _, gap, _ = _matched_numbers(matched)
+    return f"{first}; and {gap:.1f} points behind {own}, *{matched.verdict}*."
 
 
 def _matched_numbers(got: ConfirmatoryVerdict) -> Tuple[float, float, List[str]]:
@@ -1638,35 +1565,6 @@ def _matched_numbers(got: ConfirmatoryVerdict) -> Tuple[float, float, List[str]]
 _MATCHED_PENDING = "Its runs against a ResNet18 narrowed to its size are being made."
 
 
-def matched_resnet_words(followup: Mapping[str, ConfirmatoryVerdict]) -> str:
-    """Ch. 12b's sentences on the second test of "close to ResNet18": the learned model against
-    a ResNet18 narrowed to its size, one number to a sentence (the interval's two ends in one),
-    said on the page rather than sent to another page's table
-    (:func:`~attnconv.evidence.judge.followup_verdicts` gives both)."""
-    from ..evidence import followup as registered
-
-    got = followup["close_to_resnet_matched"]
-    if got.verdict == PENDING:
-        return _MATCHED_PENDING
-    margin, behind, flips = _matched_numbers(got)
-    where = _AGAINST_MARGIN.get(got.verdict, "reaches both sides of the margin")
-    words = [
-        f"Against a ResNet18 narrowed to its size, the learned model is {behind:.1f} "
-        f"points behind on {len(registered.SEEDS)} new seeds.",
-        f'"Close" allows {margin:g} points.',
-        "The 95 % interval of the difference runs from "
-        f"{signed_number(got.scale * got.interval.lo)} to "
-        f"{signed_number(got.scale * got.interval.hi)} "
-        "points.",
-        f"It {where}, so the second test's verdict is {verdict_badge(got.verdict)}.",
-    ]
-    if flips:
-        words.append(
-            f"That verdict is {{ref}}`fragile <glossary-fragile>`: {'; '.join(flips)}."
-        )
-    return " ".join(words)
-
-
 _MATCHED_FINDING = {
     v.REPRODUCED: 'The learned model comes within the {m:g} points that "close" allows.',
     v.NOT_REPRODUCED: "The learned model stays more than the {m:g} points behind that "
@@ -1676,10 +1574,9 @@ _MATCHED_FINDING = {
 
 def matched_resnet_list(followup: Mapping[str, ConfirmatoryVerdict]) -> str:
     """Ch. 12b's answer of the second test of "close to ResNet18", finding first: one sentence
-    that says what the narrowed ResNet18 shows and the verdict, then a two-item list (the gap,
-    and its 95 % interval against the margin), then the one line that says the verdict is
-    fragile, if it is. The numbers are those of :func:`matched_resnet_words`
-    (:func:`_matched_numbers`)."""
+    that says what the narrowed ResNet18 shows and the verdict, then a short list (its seeds,
+    its 95 % interval against the margin, and the alternative that would change the verdict,
+    if one does). The gap itself is said once, in the box (:func:`resnet_sentence`)."""
     from ..evidence import followup as registered
 
     got = followup["close_to_resnet_matched"]
@@ -1698,16 +1595,13 @@ def matched_resnet_list(followup: Mapping[str, ConfirmatoryVerdict]) -> str:
     lines = [
         f"{finding} The verdict is {verdict_badge(got.verdict)}.",
         "",
-        f"- **Gap**: {behind:.1f} points behind, the mean over "
-        f"{len(registered.SEEDS)} new seeds.",
+        f"- **Seeds**: {len(registered.SEEDS)} new ones, "
+        f"{registered.SEEDS[0]}–{registered.SEEDS[-1]}.",
         f"- **95 % interval**: {lo} to {hi} points, against a margin of "
         f"{signed_number(-margin)} points.",
     ]
     if flips:
-        lines += [
-            "",
-            f"That verdict is {{ref}}`fragile <glossary-fragile>`: {'; '.join(flips)}.",
-        ]
+        lines.append(f"- **{{ref}}`Fragile <glossary-fragile>`**: {'; '.join(flips)}.")
     return "\n".join(lines)
 
 
@@ -1717,13 +1611,13 @@ SIX_LAYERS_ADDED = ("pruning_finds_heads",)
 
 
 #: The frozen protocol's claims judged on the six-layer runs whose evidence another page tells:
-#: the learned encoding matched the lemma (ch. 9). Ch. 12b's box and Table 12b.1 count them too
+#: the learned encoding matched the lemma (ch. 9). Ch. 12b's box and Table 17.2 count them too
 #: (:func:`six_layers_tallied`), so that its tally is the book's.
 SIX_LAYERS_ALSO = ("learned_matched_lemma",)
 
 
 def six_layers_tallied(claims: Sequence[Claim]) -> List[Claim]:
-    """The counted claims of ``claims`` that ch. 12b's box and Table 12b.1 count, in
+    """The counted claims of ``claims`` that ch. 12b's box and ch. 17's Table 17.2 count, in
     ``claims``' order: those whose evidence is ch. 12b's and those of :data:`SIX_LAYERS_ALSO`;
     with :data:`SIX_LAYERS_ADDED`, every claim of the frozen protocol."""
     page = {c.key for c in _six_layer_claims(claims)}
@@ -1918,8 +1812,8 @@ def scorecard_table(
         ),
     ]
     words = {
-        REPRODUCED: "Experimental claims reproduced at CPU scale",
-        NOT_REPRODUCED: "Experimental claims not reproduced at CPU scale",
+        REPRODUCED: "Experimental claims reproduced",
+        NOT_REPRODUCED: "Experimental claims not reproduced",
         INCONCLUSIVE: "Experimental claims the runs cannot settle",
     }
     aside = not_counted(claims)
@@ -1945,7 +1839,7 @@ def scorecard_table(
         rows.append(
             (
                 verdict_badge(verdict),
-                words[verdict] + ", on fresh seeds",
+                words[verdict],
                 on_fresh[verdict],
                 "{ref}`below <sec-every-claim>`",
             )

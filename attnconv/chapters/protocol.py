@@ -242,7 +242,7 @@ def tuning_curves_figure():
         constrained_layout=True,
     )
     for ax, part, title in zip(
-        axes, ("frozen", "follow-up"), ("frozen protocol", "registered follow-up")
+        axes, ("frozen", "follow-up"), ("frozen protocol", "second test on new seeds")
     ):
         for series, rows in points.items():
             if not series.startswith(part + ":"):

@@ -61,3 +61,12 @@ def test_each_contrast_states_its_own_margin_when_they_differ():
     assert all(r.count("within ±2 points") == 1 for r in convit)
     assert all(r.count("within ±3 points") == 1 for r in impulse)
     assert not any("within" in r for r in rows if r not in convit + impulse)
+
+
+def test_a_contrast_cell_prints_no_negative_zero():
+    """A contrast's cell reads its numbers through the book's signed formatter: a true minus,
+    and an end that rounds to zero prints "+0.0", never "−0.0"."""
+    from types import SimpleNamespace
+
+    iv = SimpleNamespace(estimate=-0.0204, lo=-0.0004, hi=0.0123)
+    assert bf._signed(iv) == "\u22122.0 [+0.0, +1.2]"

@@ -125,7 +125,7 @@ def test_exact_checks_and_descriptions_are_shown_apart_not_tallied():
     # the count column is the fresh seeds' count; the exploratory counts are Table 17.4's
     fresh = pv.fresh_counts(list(pv.fresh_verdicts()))[REPRODUCED]
     assert (
-        f"| Experimental claims reproduced at CPU scale, on fresh seeds | {fresh} | "
+        f"| Experimental claims reproduced | {fresh} | "
         "{ref}`below <sec-every-claim>` |" in table
     )
     assert "exploratory" not in table
@@ -433,7 +433,7 @@ def test_six_layers_box_counts_the_fresh_seeds_and_states_findings():
 
 
 def test_chapter_12b_counts_the_book_s_claims():
-    """Ch. 12b's box and Table 12b.1 count the claims the index and ch. 17 count: its own
+    """Ch. 12b's box and the claims overview count the claims the index and ch. 17 count: its own
     six-layer claims, the learned encoding's (judged on ch. 9's page) and the protocol's claim
     that the pruning rule finds heads, which gets its row before the pruning claims; the table
     can leave out the earlier runs' column."""
@@ -544,41 +544,6 @@ def test_the_claims_page_cards_its_own_counted_claims():
             assert claims[key].where.startswith("sec-six-layers"), key
 
 
-def test_chapter_17_names_a_larger_baseline_once_and_leaves_the_follow_up_to_its_section():
-    """One sentence under Table 17.2 names every claim that compares an arm with the protocol's
-    ResNet18 and how much larger that ResNet18 is (from the fresh runs' parameter counts); no
-    caveat repeats it, and none repeats the follow-up's answers (ch. 17 gives them once, in
-    their section)."""
-    import re
-
-    from attnconv.evidence.judge import arm_runs
-    from attnconv.evidence.protocol import CLAIMS as FROZEN
-    from attnconv.evidence.protocol import CONFIRMATORY_SEEDS
-
-    claims = pv.counted([c for g in pv.GROUPS for c in pv.book_claims().get(g, [])])
-    lines = {c.key: pv._caveats(c.key) for c in claims}  # the caveats under Table 17.2
-    sentence = pv.baseline_sentence(claims)
-    size = {
-        a: arm_runs(a, CONFIRMATORY_SEEDS[:1])[0].history["num_parameters"]
-        for a in ("resnet18", "learned", "quadratic")
-    }
-    against = {"close_to_resnet": "learned", "resnet_faster": "quadratic"}
-    for key, rival in against.items():
-        assert FROZEN[key].arms == (rival, "resnet18")
-        ratio = size["resnet18"] / size[rival]
-        assert ratio > 5
-        assert (
-            f"Against the {rival} model, it is {ratio:.1f} times that model's size."
-            in sentence
-        )
-    assert sentence.count(" times that model's size") == len(against)
-    assert '"' not in sentence  # no claim title quoted as a noun
-    assert not any("against a ResNet18" in ln for ln in lines.values())
-    # the follow-up's answers are told once, in ch. 17's section on it: not in the caveats
-    assert not any("follow-up" in ln for ln in lines.values())
-    assert not any(re.search(r"\{bdg-", ln) for ln in lines.values())
-
-
 def test_chapter_17s_box_counts_the_judged_follow_up_claims():
     """The box's follow-up line: how many follow-up questions are judged, pointing to the table
     that gives each; nothing when all are pending."""
@@ -593,78 +558,10 @@ def test_chapter_17s_box_counts_the_judged_follow_up_claims():
         assert "tab-what-holds-followup" in line
 
 
-def test_chapter_17s_caveats_name_an_arm_tuned_at_its_grids_end():
-    """A comparison's caveat names every arm whose chosen value is the first or last value of
-    its tuning grid (read here from the protocol's grid and the saved choice), and only those; a
-    share claim or a same-model ablation has none, and the list holds one item per caveat."""
-    from attnconv.evidence.protocol import ARMS
-    from attnconv.evidence.protocol import CLAIMS as FROZEN
-    from attnconv.evidence.runs import tuned_values
-
-    claims = pv.counted([c for g in pv.GROUPS for c in pv.book_claims().get(g, [])])
-    lines = {c.key: pv._caveats(c.key) for c in claims}
-    sentence = pv.caveats_sentence(claims)
-    tuned = [k for k, x in lines.items() if x]
-    # one sentence, then a list naming each comparison with a caveat, linked to its card, and
-    # the values chosen at a grid's end; no other
-    lead, _, items = sentence.partition("\n\n")
-    assert "{ref}" not in lead and lead.count(". ") == 1
-    assert items.count("\n- ") == len(tuned) - 1 and items.startswith("- ")
-    assert sentence.count("{ref}") == len(tuned) and "chosen at an end" not in items
-    assert all(f"<{pv.card_label(k)}>" in sentence for k in tuned)
-    assert ("width" in sentence) == any("widths" in lines[k] for k in tuned)
-    for key, line in lines.items():
-        claim = FROZEN.get(key)
-        if claim is None or claim.kind == "share" or len(claim.arms) < 2:
-            assert "tuning grid" not in line, key
-            continue
-        for arm in claim.arms:
-            grid, chosen = ARMS[arm].grid, tuned_values(arm)
-            ends = [k for k, v in (grid or {}).items() if chosen[k] in (v[0], v[-1])]
-            words = {"lr": "learning rate", "widths": "widths"}
-            who = {"resnet18": "ResNet18"}.get(arm, f"the {arm} model")
-            if ends:
-                assert f"{who}'s {' and '.join(words[k] for k in ends)}" in line, key
-            else:
-                assert f"{who}'s learning rate" not in line, (key, arm)
-    assert "the quadratic model's learning rate" in lines["similar_or_better"]
-
-
-def test_ch12b_says_the_matched_resnet_one_number_to_a_sentence():
-    """Ch. 12b's sentences on the size-matched ResNet18: the points behind, then the margin,
-    each in its own sentence; the interval said in its own sentence; a verdict that flips
-    under an alternative says so in a sentence of its own."""
-    from attnconv.evidence.judge import ConfirmatoryVerdict
-    from attnconv.experiments.verdicts import Interval
-
-    pending = ConfirmatoryVerdict(
-        "close_to_resnet_matched", "pending", "runs not all made"
-    )
-    assert "being made" in pv.matched_resnet_words({"close_to_resnet_matched": pending})
-    iv = Interval(-0.031, -0.0498, -0.0198, 0.01, 7.0, 0.02, "paired", (8, 8))
-    got = ConfirmatoryVerdict(
-        "close_to_resnet_matched", NOT_REPRODUCED, "", (), None, 0.05, {}, interval=iv
-    )
-    text = pv.matched_resnet_words({"close_to_resnet_matched": got})
-    assert text.startswith(
-        "Against a ResNet18 narrowed to its size, the learned model is 3.1 points behind "
-        'on 8 new seeds. "Close" allows 2 points. The 95 % interval of the difference runs '
-        "from −5.0 to −2.0 points. It lies below the margin, so the second test's verdict is "
-    )
-    # said on the page: no other page's table, no bracketed interval
-    assert "Table 17" not in text
-    assert "[" not in text and "fragile" not in text
-    got.alternatives = {"margin doubled": INCONCLUSIVE}
-    text = pv.matched_resnet_words({"close_to_resnet_matched": got})
-    assert text.endswith(
-        "`fragile <glossary-fragile>`: with the margin doubled it would read "
-        "*inconclusive*."
-    )
-
-
 def test_ch12b_gives_the_matched_resnet_finding_first_and_its_numbers_as_a_list():
     """Ch. 12b's second test of "close to ResNet18": the finding and verdict in one opening
-    sentence pair, the gap and the interval as a two-item list, fragility said once."""
+    sentence pair, then its seeds and its interval as a list (the gap is the box's), and
+    fragility as one more item, said once."""
     from attnconv.evidence.judge import ConfirmatoryVerdict
     from attnconv.experiments.verdicts import Interval
 
@@ -678,13 +575,37 @@ def test_ch12b_gives_the_matched_resnet_finding_first_and_its_numbers_as_a_list(
     assert "`inconclusive`" in first and "points" in first
     items = [line for line in rest if line.startswith("- ")]
     assert len(items) == 2
-    assert items[0] == "- **Gap**: 3.8 points behind, the mean over 8 new seeds."
+    assert items[0] == "- **Seeds**: 8 new ones, 2000–2007."
     assert items[1].startswith("- **95 % interval**: −6.3 to −1.2 points")
-    assert "fragile" not in text
+    assert "fragile" not in text and "3.8" not in text
     got.alternatives = {"margin halved": NOT_REPRODUCED}
     text = pv.matched_resnet_list({"close_to_resnet_matched": got})
-    assert text.count("`fragile <glossary-fragile>`") == 1
+    assert text.count("`Fragile <glossary-fragile>`") == 1
     assert text.endswith(f"*{NOT_REPRODUCED}*.")
+
+
+def test_ch12b_names_both_resnet_tests_in_one_sentence():
+    """Ch. 12b's one sentence on ResNet18: the frozen test's gap, the tuned ResNet18's size
+    ratio and verdict, then the size-matched second test's gap and verdict; while the second
+    test's runs are being made, it says so."""
+    from attnconv.evidence.judge import ConfirmatoryVerdict, followup_verdicts
+
+    fresh, followup = pv.fresh_verdicts(), followup_verdicts()
+    text = pv.resnet_sentence(fresh, followup)
+    tuned, matched = fresh["close_to_resnet"], followup["close_to_resnet_matched"]
+    ratio = pv.resnet_size_ratio("close_to_resnet")
+    assert text.startswith(
+        f"The learned model is {-tuned.scale * tuned.interval.estimate:.1f} points behind "
+        f"a ResNet18 {ratio:.1f} times its size, *{tuned.verdict}*; and "
+    )
+    assert f"{-matched.scale * matched.interval.estimate:.1f} points behind " in text
+    assert text.endswith(
+        f"`one of its own size <sec-six-layers-resnet>`, *{matched.verdict}*."
+    )
+    assert text.count(". ") == 0
+    pending = ConfirmatoryVerdict("close_to_resnet_matched", "pending", "runs not made")
+    text = pv.resnet_sentence(fresh, {"close_to_resnet_matched": pending})
+    assert text.endswith("are being made.")
 
 
 def test_chapter_17s_box_says_what_the_tally_means_in_its_own_words():
@@ -694,7 +615,12 @@ def test_chapter_17s_box_says_what_the_tally_means_in_its_own_words():
     fresh = pv.fresh_verdicts()
     box = " ".join(pv.what_holds_box([], fresh).split())
     held = sum(v.verdict == REPRODUCED for v in fresh.values())
-    assert f"{pv.share_words(held, len(fresh))} of the claims hold at CPU scale." in box
+    assert (
+        f"**The tally.** {pv.share_words(held, len(fresh))} of the claims hold at CPU "
+        "scale, each on its own evidence" in box
+    )
+    # what a reader should conclude from the correction over all the claims, linked
+    assert "<sec-why-fragile>`." in box
     # the theory in one line; the errata counted, named in Table 17.1 (not the intro's words)
     assert "Every lemma and theorem checks exactly." in box
     assert (
@@ -707,18 +633,3 @@ def test_chapter_17s_box_says_what_the_tally_means_in_its_own_words():
     conjectures = [n for n, _ in pv.ERRATA_WRONG if "conjecture" in n]
     assert len(conjectures) == 1
     assert pv.errata_words() == "two statements and one conjecture of the paper"
-
-
-def test_chapter_17s_grid_end_list_says_what_the_caveat_sentence_says():
-    """Ch. 17's list of comparisons tuned at a grid's end: one item per comparison of
-    :func:`caveats_sentence`'s list, each linked to its card, under the same lead sentence."""
-    claims = pv.counted([c for g in pv.GROUPS for c in pv.book_claims().get(g, [])])
-    lead, listed = pv.caveats_list(claims)
-    sentence = pv.caveats_sentence(claims)
-    items = sentence.partition("\n\n")[2].splitlines()
-    rows = listed.splitlines()
-    assert sentence.startswith(lead.split(". ")[0])
-    assert len(rows) == len(items) > 0
-    for row, item in zip(rows, items):
-        link = item.removeprefix("- ").split(": ", 1)[0]
-        assert row.startswith(f"- {link}: ") and row.endswith(".")
