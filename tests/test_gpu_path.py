@@ -370,7 +370,7 @@ def test_every_training_chapter_reads_the_full_scale_runs(
     }
     found, missing = load_saved_runs(specs, profile)
     assert missing == [] and measures_rows(found)
-    # chapter 12b with ATTNCONV_DEEP_PROFILE=<profile>: runs, removal, pruning, maps
+    # chapter 12 with ATTNCONV_DEEP_PROFILE=<profile>: runs, removal, pruning, maps
     deep, missing = load_saved_runs(depth.DEEP_RUNS, profile)
     assert missing == []
     removal = {label: studies_removal.load_removal(r) for label, r in deep.items()}

@@ -1,5 +1,5 @@
 """The headline comparison on the fresh seeds: the test accuracy of each six-layer arm of the
-frozen protocol on its confirmatory seeds, beside the tuned ResNet18 (ch. 12b). Reads the saved
+frozen protocol on its confirmatory seeds, beside the tuned ResNet18 (ch. 12). Reads the saved
 runs only (:func:`attnconv.evidence.judge.arm_runs`); each arm's mean carries the 95 % interval
 of the one rule (:func:`~attnconv.experiments.verdicts.accuracy_interval`). Nothing is judged
 here: the verdicts are the judge's."""

@@ -1090,7 +1090,7 @@ def claim_cards(
     return "\n\n".join(blocks)
 
 
-#: The claims that have their card on the claims page, ch. 12b, by the section that shows them;
+#: The claims that have their card on the claims page, ch. 12, by the section that shows them;
 #: the chapters that draw their evidence link to it (:func:`claim_evidence`), so each claim has
 #: one card in the book.
 CARDS_IN_12B = {
@@ -1125,7 +1125,7 @@ def card_links(claims: Sequence[Claim]) -> str:
     one = len(links) == 1
     return (
         f"The evidence for {'this claim' if one else 'these claims'}, seed by seed, is on "
-        f"{'its card' if one else 'their cards'} in {{ref}}`ch. 12b <ch-six-layers>`:\n\n"
+        f"{'its card' if one else 'their cards'} in {{ref}}`ch. 12 <ch-six-layers>`:\n\n"
         + "\n".join(links)
     )
 
@@ -1466,7 +1466,7 @@ def six_layers_box(
     bullets: Sequence[str] = (),
     fresh: Optional[Mapping[str, ConfirmatoryVerdict]] = None,
 ) -> str:
-    """Chapter 12b's result box, so that no count in it is typed by hand: the fresh-seed
+    """Chapter 12's result box, so that no count in it is typed by hand: the fresh-seed
     verdicts of the page's claims (the counted claims ``here`` and the protocol's claims
     ``added`` that the page judges too) as the box's one row of badges, beside ``headline``;
     then the findings, one short bullet each, and a last bullet saying how many claims the badges
@@ -1522,7 +1522,7 @@ def resnet_sentence(
     followup: Optional[Mapping[str, ConfirmatoryVerdict]] = None,
     link: str = "sec-six-layers-resnet",
 ) -> str:
-    """Ch. 12b's one sentence on the learned model against ResNet18, naming both tests: the
+    """Ch. 12's one sentence on the learned model against ResNet18, naming both tests: the
     frozen protocol's (against the tuned ResNet18, with how many times the learned model's size
     the tuning made it) and the second test's (against a ResNet18 of the learned model's size,
     linked to ``link``), each gap in points with its verdict; the second clause says its runs are
@@ -1546,7 +1546,7 @@ def resnet_sentence(
 
 
 def _matched_numbers(got: ConfirmatoryVerdict) -> Tuple[float, float, List[str]]:
-    """The second test of "close to ResNet18" as ch. 12b says it: the margin and the points the
+    """The second test of "close to ResNet18" as ch. 12 says it: the margin and the points the
     learned model is behind (both in points), and each alternative that would change the
     verdict, in words."""
     from ..evidence import followup as registered
@@ -1561,7 +1561,7 @@ def _matched_numbers(got: ConfirmatoryVerdict) -> Tuple[float, float, List[str]]
     return margin, behind, flips
 
 
-#: What ch. 12b says while the second test of "close to ResNet18" is not all made.
+#: What ch. 12 says while the second test of "close to ResNet18" is not all made.
 _MATCHED_PENDING = "Its runs against a ResNet18 narrowed to its size are being made."
 
 
@@ -1573,7 +1573,7 @@ _MATCHED_FINDING = {
 
 
 def matched_resnet_list(followup: Mapping[str, ConfirmatoryVerdict]) -> str:
-    """Ch. 12b's answer of the second test of "close to ResNet18", finding first: one sentence
+    """Ch. 12's answer of the second test of "close to ResNet18", finding first: one sentence
     that says what the narrowed ResNet18 shows and the verdict, then a short list (its seeds,
     its 95 % interval against the margin, and the alternative that would change the verdict,
     if one does). The gap itself is said once, in the box (:func:`resnet_sentence`)."""
@@ -1605,33 +1605,33 @@ def matched_resnet_list(followup: Mapping[str, ConfirmatoryVerdict]) -> str:
     return "\n".join(lines)
 
 
-#: The frozen protocol's claims that ch. 12b judges although no six-layer card of the registry
+#: The frozen protocol's claims that ch. 12 judges although no six-layer card of the registry
 #: holds them (it added them after the exploratory runs).
 SIX_LAYERS_ADDED = ("pruning_finds_heads",)
 
 
 #: The frozen protocol's claims judged on the six-layer runs whose evidence another page tells:
-#: the learned encoding matched the lemma (ch. 9). Ch. 12b's box and Table 17.2 count them too
+#: the learned encoding matched the lemma (ch. 9). Ch. 12's box and Table 17.2 count them too
 #: (:func:`six_layers_tallied`), so that its tally is the book's.
 SIX_LAYERS_ALSO = ("learned_matched_lemma",)
 
 
 def six_layers_tallied(claims: Sequence[Claim]) -> List[Claim]:
-    """The counted claims of ``claims`` that ch. 12b's box and ch. 17's Table 17.2 count, in
-    ``claims``' order: those whose evidence is ch. 12b's and those of :data:`SIX_LAYERS_ALSO`;
+    """The counted claims of ``claims`` that ch. 12's box and ch. 17's Table 17.2 count, in
+    ``claims``' order: those whose evidence is ch. 12's and those of :data:`SIX_LAYERS_ALSO`;
     with :data:`SIX_LAYERS_ADDED`, every claim of the frozen protocol."""
     page = {c.key for c in _six_layer_claims(claims)}
     return [c for c in counted(claims) if c.key in page or c.key in SIX_LAYERS_ALSO]
 
 
 def six_layer_page_claims(claims: Sequence[Claim]) -> List[Claim]:
-    """The claims whose evidence is ch. 12b's (their section is on that page), counted or
+    """The claims whose evidence is ch. 12's (their section is on that page), counted or
     shown apart, in ``claims``' order."""
     return [c for c in claims if c.where.startswith("sec-six-layers")]
 
 
 def _six_layer_claims(claims: Sequence[Claim]) -> List[Claim]:
-    """The counted claims whose evidence is ch. 12b's."""
+    """The counted claims whose evidence is ch. 12's."""
     return six_layer_page_claims(counted(claims))
 
 
@@ -1640,7 +1640,7 @@ def tallies_table(
     fresh: Optional[Mapping[str, ConfirmatoryVerdict]] = None,
 ):
     """Every tally of verdicts the book gives, lined up (ch. 17): the frozen protocol's on the
-    fresh seeds (the intro's, ch. 12b's and ch. 17's), the exploratory one made before the
+    fresh seeds (the intro's, ch. 12's and ch. 17's), the exploratory one made before the
     freeze, and the registered follow-up's. Each row counts its own set, so that the reader can
     see why two counts differ."""
     from .shared.tables import markdown_table
@@ -1659,7 +1659,7 @@ def tallies_table(
             "fresh seeds: every experimental claim",
             [g.verdict for g in fresh.values()],
             "{ref}`Table 17.2 <tab-what-holds-claims>`, the intro, "
-            "{ref}`ch. 12b <ch-six-layers>`",
+            "{ref}`ch. 12 <ch-six-layers>`",
         ),
         row(
             "earlier runs: every claim written before the freeze",

@@ -295,7 +295,7 @@ def register_confirmatory() -> List[str]:
                 CONFIRMATORY_SEEDS,
                 name_of=confirm_run_name,
                 purpose="confirmatory seed {seed} of {arm} (protocol)",
-                chapters=("12b", "17"),
+                chapters=("12", "17"),
                 studies=_confirmatory_studies(arm.key),
             )
     return new

@@ -95,7 +95,7 @@ NOTHING_TO_RECOVER = (
     "Where pruning cost nothing measurable, a recovery has nothing to recover from."
 )
 
-#: Each confound's short name, heading its item in ch. 12b's numbered list of confounds.
+#: Each confound's short name, heading its item in ch. 12's numbered list of confounds.
 CONFOUND_NAMES = {
     POSITIONAL_LR_CONFOUND: "×10 positional learning rate",
     LOCAL_DROPOUT_CONFOUND: "Local attention's dropout",

@@ -5,7 +5,7 @@ included), in the manner of timm's ``register_model``.
 An entry's name is its folder under ``book/runs`` (:func:`attnconv.experiments.store.runs_dir`):
 
     cpu/quadratic                 the cpu profile's quadratic model, 40 epochs (ch. 7, 10, App. C)
-    deep/learned                  the deep profile's learned-encoding model (chapters 9, 12b)
+    deep/learned                  the deep profile's learned-encoding model (chapters 9, 12)
     seeds/cpu/quadratic/seed3     seed 3 of the cpu quadratic model at the profile's 16 epochs
 
 Chapters ask by name and only read: :func:`load_run` returns the saved run, or raises
@@ -198,10 +198,10 @@ _CPU = {
     ),
 }
 _DEEP = {
-    "quadratic": ("the paper's depth: Figs. 2, 3 at 6 layers", ("07b", "12b")),
-    "generalized": ("the paper's depth: Fig. 7, pruning per layer", ("12b",)),
-    "learned": ("the paper's depth: Fig. 6", ("09", "12b")),
-    "quadratic-16heads": ("the paper's depth: Fig. 10", ("10", "12b")),
+    "quadratic": ("the paper's depth: Figs. 2, 3 at 6 layers", ("07b", "12")),
+    "generalized": ("the paper's depth: Fig. 7, pruning per layer", ("12",)),
+    "learned": ("the paper's depth: Fig. 6", ("09", "12")),
+    "quadratic-16heads": ("the paper's depth: Fig. 10", ("10", "12")),
 }
 
 

@@ -174,10 +174,10 @@ def _missing(file: str, name: str) -> MissingResultError:
 # ---------------------------------------------------------------------------- attention maps
 #: The profiles whose runs a reader trains on a GPU box (not committed); every study the chapters
 #: read is made for their runs too, so that the chapters work under ``ATTNCONV_PROFILE=gpu|paper``
-#: (and chapter 12b under ``ATTNCONV_DEEP_PROFILE=gpu|paper``).
+#: (and chapter 12 under ``ATTNCONV_DEEP_PROFILE=gpu|paper``).
 FULL_SCALE_PROFILES = ("gpu", "paper")
 
-#: Runs whose attention maps are saved (chapters 9, 12 and 12b read them for the learned encodings).
+#: Runs whose attention maps are saved (chapters 9, 12 and the pilots appendix read them for the learned encodings).
 ATTENTION_MAP_RUNS = ("cpu/learned", "cpu/learned_content", "deep/learned") + tuple(
     f"{p}/{m}" for p in FULL_SCALE_PROFILES for m in ("learned", "learned_content")
 )
@@ -202,7 +202,7 @@ def attention_maps_study(name: str) -> StudyEntry:
 #: authors' code's condition threshold 1e3 selects; "control": none besides, and the unpruned model
 #: retrained the same way, k = 0; ("control", 15, ...): those counts too, and the control), minutes
 #: on 2 cores). A paper-size run is read by
-#: chapter 8 (its profile) and chapter 12b (``ATTNCONV_DEEP_PROFILE``): "code" serves both.
+#: chapter 8 (its profile) and chapter 12 (``ATTNCONV_DEEP_PROFILE``): "code" serves both.
 PRUNING_STUDIES = {
     "cpu/generalized": (3, None, None),
     "deep/generalized": (1, "code", None),
@@ -304,7 +304,7 @@ def pruning_entry(name: str, settings=None) -> StudyEntry:
 
 
 # ---------------------------------------------------------------------------- removal
-#: Runs whose layer and head removal is saved (chapter 12b, for the 6-layer runs of its profile).
+#: Runs whose layer and head removal is saved (chapter 12, for the 6-layer runs of its profile).
 REMOVAL_RUNS = tuple(
     f"{p}/{m}"
     for p in ("deep",) + FULL_SCALE_PROFILES

@@ -73,7 +73,7 @@ def test_structural_check_flags_reader_pages_only(tmp_path):
 def test_experiment_chapter_list():
     assert check_book.is_experiment_chapter("book/13_performance.html")
     assert check_book.is_experiment_chapter("book/18_beyond_the_paper.html")
-    assert check_book.is_experiment_chapter("book/12b_six_layers.html")
+    assert check_book.is_experiment_chapter("book/12_six_layers.html")
     assert not check_book.is_experiment_chapter("book/06_head_explorer.html")
 
 

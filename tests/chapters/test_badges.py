@@ -128,7 +128,7 @@ def test_a_box_headline_on_fresh_seeds_is_read_with_the_fresh_badges(tmp_path):
 def test_keep_words_keeps_ranges_and_hyphenated_words_whole_but_not_labels():
     from attnconv.chapters.shared.tables import keep_words
 
-    got = keep_words("layers 4-6 of the 2-layer run, {ref}`ch. 12b <sec-six-layers>`")
+    got = keep_words("layers 4-6 of the 2-layer run, {ref}`ch. 12 <sec-six-layers>`")
     assert '<span class="nowrap">4-6</span>' in got
     assert '<span class="nowrap">2-layer</span>' in got and "\u2011" not in got
     assert "<sec-six-layers>" in got  # a label is left as it is

@@ -223,7 +223,7 @@ def test_removal_rows_and_redundancy_by_the_same_model_interval():
 
 
 def test_removal_figure_of_several_seeds_marks_costs_that_reach_zero():
-    """Figure 12b.3 on eight seeds of one model: a dot per seed and layer in each panel, a
+    """Figure 12.3 on eight seeds of one model: a dot per seed and layer in each panel, a
     hollow dot where the layer's interval reaches 0, and the seeds' mean as a bar per layer."""
     import matplotlib
 
@@ -622,7 +622,7 @@ def test_intro_asks_the_questions_the_chapters_answer():
     )
     assert (
         "Does attention come close to a ResNet's accuracy? "
-        "{ref}`Ch. 12b <sec-six-layers-accuracy>`." in flat
+        "{ref}`Ch. 12 <sec-six-layers-accuracy>`." in flat
     )
     assert "points below" not in flat and "times its size" not in flat
     got = confirmatory_verdicts()
@@ -705,7 +705,7 @@ def test_intro_says_no_share_of_the_seeds_survives_holm():
 
 
 def test_depth_measures_figure_titles_do_not_touch():
-    """Fig. 12b.1: the three panel titles (two lines each) stay apart at the column's width."""
+    """Fig. 12.1: the three panel titles (two lines each) stay apart at the column's width."""
     import matplotlib
 
     matplotlib.use("Agg")

@@ -1,4 +1,4 @@
-"""Figure 12b.4: each arm's fresh seeds as plotted, against their histories read plainly from
+"""Figure 12.4: each arm's fresh seeds as plotted, against their histories read plainly from
 book/runs/confirm/<arm>/seed<k>/history.json; the mean and its interval by the one rule."""
 
 import json

@@ -267,7 +267,7 @@ def test_the_dropdowns_numbers_are_the_verdicts_own(judged):
 
 
 def test_the_single_pixel_claims_test_names_both_thresholds():
-    """Table 12b.1's test cell for "learned heads on single pixels" names the exploratory
+    """Table 12.1's test cell for "learned heads on single pixels" names the exploratory
     threshold and the frozen protocol's, as each rule reads them."""
     from attnconv.evidence.protocol import CLAIMS as FROZEN
     from attnconv.experiments.claims import CLAIMS

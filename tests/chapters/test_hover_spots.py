@@ -101,7 +101,7 @@ def test_the_output_is_html_only_and_escaped():
     assert 'data-label="Fig&#x27;s x"' in out.html and "<tag>" not in out.html
 
 
-def test_figure_12b1_spots_sit_on_each_mean_and_give_the_seeds_numbers():
+def test_figure_12_1_spots_sit_on_each_mean_and_give_the_seeds_numbers():
     """depth_measures.fresh_profiles_hover, against a plain loop over the judge's profiles and
     the PNG: each spot is on a line's marker (its own, or another model's drawn over it at the
     same layer), and says the mean of the seeds."""

@@ -180,7 +180,7 @@ def test_figures_draw_each_model_in_its_book_colour():
     fig = plot_accuracy_series({"6 layers": (spread([0.5, 0.6]), spread([0.55, 0.62]))})
     drawn = {to_hex(line.get_color()) for line in fig.axes[0].lines}
     assert drawn == {MODEL_COLOURS["quadratic"], MODEL_COLOURS["learned"]}
-    # Figure 12b.5 fills the column, its legend right of the axes, off the data
+    # Figure 12.5 fills the column, its legend right of the axes, off the data
     from attnconv.chapters.shared.plotting import COLUMN_INCHES
 
     assert abs(fig.get_figwidth() - COLUMN_INCHES) < 1e-9
@@ -216,7 +216,7 @@ def test_seed_colours_keep_the_models_hue_and_step_in_lightness():
 
 
 def test_depth_figure_draws_seeds_in_shades_and_the_16_head_model_apart():
-    """Fig. 12b.1: the quadratic seeds in three shades of the quadratic colour, each with its own
+    """Fig. 12.1: the quadratic seeds in three shades of the quadratic colour, each with its own
     marker; the 16-head model in its own colour, dashed, with a marker no seed uses."""
     from matplotlib.colors import to_hex
 

@@ -296,7 +296,7 @@ def test_why_fragile_states_the_numbers_and_the_judges_flips():
 
 def test_tables_name_claims_as_the_other_tables_do():
     """Table P.3 and its siblings name a claim by its registry title ("Fig. 3: local first,
-    further away deeper"), as Tables 12b.1 and 17.2 do, not by its key; a threshold of 10⁵ is
+    further away deeper"), as Tables 12.1 and 17.2 do, not by its key; a threshold of 10⁵ is
     written 10⁵."""
     from attnconv.experiments.claims import CLAIMS
 

@@ -1,4 +1,4 @@
-"""How the chapters show the verdicts (ch. 12b's claims table and dropdowns, ch. 17's scorecard and claim board):
+"""How the chapters show the verdicts (ch. 12's claims table and dropdowns, ch. 17's scorecard and claim board):
 presentation only, every verdict and number as the rule gives it."""
 
 import matplotlib
@@ -338,14 +338,13 @@ def test_card_rows_hold_the_claim_the_test_each_run_and_both_verdicts():
 
 def test_cards_are_numbered_tables_with_at_most_two_sentences():
     c = _card_claim()
-    text = pv.claim_cards([c, replace(c, evidence=c.evidence[:1])], "12b", 4)
+    text = pv.claim_cards([c, replace(c, evidence=c.evidence[:1])], "12", 4)
     blocks = text.split("\n\n::::{dropdown}")
     assert len(blocks) == 2 and text.startswith("::::{dropdown}")
     assert (
-        "```{table} **Table 12b.4 —** Sec. 4.3: accuracy close to ResNet18:"
-        in blocks[0]
+        "```{table} **Table 12.4 —** Sec. 4.3: accuracy close to ResNet18:" in blocks[0]
     )
-    assert "```{table} **Table 12b.5 —**" in blocks[1]
+    assert "```{table} **Table 12.5 —**" in blocks[1]
     assert "| part | which | what |" in blocks[0]
     for block in blocks:
         after = block.split("```\n", 2)[-1]  # what follows the table
@@ -373,7 +372,7 @@ def test_a_long_cell_line_is_cut_at_its_first_colon_only():
 
 
 def test_six_layers_box_counts_the_fresh_seeds_and_states_findings():
-    """Ch. 12b's box: one row of badges, the fresh-seed verdicts of the page's claims and of the
+    """Ch. 12's box: one row of badges, the fresh-seed verdicts of the page's claims and of the
     protocol's claims it adds; then the findings, one bullet each; no exploratory verdict and no
     counting notes (ch. 17's Table 17.4 lines up the counts)."""
     from attnconv.evidence.judge import ConfirmatoryVerdict
@@ -422,7 +421,7 @@ def test_six_layers_box_counts_the_fresh_seeds_and_states_findings():
         [local, grid, pruned], ["pruning_finds_heads"], "h.", fresh=one
     )
     assert "; the other, *" in " ".join(single.split())
-    assert "exploratory" not in box and "Table 12b.1" not in box
+    assert "exploratory" not in box and "Table 12.1" not in box
     # the badges count every claim of the protocol: the book's tally, nothing to explain
     whole = {k: v for k, v in got.items() if k not in rest}
     book = pv.six_layers_box(
@@ -432,8 +431,8 @@ def test_six_layers_box_counts_the_fresh_seeds_and_states_findings():
     assert book.endswith("- b.\n```") and "**On fresh seeds, h.**" in book
 
 
-def test_chapter_12b_counts_the_book_s_claims():
-    """Ch. 12b's box and the claims overview count the claims the index and ch. 17 count: its own
+def test_chapter_12_counts_the_book_s_claims():
+    """Ch. 12's box and the claims overview count the claims the index and ch. 17 count: its own
     six-layer claims, the learned encoding's (judged on ch. 9's page) and the protocol's claim
     that the pruning rule finds heads, which gets its row before the pruning claims; the table
     can leave out the earlier runs' column."""
@@ -467,7 +466,7 @@ def test_chapter_12b_counts_the_book_s_claims():
 
 
 def test_each_claim_has_one_card_and_the_chapters_link_to_it():
-    """A claim carded on the claims page (ch. 12b) is a link elsewhere, with its fresh badge; a
+    """A claim carded on the claims page (ch. 12) is a link elsewhere, with its fresh badge; a
     claim carded nowhere else gets its card in the chapter; every card is a link target."""
     from attnconv.experiments.claims import CLAIMS
 
@@ -486,7 +485,7 @@ def test_each_claim_has_one_card_and_the_chapters_link_to_it():
     assert text.count("::::{dropdown}") == 1  # only the claim carded nowhere else
     assert ":name: card-grid-layer4" in text
     assert pv.card_label("local_then_far") == "card-local-then-far"
-    cards = pv.claim_cards([_card_claim()], "12b", 4)
+    cards = pv.claim_cards([_card_claim()], "12", 4)
     assert f":name: {pv.card_label(_card_claim().key)}" in cards
     table = pv.claims_overview([there, here], cards=True)
     assert f"{{ref}}`{CLAIMS[carded[0]].title} <{label}>`" in table
@@ -496,7 +495,7 @@ def test_each_claim_has_one_card_and_the_chapters_link_to_it():
 
 
 def test_every_claim_has_its_test_in_a_few_words():
-    """Table 12b.1 says each test in a few plain words (the full rule is the card's and the
+    """Table 12.1 says each test in a few plain words (the full rule is the card's and the
     protocol page's): every claim of the registry, and every claim judged, has its phrase."""
     from attnconv.experiments.claims import CLAIMS
 
@@ -537,7 +536,7 @@ def test_the_errata_are_one_table_with_both_names():
 
 
 def test_the_claims_page_cards_its_own_counted_claims():
-    """Every claim of ch. 12b's cards is judged there (its evidence section is on that page)."""
+    """Every claim of ch. 12's cards is judged there (its evidence section is on that page)."""
     claims = {c.key: c for g in pv.GROUPS for c in pv.book_claims().get(g, [])}
     for keys in pv.CARDS_IN_12B.values():
         for key in keys:
@@ -558,8 +557,8 @@ def test_chapter_17s_box_counts_the_judged_follow_up_claims():
         assert "tab-what-holds-followup" in line
 
 
-def test_ch12b_gives_the_matched_resnet_finding_first_and_its_numbers_as_a_list():
-    """Ch. 12b's second test of "close to ResNet18": the finding and verdict in one opening
+def test_ch12_gives_the_matched_resnet_finding_first_and_its_numbers_as_a_list():
+    """Ch. 12's second test of "close to ResNet18": the finding and verdict in one opening
     sentence pair, then its seeds and its interval as a list (the gap is the box's), and
     fragility as one more item, said once."""
     from attnconv.evidence.judge import ConfirmatoryVerdict
@@ -584,8 +583,8 @@ def test_ch12b_gives_the_matched_resnet_finding_first_and_its_numbers_as_a_list(
     assert text.endswith(f"*{NOT_REPRODUCED}*.")
 
 
-def test_ch12b_names_both_resnet_tests_in_one_sentence():
-    """Ch. 12b's one sentence on ResNet18: the frozen test's gap, the tuned ResNet18's size
+def test_ch12_names_both_resnet_tests_in_one_sentence():
+    """Ch. 12's one sentence on ResNet18: the frozen test's gap, the tuned ResNet18's size
     ratio and verdict, then the size-matched second test's gap and verdict; while the second
     test's runs are being made, it says so."""
     from attnconv.evidence.judge import ConfirmatoryVerdict, followup_verdicts

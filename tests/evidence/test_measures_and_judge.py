@@ -83,7 +83,7 @@ def test_the_judge_end_to_end_on_stand_ins(monkeypatch, exploratory):
     # three of three seeds can never reproduce a share claim (p = 1/8 > 5 %)
     assert verdicts["localized_first"].verdict == "inconclusive"
     assert "3 of 3 seeds" in verdicts["localized_first"].detail
-    # the comparison is the one rule's: the exploratory paired interval of ch. 12b
+    # the comparison is the one rule's: the exploratory paired interval of ch. 12
     assert (
         "−3.7 points, 95 % interval [−7.7, +0.3]"
         in verdicts["similar_or_better"].detail

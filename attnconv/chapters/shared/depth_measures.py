@@ -699,7 +699,7 @@ def _profile_values(
 
 
 def fresh_profiles_hover(fig, profiles, heads=None, distances=None):
-    """Figure 12b.1's hover values (:mod:`~attnconv.chapters.shared.hover_spots`): on each
+    """Figure 12.1's hover values (:mod:`~attnconv.chapters.shared.hover_spots`): on each
     model's mean at each layer of :func:`plot_fresh_profiles`'s ``fig``, the model, the layer,
     the mean and the seeds' range (distance to 0.1 token, shares to 1 %). Returns the cell
     output to show under the figure."""
@@ -722,7 +722,7 @@ def fresh_profiles_hover(fig, profiles, heads=None, distances=None):
             name = FRESH_ARMS.get(arm, arm)
             text = f"{name} ({len(v)} seeds), layer {layer}\n{what}: {number}"
             points.append(HoverPoint(ax, layer, float(mean), text))
-    return HoverSpots(fig, points, "Figure 12b.1's layers")
+    return HoverSpots(fig, points, "Figure 12.1's layers")
 
 
 def plot_fresh_profiles(
@@ -800,7 +800,7 @@ def _tuple_handler():
 
 
 def _model_legend(labels: Sequence[str], family, seed_of, style):
-    """Fig. 12b.1's legend: one entry per model (the middle shade of its seeds' hue, no marker;
+    """Fig. 12.1's legend: one entry per model (the middle shade of its seeds' hue, no marker;
     the 16-head model dashed with its own marker) and, when a model has several seeds, one entry
     for the seeds' markers: at most five entries where one per run gave nine."""
     from matplotlib.lines import Line2D
@@ -884,7 +884,7 @@ def plot_layer_distances(
 
 
 def plot_removal_seeds(removal: Mapping[str, dict], model: str = "learned"):
-    """Figure 12b.3 on several seeds of one model (``removal``: seed label → the saved removal
+    """Figure 12.3 on several seeds of one model (``removal``: seed label → the saved removal
     study): per layer (from 1), each seed's test accuracy lost when the layer's heads are removed,
     a dot with its paired 95 % interval (left; hollow where the interval reaches 0, so that the
     layer's cost is not told from nothing), and the heads whose removal alone costs at most

@@ -140,7 +140,7 @@ def markdown_table(
     return Markdown("\n".join(lines))
 
 
-#: A table caption's label, "Table 18.1 —" (the chapter part may be a letter: "Table 12b.1 —",
+#: A table caption's label, "Table 18.1 —" (the chapter part may be a letter: "Table 7b.1 —",
 #: "Table P.8 —"), and the rest of the caption.
 _TABLE_LABEL = re.compile(r"(Table [0-9A-Za-z]+\.[0-9]+ —)\s*(.*)", re.S)
 

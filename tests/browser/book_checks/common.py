@@ -37,7 +37,7 @@ EXPERIMENT_CHAPTERS = (
     "book/09_learned_encoding",
     "book/10_sixteen_heads",
     "book/11_learning_to_convolve",
-    "book/12b_six_layers",
+    "book/12_six_layers",
     "book/13_performance",
     "book/18_beyond_the_paper",
 )
