@@ -30,3 +30,21 @@ def test_no_notebook_saves_widget_state():
     must not: the explorer's widgets are live in Jupyter only."""
     for path in sorted(BOOK.glob("*.ipynb")):
         assert "widgets" not in json.loads(path.read_text())["metadata"], path.name
+
+
+def test_code_a_reader_can_open_fits_the_column():
+    """Every line of a code cell the page shows or folds (tagged neither ``remove-input`` nor
+    ``remove-cell``) fits the book's code column (``source.CODE_CHARS``), so no listing scrolls
+    sideways when opened: check_book's overflow-code measures it in a browser, this without."""
+    from attnconv.chapters.shared.source import CODE_CHARS
+
+    wide = [
+        (path.name, line)
+        for path in sorted(BOOK.glob("*.ipynb"))
+        for cell in json.loads(path.read_text())["cells"]
+        if cell["cell_type"] == "code"
+        and not {"remove-input", "remove-cell"} & set(cell["metadata"].get("tags", []))
+        for line in "".join(cell["source"]).splitlines()
+        if len(line) > CODE_CHARS
+    ]
+    assert not wide, wide
