@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 import re
 from pathlib import Path
 from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
@@ -37,8 +36,6 @@ from ..experiments.claim_text import claim_block, short_quote
 from ..experiments.claims import (
     CLAIMS,
     LOCAL_DROPOUT_CONFOUND,
-    ONE_HOT,
-    ONE_KEY,
     POSITIONAL_LR_CONFOUND,
 )
 from ..experiments.store import results_dir
@@ -93,9 +90,6 @@ __all__ = [
     "sharpened_detail",
     "OFF_SETTING_NOTE",
     "split_evidence",
-    "claims_overview",
-    "SHORT_TESTS",
-    "short_test",
     "check_fresh_bullet",
     "fresh_map_cell",
     "fragile_words",
@@ -105,7 +99,7 @@ __all__ = [
     "plain_title",
     "claim_card_rows",
     "claim_cards",
-    "CARDS_IN_12B",
+    "CARDS_IN_12",
     "card_label",
     "card_links",
     "claim_evidence",
@@ -136,8 +130,6 @@ __all__ = [
     "SIX_LAYERS_ADDED",
     "SIX_LAYERS_ALSO",
     "six_layers_tallied",
-    "ADDED_TESTS",
-    "added_test",
     "THEORY_RESULTS",
     "BEYOND_THEORY",
     "ERRATA_WRONG",
@@ -749,124 +741,6 @@ def check_fresh_bullet(checks, notebook: str, keys: Sequence[str]) -> None:
     )
 
 
-#: Each claim's test in a few plain words, for a reader's table (:func:`claims_overview`); the full rule is
-#: the claim's card and the protocol page's. Keyed by claim key: every claim of the registry.
-#: ``{key}`` and ``{margin}`` are filled in by :func:`short_test` from the claim's own threshold
-#: and margin, so no number here can disagree with the rule that judges it.
-SHORT_TESTS: Dict[str, str] = {
-    "local_then_far": "layers 3-6 look further from the query than layers 1-2",
-    "grid_layer4": "heads {key} on 5 of the 3×3 lattice's 9 points",
-    "no_overlap": "two heads of one layer on distinct keys",
-    "localized_first": "more heads {key} in layers 1-2 than in 3-6",
-    "learned_pixels": "a learned head of layers 1-2 {key}",
-    "learned_matched_lemma": "learned heads {key} at all 9 shifts of 3×3",
-    "high_layers_deviate": "fewer heads {key} in layers 4-6 than in 1-2",
-    "vertical_rare": "more left-right than up-down symmetric heads in layers 4-6",
-    "redundant": "a head of layers 5-6 whose removal costs under {margin}",
-    "non_isotropic": "elongated heads, not round ones",
-    "non_isotropic_high": "more elongated heads in layers 4-6 than in 1-3",
-    "pruned_counts": "the pruning rule removes as many heads per layer as the paper",
-    "pruning_hurts": "pruning lowers accuracy before retraining",
-    "pruning_recovers": "retraining brings accuracy back within {margin}",
-    "no_gain": "generalized within {margin} of quadratic",
-    "similar_or_better": "quadratic at most {margin} below learned",
-    "resnet_faster": "ResNet18 reaches 95 % of its final accuracy in fewer epochs",
-    "close_to_resnet": "learned at most {margin} below ResNet18",
-    "local_fewer_flops": "local attention saves over {margin} of the FLOPs",
-}
-#: A head's peak threshold in the glossary's words.
-_KEY_WORDS = {ONE_KEY: "on one key", ONE_HOT: "nearly one-hot"}
-
-
-def short_test(key: str) -> str:
-    """:data:`SHORT_TESTS`' phrase for ``key``, with the threshold and margin of the rule that
-    judges it: the frozen protocol's where it holds the claim, else the registry's (a margin in
-    points, or as a share for a FLOPs claim)."""
-    rule = FROZEN_CLAIMS.get(key) or CLAIMS[key]
-    threshold = rule.threshold if rule.threshold is not None else ONE_KEY
-    margin = rule.margin or 0.0
-    said = (
-        f"{100 * margin:g} %"
-        if key == "local_fewer_flops"
-        else (f"{100 * margin:g} point" + ("" if 100 * margin == 1 else "s"))
-    )
-    return SHORT_TESTS[key].format(key=_KEY_WORDS.get(threshold, ""), margin=said)
-
-
-def claims_overview(
-    claims: Sequence[Claim],
-    link_text: str = "evidence",
-    cards: bool = False,
-    earlier: bool = True,
-    added: Sequence[str] = (),
-) -> str:
-    """One Markdown table row per claim: the claim (its registry title), the test as written, the
-    exploratory verdict and the verdict on the fresh seeds (:func:`fresh_badge`) as badges, and
-    a link (``link_text``) to the section that prints its evidence. With ``cards`` the claim's
-    name itself links to its one card (:func:`card_label`), the test is said in a few words
-    (:data:`SHORT_TESTS`) and there is no link column. Without ``earlier`` there is no column
-    of exploratory verdicts. Each protocol claim of ``added`` (one the registry lacks: see
-    :data:`ADDED_TESTS`) gets its row before the claim it is judged with, or last."""
-    head = ["claim (arXiv v1)", "test"] + (["earlier runs"] if earlier else [])
-    head += ["fresh seeds"] + ([] if cards else ["evidence"])
-    lines = ["| " + " | ".join(head) + " |", "|" + " :--- |" * len(head)]
-
-    def row(cells):
-        cells = [x for x in cells if x is not None]
-        lines.append("| " + " | ".join(x.replace("|", "\\|") for x in cells) + " |")
-
-    def added_row(key):
-        title, where = _board_title(key), _ADDED_WHERE[key]
-        name = f"{{ref}}`{title} <{where}>`" if cards else keep_words(title)
-        link = None if cards else f"{{ref}}`{link_text} <{where}>`"
-        past = "—" if earlier else None
-        row((name, keep_words(added_test(key)), past, fresh_badge(key), link))
-
-    keys = [c.key for c in claims]
-    for c in claims:
-        for k in added:
-            if _ADDED_BEFORE.get(k) == c.key:
-                added_row(k)
-        past = shown_badge(c) if earlier else None
-        if cards:  # a role's link text is plain text: no span in it
-            name = f"{{ref}}`{CLAIMS[c.key].title} <{card_label(c.key)}>`"
-            test = keep_words(short_test(c.key))
-            row((name, test, past, fresh_badge(c.key)))
-        else:
-            title = keep_words(CLAIMS[c.key].title)
-            target = c.where
-            link = f"{{ref}}`{link_text} <{target}>`" if target else "—"
-            test = keep_words(_one_line(c.test))
-            row((title, test, past, fresh_badge(c.key), link))
-    for k in added:
-        if _ADDED_BEFORE.get(k) not in keys:
-            added_row(k)
-    return "\n".join(lines)
-
-
-#: The frozen protocol's claims the registry lacks (:data:`SIX_LAYERS_ADDED`): each one's test in
-#: a few plain words, as :data:`SHORT_TESTS` gives the registry's; ``{threshold}`` is the frozen
-#: rule's and ``{eigenvalue}`` the paper's bound on the largest eigenvalue.
-ADDED_TESTS: Dict[str, str] = {
-    "pruning_finds_heads": "a head with condition number above {threshold} or top eigenvalue "
-    "below {eigenvalue}",
-}
-#: Where each of :data:`ADDED_TESTS`' claims is judged: the section that prints its evidence.
-_ADDED_WHERE = {"pruning_finds_heads": "sec-six-layers-pruning"}
-#: The claim each of :data:`ADDED_TESTS`' claims is judged with, whose row it comes before.
-_ADDED_BEFORE = {"pruning_finds_heads": "pruning_hurts"}
-
-
-def added_test(key: str) -> str:
-    """:data:`ADDED_TESTS`' phrase for ``key``, with the frozen rule's threshold."""
-    from ..experiments.paper_numbers import PAPER_MAX_EIGENVALUE_THRESHOLD
-
-    e = round(math.log10(PAPER_MAX_EIGENVALUE_THRESHOLD))
-    power = "10" + str(e).translate(str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹"))
-    threshold = threshold_text(FROZEN_CLAIMS[key].threshold)
-    return ADDED_TESTS[key].format(threshold=threshold, eigenvalue=power)
-
-
 def fresh_sentence(key: str) -> str:
     """The dropdown's last line: the claim's verdict on the fresh seeds, with its numbers."""
     got = fresh_verdicts().get(key)
@@ -1093,7 +967,7 @@ def claim_cards(
 #: The claims that have their card on the claims page, ch. 12, by the section that shows them;
 #: the chapters that draw their evidence link to it (:func:`claim_evidence`), so each claim has
 #: one card in the book.
-CARDS_IN_12B = {
+CARDS_IN_12 = {
     "claims": (
         "local_then_far",
         "localized_first",
@@ -1132,8 +1006,8 @@ def card_links(claims: Sequence[Claim]) -> str:
 
 def claim_evidence(claims: Sequence[Claim]) -> str:
     """A chapter's claims: a link to the card for each claim carded on the claims page
-    (:data:`CARDS_IN_12B`), and a card here (:func:`claim_dropdowns`) for each other one."""
-    carded = {k for keys in CARDS_IN_12B.values() for k in keys}
+    (:data:`CARDS_IN_12`), and a card here (:func:`claim_dropdowns`) for each other one."""
+    carded = {k for keys in CARDS_IN_12.values() for k in keys}
     there = [c for c in claims if c.key in carded]
     here = [c for c in claims if c.key not in carded]
     parts = ([card_links(there)] if there else []) + (

@@ -77,8 +77,6 @@ def test_the_fresh_seeds_column_follows_the_frozen_protocol():
             assert got.verdict.split()[0] in badge and got.verdict in sentence
             assert ("(interim)" in badge) == got.interim
     assert pv.fresh_badge("no such claim") == "—"
-    table = pv.claims_overview(pv.counted(pv.book_claims()["depth"]))
-    assert "| earlier runs | fresh seeds |" in table  # the glossary's word for them
 
 
 def test_a_box_reads_its_fresh_seeds_bullet_apart(tmp_path):

@@ -7,8 +7,6 @@ matplotlib.use("Agg")
 
 from dataclasses import replace
 
-import pytest
-
 from attnconv.chapters import paper_verdicts as pv
 from attnconv.chapters.shared import paper_claims as pc
 from attnconv.chapters.shared.badges import VERDICT_BADGES
@@ -74,13 +72,6 @@ def test_confounds_are_named_once_and_tabled_by_claim():
     assert [r[1:] for r in body] == [["●", ""], ["●", "●"]]
 
 
-@pytest.mark.parametrize("verdict", [REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE])
-def test_overview_row_has_a_badge_and_a_link(verdict):
-    table = pv.claims_overview([_claim(verdict)])
-    assert table.count("\n") == 2
-    assert VERDICT_BADGES[verdict][0] in table and "<sec-six-layers-grid>" in table
-
-
 def test_scorecard_counts_every_verdict():
     claims = [_claim(REPRODUCED), _claim(REPRODUCED), _claim(INCONCLUSIVE)]
     assert pv.verdict_counts(claims) == {
@@ -138,14 +129,9 @@ def test_exact_checks_and_descriptions_are_shown_apart_not_tallied():
 
 
 def test_statements_shown_apart_get_the_not_counted_badge_everywhere():
-    """The overview table and the dropdowns say "not counted" for a description or an exact
-    count, never the verdict the rule computed for it; a counted claim keeps its verdict."""
+    """The dropdowns say "not counted" for a description or an exact count, never the verdict
+    the rule computed for it."""
     pruned = replace(_claim(NOT_REPRODUCED), key="pruned_counts")
-    grid = _claim(NOT_REPRODUCED)
-    table = pv.claims_overview([grid, pruned])
-    rows = table.splitlines()[2:]
-    assert "{bdg-warning}`not reproduced`" in rows[0]
-    assert "{bdg-dark}`not counted`" in rows[1] and "not reproduced" not in rows[1]
     drop = pv.claim_dropdowns([pruned])
     assert drop.splitlines()[0].endswith(
         ": not counted (a description beside the paper's one run)"
@@ -432,10 +418,9 @@ def test_six_layers_box_counts_the_fresh_seeds_and_states_findings():
 
 
 def test_chapter_12_counts_the_book_s_claims():
-    """Ch. 12's box and the claims overview count the claims the index and ch. 17 count: its own
-    six-layer claims, the learned encoding's (judged on ch. 9's page) and the protocol's claim
-    that the pruning rule finds heads, which gets its row before the pruning claims; the table
-    can leave out the earlier runs' column."""
+    """Ch. 12's box counts the claims the index and ch. 17 count: its own six-layer claims, the
+    learned encoding's (judged on ch. 9's page) and the protocol's claim that the pruning rule
+    finds heads."""
     from attnconv.evidence.protocol import CLAIMS as FROZEN
 
     claims = pv.book_claims()
@@ -444,25 +429,6 @@ def test_chapter_12_counts_the_book_s_claims():
     keys = [c.key for c in tallied] + list(pv.SIX_LAYERS_ADDED)
     assert sorted(keys) == sorted(FROZEN) and len(keys) == len(set(keys))
     assert "learned_matched_lemma" in keys and "pruned_counts" not in keys
-    table = pv.claims_overview(
-        tallied, cards=True, earlier=False, added=pv.SIX_LAYERS_ADDED
-    )
-    lines = table.splitlines()
-    assert lines[0] == "| claim (arXiv v1) | test | fresh seeds |"
-    rows = lines[2:]
-    assert len(rows) == len(FROZEN) and all(r.count(" | ") == 2 for r in rows)
-    at = next(i for i, r in enumerate(rows) if "<sec-six-layers-pruning>" in r)
-    assert "<card-pruning-hurts>" in rows[at + 1]
-    assert pv.added_test("pruning_finds_heads") == (
-        "a head with condition number above 10⁵ or top eigenvalue below 10⁻⁵"
-    )
-    assert "<card-learned-matched-lemma>" in table
-    # with the earlier runs' column, an added claim has no earlier verdict
-    wide = pv.claims_overview(tallied, cards=True, added=pv.SIX_LAYERS_ADDED)
-    assert wide.splitlines()[2 + at].count(" | —") == 1
-    # an added claim whose partner is not listed comes last
-    alone = pv.claims_overview(tallied[:1], cards=True, added=pv.SIX_LAYERS_ADDED)
-    assert "<sec-six-layers-pruning>" in alone.splitlines()[-1]
 
 
 def test_each_claim_has_one_card_and_the_chapters_link_to_it():
@@ -470,7 +436,7 @@ def test_each_claim_has_one_card_and_the_chapters_link_to_it():
     claim carded nowhere else gets its card in the chapter; every card is a link target."""
     from attnconv.experiments.claims import CLAIMS
 
-    carded = [k for keys in pv.CARDS_IN_12B.values() for k in keys]
+    carded = [k for keys in pv.CARDS_IN_12.values() for k in keys]
     assert len(carded) == len(set(carded)) and set(carded) <= set(CLAIMS)
     there = replace(_claim(), key=carded[0])
     here = _claim()  # grid_layer4: its card is in its chapter
@@ -487,41 +453,6 @@ def test_each_claim_has_one_card_and_the_chapters_link_to_it():
     assert pv.card_label("local_then_far") == "card-local-then-far"
     cards = pv.claim_cards([_card_claim()], "12", 4)
     assert f":name: {pv.card_label(_card_claim().key)}" in cards
-    table = pv.claims_overview([there, here], cards=True)
-    assert f"{{ref}}`{CLAIMS[carded[0]].title} <{label}>`" in table
-    assert "<card-grid-layer4>" in table and "<sec-six-layers-grid>" not in table
-    assert "`card <" not in table and "| evidence |" not in table  # the name links
-    assert pv.short_test("grid_layer4") in table  # the test in a few words
-
-
-def test_every_claim_has_its_test_in_a_few_words():
-    """Table 12.1 says each test in a few plain words (the full rule is the card's and the
-    protocol page's): every claim of the registry, and every claim judged, has its phrase."""
-    from attnconv.experiments.claims import CLAIMS
-
-    judged = {c.key for g in pv.GROUPS for c in pv.book_claims().get(g, [])}
-    assert set(pv.SHORT_TESTS) == set(CLAIMS) and judged <= set(pv.SHORT_TESTS)
-    for key in pv.SHORT_TESTS:
-        words = pv.short_test(key)
-        assert len(words.split()) <= 12 and "(" not in words and "{" not in words, key
-
-
-def test_each_short_test_says_the_threshold_and_margin_that_judge_it():
-    """The phrase's numbers are the rule's: the frozen protocol's threshold (0.5 "on one key",
-    0.9 "nearly one-hot") and margin where it holds the claim, else the registry's."""
-    from attnconv.evidence.protocol import CLAIMS as FROZEN
-    from attnconv.experiments.claims import CLAIMS
-
-    assert "nearly one-hot" in pv.short_test("learned_pixels")  # frozen at 0.9
-    assert "on one key" in pv.short_test("grid_layer4")
-    assert pv.short_test("redundant").endswith("under 1 point")  # frozen margin 0.01
-    assert pv.short_test("close_to_resnet") == "learned at most 2 points below ResNet18"
-    for key in pv.SHORT_TESTS:
-        rule = FROZEN.get(key) or CLAIMS[key]
-        if "{margin}" in pv.SHORT_TESTS[key]:
-            assert f"{100 * rule.margin:g}" in pv.short_test(key), key
-        if "{key}" in pv.SHORT_TESTS[key] and rule.threshold == 0.9:
-            assert "nearly one-hot" in pv.short_test(key), key
 
 
 def test_the_errata_are_one_table_with_both_names():
@@ -538,7 +469,7 @@ def test_the_errata_are_one_table_with_both_names():
 def test_the_claims_page_cards_its_own_counted_claims():
     """Every claim of ch. 12's cards is judged there (its evidence section is on that page)."""
     claims = {c.key: c for g in pv.GROUPS for c in pv.book_claims().get(g, [])}
-    for keys in pv.CARDS_IN_12B.values():
+    for keys in pv.CARDS_IN_12.values():
         for key in keys:
             assert claims[key].where.startswith("sec-six-layers"), key
 
