@@ -688,7 +688,7 @@ def plot_rank_sweep(
     full_rank: int,
     floor: float = 1e-17,
 ):
-    """Ch. 3's Figure 3.5: against the head dimension :math:`D_h = r` (``ranks``),
+    """Ch. 3's Figure 3.7: against the head dimension :math:`D_h = r` (``ranks``),
     the kernel error Eckart–Young predicts (rings), the kernel error measured (crosses) and the
     output error (squares), from :func:`rank_sweep`; a dotted line at ``full_rank``. Exact zeros
     are drawn at ``floor`` on the log axis. Returns the figure."""

@@ -531,7 +531,7 @@ def test_chapter_4_figures_draw_their_data():
 
 
 def test_ch3_figures_draw_the_numbers_they_are_given():
-    """Figures 3.3 and 3.5 draw exactly the errors handed to them (a zero at the floor of the
+    """Figures 3.3 and 3.7 draw exactly the errors handed to them (a zero at the floor of the
     log axis) and the bound S(α) of ch. 4 at every width they span."""
     import matplotlib
 
