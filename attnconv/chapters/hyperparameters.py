@@ -27,6 +27,7 @@ __all__ = [
     "profile_scale",
     "plot_profile_scale",
     "EXTRA_ROWS",
+    "NOTE_GROUPS",
     "REASONS",
     "TABLE_PROFILES",
     "profile_values",
@@ -39,9 +40,9 @@ __all__ = [
 #: Settings that are not in Table 2 but that a reader needs to reproduce it: what the paper says
 #: elsewhere (or "not stated"). Each name is short enough for the table; its note says more.
 EXTRA_ROWS: Dict[str, object] = {
+    "training images": "50,000",
     "positional learning rate": 0.1,
     "weight decay on Δ, s, M": 0.0001,
-    "training images": "50,000",
     "Δ init, std": "√2",
     "learned dims per axis": 200,
     "learned tables": 1,
@@ -52,27 +53,27 @@ EXTRA_ROWS: Dict[str, object] = {
 #: Why a profile deviates, per (row, profile): the numbered notes under the table
 #: (:func:`table2_notes`). Profiles with the same reason share it there.
 REASONS: Dict[tuple, str] = {
-    ("number of layers", "cpu"): "2 layers train in minutes on 2 CPU cores",
+    ("number of layers", "cpu"): "2 layers train in minutes",
     (
         "hidden dimension",
         "deep",
-    ): "the paper's depth and 16×16 tokens need a narrow model on 2 CPU cores",
+    ): "the paper's depth and 16×16 tokens need a narrow model",
     (
         "hidden dimension",
         "cpu",
-    ): f"CPU budget, about 120 k parameters instead of {spaced_unit(PAPER_PARAMETERS['quadratic'])}",
-    ("intermediate dimension", "deep"): "CPU budget, as the hidden dimension",
-    ("intermediate dimension", "cpu"): "CPU budget, as the hidden dimension",
+    ): f"about 120 k parameters instead of {spaced_unit(PAPER_PARAMETERS['quadratic'])}",
+    ("intermediate dimension", "deep"): "as the hidden dimension",
+    ("intermediate dimension", "cpu"): "as the hidden dimension",
     (
         "invertible pooling width",
         "cpu",
     ): "8×8 tokens of 4×4 pixels instead of 16×16 tokens, so 16× fewer pairs",
     ("number of epochs", "gpu"): "about 15 minutes per model on one GPU",
-    ("number of epochs", "deep"): "CPU budget, about 20–60 minutes per run",
+    ("number of epochs", "deep"): "about 20–60 minutes per run",
     (
         "number of epochs",
         "cpu",
-    ): "CPU budget; the book's saved runs set their own (listed below)",
+    ): "the book's saved runs set their own (listed below)",
     (
         "positional learning rate",
         "deep",
@@ -85,7 +86,7 @@ REASONS: Dict[tuple, str] = {
     (
         "weight decay on Δ, s, M",
         "paper",
-    ): "none on the Gaussian parameters, as in the authors' code (not stated in the paper)",
+    ): "none on the Gaussian parameters (not stated in the paper)",
     ("weight decay on Δ, s, M", "gpu"): "as the `paper` profile",
     ("weight decay on Δ, s, M", "deep"): "as the `paper` profile",
     ("weight decay on Δ, s, M", "cpu"): "as the `paper` profile",
@@ -94,7 +95,7 @@ REASONS: Dict[tuple, str] = {
     (
         "Δ init, std",
         "paper",
-    ): "standard deviation 2 per coordinate, as in the authors' code (`normal_(0, 2)`); the "
+    ): "standard deviation 2 per coordinate (`normal_(0, 2)`); the "
     r"paper's $\mathcal N(\mathbf 0, 2\mathbf I_2)$, read as a covariance, gives $\sqrt 2$",
     ("Δ init, std", "gpu"): "as the `paper` profile",
     ("Δ init, std", "deep"): "as the `paper` profile",
@@ -102,7 +103,7 @@ REASONS: Dict[tuple, str] = {
     (
         "learned dims per axis",
         "paper",
-    ): "the hidden size, as in the authors' code; with one table per layer, only this gives "
+    ): "the hidden size; with one table per layer, only this gives "
     "the paper's 12.3 M parameters (chapter 7)",
     ("learned dims per axis", "gpu"): "the hidden size, as the `paper` profile",
     ("learned dims per axis", "deep"): "the hidden size, as the `paper` profile",
@@ -110,7 +111,7 @@ REASONS: Dict[tuple, str] = {
     (
         "learned tables",
         "paper",
-    ): "one per layer, as in the authors' code; the paper's text shares one table among all layers",
+    ): "one per layer; the paper's text shares one table among all layers",
     ("learned tables", "gpu"): "as the `paper` profile",
     ("learned tables", "deep"): "as the `paper` profile",
     ("learned tables", "cpu"): "as the `paper` profile",
@@ -122,6 +123,48 @@ REASONS: Dict[tuple, str] = {
     ("ResNet18 lr steps", "deep"): "the same steps, scaled to the epochs",
     ("ResNet18 lr steps", "cpu"): "the same steps, scaled to the epochs",
 }
+
+#: The notes of Table 14.1 grouped by their reason: a bold heading and one sentence that says
+#: the reason once, then the settings it explains (:func:`table2_notes`). A row named in no
+#: group goes under :data:`OTHER_GROUP`.
+NOTE_GROUPS: Dict[str, tuple] = {
+    "To fit the compute budget.": (
+        "The `deep` and `cpu` profiles train on 2 CPU cores, the `gpu` profile on one GPU.",
+        (
+            "number of layers",
+            "hidden dimension",
+            "intermediate dimension",
+            "invertible pooling width",
+            "number of epochs",
+            "training images",
+        ),
+    ),
+    "To make the heads move.": (
+        "Short runs need a faster rate on the positional parameters.",
+        ("positional learning rate",),
+    ),
+    "As in the authors' code.": (
+        "Where the paper is silent, or its text and the authors' code differ, every profile "
+        "follows the code.",
+        (
+            "weight decay on Δ, s, M",
+            "Δ init, std",
+            "learned dims per axis",
+            "learned tables",
+            "ResNet18 lr steps",
+        ),
+    ),
+}
+
+#: The heading of the notes whose row is in no group of :data:`NOTE_GROUPS`.
+OTHER_GROUP = "Other settings."
+
+
+def _group_of(name: str) -> str:
+    return next(
+        (g for g, (_, names) in NOTE_GROUPS.items() if name in names), OTHER_GROUP
+    )
+
 
 #: The profiles of the book's table, in order of scale (``deep`` carries most 6-layer verdicts).
 TABLE_PROFILES = ("paper", "gpu", "deep", "cpu")
@@ -235,8 +278,11 @@ def _row_reasons(row: dict) -> List[tuple]:
 
 
 def _noted(rows: Sequence[dict]) -> List[str]:
-    """Names of the rows that have a note, in the table's order (note 1 is the first)."""
-    return [r["name"] for r in rows if _row_reasons(r)]
+    """Names of the rows that have a note, in the order of :data:`NOTE_GROUPS` and within a
+    group in the table's order (note 1 is the first)."""
+    order = list(NOTE_GROUPS) + [OTHER_GROUP]
+    names = [r["name"] for r in rows if _row_reasons(r)]
+    return sorted(names, key=lambda n: order.index(_group_of(n)))
 
 
 #: Superscript digits: a row's note number, as a footnote mark after its setting.
@@ -289,18 +335,26 @@ def _note_reasons(row: dict) -> List[tuple]:
 
 
 def table2_notes(rows: Sequence[dict]) -> str:
-    """The notes of :func:`table2_markdown` as a numbered Markdown list, one item per noted row:
-    the setting, then why each profile deviates (profiles with the same reason together, and
-    profiles that only follow the ``paper`` profile listed with it)."""
-    items = []
+    """The notes of :func:`table2_markdown`, grouped by reason (:data:`NOTE_GROUPS`): per group
+    a bold heading with its one sentence, then a numbered Markdown list, one item per noted row
+    (numbers run on across groups): the setting, then why each profile deviates (profiles with
+    the same reason together, and profiles that only follow the ``paper`` profile listed with
+    it)."""
+    blocks: Dict[str, List[str]] = {}
     for i, name in enumerate(_noted(rows), start=1):
         row = next(r for r in rows if r["name"] == name)
         parts = [
             ", ".join(f"`{p}`" for p in ps) + f": {reason}."
             for ps, reason in _note_reasons(row)
         ]
-        items.append(f"{i}. **{name}.** " + " ".join(parts))
-    return "\n".join(items)
+        blocks.setdefault(_group_of(name), []).append(
+            f"{i}. **{name}.** " + " ".join(parts)
+        )
+    heads = {g: f"**{g}** {lead}" for g, (lead, _) in NOTE_GROUPS.items()}
+    heads[OTHER_GROUP] = f"**{OTHER_GROUP}**"
+    return "\n\n".join(
+        heads[g] + "\n\n" + "\n".join(items) for g, items in blocks.items()
+    )
 
 
 #: Training images of the full CIFAR-10 and of the bundled sample (the ``cpu`` profile's data).

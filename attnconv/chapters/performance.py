@@ -57,8 +57,8 @@ PAPER_SAYS = (
 
 def _speed_words(result: Mapping) -> str:
     """The box's 16×16 bullet: how the Gaussian models (those with a local layer) train with the
-    dense and local layers against the naive one, the slowest layer named, and the other
-    models' best gain, one number a sentence."""
+    dense and local layers against the naive one; then a two-item list, the slowest layer and
+    the other models' best gain, one number an item."""
     gaussian = {
         model
         for model, rs in result["models"].items()
@@ -82,15 +82,21 @@ def _speed_words(result: Mapping) -> str:
             f"the best layer for a Gaussian model, the {best[1]} model's {best[2]}, trains "
             f"at {best[0]:.2f}× the naive speed (Figure 13.1)."
         )
-    words += f" The {slow[1]} model's {slow[2]} layer runs at {slow[0]:.2f}× the naive speed."
+    items = [f"the slowest is the {slow[1]} model's {slow[2]} layer, at {slow[0]:.2f}×"]
     others = [r for r in rows if r[1] not in gaussian]
     if others:
         gain = max(others)
-        words += (
-            f" The {gain[1]} model, which has no Gaussian heads, gains most: "
-            f"{gain[0]:.2f}× with the {gain[2]} layer."
+        items.append(
+            f"the {gain[1]} model, which has no Gaussian heads, gains most, "
+            f"at {gain[0]:.2f}× with the {gain[2]} layer"
         )
-    return words
+    # one number an item: a short list under the bullet, not a sentence per number
+    return (
+        words
+        + " Against the naive speed:\n"
+        + ";\n".join(f"  - {i}" for i in items)
+        + "."
+    )
 
 
 def in_short_box(result: Mapping) -> str:

@@ -639,7 +639,7 @@ def test_intro_asks_the_questions_the_chapters_answer():
 
 
 def test_intro_names_the_scale_and_the_errata_as_the_package_does():
-    """The intro's one sentence on CPU scale, first in its box, reads the six-layer runs' hidden
+    """The intro's one sentence on CPU scale, last in its box, reads the six-layer runs' hidden
     size, the paper's and the sample's size from the run settings; its errata line names them
     by kind (:func:`~attnconv.chapters.paper_verdicts.errata_words`: one is a conjecture)."""
     import json
@@ -656,13 +656,14 @@ def test_intro_names_the_scale_and_the_errata_as_the_package_does():
         for p in ("deep", "paper")
     )
     n_train = len(load_cifar10_sample().y_train)
-    # the scale comes first in the box, before any verdict
+    # the scale closes the box, after the verdicts it qualifies
     scale = (
         f"sized for a CPU: hidden size {ours} instead of {theirs}, trained on "
         f"{n_train:,} CIFAR-10 images ({{ref}}`CPU scale <sec-cpu-scale>`)."
     )
     assert scale in flat
-    assert flat.index(scale) < flat.index("{bdg-success-line}`exact`")
+    assert flat.index("{bdg-success-line}`exact`") < flat.index(scale)
+    assert flat.index("{bdg-muted}`") < flat.index(scale)
     words = pv.errata_words()
     assert words == "two statements and one conjecture of the paper"
     assert f"{words[0].upper()}{words[1:]} are wrong, by an exact check" in flat

@@ -66,9 +66,10 @@ def test_in_short_box_reads_the_speed_ups_and_the_grid_from_the_result():
     assert box.startswith("```{admonition} In short\n:class: tip result-box\n")
     assert (
         "**At 16×16 tokens** neither layer trains a Gaussian model faster than the naive "
-        "one (Figure 13.1). The generalized model's local layer runs at 0.37× the naive "
-        "speed. The learned model, which has no Gaussian heads, gains most: 1.25× with the "
-        "dense layer." in box
+        "one (Figure 13.1). Against the naive speed:\n"
+        "  - the slowest is the generalized model's local layer, at 0.37×;\n"
+        "  - the learned model, which has no Gaussian heads, gains most, at 1.25× with the "
+        "dense layer.\n" in box
     )
     assert "trains 17× faster than dense at 64×64 tokens" in box
     assert "within a small factor" not in box
