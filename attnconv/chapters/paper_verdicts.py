@@ -1396,11 +1396,11 @@ def resnet_sentence(
     followup: Optional[Mapping[str, ConfirmatoryVerdict]] = None,
     link: str = "sec-six-layers-resnet",
 ) -> str:
-    """Ch. 12's one sentence on the learned model against ResNet18, naming both tests: the
+    """Ch. 12's two short sentences on the learned model against ResNet18, one per test: the
     frozen protocol's (against the tuned ResNet18, with how many times the learned model's size
     the tuning made it) and the second test's (against a ResNet18 of the learned model's size,
-    linked to ``link``), each gap in points with its verdict; the second clause says its runs are
-    being made while they are."""
+    linked to ``link``), each gap in points with its verdict; the second sentence says its runs
+    are being made while they are."""
     fresh = fresh_verdicts() if fresh is None else fresh
     followup = followup_verdicts() if followup is None else followup
     tuned = fresh["close_to_resnet"]
@@ -1408,15 +1408,15 @@ def resnet_sentence(
     times = resnet_size_ratio("close_to_resnet")
     size = "" if times is None else f" {times:.1f} times its size"
     first = (
-        f"The learned model is {behind:.1f} points behind a ResNet18{size}, "
-        f"*{tuned.verdict}*"
+        f"The learned model is {behind:.1f} points behind a ResNet18{size}: "
+        f"*{tuned.verdict}*."
     )
     matched = followup.get("close_to_resnet_matched")
     own = f"{{ref}}`one of its own size <{link}>`"
     if matched is None or matched.verdict == PENDING:
-        return f"{first}. Its runs against {own} are being made."
+        return f"{first} Its runs against {own} are being made."
     _, gap, _ = _matched_numbers(matched)
-    return f"{first}; and {gap:.1f} points behind {own}, *{matched.verdict}*."
+    return f"{first} Against {own}, it is {gap:.1f} points behind: *{matched.verdict}*."
 
 
 def _matched_numbers(got: ConfirmatoryVerdict) -> Tuple[float, float, List[str]]:

@@ -32,16 +32,23 @@ def test_the_paths_are_every_epoch_of_seed_1000_ending_where_it_ended():
     assert paths["agreement"]["largest_centre_gap"] < PATHS_END_GAP
 
 
-def test_both_notes_state_the_bound():
-    """Figures 7.3 and 7b.1 draw the re-run's paths; the note under each says how close it
-    ends to the saved run (the captions say what is drawn, the notes how it was made)."""
+def test_one_note_states_the_bound_and_7b_links_it():
+    """Figures 7.3 and 7b.1 draw the re-run's paths; ch. 7's note says how close it ends to
+    the saved run (the captions say what is drawn, the note how it was made), and ch. 7b says
+    it in one clause that links that note."""
     said = f"within {PATHS_END_GAP:g} token"
+    pages = {}
     for page in ("07_quadratic_training.ipynb", "07b_explore_trained_heads.ipynb"):
         cells = json.loads((BOOK / page).read_text())["cells"]
-        notes = [
-            "".join(c["source"])
-            for c in cells
-            if c["cell_type"] == "markdown"
-            and "Where the paths come from" in "".join(c["source"])
+        pages[page] = [
+            "".join(c["source"]) for c in cells if c["cell_type"] == "markdown"
         ]
-        assert len(notes) == 1 and said in notes[0], page
+    notes = [
+        s
+        for s in pages["07_quadratic_training.ipynb"]
+        if "Where the paths come from" in s
+    ]
+    assert len(notes) == 1 and said in notes[0] and "(sec-paths-rerun)=" in notes[0]
+    explore = pages["07b_explore_trained_heads.ipynb"]
+    assert not any("Where the paths come from" in s for s in explore)
+    assert any("<sec-paths-rerun>" in s for s in explore)
