@@ -201,16 +201,14 @@ def plain_source(code: str, width: int = CODE_CHARS) -> tuple[str, bool]:
     return _reflow_comment_blocks(_plain_comments(code), width), abridged
 
 
-def _where(obj) -> tuple[str, int, int]:
-    """``(path relative to the repository, first line, last line)`` of ``obj``'s source."""
+def _where(obj) -> str:
+    """The path, relative to the repository, of the file holding ``obj``'s source."""
     target = inspect.unwrap(obj.fget if isinstance(obj, property) else obj)
     path = Path(inspect.getsourcefile(target)).resolve()
     try:
-        rel = path.relative_to(_ROOT).as_posix()
+        return path.relative_to(_ROOT).as_posix()
     except ValueError:  # installed elsewhere: the path inside the package
-        rel = "attnconv/" + path.as_posix().split("/attnconv/", 1)[-1]
-    lines, first = inspect.getsourcelines(target)
-    return rel, first, first + len(lines) - 1
+        return "attnconv/" + path.as_posix().split("/attnconv/", 1)[-1]
 
 
 def fold_long_lines(code: str, width: int = CODE_CHARS) -> str:
@@ -361,7 +359,7 @@ def source_markdown(
         trimmed = elide_plumbing(raw) if excerpt else full
         code, abridged = plain_source(trimmed)
         code = fold_long_lines(code)
-        rel, _, _ = _where(obj)
+        rel = _where(obj)
         notes = ["docstring shortened"] if abridged else []
         if trimmed != full and full_ref:
             notes.insert(0, f"{{ref}}`full source below <{full_ref}>`")
